@@ -1,0 +1,33 @@
+"""The `gpuplan` command: one typer app with a sub-app per command group."""
+
+from __future__ import annotations
+
+import typer
+
+from gpuplan import __version__
+from gpuplan.cli import memory as memory_cmd
+from gpuplan.cli import model as model_cmd
+
+app = typer.Typer(
+    name="gpuplan",
+    help="Which GPU servers or cloud instances to rent or buy for LLM work, and why.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(model_cmd.app, name="model")
+app.add_typer(memory_cmd.app, name="memory")
+
+
+@app.command()
+def version() -> None:
+    """Print the gpuplan version."""
+    typer.echo(__version__)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

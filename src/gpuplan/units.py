@@ -1,0 +1,35 @@
+"""Units and element sizes shared by every estimator.
+
+JSON output uses base units (bytes, seconds, FLOP); GiB = 2**30 bytes, GB = 1e9 bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+GIB = 2**30  # bytes
+GB = 10**9  # bytes
+
+Dtype = Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "nf4"]
+
+# Bytes per element of each storage dtype (int4/nf4 pack two values per byte).
+DTYPE_BYTES: dict[str, float] = {
+    "fp32": 4.0,
+    "tf32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "int4": 0.5,
+    "nf4": 0.5,
+}
+
+
+def dtype_bytes(dtype: str) -> float:
+    """Bytes per element of `dtype`; raises InputError for an unknown name."""
+    from gpuplan.errors import unknown_name
+
+    try:
+        return DTYPE_BYTES[dtype]
+    except KeyError:
+        raise unknown_name("dtype", dtype, DTYPE_BYTES) from None
