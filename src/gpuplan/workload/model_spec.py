@@ -89,6 +89,10 @@ class ModelSpec(BaseModel):
     attn_out_bias: bool = False
     mlp_bias: bool = False
     qk_norm: bool = Field(default=False, description="per-head RMSNorm on q and k (Qwen3)")
+    post_sublayer_norms: bool = Field(
+        default=False,
+        description="extra norms on the attention and FFN outputs, 4 per layer (GLM-4-0414 `glm4`)",
+    )
 
     sliding_window: int | None = Field(default=None, gt=0, description="window in tokens for SWA layers")
     sliding_window_layers: int | None = Field(

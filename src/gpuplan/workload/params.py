@@ -21,7 +21,7 @@ class LayerParams:
 
     attention_matrix: int  # q/k/v/o (or MLA) projection weights
     attention_other: int  # attention biases and q/k or MLA latent norms
-    norms: int  # the two pre-norms (attention and FFN)
+    norms: int  # the two pre-norms (attention and FFN), four with post-sublayer norms
     mlp_matrix: int  # dense FFN weights (0 in an MoE layer)
     mlp_other: int  # dense FFN biases
     router: int  # MoE router weight (+ bias)
@@ -115,15 +115,21 @@ def _attention(spec: ModelSpec) -> tuple[int, int]:
     if spec.mla is not None:
         # DeepSeek-V2/V3 MLA (HF DeepseekV3Attention): q down/up (or plain q), joint kv down,
         # kv up to per-head nope-k and v, output projection; latent RMSNorms.
+        # With `attention_bias`, q_a_proj, kv_a_proj_with_mqa and o_proj carry biases (q_proj and
+        # kv_b_proj never do); `qkv_bias` stands for the first two, `attn_out_bias` for o_proj.
         m = spec.mla
+        bias = 0
         if m.q_lora_rank is None:
             q, q_norm = h * a * m.qk_head_dim, 0
         else:
             q, q_norm = h * m.q_lora_rank + m.q_lora_rank * a * m.qk_head_dim, m.q_lora_rank
+            bias += m.q_lora_rank if spec.qkv_bias else 0
         kv_a = h * (m.kv_lora_rank + m.qk_rope_head_dim)
+        bias += m.kv_lora_rank + m.qk_rope_head_dim if spec.qkv_bias else 0
         kv_b = m.kv_lora_rank * a * (m.qk_nope_head_dim + m.v_head_dim)
         o = a * m.v_head_dim * h
-        return q + kv_a + kv_b + o, q_norm + m.kv_lora_rank
+        bias += h if spec.attn_out_bias else 0
+        return q + kv_a + kv_b + o, q_norm + m.kv_lora_rank + bias
     d, g = spec.attn_head_dim, spec.kv_heads
     matrix = h * a * d + 2 * h * g * d + a * d * h  # q, k, v, o
     other = 0
@@ -151,7 +157,9 @@ def count_params(spec: ModelSpec) -> ParamCounts:
     """Parameter counts of `spec` by part; pure and cheap."""
     h = spec.hidden_size
     attn_matrix, attn_other = _attention(spec)
-    norms = 2 * _norm_params(spec, h)
+    # input_layernorm + post_attention_layernorm; GLM-4-0414 (HF Glm4DecoderLayer) adds
+    # post_self_attn_layernorm and post_mlp_layernorm.
+    norms = (4 if spec.post_sublayer_norms else 2) * _norm_params(spec, h)
     dense = LayerParams(
         attention_matrix=attn_matrix,
         attention_other=attn_other,
