@@ -120,7 +120,8 @@ def _qwen_moe_dense_layers(cfg: Config, num_layers: int) -> int:
 def _llama(cfg: Config) -> dict[str, Any]:
     # LlamaAttention: q/k/v/o all take bias=attention_bias; LlamaMLP: gate/up/down bias=mlp_bias.
     bias = _bool(cfg, "attention_bias", False)
-    return {**_common(cfg), "qkv_bias": bias, "attn_out_bias": bias, "mlp_bias": _bool(cfg, "mlp_bias", False)}
+    mlp_bias = _bool(cfg, "mlp_bias", False)
+    return {**_common(cfg), "qkv_bias": bias, "attn_out_bias": bias, "mlp_bias": mlp_bias}
 
 
 def _mistral(cfg: Config) -> dict[str, Any]:
@@ -390,5 +391,7 @@ def spec_from_hf_config_file(path: Path) -> ModelSpec:
     if not isinstance(cfg, dict):
         raise InputError(field="model", value=str(path), allowed="a JSON object (a Hugging Face config.json)")
     p = Path(path)
+    # The model's name: _name_or_path when the file has one, else its folder (…/Qwen3-8B/config.json).
     name = p.parent.name if p.name == "config.json" and p.parent.name else p.stem
-    return spec_from_hf_config(cfg, name=_default_name(cfg) if "_name_or_path" in cfg else name, source=str(p))
+    name = _default_name(cfg) if "_name_or_path" in cfg else name
+    return spec_from_hf_config(cfg, name=name, source=str(p))

@@ -30,7 +30,9 @@ class MoESpec(BaseModel):
     shared_expert_ffn_size: int | None = Field(
         default=None, gt=0, description="intermediate size of ONE shared expert (default expert_ffn_size)"
     )
-    shared_expert_gate: bool = Field(default=False, description="sigmoid gate on the shared expert (Qwen2-MoE)")
+    shared_expert_gate: bool = Field(
+        default=False, description="sigmoid gate on the shared expert (Qwen2-MoE)"
+    )
     first_dense_layers: int = Field(default=0, ge=0, description="leading layers with a dense FFN (DeepSeek)")
     router_bias: bool = Field(default=False, description="learned per-expert router bias parameter")
 
@@ -81,7 +83,9 @@ class ModelSpec(BaseModel):
     vocab_size: int = Field(gt=0)
     max_position_embeddings: int = Field(default=4096, gt=0)
 
-    mlp: Literal["swiglu", "gelu"] = Field(default="swiglu", description="swiglu: gate+up+down; gelu: up+down")
+    mlp: Literal["swiglu", "gelu"] = Field(
+        default="swiglu", description="swiglu: gate+up+down; gelu: up+down"
+    )
     norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
     position_embedding: Literal["rope", "alibi", "learned"] = "rope"
     tie_word_embeddings: bool = False
