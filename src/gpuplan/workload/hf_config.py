@@ -367,7 +367,8 @@ def spec_from_hf_config(cfg: Mapping[str, Any], name: str = "", source: str = ""
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err["loc"]) or "config"
-        raise InputError(field=loc, value=err.get("input"), allowed=err["msg"]) from None
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        raise InputError(field=loc, value=err.get("input"), allowed=msg) from None
 
 
 def spec_from_hf_config_file(path: Path) -> ModelSpec:
