@@ -1,0 +1,192 @@
+"""Activation memory: the tensors a training step saves for backward, per layer and device.
+
+The model is an inventory of saved tensors per module, not one closed formula, so that
+every term can be checked against PyTorch (tests sum the bytes that
+`torch.autograd.graph.saved_tensors_hooks` sees on tiny Hugging Face models).
+
+Reference implementation: Hugging Face transformers decoder layers (Llama, Qwen2/3,
+Mixtral, DeepSeek-V3): RMSNorm upcasts to fp32 and saves the fp32 input and the
+normalized 16-bit output; eager attention materialises the KV heads repeated to all
+query heads and saves fp32 softmax probabilities plus their 16-bit copy; SDPA/flash
+attention saves q, k, v (GQA not repeated), the output and the fp32 log-sum-exp
+(FlashAttention-2, Dao 2023). Sharding follows Korthikanti et al. 2022 ("Reducing
+Activation Recomputation in Large Transformer Models"): TP splits everything inside
+attention and the MLP; sequence parallelism also splits the norms and layer inputs; CP
+splits the sequence. Selective recomputation drops the attention core (their sec. 5),
+full recomputation keeps one layer input per layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuplan.workload.jobs import Layout, TrainingJob
+from gpuplan.workload.model_spec import ModelSpec
+
+__all__ = ["ActivationBreakdown", "activation_breakdown", "compute_bytes"]
+
+FP32 = 4.0  # bytes
+INDEX = 8.0  # bytes of an int64 index
+
+
+def compute_bytes(precision: str) -> tuple[float, float]:
+    """(bytes of a saved activation, bytes of a saved linear-layer input) for a training precision.
+
+    FP8 training (Transformer Engine) keeps the inputs of linear layers in fp8 for the
+    weight-gradient GEMM and everything else in bf16 (TE docs, FP8 primer).
+    """
+    if precision == "fp32":
+        return 4.0, 4.0
+    if precision == "fp8":
+        return 2.0, 1.0
+    return 2.0, 2.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ActivationBreakdown:
+    """Saved-for-backward bytes of ONE micro-batch on one device (after TP/SP/CP sharding)."""
+
+    dense_layer: dict[str, float]  # per dense layer, by saved tensor
+    moe_layer: dict[str, float]  # per MoE layer (empty for dense models)
+    first_stage_extra: dict[str, float]  # embedding-side tensors (token ids, rotary tables)
+    last_stage_extra: dict[str, float]  # final norm, LM-head input, log-probs, labels
+    logits_transient_bytes: float  # live during the loss only (16-bit logits + fp32 upcast)
+    recompute_working_bytes: float  # one layer's activations rebuilt during backward (recompute)
+
+    @property
+    def dense_layer_bytes(self) -> float:
+        return sum(self.dense_layer.values())
+
+    @property
+    def moe_layer_bytes(self) -> float:
+        return sum(self.moe_layer.values())
+
+
+def _norm(spec: ModelSpec, t: float, width: float, e: float) -> float:
+    """Saved bytes of one norm over `t` tokens of `width`.
+
+    HF RMSNorm: fp32 copy of the input (kept by pow/mul), the fp32 inverse RMS per token,
+    and the 16-bit normalized tensor (kept by the weight multiply). In fp32 the copy is
+    the input itself and the normalized tensor is fp32, giving the same (4 + e) bytes.
+    LayerNorm (native kernel): the input plus fp32 mean and rstd per token.
+    """
+    if spec.norm == "layernorm":
+        return e * t * width + 2 * FP32 * t
+    return (FP32 + e) * t * width + FP32 * t
+
+
+def _attention(spec: ModelSpec, job: TrainingJob, b: float, s: float, s_full: float, tp: int,
+               e: float, e_lin: float, seq_div: float) -> dict[str, float]:
+    t = b * s
+    h, a = spec.hidden_size, spec.num_heads / tp
+    g = max(spec.kv_heads / tp, 1.0)  # KV heads per rank; replicated when tp > kv heads
+    dq, dv = spec.attn_head_dim, spec.v_head_dim
+    out: dict[str, float] = {"attn_norm": _norm(spec, t, h, e) / seq_div, "qkv_input": e_lin * t * h / seq_div}
+    if spec.mla is not None:
+        m = spec.mla
+        if m.q_lora_rank is not None:
+            out["mla_q_norm"] = _norm(spec, t, m.q_lora_rank, e)
+            out["mla_q_up_input"] = e_lin * t * m.q_lora_rank
+        out["mla_kv_norm"] = _norm(spec, t, m.kv_lora_rank, e)
+        out["mla_kv_up_input"] = e_lin * t * m.kv_lora_rank
+        # interleaved-RoPE cos/sin halves are sliced per layer (HF apply_rotary_pos_emb_interleave)
+        out["mla_rotary_tables"] = 2 * e * s * (m.qk_rope_head_dim // 2)
+        g = a  # MLA expands the latent to per-head k and v
+    if spec.qk_norm:
+        out["qk_norm"] = _norm(spec, t * (a + g), dq, e)
+    eager = job.attention == "eager"
+    kv_heads_saved = a if eager else g  # eager repeats KV heads to all query heads (repeat_kv)
+    out["q"] = e * t * a * dq
+    out["k"] = e * t * kv_heads_saved * dq
+    # MLA: v is a view of the kv up-projection output, whose whole storage (k_nope and v) stays alive
+    v_width = spec.mla.qk_nope_head_dim + dv if spec.mla is not None else dv
+    out["v"] = e * t * kv_heads_saved * v_width
+    core: dict[str, float] = {}
+    if eager:
+        scores = b * a * s * s_full
+        core["softmax_fp32"] = FP32 * scores
+        if e != FP32:
+            core["attn_probs"] = e * scores  # the 16-bit copy that multiplies V
+    else:
+        # The flash/SDPA output is laid out (b, s, heads, d) and IS the o_proj input: one tensor.
+        core["softmax_lse"] = FP32 * b * a * s
+    if job.recompute != "selective":
+        out.update(core)
+    out["o_input"] = e_lin * t * a * dv
+    return out
+
+
+def _ffn(spec: ModelSpec, t: float, ffn: float, e: float, e_lin: float) -> float:
+    # SwiGLU: gate output (kept by SiLU), SiLU output and up output (kept by the product),
+    # the product (input of down); a plain MLP keeps the up output and the activation output.
+    if spec.mlp == "swiglu":
+        return 3 * e * t * ffn + e_lin * t * ffn
+    return e * t * ffn + e_lin * t * ffn
+
+
+def _moe(spec: ModelSpec, t: float, tp: int, e: float, e_lin: float) -> dict[str, float]:
+    assert spec.moe is not None
+    m = spec.moe
+    tk = t * m.top_k  # token-expert pairs; EP moves them but each rank keeps about its own count
+    out = {
+        # router scores (fp32), top-k indices and weights, sort/scatter indices, expert counts
+        "router_and_dispatch": FP32 * t * m.num_experts + tk * (INDEX * 4 + FP32 * 2) + FP32 * t,
+        "expert_input": e_lin * tk * spec.hidden_size,
+        "expert_ffn": _ffn(spec, tk, m.expert_ffn_size / tp, e, e_lin),
+        "expert_output": e * tk * spec.hidden_size,
+    }
+    if m.router_bias:
+        # DeepSeek-V3's router runs in fp32: fp32 copies of the input and of the router weight,
+        # plus group-limited top-k masks and indices (HF DeepseekV3TopkRouter / MoE.route_tokens)
+        out["router_fp32_input"] = FP32 * t * spec.hidden_size
+        out["router_fp32_weight"] = FP32 * spec.hidden_size * m.num_experts
+        out["router_group_select"] = t * (m.num_experts + 3 * INDEX)
+    if m.num_shared_experts:
+        out["shared_input"] = e_lin * t * spec.hidden_size
+        out["shared_ffn"] = _ffn(spec, t, m.shared_ffn_total / tp, e, e_lin)
+    return out
+
+
+def activation_breakdown(spec: ModelSpec, job: TrainingJob, layout: Layout) -> ActivationBreakdown:
+    """Saved activations of one micro-batch on one device of `layout`."""
+    e, e_lin = compute_bytes(job.precision)
+    tp, cp = layout.tp, layout.cp
+    b, s_full = float(job.micro_batch), float(job.seq_len)
+    s = s_full / cp
+    t = b * s
+    h = spec.hidden_size
+    seq_div = float(tp) if (layout.seq_parallel and tp > 1) else 1.0
+
+    attn = _attention(spec, job, b, s, s_full, tp, e, e_lin, seq_div)
+    mlp_norm = {"mlp_norm": _norm(spec, t, h, e) / seq_div, "mlp_input": e_lin * t * h / seq_div}
+    dense = {**attn, **mlp_norm, "mlp": _ffn(spec, t, spec.ffn_hidden_size / tp, e, e_lin)}
+    moe = {**attn, **mlp_norm, **_moe(spec, t, tp, e, e_lin)} if spec.moe is not None else {}
+
+    full_layer = max(sum(dense.values()), sum(moe.values()))
+    recompute_working = 0.0
+    if job.recompute == "full":
+        # Only each layer's input survives the forward pass (activation checkpointing);
+        # backward rebuilds one layer at a time.
+        layer_input = {"layer_input": e * t * h / seq_div}
+        dense = dict(layer_input)
+        moe = dict(layer_input) if spec.moe is not None else {}
+        recompute_working = full_layer
+
+    first = {"token_ids": INDEX * t}
+    if spec.position_embedding == "rope" and spec.mla is None and job.recompute != "full":
+        first["rotary_tables"] = 2 * e * s * spec.attn_head_dim  # cos and sin, shared by all layers
+    vocab = spec.vocab_size / tp  # vocab-parallel LM head and loss (Megatron); whole vocab when tp=1
+    last = {
+        "final_norm": _norm(spec, t, h, e) / seq_div,
+        "lm_head_input": e_lin * t * h / seq_div,
+        "log_probs_fp32": FP32 * t * vocab,  # cross-entropy on fp32-upcast logits (HF loss)
+        "labels": INDEX * t,
+    }
+    return ActivationBreakdown(
+        dense_layer=dense,
+        moe_layer=moe,
+        first_stage_extra=first,
+        last_stage_extra=last,
+        logits_transient_bytes=(e + FP32) * t * vocab,
+        recompute_working_bytes=recompute_working,
+    )

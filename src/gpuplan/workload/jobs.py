@@ -1,0 +1,124 @@
+"""What the user wants to run: a training or inference job and its parallel layout.
+
+Records are pydantic models (keyword-only, frozen, unknown keys rejected) validated at
+construction; `check_layout` validates a layout against a model, raising `InputError`
+that names the field.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gpuplan.errors import InputError
+from gpuplan.workload.model_spec import ModelSpec
+
+__all__ = [
+    "LORA_TARGETS",
+    "InferenceJob",
+    "Layout",
+    "TrainingJob",
+    "check_layout",
+]
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+Method = Literal["full", "lora", "qlora"]
+Recompute = Literal["none", "selective", "full"]
+Attention = Literal["flash", "eager"]
+TrainPrecision = Literal["bf16", "fp16", "fp32", "fp8"]
+WeightFormat = Literal["bf16", "fp16", "fp8", "int8", "int4"]
+KVDtype = Literal["bf16", "fp16", "fp8", "int8"]
+
+# LoRA target names: attention q/k/v/o projections, FFN gate/up/down projections.
+LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
+
+
+class Layout(BaseModel):
+    """A parallel layout. Sizes are degrees; the device count is tp*pp*dp*cp (EP lives inside DP*CP)."""
+
+    model_config = _STRICT
+
+    tp: int = Field(default=1, gt=0, description="tensor parallel degree (Megatron-LM)")
+    pp: int = Field(default=1, gt=0, description="pipeline stages")
+    dp: int = Field(default=1, gt=0, description="data-parallel replicas")
+    cp: int = Field(default=1, gt=0, description="context-parallel degree (sequence split for attention)")
+    ep: int = Field(default=1, gt=0, description="expert-parallel degree (carved out of dp*cp)")
+    vpp: int = Field(default=1, gt=0, description="interleaved virtual stages per pipeline rank")
+    zero_stage: Literal[0, 1, 2, 3] = Field(default=0, description="ZeRO/FSDP sharding stage over dp*cp")
+    seq_parallel: bool = Field(default=True, description="Megatron sequence parallelism with TP")
+
+    @property
+    def num_devices(self) -> int:
+        return self.tp * self.pp * self.dp * self.cp
+
+
+class TrainingJob(BaseModel):
+    """One training step's shape and the choices that set its memory."""
+
+    model_config = _STRICT
+
+    method: Method = "full"
+    seq_len: int = Field(default=4096, gt=0, description="tokens per sequence")
+    micro_batch: int = Field(default=1, gt=0, description="sequences per micro-batch per DP rank")
+    global_batch: int | None = Field(default=None, gt=0, description="sequences per optimizer step")
+    precision: TrainPrecision = "bf16"
+    optimizer: str = "adamw"
+    recompute: Recompute = "none"
+    attention: Attention = "flash"
+    lora_rank: int = Field(default=16, gt=0)
+    lora_targets: tuple[str, ...] = LORA_TARGETS
+
+    def num_microbatches(self, layout: Layout) -> int:
+        """Micro-batches per step per pipeline; without a global batch, enough to fill the pipeline."""
+        if self.global_batch is None:
+            return max(layout.pp, 1)
+        return max(1, self.global_batch // (self.micro_batch * layout.dp))
+
+
+class InferenceJob(BaseModel):
+    """A serving deployment's memory-relevant choices."""
+
+    model_config = _STRICT
+
+    weights: WeightFormat = "bf16"
+    kv_dtype: KVDtype | None = Field(default=None, description="None: the weight dtype for 16-bit weights, else bf16")
+    batch: int = Field(default=1, gt=0, description="concurrent requests")
+    context: int = Field(default=4096, gt=0, description="tokens per request (prompt + output)")
+    int4_group_size: int = Field(default=128, gt=0, description="weights per scale group (GPTQ/AWQ)")
+    memory_fraction: float = Field(default=0.9, gt=0, le=1, description="engine's share of device memory")
+
+    @property
+    def kv_cache_dtype(self) -> str:
+        if self.kv_dtype is not None:
+            return self.kv_dtype
+        return self.weights if self.weights in ("bf16", "fp16") else "bf16"
+
+
+def check_layout(spec: ModelSpec, layout: Layout, *, seq_len: int | None = None) -> None:
+    """Raise InputError when `layout` cannot split `spec`."""
+    if spec.num_heads % layout.tp:
+        divisors = [d for d in range(1, spec.num_heads + 1) if spec.num_heads % d == 0]
+        raise InputError(field="tp", value=layout.tp,
+                         allowed=f"a divisor of num_heads={spec.num_heads}: {divisors}",
+                         hint="tensor parallelism splits attention heads")
+    if layout.pp > spec.num_layers:
+        raise InputError(field="pp", value=layout.pp, allowed=f"1..{spec.num_layers} (num_layers)",
+                         hint="each pipeline stage needs at least one layer")
+    if layout.vpp > 1 and spec.num_layers % (layout.pp * layout.vpp):
+        raise InputError(field="vpp", value=layout.vpp,
+                         allowed=f"a value with num_layers={spec.num_layers} divisible by pp*vpp",
+                         hint="interleaved stages must hold equal layer counts")
+    if layout.ep > 1:
+        if spec.moe is None:
+            raise InputError(field="ep", value=layout.ep, allowed="1 for a dense model",
+                             hint="expert parallelism needs an MoE model")
+        if spec.moe.num_experts % layout.ep:
+            raise InputError(field="ep", value=layout.ep,
+                             allowed=f"a divisor of num_experts={spec.moe.num_experts}")
+        if (layout.dp * layout.cp) % layout.ep:
+            raise InputError(field="ep", value=layout.ep, allowed=f"a divisor of dp*cp={layout.dp * layout.cp}",
+                             hint="expert parallelism is carved out of the data-parallel ranks")
+    if seq_len is not None and seq_len % layout.cp:
+        raise InputError(field="cp", value=layout.cp, allowed=f"a divisor of seq_len={seq_len}")
