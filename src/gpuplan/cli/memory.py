@@ -1,2 +1,141 @@
+"""`gpuplan memory train|infer`: per-device memory breakdowns."""
+
+from __future__ import annotations
+
+from typing import Literal
+
 import typer
-app = typer.Typer()
+from pydantic import ValidationError
+
+from gpuplan.cli.common import console, fail, print_json
+from gpuplan.errors import GpuplanError, InputError
+from gpuplan.estimate.memory_infer import estimate_inference_memory, max_batch_that_fits
+from gpuplan.estimate.memory_train import estimate_training_memory
+from gpuplan.estimate.optimizers import optimizer_names
+from gpuplan.render.memory_table import memory_tables
+from gpuplan.units import GIB
+from gpuplan.workload.jobs import LORA_TARGETS, InferenceJob, Layout, TrainingJob
+from gpuplan.workload.presets import load_model
+
+app = typer.Typer(help="Per-device memory: weights, gradients, optimizer, activations, KV cache.",
+                  no_args_is_help=True)
+
+_MODEL = typer.Option(..., "--model", "-m", help="preset id (gpuplan model list) or path to a config.json")
+
+
+def _device_memory(accelerator: str | None, device_memory_gib: float | None) -> float | None:
+    """Device memory in bytes from --device-memory-gib or the catalog entry of --accelerator."""
+    if device_memory_gib is not None:
+        if device_memory_gib <= 0:
+            raise InputError(field="device-memory-gib", value=device_memory_gib, allowed="a positive number")
+        return device_memory_gib * GIB
+    if accelerator is None:
+        return None
+    from gpuplan.hardware.overrides import load_catalog
+
+    acc = load_catalog().accelerator(accelerator)
+    gib = acc.hbm_gib_visible or acc.hbm_gib
+    if gib is None:
+        raise InputError(field="accelerator", value=accelerator, allowed="an accelerator with a known memory size",
+                         hint="pass --device-memory-gib")
+    return float(gib) * GIB
+
+
+@app.command("train")
+def train_cmd(
+    model: str = _MODEL,
+    method: Literal["full", "pretrain", "full_ft", "lora", "qlora"] = typer.Option(
+        "full", help="full (= pretrain, full_ft), lora or qlora"),
+    seq_len: int = typer.Option(4096, help="tokens per sequence"),
+    micro_batch: int = typer.Option(1, help="sequences per micro-batch"),
+    global_batch: int = typer.Option(None, help="sequences per step (sets micro-batches in flight under PP)"),
+    precision: Literal["bf16", "fp16", "fp32", "fp8"] = typer.Option("bf16"),
+    optimizer: str = typer.Option("adamw", help=f"one of {', '.join(optimizer_names())}"),
+    tp: int = typer.Option(1, help="tensor parallel"),
+    pp: int = typer.Option(1, help="pipeline parallel"),
+    dp: int = typer.Option(1, help="data parallel"),
+    cp: int = typer.Option(1, help="context parallel"),
+    ep: int = typer.Option(1, help="expert parallel"),
+    vpp: int = typer.Option(1, help="interleaved virtual pipeline stages"),
+    zero: int = typer.Option(0, min=0, max=3, help="ZeRO / FSDP stage 0-3"),
+    seq_parallel: bool = typer.Option(True, "--seq-parallel/--no-seq-parallel"),
+    recompute: Literal["none", "selective", "full"] = typer.Option("none"),
+    attention: Literal["flash", "eager"] = typer.Option("flash"),
+    lora_rank: int = typer.Option(16),
+    lora_targets: str = typer.Option(",".join(LORA_TARGETS), help="comma list of q,k,v,o,gate,up,down"),
+    accelerator: str = typer.Option(None, help="catalog id: compare the total with its memory"),
+    device_memory_gib: float = typer.Option(None, help="device memory to compare against"),
+    json_out: bool = typer.Option(False, "--json", help="print the JSON contract"),
+) -> None:
+    """Training memory per device (the most loaded pipeline rank)."""
+    try:
+        spec = load_model(model)
+        targets = tuple(t.strip() for t in lora_targets.split(",") if t.strip())
+        for t in targets:
+            if t not in LORA_TARGETS:
+                raise InputError(field="lora-targets", value=t, allowed=", ".join(LORA_TARGETS))
+        job = TrainingJob(method="full" if method in ("pretrain", "full_ft") else method,  # type: ignore[arg-type]
+                          seq_len=seq_len, micro_batch=micro_batch, global_batch=global_batch,
+                          precision=precision, optimizer=optimizer,  # type: ignore[arg-type]
+                          recompute=recompute, attention=attention,  # type: ignore[arg-type]
+                          lora_rank=lora_rank, lora_targets=targets)
+        layout = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, zero_stage=zero,  # type: ignore[arg-type]
+                        seq_parallel=seq_parallel)
+        mem = estimate_training_memory(spec, job, layout)
+        device = _device_memory(accelerator, device_memory_gib)
+    except (GpuplanError, ValidationError) as exc:
+        fail(exc)
+    if json_out:
+        out = mem.to_json()
+        if device is not None:
+            out["device_memory_bytes"] = round(device)
+            out["fits"] = mem.total_bytes <= device
+        print_json(out)
+        return
+    console.print(memory_tables(mem, title=f"Training memory per device - {spec.name}",
+                                device_memory_bytes=device))
+
+
+@app.command("infer")
+def infer_cmd(
+    model: str = _MODEL,
+    weights: Literal["bf16", "fp16", "fp8", "int8", "int4"] = typer.Option("bf16"),
+    kv_dtype: Literal["bf16", "fp16", "fp8", "int8"] | None = typer.Option(
+        None, help="default: the weight dtype for 16-bit weights, else bf16"),
+    batch: int = typer.Option(1, help="concurrent requests"),
+    context: int = typer.Option(4096, help="tokens per request (prompt + output)"),
+    tp: int = typer.Option(1),
+    pp: int = typer.Option(1),
+    ep: int = typer.Option(1),
+    group_size: int = typer.Option(128, help="int4 weights per scale group"),
+    memory_fraction: float = typer.Option(0.9, help="engine memory fraction (vLLM gpu_memory_utilization)"),
+    accelerator: str = typer.Option(None, help="catalog id: compute the largest batch that fits"),
+    device_memory_gib: float = typer.Option(None, help="device memory for the largest batch that fits"),
+    json_out: bool = typer.Option(False, "--json", help="print the JSON contract"),
+) -> None:
+    """Inference memory per device, and the largest batch that fits a device."""
+    try:
+        spec = load_model(model)
+        job = InferenceJob(weights=weights, kv_dtype=kv_dtype, batch=batch, context=context,  # type: ignore[arg-type]
+                           int4_group_size=group_size, memory_fraction=memory_fraction)
+        layout = Layout(tp=tp, pp=pp, ep=ep, dp=max(ep, 1))
+        mem = estimate_inference_memory(spec, job, layout)
+        device = _device_memory(accelerator, device_memory_gib)
+        fit = max_batch_that_fits(spec, job, device, layout) if device else None
+    except (GpuplanError, ValidationError) as exc:
+        fail(exc)
+    if json_out:
+        out = mem.to_json()
+        if fit is not None:
+            out["device_memory_bytes"] = round(fit.device_memory_bytes)
+            out["kv_budget_bytes"] = round(fit.kv_budget_bytes)
+            out["max_batch_fits"] = fit.max_batch
+            out["max_kv_tokens_fit"] = fit.max_tokens
+        print_json(out)
+        return
+    console.print(memory_tables(mem, title=f"Inference memory per device - {spec.name}",
+                                device_memory_bytes=device))
+    if fit is not None:
+        console.print(f"Largest batch of {context}-token requests within {memory_fraction:.0%} of "
+                      f"{fit.device_memory_bytes / GIB:.1f} GiB: [bold]{fit.max_batch}[/] "
+                      f"({fit.max_tokens:,} KV tokens)")

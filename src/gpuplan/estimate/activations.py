@@ -135,7 +135,7 @@ def _moe(spec: ModelSpec, t: float, tp: int, e: float, e_lin: float) -> dict[str
         "expert_ffn": _ffn(spec, tk, m.expert_ffn_size / tp, e, e_lin),
         "expert_output": e * tk * spec.hidden_size,
     }
-    if m.router_bias:
+    if spec.family == "deepseek_v3":
         # DeepSeek-V3's router runs in fp32: fp32 copies of the input and of the router weight,
         # plus group-limited top-k masks and indices (HF DeepseekV3TopkRouter / MoE.route_tokens)
         out["router_fp32_input"] = FP32 * t * spec.hidden_size

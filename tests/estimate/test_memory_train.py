@@ -1,0 +1,135 @@
+"""Behaviour of the training-memory estimator: ZeRO, TP, PP, LoRA/QLoRA, recompute, contract."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuplan.errors import InputError
+from gpuplan.estimate.calibration import load_calibration
+from gpuplan.estimate.memory_train import NF4_BYTES_PER_PARAM, estimate_training_memory, stage_layers
+from gpuplan.workload.jobs import Layout, TrainingJob
+from gpuplan.workload.params import count_params
+from gpuplan.workload.presets import get_preset
+
+LLAMA = get_preset("llama3-8b").spec
+JOB = TrainingJob(seq_len=2048, micro_batch=1)
+
+
+def test_mixed_precision_adam_is_16_bytes_per_param() -> None:
+    """ZeRO paper: 2 + 2 + 12 bytes per parameter without sharding."""
+    m = estimate_training_memory(LLAMA, JOB)
+    n = count_params(LLAMA).total
+    assert m.weights_bytes == 2 * n
+    assert m.gradients_bytes == 2 * n
+    assert m.optimizer_bytes == 12 * n
+
+
+@pytest.mark.parametrize("stage", [0, 1, 2, 3])
+def test_zero_stages_shard_what_the_paper_says(stage: int) -> None:
+    n = count_params(LLAMA).total
+    m = estimate_training_memory(LLAMA, JOB, Layout(dp=8, zero_stage=stage))  # type: ignore[arg-type]
+    assert m.optimizer_bytes == pytest.approx(12 * n / (8 if stage >= 1 else 1))
+    assert m.gradients_bytes == pytest.approx(2 * n / (8 if stage >= 2 else 1))
+    assert m.weights_bytes == pytest.approx(2 * n / (8 if stage >= 3 else 1))
+
+
+def test_more_devices_never_raise_memory_under_zero3() -> None:
+    totals = [estimate_training_memory(LLAMA, JOB, Layout(dp=d, zero_stage=3)).total_bytes for d in (1, 2, 4, 8, 64)]
+    assert all(a >= b for a, b in zip(totals, totals[1:], strict=False))
+
+
+def test_tensor_parallel_splits_matrices_but_not_norms() -> None:
+    one = estimate_training_memory(LLAMA, JOB, Layout(tp=1))
+    eight = estimate_training_memory(LLAMA, JOB, Layout(tp=8))
+    norms = count_params(LLAMA).by_part()["norms"]
+    assert eight.weights_bytes == pytest.approx((one.weights_bytes - 2 * norms) / 8 + 2 * norms)
+    assert eight.activations_bytes < one.activations_bytes / 4  # sequence parallel splits the rest too
+
+
+def test_sequence_parallel_off_keeps_norm_activations_replicated() -> None:
+    on = estimate_training_memory(LLAMA, JOB, Layout(tp=4, seq_parallel=True))
+    off = estimate_training_memory(LLAMA, JOB, Layout(tp=4, seq_parallel=False))
+    assert off.activations_bytes > on.activations_bytes
+
+
+def test_pipeline_first_stage_holds_pp_microbatches() -> None:
+    job = TrainingJob(seq_len=2048, micro_batch=1, global_batch=64)
+    m = estimate_training_memory(LLAMA, job, Layout(pp=4, dp=1))
+    assert m.assumptions["pipeline_rank_reported"] in (0, 3)
+    assert m.details["activations"]["dense_layers"] == pytest.approx(
+        4 * 8 * estimate_training_memory(LLAMA, job).details["activations"]["dense_layers"] / 32)
+
+
+def test_stage_layers_cover_all_layers_and_interleave() -> None:
+    ds = get_preset("deepseek-v3").spec
+    split = stage_layers(ds, Layout(pp=16, dp=16))
+    assert sum(d + m for d, m in split) == ds.num_layers
+    assert split[0][0] == ds.num_dense_layers  # the leading dense layers sit on the first stage
+    inter = stage_layers(LLAMA, Layout(pp=4, vpp=2))
+    assert [d for d, _ in inter] == [8, 8, 8, 8]
+
+
+def test_lora_below_full_and_qlora_below_lora() -> None:
+    full = estimate_training_memory(LLAMA, JOB)
+    lora = estimate_training_memory(LLAMA, JOB.model_copy(update={"method": "lora"}))
+    qlora = estimate_training_memory(LLAMA, JOB.model_copy(update={"method": "qlora"}))
+    assert qlora.total_bytes < lora.total_bytes < full.total_bytes
+    assert lora.params_trainable < full.params_trainable / 100
+
+
+def test_lora_adapter_count_by_hand() -> None:
+    """r*(in+out) per targeted linear: q,k,v,o and gate,up,down for Llama-3-8B, r=8."""
+    job = JOB.model_copy(update={"method": "lora", "lora_rank": 8})
+    h, kv, f = 4096, 1024, 14336
+    per_layer = 8 * ((h + h) + 2 * (h + kv) + (h + h) + 3 * (h + f))
+    assert estimate_training_memory(LLAMA, job).params_trainable == 32 * per_layer
+
+
+def test_qlora_base_is_nf4_with_double_quant() -> None:
+    assert NF4_BYTES_PER_PARAM * 8 == pytest.approx(4.127, abs=1e-3)  # QLoRA paper: 0.127 bits overhead
+    job = JOB.model_copy(update={"method": "qlora"})
+    m = estimate_training_memory(LLAMA, job)
+    c = count_params(LLAMA)
+    matrix = c.layers_total - c.dense_layer.norms * LLAMA.num_layers
+    expected = matrix * NF4_BYTES_PER_PARAM + (c.total - matrix) * 2
+    assert m.details["weights"]["frozen_base"] == pytest.approx(expected)
+
+
+def test_recompute_orders_activation_memory() -> None:
+    acts = {rc: estimate_training_memory(LLAMA, JOB.model_copy(update={"recompute": rc, "attention": "eager"}))
+            .activations_bytes for rc in ("none", "selective", "full")}
+    assert acts["none"] > acts["selective"] > acts["full"]
+
+
+def test_calibration_terms_are_named_and_overridable() -> None:
+    base = estimate_training_memory(LLAMA, JOB)
+    cal = load_calibration({"runtime_context_gib": 2.0})
+    more = estimate_training_memory(LLAMA, JOB, calibration=cal)
+    assert more.other_bytes - base.other_bytes == pytest.approx(1.25 * 2**30)
+    assert more.assumptions["calibration"]["runtime_context_gib"]["overridden"] is True
+
+
+def test_json_contract_has_integer_bytes() -> None:
+    out = estimate_training_memory(LLAMA, JOB).to_json()
+    keys = ["params_total", "params_active", "params_trainable", "weights_bytes", "gradients_bytes",
+            "optimizer_bytes", "activations_bytes", "kv_cache_bytes", "other_bytes", "total_bytes"]
+    for k in keys:
+        assert isinstance(out[k], int), k
+    assert out["total_bytes"] == sum(out[k] for k in keys[3:9])
+    assert isinstance(out["assumptions"], dict)
+
+
+@pytest.mark.parametrize(("layout", "field"), [
+    (Layout(tp=3), "tp"),
+    (Layout(pp=33), "pp"),
+    (Layout(ep=2, dp=2), "ep"),
+])
+def test_bad_layouts_name_the_field(layout: Layout, field: str) -> None:
+    with pytest.raises(InputError) as err:
+        estimate_training_memory(LLAMA, JOB, layout)
+    assert err.value.field == field
+
+
+def test_unknown_optimizer_suggests_close_names() -> None:
+    with pytest.raises(InputError, match="adamw"):
+        estimate_training_memory(LLAMA, JOB.model_copy(update={"optimizer": "adam"}))

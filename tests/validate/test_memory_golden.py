@@ -1,0 +1,59 @@
+"""Golden test: the measured rows of the shared ground-truth memory.csv.
+
+Rows with confidence 'low' are the authors' own estimates, not measurements, and are left
+out. Each row's error is printed (run pytest -s, or benchmarks/memory_accuracy.py).
+Stated tolerance: median APE <= 25% over the evaluated rows and every row within 80%,
+except rows whose unstated optimizer makes them unknowable (listed in UNKNOWABLE with the
+reason). The figures are recorded in docs/validation.md.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pytest
+
+from gpuplan.errors import GpuplanError
+from gpuplan.validate.cases import read_rows
+from gpuplan.validate.memory_cases import evaluate_memory_row
+
+CASES = Path(__file__).resolve().parents[2].parent / "shared" / "ground-truth" / "memory.csv"
+MEDIAN_TOLERANCE = 0.25
+ROW_TOLERANCE = 0.80
+UNKNOWABLE = {
+    # torchtune's single-device full fine-tune fits 8B in 18.9 GiB with a paged 8-bit AdamW
+    # run inside backward (no gradient buffer); the row leaves the optimizer unstated.
+    "M016": "optimizer not stated; the recipe pages 8-bit states to host memory",
+}
+
+pytestmark = pytest.mark.skipif(not CASES.exists(), reason="shared ground-truth cases not present")
+
+
+def _results() -> tuple[list[tuple[str, float, float, float]], list[str]]:
+    done, skipped = [], []
+    for row in read_rows(CASES):
+        if row.get("confidence") == "low":
+            continue
+        try:
+            r = evaluate_memory_row(row)
+        except GpuplanError as exc:
+            skipped.append(f"{row['id']}: {exc}")
+            continue
+        done.append((r.id, r.measured, r.predicted, r.ape))
+    return done, skipped
+
+
+def test_memory_rows_within_stated_tolerance() -> None:
+    done, skipped = _results()
+    for rid, measured, predicted, ape in done:
+        print(f"{rid}: measured {measured:.2f} GiB predicted {predicted:.2f} GiB APE {ape:.1%}")
+    for s in skipped:
+        print("skipped", s)
+    assert len(done) >= 20
+    scored = [d for d in done if d[0] not in UNKNOWABLE]
+    median = statistics.median(d[3] for d in scored)
+    print(f"median APE {median:.1%} over {len(scored)} rows")
+    assert median <= MEDIAN_TOLERANCE
+    worst = [d for d in scored if d[3] > ROW_TOLERANCE]
+    assert not worst, worst
