@@ -1,0 +1,139 @@
+"""Shared pieces of every catalog record: provenance, confidence, prices and currency.
+
+Every record says where its numbers come from (`source`), when that source was
+published or read (`as_of`), and how far to trust it (`confidence`). Single values
+may cite a different source (`field_sources`) or be individually doubtful
+(`low_confidence_fields`). Units live in field names (`_gib`, `_gbps` = GB/s,
+`_gbit_per_s` = Gbit/s, `_tflops`, `_w`); values are plain numbers.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
+
+__all__ = [
+    "ID_PATTERN",
+    "Confidence",
+    "Currency",
+    "CurrencyRates",
+    "Market",
+    "Price",
+    "PriceKind",
+    "Sourced",
+    "convert",
+]
+
+STRICT = ConfigDict(extra="forbid", frozen=True)
+
+# ids are lowercase slugs; aliases may be any case (lookups are case-insensitive).
+ID_PATTERN = r"^[a-z0-9][a-z0-9._\-]*$"
+AS_OF_PATTERN = r"^\d{4}(-\d{2}(-\d{2})?)?$"
+
+Confidence = Literal["high", "medium", "low", "none"]
+Currency = Literal["CNY", "USD"]
+Market = Literal["cn", "global"]
+PriceKind = Literal["on_demand_hourly", "spot_hourly", "monthly", "yearly", "purchase", "per_tib_month"]
+
+CONFIDENCE_RANK: dict[str, int] = {"none": 0, "low": 1, "medium": 2, "high": 3}
+
+
+def _as_of_text(value: Any) -> Any:
+    """YAML reads 2024-01-15 as a date and 2024 as an int; keep both as text."""
+    if isinstance(value, _dt.date):
+        return value.isoformat()
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+AsOf = Annotated[str, BeforeValidator(_as_of_text), StringConstraints(pattern=AS_OF_PATTERN)]
+
+
+class Price(BaseModel):
+    """One published price. `amount` null means "not published / unknown", never zero."""
+
+    model_config = STRICT
+
+    kind: PriceKind
+    amount: float | None = Field(description="in `currency`, per the period `kind` names; null = unknown")
+    currency: Currency
+    region: str = ""
+    source: str = Field(min_length=1)
+    as_of: AsOf
+    confidence: Confidence = "medium"
+    note: str = ""
+
+    @field_validator("amount")
+    @classmethod
+    def _positive(cls, v: float | None) -> float | None:
+        if v is not None and v <= 0:
+            raise ValueError("a price must be > 0; write null for an unknown price, never 0")
+        return v
+
+
+class CurrencyRates(BaseModel):
+    """The CNY/USD conversion rate used to compare prices; data, so users can override it."""
+
+    model_config = STRICT
+
+    cny_per_usd: float = Field(gt=1, lt=20)
+    source: str = Field(min_length=1)
+    as_of: AsOf
+    note: str = ""
+
+
+def convert(amount: float | None, src: str, dst: str, rates: CurrencyRates) -> float | None:
+    """`amount` in currency `src` expressed in `dst` (None stays None)."""
+    if amount is None or src == dst:
+        return amount
+    if src == "USD" and dst == "CNY":
+        return amount * rates.cny_per_usd
+    if src == "CNY" and dst == "USD":
+        return amount / rates.cny_per_usd
+    raise ValueError(f"unsupported currency conversion {src} -> {dst}")
+
+
+class Sourced(BaseModel):
+    """Base of every catalog record: id, aliases and provenance."""
+
+    model_config = STRICT
+
+    id: str = Field(pattern=ID_PATTERN, description="canonical id, unique across the whole catalog")
+    aliases: tuple[str, ...] = ()
+    source: str = Field(min_length=1, description="where the values come from (datasheet, doc URL)")
+    as_of: AsOf = Field(description="date of the source: YYYY, YYYY-MM or YYYY-MM-DD")
+    confidence: Confidence
+    field_sources: dict[str, str] = Field(
+        default_factory=dict, description="per-field source where it differs from `source`"
+    )
+    low_confidence_fields: tuple[str, ...] = Field(default=(), description="values individually doubtful")
+    notes: str = ""
+
+    @model_validator(mode="after")
+    def _check_field_refs(self) -> Sourced:
+        known = set(type(self).model_fields)
+        for name in (*self.field_sources, *self.low_confidence_fields):
+            if name not in known:
+                raise ValueError(f"field_sources/low_confidence_fields name unknown field {name!r}")
+        return self
+
+    def source_of(self, field: str) -> str:
+        """The source of one value: its own citation, else the record's."""
+        return self.field_sources.get(field, self.source)
+
+    def confidence_of(self, field: str) -> str:
+        """`low` for values listed in low_confidence_fields, else the record's confidence."""
+        if field in self.low_confidence_fields and CONFIDENCE_RANK[self.confidence] > 1:
+            return "low"
+        return self.confidence
