@@ -36,7 +36,12 @@ class Origin:
     replaces_builtin: bool = False
 
     def to_dict(self) -> dict[str, object]:
-        return {"layer": self.layer, "path": self.path, "line": self.line, "replaces_builtin": self.replaces_builtin}
+        return {
+            "layer": self.layer,
+            "path": self.path,
+            "line": self.line,
+            "replaces_builtin": self.replaces_builtin,
+        }
 
 
 @dataclass(frozen=True)
@@ -150,22 +155,38 @@ def _merge(layers: Sequence[Layer], issues: list[CatalogIssue]) -> tuple[dict[st
             if rid in seen:
                 first = seen[rid]
                 issues.append(
-                    CatalogIssue(e.path, e.line, f"duplicate id (first at {first.path}:{first.line})",
-                                 kind=e.kind, record=rid, field="id")
+                    CatalogIssue(
+                        e.path,
+                        e.line,
+                        f"duplicate id (first at {first.path}:{first.line})",
+                        kind=e.kind,
+                        record=rid,
+                        field="id",
+                    )
                 )
                 continue
             seen[rid] = e
             prev = merged.get(rid)
             if prev is not None and prev.kind != e.kind:
                 issues.append(
-                    CatalogIssue(e.path, e.line, f"id already names a record of kind {prev.kind}",
-                                 kind=e.kind, record=rid, field="id")
+                    CatalogIssue(
+                        e.path,
+                        e.line,
+                        f"id already names a record of kind {prev.kind}",
+                        kind=e.kind,
+                        record=rid,
+                        field="id",
+                    )
                 )
                 continue
             builtin_before = prev is not None and origins[rid].layer == "builtin"
             merged[rid] = e
-            origins[rid] = Origin(layer.name, e.path, e.line, replaces_builtin=builtin_before or (
-                prev is not None and origins[rid].replaces_builtin))
+            origins[rid] = Origin(
+                layer.name,
+                e.path,
+                e.line,
+                replaces_builtin=builtin_before or (prev is not None and origins[rid].replaces_builtin),
+            )
     return merged, origins
 
 
@@ -179,23 +200,43 @@ def _index(merged: Mapping[str, Entry], issues: list[CatalogIssue]) -> dict[str,
             owner = index.get(key)
             if owner is not None and owner != rid:
                 issues.append(
-                    CatalogIssue(e.path, e.line, f"alias {alias!r} already names {owner!r}",
-                                 kind=e.kind, record=rid, field="aliases")
+                    CatalogIssue(
+                        e.path,
+                        e.line,
+                        f"alias {alias!r} already names {owner!r}",
+                        kind=e.kind,
+                        record=rid,
+                        field="aliases",
+                    )
                 )
                 continue
             index[key] = rid
     return index
 
 
-def _ref(e: Entry, field: str, target: str | None, table: Mapping[str, Entry], kind: str,
-         issues: list[CatalogIssue]) -> None:
+def _ref(
+    e: Entry,
+    field: str,
+    target: str | None,
+    table: Mapping[str, Entry],
+    kind: str,
+    issues: list[CatalogIssue],
+) -> None:
     if target is None:
         return
     hit = table.get(target)
     if hit is None or hit.kind != kind:
         near = unknown_name(field, target, [k for k, v in table.items() if v.kind == kind]).hint
-        issues.append(CatalogIssue(e.path, e.line, f"unknown {kind.rstrip('s')} id {target!r}. {near}".strip(),
-                                   kind=e.kind, record=e.record.id, field=field))
+        issues.append(
+            CatalogIssue(
+                e.path,
+                e.line,
+                f"unknown {kind.rstrip('s')} id {target!r}. {near}".strip(),
+                kind=e.kind,
+                record=e.record.id,
+                field=field,
+            )
+        )
 
 
 def _check_refs(merged: Mapping[str, Entry], issues: list[CatalogIssue]) -> None:
@@ -208,14 +249,22 @@ def _check_refs(merged: Mapping[str, Entry], issues: list[CatalogIssue]) -> None
             _ref(e, "server", rec.server, merged, "servers", issues)
             _ref(e, "rdma_network", rec.rdma_network, merged, "networks", issues)
             srv = merged.get(rec.server)
-            if srv is not None and isinstance(srv.record, Server) and (
-                rec.accelerator_count > srv.record.accelerators_per_node
+            if (
+                srv is not None
+                and isinstance(srv.record, Server)
+                and (rec.accelerator_count > srv.record.accelerators_per_node)
             ):
-                issues.append(CatalogIssue(
-                    e.path, e.line,
-                    f"accelerator_count {rec.accelerator_count:g} exceeds the server's "
-                    f"{srv.record.accelerators_per_node} per node",
-                    kind=e.kind, record=rec.id, field="accelerator_count"))
+                issues.append(
+                    CatalogIssue(
+                        e.path,
+                        e.line,
+                        f"accelerator_count {rec.accelerator_count:g} exceeds the server's "
+                        f"{srv.record.accelerators_per_node} per node",
+                        kind=e.kind,
+                        record=rec.id,
+                        field="accelerator_count",
+                    )
+                )
 
 
 def _pick_rates(layers: Sequence[Layer], issues: list[CatalogIssue]) -> tuple[CurrencyRates, Origin] | None:
@@ -223,9 +272,14 @@ def _pick_rates(layers: Sequence[Layer], issues: list[CatalogIssue]) -> tuple[Cu
     for layer in layers:
         entries: list[RatesEntry] = layer.parsed.rates
         if len(entries) > 1:
-            issues.append(CatalogIssue(entries[1].path, entries[1].line,
-                                       f"currency is set twice in one layer (also {entries[0].path})",
-                                       kind="currency"))
+            issues.append(
+                CatalogIssue(
+                    entries[1].path,
+                    entries[1].line,
+                    f"currency is set twice in one layer (also {entries[0].path})",
+                    kind="currency",
+                )
+            )
         if entries:
             chosen = (entries[-1].rates, Origin(layer.name, entries[-1].path, entries[-1].line))
     return chosen
@@ -239,7 +293,9 @@ def build_catalog(layers: Sequence[Layer]) -> Catalog:
     _check_refs(merged, issues)
     rates = _pick_rates(layers, issues)
     if rates is None:
-        issues.append(CatalogIssue("<catalog>", None, "no currency section with cny_per_usd", kind="currency"))
+        issues.append(
+            CatalogIssue("<catalog>", None, "no currency section with cny_per_usd", kind="currency")
+        )
     if issues:
         raise CatalogError(_sorted(issues))
     assert rates is not None

@@ -191,7 +191,9 @@ def parse_file(path: Path, shown: str | None = None) -> ParsedFiles:
     if data is None:
         return out
     if not isinstance(data, LineMap):
-        out.issues.append(CatalogIssue(name, 1, f"top level must be a mapping with keys {', '.join(TOP_KEYS)}"))
+        out.issues.append(
+            CatalogIssue(name, 1, f"top level must be a mapping with keys {', '.join(TOP_KEYS)}")
+        )
         return out
     for key, value in data.items():
         key_line = data.key_lines.get(key, 1)
@@ -247,7 +249,9 @@ def parse_dir(directory: Path, label: str | None = None) -> ParsedFiles:
     if not directory.is_dir():
         out.issues.append(CatalogIssue(str(directory), None, "not a directory"))
         return out
-    files = sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml") and not p.name.startswith("."))
+    files = sorted(
+        p for p in directory.iterdir() if p.suffix in (".yaml", ".yml") and not p.name.startswith(".")
+    )
     for path in files:
         part = parse_file(path, f"{label}/{path.name}" if label else None)
         out.entries.extend(part.entries)

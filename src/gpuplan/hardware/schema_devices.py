@@ -44,7 +44,8 @@ FRAMEWORKS = ("pytorch", "deepspeed", "megatron", "vllm", "mindspore", "paddlepa
 
 
 def _peak() -> float | None:
-    return Field(default=None, gt=0, lt=100_000)  # type: ignore[no-any-return]
+    peak: float | None = Field(default=None, gt=0, lt=100_000)
+    return peak
 
 
 class FrameworkSupport(BaseModel):
@@ -100,7 +101,9 @@ class Accelerator(Sourced):
 
     intra_node_link: LinkKind
     intra_node_link_gen: str = Field(default="", description="e.g. 'NVLink 4', 'PCIe Gen4 x16', 'HCCS'")
-    intra_node_link_gbps: float | None = Field(default=None, gt=0, description="GB/s per device, bidirectional")
+    intra_node_link_gbps: float | None = Field(
+        default=None, gt=0, description="GB/s per device, bidirectional"
+    )
     fully_connected_domain: int | None = Field(default=None, ge=1)
     host_interface: str = ""
     tdp_w: float | None = Field(default=None, description="board power, W")

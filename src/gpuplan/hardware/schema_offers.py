@@ -41,7 +41,9 @@ class Network(Sourced):
     nic_gbit_per_s: float = Field(ge=1, le=3200, description="line rate per NIC, Gbit/s")
     latency_us: float = Field(gt=0, lt=10_000, description="small-message one-way latency, microseconds")
     rdma: bool
-    gpudirect: bool = Field(description="GPU memory to NIC without a host copy (GPUDirect RDMA or equivalent)")
+    gpudirect: bool = Field(
+        description="GPU memory to NIC without a host copy (GPUDirect RDMA or equivalent)"
+    )
     calibration: tuple[CalibrationTerm, ...] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -78,11 +80,15 @@ class Network(Sourced):
 class Instance(Sourced):
     """A rentable cloud instance (or a rental offer) of a known server."""
 
-    provider: str = Field(pattern=r"^[a-z0-9][a-z0-9\-]*$", description="provider slug: aws, alibaba-cloud...")
+    provider: str = Field(
+        pattern=r"^[a-z0-9][a-z0-9\-]*$", description="provider slug: aws, alibaba-cloud..."
+    )
     name: str = Field(min_length=1, description="the provider's exact instance type name")
     family: str = ""
     server: str = Field(description="server id this instance runs on")
-    accelerator_count: float = Field(gt=0, le=72, description="accelerators in the instance (0.5 = half a GPU)")
+    accelerator_count: float = Field(
+        gt=0, le=72, description="accelerators in the instance (0.5 = half a GPU)"
+    )
     tenancy: Literal["shared", "dedicated_vm", "bare_metal"]
     vcpus: int | None = Field(default=None, ge=1)
     ram_gib: float | None = Field(default=None, gt=0)

@@ -50,7 +50,7 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineMap:
     return out
 
 
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)  # type: ignore[arg-type]
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 def load_yaml(text: str) -> tuple[Any, list[tuple[int, str]]]:

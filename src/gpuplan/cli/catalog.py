@@ -1,0 +1,388 @@
+"""`gpuplan catalog`: list, show, compare and validate accelerators, servers, networks,
+cloud instances and storage, each value with its source and confidence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from gpuplan.cli.common import console, fail, print_json
+from gpuplan.errors import GpuplanError, unknown_name
+from gpuplan.hardware.catalog import Catalog
+from gpuplan.hardware.issues import CatalogError
+from gpuplan.hardware.overrides import check_dir, load_catalog, user_catalog_dir
+from gpuplan.hardware.parse import KINDS
+from gpuplan.hardware.query import (
+    accelerator_of,
+    compare_rows,
+    field_values,
+    filter_records,
+    fmt,
+    headline,
+    hourly_usd,
+    price_text,
+)
+from gpuplan.hardware.schema_base import Sourced
+from gpuplan.hardware.schema_devices import Accelerator, Server
+from gpuplan.hardware.schema_offers import Instance, Network, Storage
+
+app = typer.Typer(
+    help="The hardware catalog: accelerators, servers, networks, cloud instances, storage.",
+    no_args_is_help=True,
+)
+
+_CONF_STYLE = {"high": "green", "medium": "", "low": "yellow", "none": "red"}
+CATALOG_OPT = typer.Option(
+    None,
+    "--catalog",
+    help="extra catalog DIR of override YAML files (repeatable); applied after the user's own",
+)
+JSON_OPT = typer.Option(False, "--json", help="print JSON")
+
+
+def _load(dirs: list[Path] | None) -> Catalog:
+    try:
+        return load_catalog(dirs or ())
+    except CatalogError as exc:
+        fail(exc)
+
+
+def _conf(level: str) -> str:
+    style = _CONF_STYLE.get(level, "")
+    return f"[{style}]{level}[/]" if style else level
+
+
+def _id_cell(cat: Catalog, record: Sourced) -> str:
+    origin = cat.origin(record.id)
+    if origin.layer != "user":
+        return record.id
+    tag = "user, replaces built-in" if origin.replaces_builtin else "user"
+    return f"{record.id} [cyan]({tag})[/]"
+
+
+def _v(record: Sourced, field: str, text: str | None = None) -> str:
+    """A value as text, marked '?' when that value is individually low-confidence."""
+    shown = escape(fmt(getattr(record, field)) if text is None else text)
+    doubtful = record.confidence_of(field) == "low" and record.confidence != "low" and shown != "-"
+    return f"{shown} [yellow]?[/]" if doubtful else shown
+
+
+def _item_json(cat: Catalog, record: Sourced) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "origin": cat.origin(record.id).to_dict(),
+        "confidence": record.confidence,
+        "as_of": record.as_of,
+        "source": record.source,
+        **headline(cat, record),
+    }
+
+
+def _row(cat: Catalog, r: Sourced) -> list[str]:
+    if isinstance(r, Accelerator):
+        link = r.intra_node_link.replace("nvlink_bridge", "bridge")
+        return [
+            escape(r.vendor),
+            _v(r, "hbm_gib"),
+            _v(r, "hbm_bandwidth_gbps"),
+            _v(r, "bf16_dense_tflops"),
+            _v(r, "fp8_dense_tflops"),
+            f"{link} {_v(r, 'intra_node_link_gbps')}",
+            _v(r, "fully_connected_domain"),
+            _v(r, "tdp_w"),
+            ", ".join(r.markets),
+        ]
+    if isinstance(r, Server):
+        return [
+            escape(f"{r.accelerators_per_node} x {r.accelerator}"),
+            r.topology,
+            f"{fmt(r.compute_gbit_per_s)} Gbit/s {r.network or ''}".strip(),
+            _v(r, "cpu_cores"),
+            _v(r, "ram_gib"),
+        ]
+    if isinstance(r, Network):
+        return [
+            r.kind,
+            fmt(r.nic_gbit_per_s),
+            _v(r, "latency_us"),
+            fmt(r.term("alpha_us")),
+            fmt(r.term("bw_efficiency")),
+            fmt(round(r.achievable_gbyte_per_s, 2)),
+        ]
+    if isinstance(r, Instance):
+        acc = accelerator_of(cat, r)
+        usd, basis = hourly_usd(cat, r)
+        od, spot, month = r.price("on_demand_hourly"), r.price("spot_hourly"), r.price("monthly")
+        return [
+            r.provider,
+            escape(f"{fmt(r.accelerator_count)} x {acc.id if acc else '?'}"),
+            r.tenancy,
+            r.rdma_network or "-",
+            escape(price_text(od)) if od else "-",
+            (f"{usd:,.2f}" + ("" if basis == "on_demand_hourly" else " (m)")) if usd is not None else "-",
+            escape(price_text(spot)) if spot else "-",
+            escape(price_text(month)) if month else "-",
+            r.market,
+            r.as_of,
+        ]
+    if isinstance(r, Storage):
+        price = r.prices[0] if r.prices else None
+        return [
+            r.provider,
+            r.kind,
+            _v(r, "throughput_mb_s_per_tib"),
+            _v(r, "max_throughput_gb_s"),
+            escape(price_text(price)) if price else "-",
+            r.market,
+        ]
+    return []
+
+
+_HEADERS = {
+    "accelerators": ["vendor", "GiB", "mem GB/s", "BF16", "FP8", "link GB/s", "dom", "TDP W", "market"],
+    "servers": ["accelerators", "topology", "scale-out", "CPU cores", "RAM GiB"],
+    "networks": ["kind", "Gbit/s per NIC", "latency us", "alpha us", "bw efficiency", "achievable GB/s"],
+    "instances": [
+        "provider",
+        "accelerators",
+        "tenancy",
+        "RDMA",
+        "on demand",
+        "~USD/h",
+        "spot",
+        "monthly",
+        "market",
+        "as_of",
+    ],
+    "storage": ["provider", "kind", "MB/s per TiB", "max GB/s", "price", "market"],
+}
+
+
+@app.command("list")
+def list_cmd(
+    kind: str = typer.Argument(..., help="accelerators | servers | networks | instances | storage"),
+    vendor: str | None = typer.Option(None, "--vendor", help="accelerator vendor (NVIDIA, Huawei, AMD...)"),
+    market: str | None = typer.Option(None, "--market", help="cn or global"),
+    provider: str | None = typer.Option(
+        None, "--provider", help="cloud provider slug (aws, alibaba-cloud...)"
+    ),
+    min_memory_gib: float | None = typer.Option(None, "--min-memory-gib", help="memory per accelerator, GiB"),
+    catalog: list[Path] | None = CATALOG_OPT,
+    json_out: bool = JSON_OPT,
+) -> None:
+    """List catalog records of one kind, with filters."""
+    try:
+        if kind not in KINDS:
+            raise unknown_name("kind", kind, KINDS)
+        cat = _load(catalog)
+        rows = filter_records(
+            cat, kind, vendor=vendor, market=market, provider=provider, min_memory_gib=min_memory_gib
+        )
+    except GpuplanError as exc:
+        fail(exc)
+    if json_out:
+        print_json(
+            {
+                "kind": kind,
+                "count": len(rows),
+                "cny_per_usd": cat.rates.cny_per_usd,
+                "items": [_item_json(cat, r) for r in rows],
+            }
+        )
+        return
+    t = Table(title=f"{kind} ({len(rows)})", caption=_caption(cat, kind))
+    t.add_column("id", no_wrap=True)
+    for col in (*_HEADERS[kind], "conf"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(_id_cell(cat, r), *_row(cat, r), _conf(r.confidence))  # _row escapes data text
+    console.print(t)
+
+
+def _caption(cat: Catalog, kind: str) -> str:
+    parts = ["? = value individually low-confidence; `gpuplan catalog show ID` gives each value's source"]
+    if kind == "instances":
+        parts.append(
+            f"~USD/h converts at {cat.rates.cny_per_usd} CNY/USD ({cat.rates.as_of}, overridable); "
+            "(m) = monthly price / 730 h"
+        )
+    if kind == "accelerators":
+        parts.append(
+            "BF16/FP8 = dense peak TFLOPS; link GB/s = GPU-to-GPU per device, both directions summed "
+            "(pcie = no NVLink); dom = fully connected domain"
+        )
+    return "\n".join(parts)
+
+
+@app.command("show")
+def show_cmd(
+    record_id: str = typer.Argument(..., metavar="ID", help="id or alias of any catalog record"),
+    catalog: list[Path] | None = CATALOG_OPT,
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Show one record: every value with its source, confidence and date."""
+    cat = _load(catalog)
+    try:
+        record = cat.get(record_id)
+    except GpuplanError as exc:
+        fail(exc)
+    kind = cat.kind_of(record.id)
+    values = field_values(record)
+    if json_out:
+        print_json(
+            {
+                "kind": kind,
+                "id": record.id,
+                "origin": cat.origin(record.id).to_dict(),
+                "record": record.model_dump(mode="json"),
+                "derived": headline(cat, record),
+                "values": [v.to_dict() for v in values],
+            }
+        )
+        return
+    origin = cat.origin(record.id)
+    where = f"user override {origin.path}:{origin.line}" if origin.layer == "user" else "built-in"
+    conf = _conf(record.confidence)
+    t = Table(title=f"{record.id} ({kind[:-1]}, {where}) - confidence {conf}, as of {record.as_of}")
+    for col in ("field", "value", "source", "conf"):
+        t.add_column(col, overflow="fold")
+    for v in values:
+        t.add_row(
+            v.field,
+            escape(v.text),
+            escape(v.source) if v.source != record.source else "[dim](record source)[/]",
+            _conf(v.confidence),
+        )
+    console.print(t)
+    console.print(f"[bold]source:[/] {escape(record.source)}", highlight=False)
+    if record.notes:
+        console.print(f"[bold]notes:[/] {escape(record.notes)}", highlight=False)
+
+
+@app.command("compare")
+def compare_cmd(
+    record_ids: list[str] = typer.Argument(..., metavar="ID ID...", help="two or more ids of one kind"),
+    catalog: list[Path] | None = CATALOG_OPT,
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Compare records side by side, each value with its source."""
+    cat = _load(catalog)
+    try:
+        if len(record_ids) < 2:
+            raise unknown_name("ids", " ".join(record_ids), ["at least two ids"])
+        records = [cat.get(i) for i in record_ids]
+        rows = compare_rows(records)
+    except GpuplanError as exc:
+        fail(exc)
+    kind = cat.kind_of(records[0].id)
+    if json_out:
+        print_json(
+            {
+                "kind": kind,
+                "ids": [r.id for r in records],
+                "origins": {r.id: cat.origin(r.id).to_dict() for r in records},
+                "rows": [
+                    {"field": f, "values": [v.to_dict() if v else None for v in vals]} for f, vals in rows
+                ],
+            }
+        )
+        return
+    sources: list[str] = []
+
+    def note(src: str) -> int:
+        if src not in sources:
+            sources.append(src)
+        return sources.index(src) + 1
+
+    t = Table(title=f"compare {kind}")
+    t.add_column("field")
+    for r in records:
+        t.add_column(_id_cell(cat, r), overflow="fold")
+    for field, vals in rows:
+        cells = []
+        for v in vals:
+            if v is None:
+                cells.append("-")
+                continue
+            mark = " [yellow]?[/]" if v.confidence in ("low", "none") else ""
+            cells.append(f"{escape(v.text)}{mark} [dim]\\[{note(v.source)}][/]")
+        t.add_row(field, *cells)
+    t.add_row("confidence", *[_conf(r.confidence) for r in records])
+    t.add_row("as_of", *[r.as_of for r in records])
+    console.print(t)
+    legend = Table(title="sources", show_header=False)
+    legend.add_column("n")
+    legend.add_column("source", overflow="fold")
+    for i, src in enumerate(sources, 1):
+        legend.add_row(f"\\[{i}]", escape(src))
+    console.print(legend)
+
+
+@app.command("validate")
+def validate_cmd(
+    directory: Path = typer.Argument(..., metavar="DIR", help="directory of catalog YAML files"),
+    json_out: bool = JSON_OPT,
+) -> None:
+    """Check a catalog directory (as an override on the built-in data); list every problem.
+
+    Exit code 0 when valid, 1 when problems were found. Nothing is loaded when any
+    problem exists.
+    """
+    issues, cat = check_dir(directory)
+    if json_out:
+        payload: dict[str, Any] = {
+            "directory": str(directory),
+            "ok": not issues,
+            "issues": [i.to_dict() for i in issues],
+        }
+        if cat is not None:
+            payload["records"] = _user_records(cat)
+        print_json(payload)
+    elif issues:
+        for i in issues:
+            console.print(f"[red]{escape(str(i))}[/]", highlight=False, soft_wrap=True)
+        console.print(f"{len(issues)} problem(s) in {directory}; nothing loaded.", highlight=False)
+    else:
+        assert cat is not None
+        recs = _user_records(cat)
+        replaced = sum(1 for r in recs if r["replaces_builtin"])
+        console.print(
+            f"[green]OK[/]: {directory} adds {len(recs) - replaced} record(s) and replaces "
+            f"{replaced} built-in one(s).",
+            highlight=False,
+        )
+        for r in recs:
+            console.print(
+                f"  {r['kind']}: {r['id']}" + (" (replaces built-in)" if r["replaces_builtin"] else ""),
+                highlight=False,
+            )
+    if issues:
+        raise typer.Exit(code=1)
+
+
+def _user_records(cat: Catalog) -> list[dict[str, Any]]:
+    out = []
+    for kind in KINDS:
+        for r in cat.records(kind):
+            o = cat.origin(r.id)
+            if o.layer == "user":
+                out.append(
+                    {
+                        "kind": kind,
+                        "id": r.id,
+                        "path": o.path,
+                        "line": o.line,
+                        "replaces_builtin": o.replaces_builtin,
+                    }
+                )
+    return out
+
+
+@app.command("where")
+def where_cmd() -> None:
+    """Print the user's override directory (read by every catalog command; never written)."""
+    console.print(str(user_catalog_dir()), highlight=False)
