@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from gpuplan import __version__
+from gpuplan.cli import catalog as catalog_cmd
 from gpuplan.cli import memory as memory_cmd
 from gpuplan.cli import model as model_cmd
 
@@ -17,6 +18,7 @@ app = typer.Typer(
 )
 app.add_typer(model_cmd.app, name="model")
 app.add_typer(memory_cmd.app, name="memory")
+app.add_typer(catalog_cmd.app, name="catalog")
 
 
 @app.command()
