@@ -14,33 +14,15 @@ import pytest
 
 from gpuplan.estimate.memory_train import estimate_training_memory
 from gpuplan.workload.jobs import TrainingJob
-from gpuplan.workload.model_spec import MLASpec, ModelSpec, MoESpec
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
+from gpuplan.validate.torch_probe import TINY_SPECS as SPECS  # noqa: E402
 from gpuplan.validate.torch_probe import build_hf_model, saved_activation_bytes  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
 TOLERANCE = 0.05  # the acceptance bound; observed errors are below 0.1% except DeepSeek-V3 (about 3%)
-
-SPECS = {
-    "llama-gqa": ModelSpec(name="tiny-llama", num_layers=2, hidden_size=128, num_heads=8, num_kv_heads=2,
-                           ffn_hidden_size=352, vocab_size=1000),
-    "qwen2-bias": ModelSpec(name="tiny-qwen2", family="qwen2", num_layers=2, hidden_size=128, num_heads=8,
-                            num_kv_heads=4, ffn_hidden_size=352, vocab_size=1000, qkv_bias=True),
-    "qwen3-qknorm": ModelSpec(name="tiny-qwen3", family="qwen3", num_layers=2, hidden_size=128, num_heads=8,
-                              num_kv_heads=4, head_dim=32, ffn_hidden_size=352, vocab_size=1000, qk_norm=True),
-    "mixtral-moe": ModelSpec(name="tiny-mixtral", family="mixtral", num_layers=2, hidden_size=128, num_heads=8,
-                             num_kv_heads=2, ffn_hidden_size=256, vocab_size=1000,
-                             moe=MoESpec(num_experts=4, top_k=2, expert_ffn_size=256)),
-    "deepseek-v3-mla": ModelSpec(
-        name="tiny-deepseek-v3", family="deepseek_v3", num_layers=3, hidden_size=128, num_heads=8,
-        ffn_hidden_size=352, vocab_size=1000,
-        moe=MoESpec(num_experts=8, top_k=2, expert_ffn_size=96, num_shared_experts=1, first_dense_layers=1),
-        mla=MLASpec(q_lora_rank=64, kv_lora_rank=48, qk_nope_head_dim=32, qk_rope_head_dim=16, v_head_dim=32),
-    ),
-}
 
 CASES = [
     (name, attn, ckpt, b, s)

@@ -86,7 +86,7 @@ def test_lora_adapter_count_by_hand() -> None:
 
 
 def test_qlora_base_is_nf4_with_double_quant() -> None:
-    assert NF4_BYTES_PER_PARAM * 8 == pytest.approx(4.127, abs=1e-3)  # QLoRA paper: 0.127 bits overhead
+    assert pytest.approx(4.127, abs=1e-3) == NF4_BYTES_PER_PARAM * 8  # QLoRA paper: 0.127 bits overhead
     job = JOB.model_copy(update={"method": "qlora"})
     m = estimate_training_memory(LLAMA, job)
     c = count_params(LLAMA)

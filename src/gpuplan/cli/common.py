@@ -43,4 +43,4 @@ def print_json(obj: Any) -> None:
 def guard(exc: BaseException) -> None:
     """Re-raise as a clean exit if `exc` is a user error; otherwise let it propagate."""
     if isinstance(exc, GpuplanError | ValidationError | ValueError):
-        fail(exc)  # type: ignore[arg-type]
+        fail(exc)

@@ -74,12 +74,12 @@ def train_cmd(
         for t in targets:
             if t not in LORA_TARGETS:
                 raise InputError(field="lora-targets", value=t, allowed=", ".join(LORA_TARGETS))
-        job = TrainingJob(method="full" if method in ("pretrain", "full_ft") else method,  # type: ignore[arg-type]
+        job = TrainingJob(method="full" if method in ("pretrain", "full_ft") else method,
                           seq_len=seq_len, micro_batch=micro_batch, global_batch=global_batch,
-                          precision=precision, optimizer=optimizer,  # type: ignore[arg-type]
-                          recompute=recompute, attention=attention,  # type: ignore[arg-type]
+                          precision=precision, optimizer=optimizer,
+                          recompute=recompute, attention=attention,
                           lora_rank=lora_rank, lora_targets=targets)
-        layout = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, zero_stage=zero,  # type: ignore[arg-type]
+        layout = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, zero_stage=zero,
                         seq_parallel=seq_parallel)
         mem = estimate_training_memory(spec, job, layout)
         device = _device_memory(accelerator, device_memory_gib)
@@ -116,7 +116,7 @@ def infer_cmd(
     """Inference memory per device, and the largest batch that fits a device."""
     try:
         spec = load_model(model)
-        job = InferenceJob(weights=weights, kv_dtype=kv_dtype, batch=batch, context=context,  # type: ignore[arg-type]
+        job = InferenceJob(weights=weights, kv_dtype=kv_dtype, batch=batch, context=context,
                            int4_group_size=group_size, memory_fraction=memory_fraction)
         layout = Layout(tp=tp, pp=pp, ep=ep, dp=max(ep, 1))
         mem = estimate_inference_memory(spec, job, layout)

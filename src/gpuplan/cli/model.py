@@ -16,7 +16,7 @@ app = typer.Typer(help="Model presets and Hugging Face config.json import.", no_
 @app.command("list")
 def list_cmd(json_out: bool = typer.Option(False, "--json", help="print JSON")) -> None:
     """List the built-in model presets."""
-    rows = []
+    rows: list[dict[str, str | int]] = []
     for p in list_presets():
         c = count_params(p.spec)
         rows.append({"id": p.id, "name": p.spec.name, "family": p.spec.family,

@@ -71,4 +71,4 @@ def model_for_row(row: Row) -> ModelSpec:
     return ModelSpec(name=row.get("id", "case"), family="case", num_layers=int(arch["num_layers"] or 0),
                      hidden_size=hidden, num_heads=int(arch["num_heads"] or 0),
                      num_kv_heads=arch.get("num_kv_heads"), ffn_hidden_size=int(ffn),
-                     vocab_size=int(arch["vocab_size"] or 0), mlp=mlp, moe=moe)  # type: ignore[arg-type]
+                     vocab_size=int(arch["vocab_size"] or 0), mlp=mlp, moe=moe)

@@ -65,7 +65,7 @@ def _layout(row: Row) -> Layout:
     n = opt_int(row, "num_accels") or tp * pp
     dp = opt_int(row, "dp") or max(n // (tp * pp), 1)
     zero = opt_int(row, "zero_stage") or 0
-    return Layout(tp=tp, pp=pp, dp=dp, zero_stage=zero)  # type: ignore[arg-type]
+    return Layout(tp=tp, pp=pp, dp=dp, zero_stage=zero)
 
 
 def evaluate_memory_row(row: Row) -> CaseResult:
@@ -84,12 +84,12 @@ def evaluate_memory_row(row: Row) -> CaseResult:
         if metric == "kv_cache_gib" and batch is None:
             if device is None:
                 raise GpuplanError("kv_cache_gib of an engine's KV pool needs the accelerator's memory")
-            job = InferenceJob(weights=weights, context=seq or 4096)  # type: ignore[arg-type]
+            job = InferenceJob(weights=weights, context=seq or 4096)
             fit = max_batch_that_fits(spec, job, device * GIB, layout)
             return _result(row, metric, fit.kv_budget_bytes / GIB, "engine KV pool at memory fraction 0.9")
-        job = InferenceJob(weights=weights, batch=batch or 1, context=seq or 4096)  # type: ignore[arg-type]
-        mem = estimate_inference_memory(spec, job, layout)
-        return _result(row, metric, _metric(mem, metric), f"inference {weights}")
+        job = InferenceJob(weights=weights, batch=batch or 1, context=seq or 4096)
+        served = estimate_inference_memory(spec, job, layout)
+        return _result(row, metric, _metric(served, metric), f"inference {weights}")
     if seq is None:
         raise GpuplanError("a training memory row needs seq_len")
     base = {
@@ -107,9 +107,9 @@ def evaluate_memory_row(row: Row) -> CaseResult:
         choices = ["full"]
     else:
         choices = ["none", "selective", "full"]
-    mem = None
+    mem: MemoryBreakdown | None = None
     for rc in choices:
-        mem = estimate_training_memory(spec, TrainingJob(**base, recompute=rc), layout)  # type: ignore[arg-type]
+        mem = estimate_training_memory(spec, TrainingJob(**base, recompute=rc), layout)
         if device is None or mem.total_bytes <= device * GIB:
             break
     assert mem is not None

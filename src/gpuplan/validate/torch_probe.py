@@ -7,17 +7,38 @@ downloaded.
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-from gpuplan.workload.model_spec import ModelSpec
+from gpuplan.workload.model_spec import MLASpec, ModelSpec, MoESpec
 
-__all__ = ["build_hf_model", "hf_config_for", "saved_activation_bytes"]
+__all__ = ["TINY_SPECS", "build_hf_model", "hf_config_for", "saved_activation_bytes"]
+
+# Tiny architectures that exercise every activation term: GQA, QKV bias, qk-norm with an
+# explicit head_dim, MoE, and DeepSeek-V3 MLA with shared experts and a leading dense layer.
+TINY_SPECS: dict[str, ModelSpec] = {
+    "llama-gqa": ModelSpec(name="tiny-llama", num_layers=2, hidden_size=128, num_heads=8, num_kv_heads=2,
+                           ffn_hidden_size=352, vocab_size=1000),
+    "qwen2-bias": ModelSpec(name="tiny-qwen2", family="qwen2", num_layers=2, hidden_size=128, num_heads=8,
+                            num_kv_heads=4, ffn_hidden_size=352, vocab_size=1000, qkv_bias=True),
+    "qwen3-qknorm": ModelSpec(name="tiny-qwen3", family="qwen3", num_layers=2, hidden_size=128, num_heads=8,
+                              num_kv_heads=4, head_dim=32, ffn_hidden_size=352, vocab_size=1000, qk_norm=True),
+    "mixtral-moe": ModelSpec(name="tiny-mixtral", family="mixtral", num_layers=2, hidden_size=128, num_heads=8,
+                             num_kv_heads=2, ffn_hidden_size=256, vocab_size=1000,
+                             moe=MoESpec(num_experts=4, top_k=2, expert_ffn_size=256)),
+    "deepseek-v3-mla": ModelSpec(
+        name="tiny-deepseek-v3", family="deepseek_v3", num_layers=3, hidden_size=128, num_heads=8,
+        ffn_hidden_size=352, vocab_size=1000,
+        moe=MoESpec(num_experts=8, top_k=2, expert_ffn_size=96, num_shared_experts=1, first_dense_layers=1),
+        mla=MLASpec(q_lora_rank=64, kv_lora_rank=48, qk_nope_head_dim=32, qk_rope_head_dim=16, v_head_dim=32),
+    ),
+}
 
 
 def hf_config_for(spec: ModelSpec, *, attn_implementation: str = "sdpa") -> Any:
     """A transformers config object equivalent to `spec` (llama, qwen2, qwen3, mixtral, deepseek_v3)."""
-    import transformers as tf
-
+    tf: Any = importlib.import_module("transformers")
+    cfg: Any
     common: dict[str, Any] = dict(
         hidden_size=spec.hidden_size, num_hidden_layers=spec.num_layers, num_attention_heads=spec.num_heads,
         num_key_value_heads=spec.kv_heads, vocab_size=spec.vocab_size,
@@ -51,8 +72,8 @@ def build_hf_model(spec: ModelSpec, *, attn_implementation: str = "sdpa", dtype:
                    seed: int = 0) -> Any:
     """A randomly initialised transformers causal LM for `spec`, in training mode."""
     import torch
-    import transformers as tf
 
+    tf: Any = importlib.import_module("transformers")
     torch.manual_seed(seed)
     cfg = hf_config_for(spec, attn_implementation=attn_implementation)
     model = tf.AutoModelForCausalLM.from_config(cfg, attn_implementation=attn_implementation)

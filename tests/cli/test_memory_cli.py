@@ -1,0 +1,79 @@
+"""The memory CLI: JSON contract, tables, and one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpuplan.cli.main import app
+
+runner = CliRunner()
+CONTRACT = ["params_total", "params_active", "params_trainable", "weights_bytes", "gradients_bytes",
+            "optimizer_bytes", "activations_bytes", "kv_cache_bytes", "other_bytes", "total_bytes", "assumptions"]
+
+
+def test_train_json_contract() -> None:
+    res = runner.invoke(app, ["memory", "train", "--model", "llama3-8b", "--seq-len", "2048", "--micro-batch", "2",
+                              "--method", "lora", "--lora-rank", "8", "--recompute", "full", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    for key in CONTRACT:
+        assert key in out
+    assert out["params_trainable"] < out["params_total"]
+    assert out["assumptions"]["recompute"] == "full"
+
+
+def test_infer_json_and_table() -> None:
+    res = runner.invoke(app, ["memory", "infer", "-m", "deepseek-v3", "--weights", "fp8", "--tp", "8",
+                              "--batch", "4", "--context", "8192", "--device-memory-gib", "141", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["kv_cache_bytes"] == 4 * 8192 * 61 * 576 * 2  # MLA latent, replicated over TP
+    assert out["max_batch_fits"] > 0
+    table = runner.invoke(app, ["memory", "infer", "-m", "llama3-8b"])
+    assert table.exit_code == 0 and "kv_cache" in table.stdout
+
+
+def test_train_table_shows_breakdown_and_calibration() -> None:
+    res = runner.invoke(app, ["memory", "train", "-m", "qwen2.5-7b", "--zero", "3", "--dp", "8"])
+    assert res.exit_code == 0, res.output
+    for word in ("weights", "optimizer", "activations", "calibration", "allocator_fragmentation"):
+        assert word in res.stdout
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["memory", "train", "-m", "llama3-8b", "--seq-len", "0"], "seq_len"),
+    (["memory", "train", "-m", "llama3-8b", "--micro-batch", "-1"], "micro_batch"),
+    (["memory", "train", "-m", "llama3-8b", "--tp", "3"], "tp=3"),
+    (["memory", "train", "-m", "llama3-8b", "--pp", "64"], "pp=64"),
+    (["memory", "train", "-m", "llama3-9b"], "llama3-8b"),
+    (["memory", "train", "-m", "llama3-8b", "--method", "dora"], "lora"),
+    (["memory", "train", "-m", "llama3-8b", "--precision", "fp4"], "bf16"),
+    (["memory", "train", "-m", "llama3-8b", "--optimizer", "adamx"], "adamw"),
+    (["memory", "infer", "-m", "llama3-8b", "--weights", "int3"], "int4"),
+    (["memory", "infer", "-m", "llama3-8b", "--batch", "0"], "batch"),
+])
+def test_bad_input_exits_2_with_one_line(args: list[str], needle: str) -> None:
+    res = runner.invoke(app, args)
+    assert res.exit_code == 2
+    assert "Traceback" not in res.output
+    assert needle in res.output
+
+
+@pytest.mark.parametrize(("cfg", "needle"), [
+    ({"hidden_size": 100, "num_attention_heads": 3}, "num_heads"),
+    ({"num_key_value_heads": 5}, "num_kv_heads"),
+    ({"hidden_size": 0}, "hidden_size"),
+])
+def test_bad_config_json_exits_2(tmp_path: Path, cfg: dict[str, int], needle: str) -> None:
+    base = {"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 8,
+            "num_key_value_heads": 8, "intermediate_size": 512, "vocab_size": 1000}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**base, **cfg}))
+    res = runner.invoke(app, ["memory", "train", "--model", str(path)])
+    assert res.exit_code == 2
+    assert "Traceback" not in res.output
+    assert needle in res.output
