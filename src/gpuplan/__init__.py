@@ -1,6 +1,12 @@
 """gpuplan: which GPU servers or cloud instances to rent or buy for LLM work, and why."""
 
 from gpuplan.errors import GpuplanError, InputError
+from gpuplan.estimate.calibration import Calibration, load_calibration
+from gpuplan.estimate.kv_cache import kv_bytes_per_token, kv_cache
+from gpuplan.estimate.memory_infer import estimate_inference_memory, max_batch_that_fits
+from gpuplan.estimate.memory_train import estimate_training_memory
+from gpuplan.estimate.records import MemoryBreakdown
+from gpuplan.workload.jobs import InferenceJob, Layout, TrainingJob
 from gpuplan.workload.model_spec import MLASpec, ModelSpec, MoESpec
 from gpuplan.workload.params import ParamCounts, count_params
 from gpuplan.workload.presets import get_preset, list_presets, load_model
@@ -8,15 +14,26 @@ from gpuplan.workload.presets import get_preset, list_presets, load_model
 __version__ = "0.1.0"
 
 __all__ = [
+    "Calibration",
     "GpuplanError",
+    "InferenceJob",
     "InputError",
+    "Layout",
     "MLASpec",
+    "MemoryBreakdown",
     "MoESpec",
     "ModelSpec",
     "ParamCounts",
+    "TrainingJob",
     "__version__",
     "count_params",
+    "estimate_inference_memory",
+    "estimate_training_memory",
     "get_preset",
+    "kv_bytes_per_token",
+    "kv_cache",
     "list_presets",
+    "load_calibration",
     "load_model",
+    "max_batch_that_fits",
 ]

@@ -7,6 +7,7 @@ from rich.table import Table
 
 from gpuplan.cli.common import console, fail, print_json
 from gpuplan.errors import GpuplanError
+from gpuplan.estimate.kv_cache import kv_bytes_per_token
 from gpuplan.workload.params import count_params
 from gpuplan.workload.presets import list_presets, load_model
 
@@ -46,7 +47,8 @@ def show_cmd(
     c = count_params(spec)
     if json_out:
         print_json({"spec": spec.model_dump(mode="json"), "params_total": c.total,
-                    "params_active": c.active, "params_by_part": c.by_part()})
+                    "params_active": c.active, "params_by_part": c.by_part(),
+                    "kv_bytes_per_token_bf16": round(kv_bytes_per_token(spec, "bf16"))})
         return
     arch = Table(title=f"{spec.name} ({spec.family}) - from {spec.source or 'config'}", show_header=False)
     arch.add_column("field")
@@ -55,6 +57,7 @@ def show_cmd(
         if v is not None and k not in ("name", "source"):
             arch.add_row(k, str(v))
     arch.add_row("attention kind", spec.attention_kind)
+    arch.add_row("KV cache per token (bf16, all layers)", f"{kv_bytes_per_token(spec, 'bf16'):,.0f} bytes")
     console.print(arch)
     parts = Table(title="Parameters by part (exact count)")
     parts.add_column("part")
