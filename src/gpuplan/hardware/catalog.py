@@ -157,7 +157,7 @@ def _merge(layers: Sequence[Layer], issues: list[CatalogIssue]) -> tuple[dict[st
                 issues.append(
                     CatalogIssue(
                         e.path,
-                        e.line,
+                        e.line_of("id"),
                         f"duplicate id (first at {first.path}:{first.line})",
                         kind=e.kind,
                         record=rid,
@@ -171,7 +171,7 @@ def _merge(layers: Sequence[Layer], issues: list[CatalogIssue]) -> tuple[dict[st
                 issues.append(
                     CatalogIssue(
                         e.path,
-                        e.line,
+                        e.line_of("id"),
                         f"id already names a record of kind {prev.kind}",
                         kind=e.kind,
                         record=rid,
@@ -202,7 +202,7 @@ def _index(merged: Mapping[str, Entry], issues: list[CatalogIssue]) -> dict[str,
                 issues.append(
                     CatalogIssue(
                         e.path,
-                        e.line,
+                        e.line_of("aliases"),
                         f"alias {alias!r} already names {owner!r}",
                         kind=e.kind,
                         record=rid,
@@ -230,8 +230,8 @@ def _ref(
         issues.append(
             CatalogIssue(
                 e.path,
-                e.line,
-                f"unknown {kind.rstrip('s')} id {target!r}. {near}".strip(),
+                e.line_of(field),
+                f"unknown {kind.rstrip('s')} id {target!r}" + (f"; {near}" if near else ""),
                 kind=e.kind,
                 record=e.record.id,
                 field=field,
@@ -257,7 +257,7 @@ def _check_refs(merged: Mapping[str, Entry], issues: list[CatalogIssue]) -> None
                 issues.append(
                     CatalogIssue(
                         e.path,
-                        e.line,
+                        e.line_of("accelerator_count"),
                         f"accelerator_count {rec.accelerator_count:g} exceeds the server's "
                         f"{srv.record.accelerators_per_node} per node",
                         kind=e.kind,

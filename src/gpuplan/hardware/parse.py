@@ -17,10 +17,11 @@ YAML anchors (`&cuda_fw`) that records reuse (`*cuda_fw`).
 from __future__ import annotations
 
 import difflib
+import re
 import types
 import typing
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,11 @@ class Entry:
     record: Sourced
     path: str
     line: int
+    key_lines: Mapping[str, int] = field(default_factory=dict)
+
+    def line_of(self, key: str) -> int:
+        """The line of `key` in this record, else the record's first line."""
+        return self.key_lines.get(key, self.line)
 
 
 @dataclass(frozen=True)
@@ -159,6 +165,9 @@ def validation_issues(
     out = []
     for err in exc.errors():
         loc = tuple(err["loc"])
+        if not loc:  # a record-level rule: its message starts with the field it blames
+            m = re.match(r"^(?:Value error, )?([a-z0-9_]+)=", str(err["msg"]))
+            loc = (m.group(1),) if m and m.group(1) in model.model_fields else ()
         out.append(
             CatalogIssue(
                 path=path,
@@ -237,7 +246,7 @@ def _parse_kind(kind: str, value: Any, name: str, line: int, out: ParsedFiles) -
         except ValidationError as exc:
             out.issues.extend(validation_issues(exc, model, item, name, item_line, kind, record_id))
             continue
-        out.entries.append(Entry(kind, record, name, item_line))
+        out.entries.append(Entry(kind, record, name, item_line, dict(getattr(item, "key_lines", {}))))
 
 
 def parse_dir(directory: Path, label: str | None = None) -> ParsedFiles:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from gpuplan.hardware.schema_base import STRICT, Market, Price, Sourced
 
@@ -114,17 +114,29 @@ class Accelerator(Sourced):
     markets: tuple[Market, ...] = Field(min_length=1, description="where it is sold or rented")
     export_note: str = ""
 
+    @field_validator("hbm_gib")
+    @classmethod
+    def _check_gib(cls, v: float | None) -> float | None:
+        if v is not None and not 1 <= v <= 2048:
+            raise ValueError(f"{v} is outside 1..2048 GiB; is it in MiB or bytes?")
+        return v
+
+    @field_validator("hbm_bandwidth_gbps")
+    @classmethod
+    def _check_bw(cls, v: float | None) -> float | None:
+        if v is not None and not 50 <= v <= 50_000:
+            raise ValueError(f"{v} is outside 50..50000 GB/s; the field is GB/s (4.8 TB/s is 4800)")
+        return v
+
+    @field_validator("tdp_w")
+    @classmethod
+    def _check_tdp(cls, v: float | None) -> float | None:
+        if v is not None and not 10 <= v <= 5000:
+            raise ValueError(f"{v} is outside 10..5000 W; the field is watts, not kW")
+        return v
+
     @model_validator(mode="after")
     def _check_units(self) -> Accelerator:
-        if self.hbm_gib is not None and not 1 <= self.hbm_gib <= 2048:
-            raise ValueError(f"hbm_gib={self.hbm_gib} is outside 1..2048 GiB; is it in MiB or bytes?")
-        if self.hbm_bandwidth_gbps is not None and not 50 <= self.hbm_bandwidth_gbps <= 50_000:
-            raise ValueError(
-                f"hbm_bandwidth_gbps={self.hbm_bandwidth_gbps} is outside 50..50000 GB/s; "
-                "the field is GB/s (4.8 TB/s is 4800)"
-            )
-        if self.tdp_w is not None and not 10 <= self.tdp_w <= 5000:
-            raise ValueError(f"tdp_w={self.tdp_w} is outside 10..5000 W; the field is watts, not kW")
         bf16, fp8 = self.bf16_dense_tflops, self.fp8_dense_tflops
         if bf16 is not None and fp8 is not None and fp8 < bf16:
             raise ValueError(f"fp8_dense_tflops={fp8} < bf16_dense_tflops={bf16}: one of them is wrong")
