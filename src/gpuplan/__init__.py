@@ -6,6 +6,7 @@ from gpuplan.estimate.kv_cache import kv_bytes_per_token, kv_cache
 from gpuplan.estimate.memory_infer import estimate_inference_memory, max_batch_that_fits
 from gpuplan.estimate.memory_train import estimate_training_memory
 from gpuplan.estimate.records import MemoryBreakdown
+from gpuplan.hardware import Accelerator, Catalog, CatalogError, Instance, Network, Server, load_catalog
 from gpuplan.workload.jobs import InferenceJob, Layout, TrainingJob
 from gpuplan.workload.model_spec import MLASpec, ModelSpec, MoESpec
 from gpuplan.workload.params import ParamCounts, count_params
@@ -14,16 +15,22 @@ from gpuplan.workload.presets import get_preset, list_presets, load_model
 __version__ = "0.1.0"
 
 __all__ = [
+    "Accelerator",
     "Calibration",
+    "Catalog",
+    "CatalogError",
     "GpuplanError",
     "InferenceJob",
     "InputError",
+    "Instance",
     "Layout",
     "MLASpec",
     "MemoryBreakdown",
     "MoESpec",
     "ModelSpec",
+    "Network",
     "ParamCounts",
+    "Server",
     "TrainingJob",
     "__version__",
     "count_params",
@@ -34,6 +41,7 @@ __all__ = [
     "kv_cache",
     "list_presets",
     "load_calibration",
+    "load_catalog",
     "load_model",
     "max_batch_that_fits",
 ]
