@@ -4,7 +4,8 @@ Rows with confidence 'low' are the authors' own estimates, not measurements, and
 out. Each row's error is printed (run pytest -s, or benchmarks/memory_accuracy.py).
 Stated tolerance: median APE <= 25% over the evaluated rows and every row within 80%,
 except rows listed in UNKNOWABLE (an unstated input decides them) or DEFERRED (they need
-a model that a later issue builds), each with its reason. Those are printed, not asserted. The figures are recorded in docs/validation.md.
+a model that a later issue builds), each with its reason. Those are printed, not asserted.
+The figures are recorded in docs/validation.md.
 """
 
 from __future__ import annotations
