@@ -16,6 +16,9 @@ fp32 second level per 256 blocks).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from gpuplan.estimate.activations import ActivationBreakdown, activation_breakdown
 from gpuplan.estimate.calibration import Calibration, default_calibration
@@ -24,9 +27,17 @@ from gpuplan.estimate.records import MemoryBreakdown
 from gpuplan.units import GIB
 from gpuplan.workload.jobs import Layout, TrainingJob, check_layout
 from gpuplan.workload.model_spec import ModelSpec
-from gpuplan.workload.params import LayerParams, ParamCounts, count_params
+from gpuplan.workload.params import ParamCounts, count_params
 
-__all__ = ["NF4_BYTES_PER_PARAM", "estimate_training_memory", "lora_params_per_layer", "stage_layers"]
+__all__ = [
+    "NF4_BYTES_PER_PARAM",
+    "RankGeometry",
+    "estimate_training_memory",
+    "geometry",
+    "lora_params_per_layer",
+    "rank_terms",
+    "stage_layers",
+]
 
 # NF4 with double quantization: 4 bits + 8-bit absmax per 64 + fp32 per 256*64 (QLoRA sec. 3).
 NF4_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)
@@ -91,127 +102,135 @@ def lora_params_per_layer(spec: ModelSpec, rank: int, targets: tuple[str, ...], 
     return n
 
 
-@dataclass(frozen=True, slots=True)
-class _Params:
-    """Parameters on one device before ZeRO sharding."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RankGeometry:
+    """One pipeline rank of one or many candidate layouts; every field may be a numpy array.
 
-    dense_matrix: float  # non-expert projection weights (quantizable)
-    dense_other: float  # embeddings, norms, biases, router
-    expert: float  # routed-expert weights
-    adapters: float  # LoRA adapters (trainable under lora/qlora)
-    largest_layer: float  # params of the largest layer on this rank (ZeRO-3 gather unit)
+    The same arithmetic serves `estimate_training_memory` (one layout, every rank) and the
+    planner (millions of layouts at once, first and last rank).
+    """
+
+    tp: Any
+    pp: Any
+    dp: Any
+    cp: Any
+    ep: Any
+    vpp: Any
+    zero: Any
+    microbatches: Any  # per pipeline per step
+    dense_n: Any  # dense layers on this rank
+    moe_n: Any  # MoE layers on this rank
+    rank: Any  # pipeline rank index (0 = first)
+    # saved activation bytes of ONE micro-batch (already scaled by its size)
+    act_dense_layer: Any
+    act_moe_layer: Any
+    act_first_extra: Any
+    act_last_extra: Any
+    logits_transient: Any
+    recompute_working: Any
 
 
-def _layer_on_device(lp: LayerParams, layout: Layout) -> tuple[float, float, float]:
-    tp, ep = layout.tp, layout.ep
-    matrix = (lp.attention_matrix + lp.mlp_matrix + lp.shared_matrix) / tp
-    other = lp.attention_other + lp.norms + lp.mlp_other + lp.router
-    expert = lp.experts_matrix / (ep * tp)  # expert tensor parallel = tp (Megatron-Core default)
-    return matrix, other, expert
+def _in_flight(g: RankGeometry) -> Any:
+    """Micro-batches whose activations a rank holds at its peak under 1F1B (stage i: min(pp - i, m))."""
+    n = np.minimum(g.pp - g.rank, g.microbatches).astype(float)
+    # interleaved 1F1B (Korthikanti et al. 2022, sec. 4.2.3)
+    n = np.where(g.vpp > 1, n * (1 + (g.pp - 1) / (g.pp * g.vpp)), n)
+    return np.where(g.pp == 1, 1.0, n)
 
 
-def _rank_params(spec: ModelSpec, counts: ParamCounts, job: TrainingJob, layout: Layout,
-                 rank: int, dense_n: int, moe_n: int) -> _Params:
-    pp, tp = layout.pp, layout.tp
-    dm, do, ex, ad, largest = 0.0, 0.0, 0.0, 0.0, 0.0
-    for lp, n, is_moe in ((counts.dense_layer, dense_n, False), (counts.moe_layer, moe_n, True)):
-        if lp is None or n == 0:
+def rank_terms(spec: ModelSpec, counts: ParamCounts, job: TrainingJob, cal: Calibration,
+               g: RankGeometry) -> dict[str, dict[str, Any]]:
+    """Memory terms (bytes) of one rank, by part: elementwise over numpy arrays or scalars."""
+    first = g.rank == 0
+    last = g.rank == g.pp - 1
+    # -- parameters on this device before ZeRO (TP splits matrices and vocabulary; EP x TP experts)
+    dm = do = ex = ad = 0.0
+    largest: Any = 0.0
+    for lp, n, is_moe in ((counts.dense_layer, g.dense_n, False), (counts.moe_layer, g.moe_n, True)):
+        if lp is None:
             continue
-        m, o, e = _layer_on_device(lp, layout)
+        m = (lp.attention_matrix + lp.mlp_matrix + lp.shared_matrix) / g.tp
+        o = float(lp.attention_other + lp.norms + lp.mlp_other + lp.router)
+        e = lp.experts_matrix / (g.ep * g.tp)  # expert tensor parallel = tp (Megatron-Core default)
         dm, do, ex = dm + n * m, do + n * o, ex + n * e
-        largest = max(largest, m + o + e)
+        largest = np.maximum(largest, np.where(n > 0, m + o + e, 0.0))
         if job.method != "full":
-            ad += n * lora_params_per_layer(spec, job.lora_rank, job.lora_targets, is_moe) / tp
-    if rank == 0:
-        do += counts.embedding / tp + counts.position_embedding
-    if rank == pp - 1:
-        do += counts.final_norm
-        head = counts.lm_head or (counts.embedding if pp > 1 else 0)  # tied: a copy on the last stage
-        do += head / tp
-    return _Params(dm, do, ex, ad, largest)
+            ad = ad + n * lora_params_per_layer(spec, job.lora_rank, job.lora_targets, is_moe) / g.tp
+    do = do + np.where(first, counts.embedding / g.tp + counts.position_embedding, 0.0)
+    head = counts.lm_head or counts.embedding  # tied: a copy on the last stage when pp > 1
+    do = do + np.where(last, counts.final_norm + np.where((g.pp > 1) | (counts.lm_head > 0), head, 0) / g.tp, 0.0)
 
-
-def _in_flight(job: TrainingJob, layout: Layout, rank: int) -> float:
-    """Micro-batches whose activations rank `rank` holds at its peak under 1F1B."""
-    if layout.pp == 1:
-        return 1.0
-    m = job.num_microbatches(layout)
-    n = float(min(layout.pp - rank, m))
-    if layout.vpp > 1:  # interleaved 1F1B (Korthikanti et al. 2022, sec. 4.2.3)
-        n *= 1 + (layout.pp - 1) / (layout.pp * layout.vpp)
-    return n
-
-
-def _rank_memory(spec: ModelSpec, counts: ParamCounts, job: TrainingJob, layout: Layout,
-                 acts: ActivationBreakdown, cal: Calibration, rank: int, dense_n: int,
-                 moe_n: int) -> MemoryBreakdown:
-    p = _rank_params(spec, counts, job, layout, rank, dense_n, moe_n)
     opt = get_optimizer(job.optimizer)
-    shard_dense = layout.dp * layout.cp
-    shard_expert = max(shard_dense // layout.ep, 1)
-    zero = layout.zero_stage
+    shard_dense = g.dp * g.cp
+    shard_expert = np.maximum(shard_dense // g.ep, 1)
     pbytes = 4.0 if job.precision == "fp32" else 2.0
 
-    def sharded(dense: float, expert: float, stage: int) -> float:
-        return dense / shard_dense + expert / shard_expert if zero >= stage else dense + expert
+    def sharded(dense: Any, expert: Any, stage: int) -> Any:
+        return np.where(g.zero >= stage, dense / shard_dense + expert / shard_expert, dense + expert)
 
-    weights: dict[str, float] = {}
-    grads: dict[str, float] = {}
-    optim: dict[str, float] = {}
+    weights: dict[str, Any] = {}
+    grads: dict[str, Any] = {}
+    optim: dict[str, Any] = {}
     master = 4.0 if (opt.fp32_master_weights and pbytes < 4) else 0.0
     if job.method == "full":
-        weights["trainable"] = sharded((p.dense_matrix + p.dense_other) * pbytes, p.expert * pbytes, 3)
-        grads["trainable"] = sharded((p.dense_matrix + p.dense_other) * pbytes, p.expert * pbytes, 2)
-        per = opt.state_bytes_per_param + master
-        optim["states"] = sharded((p.dense_matrix + p.dense_other) * opt.state_bytes_per_param,
-                                  p.expert * opt.state_bytes_per_param, 1)
+        weights["trainable"] = sharded((dm + do) * pbytes, ex * pbytes, 3)
+        grads["trainable"] = sharded((dm + do) * pbytes, ex * pbytes, 2)
+        optim["states"] = sharded((dm + do) * opt.state_bytes_per_param, ex * opt.state_bytes_per_param, 1)
         if master:
-            optim["fp32_master"] = sharded((p.dense_matrix + p.dense_other) * master, p.expert * master, 1)
-        del per
+            optim["fp32_master"] = sharded((dm + do) * master, ex * master, 1)
     else:
         base_matrix = NF4_BYTES_PER_PARAM if job.method == "qlora" else pbytes
-        weights["frozen_base"] = sharded(p.dense_matrix * base_matrix + p.dense_other * pbytes,
-                                         p.expert * base_matrix, 3)
-        weights["adapters"] = sharded(p.adapters * ADAPTER_BYTES, 0.0, 3)
-        grads["adapters"] = sharded(p.adapters * ADAPTER_BYTES, 0.0, 2)
-        optim["states"] = sharded(p.adapters * opt.state_bytes_per_param, 0.0, 1)
+        weights["frozen_base"] = sharded(dm * base_matrix + do * pbytes, ex * base_matrix, 3)
+        weights["adapters"] = sharded(ad * ADAPTER_BYTES, 0.0, 3)
+        grads["adapters"] = sharded(ad * ADAPTER_BYTES, 0.0, 2)
+        optim["states"] = sharded(ad * opt.state_bytes_per_param, 0.0, 1)
 
-    other: dict[str, float] = {}
-    if zero == 3 and shard_dense > 1:
-        unit = p.largest_layer * (NF4_BYTES_PER_PARAM if job.method == "qlora" else pbytes)
-        other["zero3_gathered_layers"] = cal.value("zero3_prefetch_layers") * unit
-
-    n_flight = _in_flight(job, layout, rank)
-    act: dict[str, float] = {}
-    if dense_n:
-        act["dense_layers"] = n_flight * dense_n * acts.dense_layer_bytes
-    if moe_n:
-        act["moe_layers"] = n_flight * moe_n * acts.moe_layer_bytes
-    if rank == 0:
-        act["embedding_side"] = n_flight * sum(acts.first_stage_extra.values())
-    if rank == layout.pp - 1:
-        act["loss_side"] = sum(acts.last_stage_extra.values())
-        other["logits_transient"] = acts.logits_transient_bytes
-    if acts.recompute_working_bytes:
-        other["recompute_working_layer"] = acts.recompute_working_bytes
+    other: dict[str, Any] = {}
+    unit = largest * (NF4_BYTES_PER_PARAM if job.method == "qlora" else pbytes)
+    other["zero3_gathered_layers"] = np.where((g.zero == 3) & (shard_dense > 1),
+                                              cal.value("zero3_prefetch_layers") * unit, 0.0)
+    n_flight = _in_flight(g)
+    act = {
+        "dense_layers": n_flight * g.dense_n * g.act_dense_layer,
+        "moe_layers": n_flight * g.moe_n * g.act_moe_layer,
+        "embedding_side": np.where(first, n_flight * g.act_first_extra, 0.0),
+        "loss_side": np.where(last, g.act_last_extra, 0.0),
+    }
+    other["logits_transient"] = np.where(last, g.logits_transient, 0.0)
+    other["recompute_working_layer"] = g.recompute_working + 0.0 * g.tp
     transient = sum(other.values())
     other["allocator_fragmentation"] = cal.value("allocator_fragmentation") * (sum(act.values()) + transient)
-    other["runtime_context"] = cal.value("runtime_context_gib") * GIB
-    if layout.num_devices > 1:
-        other["collective_buffers"] = cal.value("collective_buffers_gib") * GIB
+    other["runtime_context"] = cal.value("runtime_context_gib") * GIB + 0.0 * g.tp
+    n_devices = g.tp * g.pp * g.dp * g.cp
+    other["collective_buffers"] = np.where(n_devices > 1, cal.value("collective_buffers_gib") * GIB, 0.0)
+    return {"weights": weights, "gradients": grads, "optimizer": optim, "activations": act, "other": other}
 
+
+def _as_breakdown(counts: ParamCounts, terms: dict[str, dict[str, Any]]) -> MemoryBreakdown:
+    details = {k: {p: float(v) for p, v in parts.items() if float(v)} for k, parts in terms.items()}
     return MemoryBreakdown(
         params_total=counts.total,
         params_active=counts.active,
         params_trainable=0,
-        weights_bytes=sum(weights.values()),
-        gradients_bytes=sum(grads.values()),
-        optimizer_bytes=sum(optim.values()),
-        activations_bytes=sum(act.values()),
+        weights_bytes=sum(details["weights"].values()),
+        gradients_bytes=sum(details["gradients"].values()),
+        optimizer_bytes=sum(details["optimizer"].values()),
+        activations_bytes=sum(details["activations"].values()),
         kv_cache_bytes=0.0,
-        other_bytes=sum(other.values()),
-        details={"weights": weights, "gradients": grads, "optimizer": optim, "activations": act,
-                 "other": other},
+        other_bytes=sum(details["other"].values()),
+        details=details,
+    )
+
+
+def geometry(layout: Layout, job: TrainingJob, acts: ActivationBreakdown, rank: int, dense_n: int,
+             moe_n: int) -> RankGeometry:
+    """The RankGeometry of one rank of one layout."""
+    return RankGeometry(
+        tp=layout.tp, pp=layout.pp, dp=layout.dp, cp=layout.cp, ep=layout.ep, vpp=layout.vpp,
+        zero=layout.zero_stage, microbatches=job.num_microbatches(layout), dense_n=dense_n, moe_n=moe_n,
+        rank=rank, act_dense_layer=acts.dense_layer_bytes, act_moe_layer=acts.moe_layer_bytes,
+        act_first_extra=sum(acts.first_stage_extra.values()), act_last_extra=sum(acts.last_stage_extra.values()),
+        logits_transient=acts.logits_transient_bytes, recompute_working=acts.recompute_working_bytes,
     )
 
 
@@ -238,7 +257,7 @@ def estimate_training_memory(
     counts = count_params(spec)
     acts = activation_breakdown(spec, job, layout)
     per_rank = [
-        _rank_memory(spec, counts, job, layout, acts, cal, r, d, m)
+        _as_breakdown(counts, rank_terms(spec, counts, job, cal, geometry(layout, job, acts, r, d, m)))
         for r, (d, m) in enumerate(stage_layers(spec, layout))
     ]
     worst = max(range(len(per_rank)), key=lambda r: per_rank[r].total_bytes)
@@ -256,7 +275,7 @@ def estimate_training_memory(
         "layout": layout.model_dump(),
         "pipeline_rank_reported": worst,
         "pipeline_rank_totals_bytes": [round(r.total_bytes) for r in per_rank],
-        "in_flight_microbatches": _in_flight(job, layout, worst),
+        "in_flight_microbatches": float(_in_flight(geometry(layout, job, acts, worst, 0, 0))),
         "lora": {"rank": job.lora_rank, "targets": list(job.lora_targets)} if job.method != "full" else None,
         "activation_model": "saved-tensor inventory of Hugging Face transformers layers (docs/memory.md)",
         "calibration": cal.used("runtime_context_gib", "collective_buffers_gib", "allocator_fragmentation",
