@@ -144,7 +144,10 @@ def rank_terms(spec: ModelSpec, counts: ParamCounts, job: TrainingJob, cal: Cali
     first = g.rank == 0
     last = g.rank == g.pp - 1
     # -- parameters on this device before ZeRO (TP splits matrices and vocabulary; EP x TP experts)
-    dm = do = ex = ad = 0.0
+    dm: Any = 0.0
+    do: Any = 0.0
+    ex: Any = 0.0
+    ad: Any = 0.0
     largest: Any = 0.0
     for lp, n, is_moe in ((counts.dense_layer, g.dense_n, False), (counts.moe_layer, g.moe_n, True)):
         if lp is None:
