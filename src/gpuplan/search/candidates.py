@@ -1,0 +1,99 @@
+"""Candidate parallel layouts as numpy arrays: one row per (devices, tp, pp, dp, cp, ep, vpp, zero, mb, recompute).
+
+The planner evaluates every candidate at once (memory, step time, cost), so generation is a
+cartesian product of small per-axis choice lists followed by vectorized validity masks: no
+Python loop per layout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from gpuplan.workload.model_spec import ModelSpec
+
+__all__ = ["RECOMPUTE_CODES", "Candidates", "LayoutChoices", "generate"]
+
+RECOMPUTE_CODES = ("none", "selective", "full")  # index = code in Candidates.recompute
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LayoutChoices:
+    """Values to try on each axis; a single-element tuple pins an axis (a flag the user gave)."""
+
+    devices: Sequence[int]
+    tp: Sequence[int] = (1, 2, 4, 8)
+    pp: Sequence[int] = (1, 2, 4, 8, 16, 32)
+    cp: Sequence[int] = (1, 2, 4, 8)
+    ep: Sequence[int] = (1, 2, 4, 8, 16, 32, 64)
+    vpp: Sequence[int] = (1, 2, 4)
+    zero: Sequence[int] = (1, 3)
+    micro_batch: Sequence[int] = (1, 2, 4, 8)
+    recompute: Sequence[str] = RECOMPUTE_CODES
+    max_tp: int = 8  # the fast-link domain: TP stays inside it
+    dp: Sequence[int] | None = None  # pin dp (otherwise devices / (tp*pp*cp))
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """Columns of equal length; `recompute` holds codes into RECOMPUTE_CODES."""
+
+    devices: np.ndarray
+    tp: np.ndarray
+    pp: np.ndarray
+    dp: np.ndarray
+    cp: np.ndarray
+    ep: np.ndarray
+    vpp: np.ndarray
+    zero: np.ndarray
+    micro_batch: np.ndarray
+    recompute: np.ndarray
+    microbatches: np.ndarray  # per pipeline per step
+
+    def __len__(self) -> int:
+        return int(self.tp.shape[0])
+
+    def take(self, mask_or_index: np.ndarray) -> Candidates:
+        return Candidates(*(getattr(self, f.name)[mask_or_index] for f in fields(self)))
+
+    def row(self, i: int) -> dict[str, int | str]:
+        out: dict[str, int | str] = {f.name: int(getattr(self, f.name)[i]) for f in fields(self)}
+        out["recompute"] = RECOMPUTE_CODES[int(self.recompute[i])]
+        return out
+
+
+def generate(spec: ModelSpec, choices: LayoutChoices, *, seq_len: int, global_batch: int) -> Candidates:
+    """All valid layouts for `spec` over the choice lists (vectorized masks)."""
+    rc = [RECOMPUTE_CODES.index(r) for r in choices.recompute]
+    ep_axis = choices.ep if spec.moe is not None else (1,)
+    grids = np.meshgrid(
+        np.asarray(choices.devices, dtype=np.int64), np.asarray(choices.tp, dtype=np.int64),
+        np.asarray(choices.pp, dtype=np.int64), np.asarray(choices.cp, dtype=np.int64),
+        np.asarray(ep_axis, dtype=np.int64), np.asarray(choices.vpp, dtype=np.int64),
+        np.asarray(choices.zero, dtype=np.int64), np.asarray(choices.micro_batch, dtype=np.int64),
+        np.asarray(rc, dtype=np.int64), indexing="ij",
+    )
+    n, tp, pp, cp, ep, vpp, zero, mb, rcc = (g.ravel() for g in grids)
+    model_par = tp * pp * cp
+    dp = np.where(n % model_par == 0, n // np.maximum(model_par, 1), 0)
+    ok = dp > 0
+    if choices.dp is not None:
+        ok &= np.isin(dp, np.asarray(choices.dp))
+    ok &= spec.num_heads % tp == 0
+    ok &= tp <= choices.max_tp
+    ok &= pp <= spec.num_layers
+    ok &= seq_len % cp == 0
+    ok &= np.where(vpp > 1, (pp > 1) & (spec.num_layers % np.maximum(pp * vpp, 1) == 0), True)
+    if spec.moe is not None:
+        ok &= spec.moe.num_experts % ep == 0
+        ok &= (dp * cp) % ep == 0
+    per_step = dp * mb
+    ok &= (per_step > 0) & (global_batch % np.maximum(per_step, 1) == 0)
+    microbatches = np.where(per_step > 0, global_batch // np.maximum(per_step, 1), 0)
+    ok &= microbatches >= np.where(pp > 1, pp, 1)  # 1F1B needs at least pp micro-batches
+    ok &= np.where(zero >= 2, pp == 1, True)  # ZeRO-2/3 with pipelining is not supported (Megatron, DeepSpeed)
+    sel = np.nonzero(ok)[0]
+    return Candidates(n[sel], tp[sel], pp[sel], dp[sel], cp[sel], ep[sel], vpp[sel], zero[sel], mb[sel],
+                      rcc[sel], microbatches[sel])
