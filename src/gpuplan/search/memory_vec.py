@@ -77,4 +77,5 @@ def candidate_memory_bytes(spec: ModelSpec, job: TrainingJob, c: Candidates, *,
         )
         terms = rank_terms(spec, counts, job, cal, g)
         totals.append(sum(sum(parts.values()) for parts in terms.values()))
-    return np.max(np.stack(totals), axis=0)
+    peak: np.ndarray = np.max(np.stack(totals), axis=0)
+    return peak
