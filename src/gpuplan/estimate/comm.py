@@ -1,0 +1,272 @@
+"""Collective communication time on the alpha-beta (latency-bandwidth) model.
+
+A step that moves m bytes over a link costs alpha + m / beta (Hockney 1994). Ring and
+pairwise algorithms (Thakur, Rabenseifner & Gropp 2005, "Optimization of collective
+communication operations in MPICH", IJHPCA 19(1)) give, for a group of n ranks and a
+buffer of `size_bytes`:
+
+    all-reduce       2(n-1)/n x size / bw + 2(n-1) alpha      (reduce-scatter + all-gather)
+    all-gather       (n-1)/n  x size / bw + (n-1) alpha       size = the gathered output
+    reduce-scatter   (n-1)/n  x size / bw + (n-1) alpha       size = the full input
+    all-to-all       (n-1)/n  x size / bw + (n-1) alpha       size = one rank's send buffer
+    point-to-point   size / bw + alpha
+
+`bw` is the link's achievable unidirectional GB/s per device, which is what nccl-tests
+reports as bus bandwidth: its busbw factors 2(n-1)/n and (n-1)/n are these (nccl-tests
+doc/PERFORMANCE.md). The per-step alpha matches NCCL's own tuning model, whose ring
+latency is a per-step hardware latency times the step count (src/graph/tuning.cc).
+
+The `hier_*` functions price a group that spans nodes: `ranks_per_node` of its members
+share each node (over the intra-node link) and the nodes talk over the inter-node link,
+each GPU using its share of the node's NICs (`links.inter_node_link`). A group that fits
+in one node uses the intra-node link only; one member per node uses the inter-node link
+only. Every function takes numpy arrays (broadcast together) or plain floats; n = 1 and
+zero bytes cost 0. Links come from `gpuplan.estimate.links`; docs/communication.md has
+the derivations.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from gpuplan.errors import InputError
+from gpuplan.estimate.links import (
+    BRIDGE_KINDS,
+    FloatOrArray,
+    Link,
+    LinkCalibration,
+    LinkTerm,
+    default_link_calibration,
+    host_link,
+    inter_node_link,
+    intra_node_link,
+    load_link_calibration,
+    node_link,
+    pcie_gbyte_s,
+    select_link,
+)
+from gpuplan.units import GB
+
+__all__ = [
+    "BRIDGE_KINDS",
+    "FloatOrArray",
+    "Link",
+    "LinkCalibration",
+    "LinkTerm",
+    "all_to_all_s",
+    "default_link_calibration",
+    "hier_all_gather_s",
+    "hier_all_reduce_s",
+    "hier_all_to_all_s",
+    "hier_p2p_s",
+    "hier_reduce_scatter_s",
+    "host_link",
+    "inter_node_link",
+    "intra_node_link",
+    "load_link_calibration",
+    "node_link",
+    "p2p_s",
+    "pcie_gbyte_s",
+    "ranks_per_node",
+    "ring_all_gather_s",
+    "ring_all_reduce_s",
+    "ring_reduce_scatter_s",
+    "select_link",
+]
+
+F64 = NDArray[np.float64]
+
+
+# --- input handling ---------------------------------------------------------------------
+def _arr(name: str, value: ArrayLike, *, minimum: float, strict: bool = False) -> F64:
+    a = np.asarray(value, dtype=np.float64)
+    ok = np.isfinite(a) & ((a > minimum) if strict else (a >= minimum))
+    if not np.all(ok):
+        bad = a[~ok] if a.ndim else a
+        allowed = f"finite values {'>' if strict else '>='} {minimum:g}"
+        raise InputError(field=name, value=bad.tolist(), allowed=allowed)
+    return a
+
+
+def _out(result: F64, *inputs: ArrayLike) -> FloatOrArray:
+    """A plain float when every input was a scalar, else the broadcast array."""
+    if all(np.ndim(x) == 0 for x in inputs):
+        return float(result)
+    return result
+
+
+def _bw_lat(link: Link) -> tuple[F64, F64]:
+    # Link.__post_init__ already checked bandwidth > 0 and latency >= 0.
+    return (np.asarray(link.bandwidth_gbyte_s, dtype=np.float64) * GB,
+            np.asarray(link.latency_s, dtype=np.float64))
+
+
+def _ring(size: F64, n: F64, bw_bytes_s: F64, lat_s: F64, volume_factor: float, steps_factor: float) -> F64:
+    """steps_factor(n-1) steps of alpha plus volume_factor (n-1)/n x size over bw; 0 bytes or n<=1 costs 0.
+
+    Thakur, Rabenseifner & Gropp 2005, section 4 (ring algorithms); Hockney alpha-beta cost per step.
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = volume_factor * (n - 1) / n * size / bw_bytes_s + steps_factor * (n - 1) * lat_s
+    return np.where((size > 0) & (n > 1), t, 0.0)
+
+
+# --- single-link collectives ------------------------------------------------------------
+def ring_all_reduce_s(size_bytes: ArrayLike, n: ArrayLike, link: Link) -> FloatOrArray:
+    """Ring all-reduce of a `size_bytes` buffer among n ranks: 2(n-1)/n x size / bw + 2(n-1) alpha.
+
+    Source: Thakur et al. 2005 (reduce-scatter then all-gather); nccl-tests PERFORMANCE.md busbw 2(n-1)/n.
+    """
+    size, nn = _arr("size_bytes", size_bytes, minimum=0), _arr("n", n, minimum=1)
+    bw, lat = _bw_lat(link)
+    return _out(_ring(size, nn, bw, lat, 2.0, 2.0), size_bytes, n, link.bandwidth_gbyte_s, link.latency_s)
+
+
+def ring_all_gather_s(size_bytes: ArrayLike, n: ArrayLike, link: Link) -> FloatOrArray:
+    """Ring all-gather; `size_bytes` is the gathered (output) size: (n-1)/n x size / bw + (n-1) alpha.
+
+    Source: Thakur et al. 2005 (ring all-gather); nccl-tests PERFORMANCE.md busbw (n-1)/n.
+    """
+    size, nn = _arr("size_bytes", size_bytes, minimum=0), _arr("n", n, minimum=1)
+    bw, lat = _bw_lat(link)
+    return _out(_ring(size, nn, bw, lat, 1.0, 1.0), size_bytes, n, link.bandwidth_gbyte_s, link.latency_s)
+
+
+def ring_reduce_scatter_s(size_bytes: ArrayLike, n: ArrayLike, link: Link) -> FloatOrArray:
+    """Ring reduce-scatter; `size_bytes` is the full input size: (n-1)/n x size / bw + (n-1) alpha.
+
+    Source: Thakur et al. 2005 (ring reduce-scatter); nccl-tests PERFORMANCE.md busbw (n-1)/n.
+    """
+    size, nn = _arr("size_bytes", size_bytes, minimum=0), _arr("n", n, minimum=1)
+    bw, lat = _bw_lat(link)
+    return _out(_ring(size, nn, bw, lat, 1.0, 1.0), size_bytes, n, link.bandwidth_gbyte_s, link.latency_s)
+
+
+def all_to_all_s(size_bytes: ArrayLike, n: ArrayLike, link: Link) -> FloatOrArray:
+    """Pairwise all-to-all; `size_bytes` is one rank's send buffer (n chunks): (n-1)/n x size / bw + (n-1) alpha.
+
+    Source: Thakur et al. 2005 (pairwise exchange, n-1 steps); nccl-tests PERFORMANCE.md alltoall busbw (n-1)/n.
+    """
+    size, nn = _arr("size_bytes", size_bytes, minimum=0), _arr("n", n, minimum=1)
+    bw, lat = _bw_lat(link)
+    return _out(_ring(size, nn, bw, lat, 1.0, 1.0), size_bytes, n, link.bandwidth_gbyte_s, link.latency_s)
+
+
+def p2p_s(size_bytes: ArrayLike, link: Link) -> FloatOrArray:
+    """One send of `size_bytes` to one peer: size / bw + alpha (Hockney); 0 bytes cost 0."""
+    size = _arr("size_bytes", size_bytes, minimum=0)
+    bw, lat = _bw_lat(link)
+    t = np.where(size > 0, size / bw + lat, 0.0)
+    return _out(t, size_bytes, link.bandwidth_gbyte_s, link.latency_s)
+
+
+# --- placement on nodes -----------------------------------------------------------------
+def ranks_per_node(n: ArrayLike, gpus_per_node: ArrayLike, stride: ArrayLike = 1) -> FloatOrArray:
+    """How many members of a group of n share a node, for ranks laid out node by node.
+
+    Members are `stride` ranks apart (stride = product of the parallel sizes nested inside
+    this group, e.g. TP for a DP group under Megatron's TP-CP-EP-DP-PP order); nodes hold
+    `gpus_per_node` consecutive ranks. Result: clip(gpus_per_node // stride, 1, n). Exact
+    when stride divides gpus_per_node or is a multiple of it.
+    """
+    nn = _arr("n", n, minimum=1)
+    g = _arr("gpus_per_node", gpus_per_node, minimum=1)
+    s = _arr("stride", stride, minimum=1)
+    r = np.clip(np.floor(g / s), 1.0, nn)
+    return _out(r, n, gpus_per_node, stride)
+
+
+def _split(n: F64, local: ArrayLike) -> tuple[F64, F64]:
+    """(ranks on each node, nodes) of a group of n with `local` members per node."""
+    loc = np.clip(_arr("ranks_per_node", local, minimum=1), 1.0, n)
+    return loc, np.ceil(n / loc)
+
+
+def hier_all_reduce_s(
+    size_bytes: ArrayLike, n: ArrayLike, ranks_per_node: ArrayLike, intra: Link, inter: Link
+) -> FloatOrArray:
+    """All-reduce of a group spanning nodes: intra-node reduce-scatter, inter-node all-reduce, intra all-gather.
+
+    With l = ranks_per_node and N = ceil(n / l) nodes:
+      RS_intra(size, l) + AR_inter(size / l, N) + AG_intra(size, l)
+    (the 2D/hierarchical ring of NCCL's tree-free path and Horovod's hierarchical allreduce;
+    each local rank all-reduces its 1/l shard across nodes over its NIC share).
+    l = n (the group fits in a node) is a flat intra ring; l = 1 a flat inter ring.
+    """
+    size, nn = _arr("size_bytes", size_bytes, minimum=0), _arr("n", n, minimum=1)
+    loc, nodes = _split(nn, ranks_per_node)
+    bw_i, lat_i = _bw_lat(intra)
+    bw_e, lat_e = _bw_lat(inter)
+    t = (_ring(size, loc, bw_i, lat_i, 1.0, 1.0)
+         + _ring(size / loc, nodes, bw_e, lat_e, 2.0, 2.0)
+         + _ring(size, loc, bw_i, lat_i, 1.0, 1.0))
+    return _out(t, size_bytes, n, ranks_per_node, intra.bandwidth_gbyte_s, intra.latency_s,
+                inter.bandwidth_gbyte_s, inter.latency_s)
+
+
+def _hier_gather_like(
+    size_bytes: ArrayLike, n: ArrayLike, local: ArrayLike, intra: Link, inter: Link
+) -> FloatOrArray:
+    # AG_inter(size / l, N) + AG_intra(size, l): each local rank gathers its 1/l slice from
+    # the other nodes, then the node gathers the slices (reduce-scatter runs the reverse).
+    size, nn = _arr("size_bytes", size_bytes, minimum=0), _arr("n", n, minimum=1)
+    loc, nodes = _split(nn, local)
+    bw_i, lat_i = _bw_lat(intra)
+    bw_e, lat_e = _bw_lat(inter)
+    t = _ring(size / loc, nodes, bw_e, lat_e, 1.0, 1.0) + _ring(size, loc, bw_i, lat_i, 1.0, 1.0)
+    return _out(t, size_bytes, n, local, intra.bandwidth_gbyte_s, intra.latency_s,
+                inter.bandwidth_gbyte_s, inter.latency_s)
+
+
+def hier_all_gather_s(
+    size_bytes: ArrayLike, n: ArrayLike, ranks_per_node: ArrayLike, intra: Link, inter: Link
+) -> FloatOrArray:
+    """All-gather (size = gathered output) of a group spanning nodes: AG_inter(size/l, N) + AG_intra(size, l).
+
+    Source: Thakur et al. 2005 ring all-gather applied per level (hierarchical collectives).
+    """
+    return _hier_gather_like(size_bytes, n, ranks_per_node, intra, inter)
+
+
+def hier_reduce_scatter_s(
+    size_bytes: ArrayLike, n: ArrayLike, ranks_per_node: ArrayLike, intra: Link, inter: Link
+) -> FloatOrArray:
+    """Reduce-scatter (size = full input) spanning nodes: RS_intra(size, l) + RS_inter(size/l, N).
+
+    Source: Thakur et al. 2005 ring reduce-scatter applied per level; the mirror of all-gather.
+    """
+    return _hier_gather_like(size_bytes, n, ranks_per_node, intra, inter)
+
+
+def hier_all_to_all_s(
+    size_bytes: ArrayLike, n: ArrayLike, ranks_per_node: ArrayLike, intra: Link, inter: Link
+) -> FloatOrArray:
+    """All-to-all (size = one rank's send buffer) of a group spanning nodes.
+
+    Each rank sends size/n to every peer: (l-1) peers on its node over the intra link,
+    (n-l) on other nodes over its NIC share. Pairwise exchange (Thakur et al. 2005), the
+    two parts taken one after the other (an upper bound; NCCL overlaps them):
+      (l-1)/n x size / bw_intra + (l-1) alpha_intra + (n-l)/n x size / bw_inter + (n-l) alpha_inter
+    """
+    size, nn = _arr("size_bytes", size_bytes, minimum=0), _arr("n", n, minimum=1)
+    loc, _nodes = _split(nn, ranks_per_node)
+    bw_i, lat_i = _bw_lat(intra)
+    bw_e, lat_e = _bw_lat(inter)
+    t = ((loc - 1) / nn * size / bw_i + (loc - 1) * lat_i
+         + (nn - loc) / nn * size / bw_e + (nn - loc) * lat_e)
+    t = np.where((size > 0) & (nn > 1), t, 0.0)
+    return _out(t, size_bytes, n, ranks_per_node, intra.bandwidth_gbyte_s, intra.latency_s,
+                inter.bandwidth_gbyte_s, inter.latency_s)
+
+
+def hier_p2p_s(size_bytes: ArrayLike, same_node: ArrayLike, intra: Link, inter: Link) -> FloatOrArray:
+    """Point-to-point over the intra link where `same_node` is true, else over the inter link (Hockney)."""
+    size = _arr("size_bytes", size_bytes, minimum=0)
+    same = np.asarray(same_node, dtype=bool)
+    bw_i, lat_i = _bw_lat(intra)
+    bw_e, lat_e = _bw_lat(inter)
+    t = np.where(same, size / bw_i + lat_i, size / bw_e + lat_e)
+    t = np.where(size > 0, t, 0.0)
+    return _out(t, size_bytes, same_node, intra.bandwidth_gbyte_s, intra.latency_s,
+                inter.bandwidth_gbyte_s, inter.latency_s)
