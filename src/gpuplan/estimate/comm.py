@@ -27,6 +27,9 @@ the derivations.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Literal
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -50,25 +53,34 @@ from gpuplan.units import GB
 
 __all__ = [
     "BRIDGE_KINDS",
+    "COLLECTIVES",
+    "CollectiveKind",
     "FloatOrArray",
     "Link",
     "LinkCalibration",
     "LinkTerm",
+    "all_gather",
+    "all_reduce",
+    "all_to_all",
     "all_to_all_s",
+    "collective_s",
     "default_link_calibration",
     "hier_all_gather_s",
     "hier_all_reduce_s",
     "hier_all_to_all_s",
     "hier_p2p_s",
     "hier_reduce_scatter_s",
+    "hierarchical",
     "host_link",
     "inter_node_link",
     "intra_node_link",
     "load_link_calibration",
     "node_link",
+    "p2p",
     "p2p_s",
     "pcie_gbyte_s",
     "ranks_per_node",
+    "reduce_scatter",
     "ring_all_gather_s",
     "ring_all_reduce_s",
     "ring_reduce_scatter_s",
@@ -270,3 +282,60 @@ def hier_p2p_s(size_bytes: ArrayLike, same_node: ArrayLike, intra: Link, inter: 
     t = np.where(size > 0, t, 0.0)
     return _out(t, size_bytes, same_node, intra.bandwidth_gbyte_s, intra.latency_s,
                 inter.bandwidth_gbyte_s, inter.latency_s)
+
+
+# --- short names and dispatch by kind ------------------------------------------------------
+# Short aliases of the single-link functions (same signatures, results in seconds).
+all_reduce = ring_all_reduce_s
+all_gather = ring_all_gather_s
+reduce_scatter = ring_reduce_scatter_s
+all_to_all = all_to_all_s
+p2p = p2p_s
+
+CollectiveKind = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]
+_Flat = Callable[[ArrayLike, ArrayLike, Link], FloatOrArray]
+_Hier = Callable[[ArrayLike, ArrayLike, ArrayLike, Link, Link], FloatOrArray]
+COLLECTIVES: dict[str, tuple[_Flat, _Hier]] = {
+    "all_reduce": (ring_all_reduce_s, hier_all_reduce_s),
+    "all_gather": (ring_all_gather_s, hier_all_gather_s),
+    "reduce_scatter": (ring_reduce_scatter_s, hier_reduce_scatter_s),
+    "all_to_all": (all_to_all_s, hier_all_to_all_s),
+}
+
+
+def _kind(kind: str) -> tuple[_Flat, _Hier]:
+    try:
+        return COLLECTIVES[kind]
+    except KeyError:
+        from gpuplan.errors import unknown_name
+
+        raise unknown_name("collective", kind, COLLECTIVES) from None
+
+
+def hierarchical(
+    kind: str, size_bytes: ArrayLike, n: ArrayLike, ranks_per_node: ArrayLike, intra: Link, inter: Link
+) -> FloatOrArray:
+    """`hier_<kind>_s` by name: kind is all_reduce, all_gather, reduce_scatter or all_to_all."""
+    return _kind(kind)[1](size_bytes, n, ranks_per_node, intra, inter)
+
+
+def collective_s(
+    kind: str,
+    size_bytes: ArrayLike,
+    n: ArrayLike,
+    ranks_per_node: ArrayLike,
+    intra: Link,
+    inter: Link | None = None,
+) -> FloatOrArray:
+    """A collective of a group of n with `ranks_per_node` members per node.
+
+    With an inter-node link it is `hierarchical` (which reduces to the flat intra ring
+    when the group fits in a node). Without one (a single node), the group must fit:
+    ranks_per_node >= n everywhere, else InputError.
+    """
+    flat, hier = _kind(kind)
+    if inter is not None:
+        return hier(size_bytes, n, ranks_per_node, intra, inter)
+    if np.any(np.asarray(ranks_per_node) < np.asarray(n)):
+        raise InputError(field="inter", value=None, allowed="an inter-node link for a group that spans nodes")
+    return flat(size_bytes, n, intra)
