@@ -227,6 +227,15 @@ def test_palm_540b_mfu_from_appendix_b() -> None:
     assert mfu == pytest.approx(0.462, abs=0.002)
 
 
+def test_deepseek_isca_2025_training_cost_per_token() -> None:
+    """Zhao et al. 2025, "Insights into DeepSeek-V3" (ISCA '25) Table 2, at 4096 tokens: DeepSeek-V3
+    250 and LLaMA-405B 2448 GFLOPs per token. They match the causal convention (full products give
+    281 and 2524); tolerance 2% (the 405B figure rounds differently, +1.0% here)."""
+    for model, published in (("deepseek-v3", 250e9), ("llama3.1-405b", 2448e9)):
+        per_token = step_flops(load_model(model), seq_len=4096, tokens=1, causal=True).model_flops_per_token
+        assert per_token == pytest.approx(published, rel=0.02), model
+
+
 # -- conventions and the vectorized helper --------------------------------------------------------
 
 SMALL = ModelSpec(name="s", num_layers=4, hidden_size=256, num_heads=8, num_kv_heads=2, ffn_hidden_size=704,
