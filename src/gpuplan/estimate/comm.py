@@ -199,80 +199,117 @@ def _split(n: F64, local: ArrayLike) -> tuple[F64, F64]:
     return loc, np.ceil(n / loc)
 
 
-def hier_all_reduce_s(
-    size_bytes: ArrayLike, n: ArrayLike, ranks_per_node: ArrayLike, intra: Link, inter: Link
-) -> FloatOrArray:
-    """All-reduce of a group spanning nodes: intra-node reduce-scatter, inter-node all-reduce, intra all-gather.
+def _ring_parts(
+    size: F64, n: F64, bw_bytes_s: F64, lat_s: F64, volume_factor: float, steps_factor: float
+) -> tuple[F64, F64]:
+    """(bandwidth part, latency part) of `_ring`, each 0 where size is 0 or n <= 1."""
+    active = (size > 0) & (n > 1)
+    beta = np.where(active, volume_factor * (n - 1) / n * size / bw_bytes_s, 0.0)
+    alpha = np.where(active, steps_factor * (n - 1) * lat_s, 0.0)
+    return beta, alpha
 
-    With l = ranks_per_node and N = ceil(n / l) nodes:
-      RS_intra(size, l) + AR_inter(size / l, N) + AG_intra(size, l)
-    (the 2D/hierarchical ring of NCCL's tree-free path and Horovod's hierarchical allreduce;
-    each local rank all-reduces its 1/l shard across nodes over its NIC share).
-    l = n (the group fits in a node) is a flat intra ring; l = 1 a flat inter ring.
+
+def _compose(betas: tuple[F64, ...], alphas: tuple[F64, ...], pipelined: bool) -> F64:
+    """Phases one after the other (sum), or pipelined: bandwidth terms overlap (max), latencies add.
+
+    Pipelined is how NCCL runs a ring that spans nodes: chunks flow through NVLink and NIC
+    hops at once, so the slower level bounds the bandwidth (NCCL maintainer, NVIDIA/nccl-tests#319:
+    2 H100 nodes with 8 x 400G 'can be aggregated to achieve up to ~396GB/s' busbw with RING).
     """
-    size, nn = _arr("size_bytes", size_bytes, minimum=0), _arr("n", n, minimum=1)
-    loc, nodes = _split(nn, ranks_per_node)
-    bw_i, lat_i = _bw_lat(intra)
-    bw_e, lat_e = _bw_lat(inter)
-    # intra reduce-scatter and intra all-gather cost the same: count it twice
-    t = 2.0 * _ring(size, loc, bw_i, lat_i, 1.0, 1.0) + _ring(size / loc, nodes, bw_e, lat_e, 2.0, 2.0)
-    return _out(t, size_bytes, n, ranks_per_node, intra.bandwidth_gbyte_s, intra.latency_s,
-                inter.bandwidth_gbyte_s, inter.latency_s)
+    beta = np.maximum.reduce(betas) if pipelined else np.add.reduce(betas)
+    out: F64 = beta + np.add.reduce(alphas)
+    return out
 
 
-def _hier_gather_like(
+def _levels(
     size_bytes: ArrayLike, n: ArrayLike, local: ArrayLike, intra: Link, inter: Link
-) -> FloatOrArray:
-    # AG_inter(size / l, N) + AG_intra(size, l): each local rank gathers its 1/l slice from
-    # the other nodes, then the node gathers the slices (reduce-scatter runs the reverse).
+) -> tuple[F64, F64, F64, F64, F64, F64, F64, F64]:
     size, nn = _arr("size_bytes", size_bytes, minimum=0), _arr("n", n, minimum=1)
     loc, nodes = _split(nn, local)
     bw_i, lat_i = _bw_lat(intra)
     bw_e, lat_e = _bw_lat(inter)
-    t = _ring(size / loc, nodes, bw_e, lat_e, 1.0, 1.0) + _ring(size, loc, bw_i, lat_i, 1.0, 1.0)
-    return _out(t, size_bytes, n, local, intra.bandwidth_gbyte_s, intra.latency_s,
-                inter.bandwidth_gbyte_s, inter.latency_s)
+    return size, nn, loc, nodes, bw_i, lat_i, bw_e, lat_e
+
+
+def _links_in(intra: Link, inter: Link) -> tuple[ArrayLike, ...]:
+    return intra.bandwidth_gbyte_s, intra.latency_s, inter.bandwidth_gbyte_s, inter.latency_s
+
+
+def hier_all_reduce_s(
+    size_bytes: ArrayLike, n: ArrayLike, ranks_per_node: ArrayLike, intra: Link, inter: Link,
+    *, pipelined: bool = True,
+) -> FloatOrArray:
+    """All-reduce of a group spanning nodes: intra-node reduce-scatter, inter-node all-reduce, intra all-gather.
+
+    With l = ranks_per_node and N = ceil(n / l) nodes, the phases are
+      RS_intra(size, l), AR_inter(size / l, N), AG_intra(size, l)
+    (the two-level scheme of Horovod's hierarchical all-reduce; each local rank all-reduces
+    its 1/l shard across nodes over its NIC share, all local ranks at once). Latencies add;
+    bandwidth terms add (pipelined=False) or overlap, the slowest bounding (pipelined=True,
+    the default, as NCCL pipelines chunks across levels). l = n (the group fits in a node)
+    is a flat intra ring; l = 1 a flat inter ring.
+    """
+    size, nn, loc, nodes, bw_i, lat_i, bw_e, lat_e = _levels(size_bytes, n, ranks_per_node, intra, inter)
+    # intra reduce-scatter and intra all-gather share the intra link: one phase of twice the volume
+    b_i, a_i = _ring_parts(size, loc, bw_i, lat_i, 2.0, 2.0)
+    b_e, a_e = _ring_parts(size / loc, nodes, bw_e, lat_e, 2.0, 2.0)
+    return _out(_compose((b_i, b_e), (a_i, a_e), pipelined), size_bytes, n, ranks_per_node, *_links_in(intra, inter))
+
+
+def _hier_gather_like(
+    size_bytes: ArrayLike, n: ArrayLike, local: ArrayLike, intra: Link, inter: Link, pipelined: bool
+) -> FloatOrArray:
+    # AG_inter(size / l, N) and AG_intra(size, l): each local rank gathers its 1/l slice from
+    # the other nodes, and the node gathers the slices (reduce-scatter runs the reverse).
+    size, nn, loc, nodes, bw_i, lat_i, bw_e, lat_e = _levels(size_bytes, n, local, intra, inter)
+    b_i, a_i = _ring_parts(size, loc, bw_i, lat_i, 1.0, 1.0)
+    b_e, a_e = _ring_parts(size / loc, nodes, bw_e, lat_e, 1.0, 1.0)
+    return _out(_compose((b_i, b_e), (a_i, a_e), pipelined), size_bytes, n, local, *_links_in(intra, inter))
 
 
 def hier_all_gather_s(
-    size_bytes: ArrayLike, n: ArrayLike, ranks_per_node: ArrayLike, intra: Link, inter: Link
+    size_bytes: ArrayLike, n: ArrayLike, ranks_per_node: ArrayLike, intra: Link, inter: Link,
+    *, pipelined: bool = True,
 ) -> FloatOrArray:
-    """All-gather (size = gathered output) of a group spanning nodes: AG_inter(size/l, N) + AG_intra(size, l).
+    """All-gather (size = gathered output) spanning nodes: phases AG_inter(size/l, N) and AG_intra(size, l).
 
-    Source: Thakur et al. 2005 ring all-gather applied per level (hierarchical collectives).
+    Source: Thakur et al. 2005 ring all-gather applied per level; composed as in hier_all_reduce_s.
     """
-    return _hier_gather_like(size_bytes, n, ranks_per_node, intra, inter)
+    return _hier_gather_like(size_bytes, n, ranks_per_node, intra, inter, pipelined)
 
 
 def hier_reduce_scatter_s(
-    size_bytes: ArrayLike, n: ArrayLike, ranks_per_node: ArrayLike, intra: Link, inter: Link
+    size_bytes: ArrayLike, n: ArrayLike, ranks_per_node: ArrayLike, intra: Link, inter: Link,
+    *, pipelined: bool = True,
 ) -> FloatOrArray:
-    """Reduce-scatter (size = full input) spanning nodes: RS_intra(size, l) + RS_inter(size/l, N).
+    """Reduce-scatter (size = full input) spanning nodes: phases RS_intra(size, l) and RS_inter(size/l, N).
 
     Source: Thakur et al. 2005 ring reduce-scatter applied per level; the mirror of all-gather.
     """
-    return _hier_gather_like(size_bytes, n, ranks_per_node, intra, inter)
+    return _hier_gather_like(size_bytes, n, ranks_per_node, intra, inter, pipelined)
 
 
 def hier_all_to_all_s(
-    size_bytes: ArrayLike, n: ArrayLike, ranks_per_node: ArrayLike, intra: Link, inter: Link
+    size_bytes: ArrayLike, n: ArrayLike, ranks_per_node: ArrayLike, intra: Link, inter: Link,
+    *, pipelined: bool = True,
 ) -> FloatOrArray:
     """All-to-all (size = one rank's send buffer) of a group spanning nodes.
 
     Each rank sends size/n to every peer: (l-1) peers on its node over the intra link,
-    (n-l) on other nodes over its NIC share. Pairwise exchange (Thakur et al. 2005), the
-    two parts taken one after the other (an upper bound; NCCL overlaps them):
-      (l-1)/n x size / bw_intra + (l-1) alpha_intra + (n-l)/n x size / bw_inter + (n-l) alpha_inter
+    (n-l) on other nodes over its NIC share (pairwise exchange, Thakur et al. 2005):
+      intra: (l-1)/n x size / bw_intra + (l-1) alpha_intra
+      inter: (n-l)/n x size / bw_inter + (n-l) alpha_inter
+    Latencies add; bandwidth parts overlap (pipelined, NCCL posts all sends at once) or add.
     """
-    size, nn = _arr("size_bytes", size_bytes, minimum=0), _arr("n", n, minimum=1)
-    loc, _nodes = _split(nn, ranks_per_node)
-    bw_i, lat_i = _bw_lat(intra)
-    bw_e, lat_e = _bw_lat(inter)
-    t = ((loc - 1) / nn * size / bw_i + (loc - 1) * lat_i
-         + (nn - loc) / nn * size / bw_e + (nn - loc) * lat_e)
-    t = np.where((size > 0) & (nn > 1), t, 0.0)
-    return _out(t, size_bytes, n, ranks_per_node, intra.bandwidth_gbyte_s, intra.latency_s,
-                inter.bandwidth_gbyte_s, inter.latency_s)
+    size, nn, loc, _nodes, bw_i, lat_i, bw_e, lat_e = _levels(size_bytes, n, ranks_per_node, intra, inter)
+    active = (size > 0) & (nn > 1)
+    zero = np.zeros((), dtype=np.float64)
+    b_i = np.where(active, (loc - 1) / nn * size / bw_i, zero)
+    b_e = np.where(active, (nn - loc) / nn * size / bw_e, zero)
+    a_i = np.where(active, (loc - 1) * lat_i, zero)
+    a_e = np.where(active, (nn - loc) * lat_e, zero)
+    return _out(_compose((b_i, b_e), (a_i, a_e), pipelined), size_bytes, n, ranks_per_node,
+                *_links_in(intra, inter))
 
 
 def hier_p2p_s(size_bytes: ArrayLike, same_node: ArrayLike, intra: Link, inter: Link) -> FloatOrArray:
@@ -297,7 +334,7 @@ p2p = p2p_s
 
 CollectiveKind = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all"]
 _Flat = Callable[[ArrayLike, ArrayLike, Link], FloatOrArray]
-_Hier = Callable[[ArrayLike, ArrayLike, ArrayLike, Link, Link], FloatOrArray]
+_Hier = Callable[..., FloatOrArray]
 COLLECTIVES: dict[str, tuple[_Flat, _Hier]] = {
     "all_reduce": (ring_all_reduce_s, hier_all_reduce_s),
     "all_gather": (ring_all_gather_s, hier_all_gather_s),
@@ -316,10 +353,11 @@ def _kind(kind: str) -> tuple[_Flat, _Hier]:
 
 
 def hierarchical(
-    kind: str, size_bytes: ArrayLike, n: ArrayLike, ranks_per_node: ArrayLike, intra: Link, inter: Link
+    kind: str, size_bytes: ArrayLike, n: ArrayLike, ranks_per_node: ArrayLike, intra: Link, inter: Link,
+    *, pipelined: bool = True,
 ) -> FloatOrArray:
     """`hier_<kind>_s` by name: kind is all_reduce, all_gather, reduce_scatter or all_to_all."""
-    return _kind(kind)[1](size_bytes, n, ranks_per_node, intra, inter)
+    return _kind(kind)[1](size_bytes, n, ranks_per_node, intra, inter, pipelined=pipelined)
 
 
 def collective_s(
@@ -329,6 +367,8 @@ def collective_s(
     ranks_per_node: ArrayLike,
     intra: Link,
     inter: Link | None = None,
+    *,
+    pipelined: bool = True,
 ) -> FloatOrArray:
     """A collective of a group of n with `ranks_per_node` members per node.
 
@@ -338,7 +378,7 @@ def collective_s(
     """
     flat, hier = _kind(kind)
     if inter is not None:
-        return hier(size_bytes, n, ranks_per_node, intra, inter)
+        return hier(size_bytes, n, ranks_per_node, intra, inter, pipelined=pipelined)
     if np.any(np.asarray(ranks_per_node) < np.asarray(n)):
         raise InputError(field="inter", value=None, allowed="an inter-node link for a group that spans nodes")
     return flat(size_bytes, n, intra)
