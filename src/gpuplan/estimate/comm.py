@@ -20,8 +20,11 @@ The `hier_*` functions price a group that spans nodes: `ranks_per_node` of its m
 share each node (over the intra-node link) and the nodes talk over the inter-node link,
 each GPU using its share of the node's NICs (`links.inter_node_link`). A group that fits
 in one node uses the intra-node link only; one member per node uses the inter-node link
-only. Every function takes numpy arrays (broadcast together) or plain floats; n = 1 and
-zero bytes cost 0. Links come from `gpuplan.estimate.links`; docs/communication.md has
+only. Their latencies add; their bandwidth terms overlap by default (`pipelined=True`, as
+NCCL pipelines chunks through NVLink and NIC hops) or add (`pipelined=False`).
+
+Every function takes numpy arrays (broadcast together) or plain floats; n = 1 and zero
+bytes cost 0. Links come from `gpuplan.estimate.links`; docs/communication.md has
 the derivations.
 """
 
