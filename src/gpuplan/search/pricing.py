@@ -1,0 +1,51 @@
+"""Price of one accelerator-hour from the catalog's instances (cheapest published offer per kind)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuplan.hardware import Catalog
+
+__all__ = ["DevicePrice", "device_price"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DevicePrice:
+    """USD per accelerator-hour; None where no offer publishes that kind (never 0)."""
+
+    on_demand: float | None
+    spot: float | None
+    monthly: float | None  # monthly commitment, per hour over 730 h
+    on_demand_instance: str | None
+    spot_instance: str | None
+    monthly_instance: str | None
+
+    def to_json(self) -> dict[str, object]:
+        return {"usd_per_device_hour": {"on_demand": self.on_demand, "spot": self.spot, "monthly": self.monthly},
+                "instances": {"on_demand": self.on_demand_instance, "spot": self.spot_instance,
+                              "monthly": self.monthly_instance},
+                "provenance": "catalog price (datasheet-like: published list price, see each instance's source)"}
+
+
+def device_price(catalog: Catalog, accelerator: str, *, market: str | None = None,
+                 provider: str | None = None) -> DevicePrice:
+    best: dict[str, tuple[float, str]] = {}
+    for inst in catalog.instances.values():
+        server = catalog.server(inst.server)
+        if server.accelerator != accelerator or inst.accelerator_count <= 0:
+            continue
+        if market and inst.market != market:
+            continue
+        if provider and inst.provider != provider:
+            continue
+        for kind, key in (("on_demand_hourly", "on_demand"), ("spot_hourly", "spot"), ("monthly", "monthly")):
+            hourly = inst.hourly("USD", catalog.rates, kind)
+            if hourly is None:
+                continue
+            per_device = hourly / inst.accelerator_count
+            if key not in best or per_device < best[key][0]:
+                best[key] = (per_device, inst.id)
+    none: tuple[float | None, str | None] = (None, None)
+    (od, odi), (sp, spi), (mo, moi) = (best.get(k, none) for k in ("on_demand", "spot", "monthly"))
+    return DevicePrice(on_demand=od, spot=sp, monthly=mo, on_demand_instance=odi, spot_instance=spi,
+                       monthly_instance=moi)

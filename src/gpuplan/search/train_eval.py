@@ -1,0 +1,227 @@
+"""Step time of a training job for many candidate layouts at once (numpy columns).
+
+    step = compute + tp_comm + dp_comm (exposed) + pp_bubble + pp_comm + ep_comm + cp_comm + other
+
+* compute: hardware FLOPs per device / (dense peak x compute efficiency x a narrow-shard
+  factor); FP8 runs the GEMMs at the FP8 peak and attention at the 16-bit peak; routed
+  experts at `moe_gemm_efficiency` of the dense rate.
+* TP (Megatron-LM with sequence parallelism, Korthikanti et al. 2022 sec. 4.2.2): per
+  layer and micro-batch, two all-gathers and two reduce-scatters of the b x s x h
+  activation forward and the same backward (= 4 all-reduce volumes; +2 with full recompute).
+* DP: gradient reduce-scatter + parameter all-gather (one all-reduce volume) per step,
+  hierarchical over nodes, hidden under `dp_overlap` of the last micro-batch's backward;
+  ZeRO-3: parameter all-gathers forward and backward and a gradient reduce-scatter per
+  micro-batch, hidden under `zero3_overlap` of compute.
+* PP: bubble (p - 1)/(v m) of the per-micro-batch work (Narayanan et al. 2021 eq. 1 and
+  the interleaved schedule); point-to-point activations forward and backward per
+  micro-batch and virtual stage, `pp_p2p_overlap` hidden.
+* EP: dispatch and combine all-to-all of the b x s x top-k x h tokens, forward and
+  backward, per MoE layer and micro-batch (Megatron-Core MoE; DeepSeek-V3 report).
+* CP: ring exchange of each chunk's K and V, (cp - 1) steps forward and twice backward
+  per layer (Liu et al. 2023, ring attention), `cp_overlap` hidden.
+* other: the optimizer step, memory-bound over the local optimizer shard.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gpuplan.errors import InputError
+from gpuplan.estimate import comm
+from gpuplan.estimate.calibration import Calibration, default_calibration
+from gpuplan.estimate.flops import forward_flops
+from gpuplan.estimate.links import Link, inter_node_link, node_link
+from gpuplan.hardware import Accelerator, Catalog, Network
+from gpuplan.search.candidates import Candidates
+from gpuplan.search.memory_vec import candidate_memory_bytes
+from gpuplan.workload.jobs import TrainingJob
+from gpuplan.workload.model_spec import ModelSpec
+from gpuplan.workload.params import count_params
+
+__all__ = ["BREAKDOWN_KEYS", "ClusterHardware", "Evaluation", "cluster_hardware", "evaluate_training"]
+
+BREAKDOWN_KEYS = ("compute", "tp_comm", "dp_comm", "pp_bubble", "pp_comm", "ep_comm", "cp_comm", "other")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterHardware:
+    """One accelerator type on one scale-out network, with its links."""
+
+    accelerator: Accelerator
+    network: Network | None  # None: single node
+    gpus_per_node: int
+    nics_per_node: float
+
+    def peak_flops(self, dtype: str) -> float:
+        value = self.accelerator.dense_tflops(dtype)
+        if value is None:
+            raise InputError(field="precision", value=dtype,
+                             allowed=f"a dtype {self.accelerator.id} supports (no dense {dtype} peak in the catalog)",
+                             hint="use bf16 or fp16")
+        return value * 1e12
+
+    def intra(self, ranks_per_node: Any) -> Link:
+        link = node_link(self.accelerator, ranks_per_node)
+        if link is None:
+            raise InputError(field="accelerator", value=self.accelerator.id,
+                             allowed="an accelerator with a known intra-node link",
+                             hint="add intra_node_link_gbps to its catalog entry")
+        return link
+
+    def inter(self) -> Link | None:
+        if self.network is None:
+            return None
+        return inter_node_link(self.network, nics_per_node=self.nics_per_node, gpus_per_node=self.gpus_per_node)
+
+
+def cluster_hardware(catalog: Catalog, accelerator: str, network: str | None, *, gpus_per_node: int | None = None,
+                     nics_per_node: float | None = None) -> ClusterHardware:
+    acc = catalog.accelerator(accelerator)
+    net = catalog.network(network) if network else None
+    g = gpus_per_node or min(8, acc.fully_connected_domain or 8) if acc.intra_node_link != "pcie" else (
+        gpus_per_node or 8)
+    return ClusterHardware(accelerator=acc, network=net, gpus_per_node=g,
+                           nics_per_node=nics_per_node if nics_per_node else float(g))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Evaluation:
+    """Per-candidate results (arrays aligned with the candidates)."""
+
+    memory_bytes: np.ndarray
+    breakdown_s: dict[str, np.ndarray]
+    step_s: np.ndarray
+    tokens_per_step: float
+    model_flops_per_token: float
+    hw_flops_per_token: np.ndarray
+
+    @property
+    def tokens_per_s(self) -> np.ndarray:
+        out: np.ndarray = self.tokens_per_step / self.step_s
+        return out
+
+
+def _collective(kind: str, nbytes: Any, n: Any, stride: Any, hw: ClusterHardware) -> Any:
+    """A collective over n ranks that sit `stride` ranks apart (Megatron order TP-CP-EP-DP-PP)."""
+    rpn = comm.ranks_per_node(np.maximum(n, 1), hw.gpus_per_node, stride)
+    return comm.collective_s(kind, nbytes, np.maximum(n, 1), rpn, hw.intra(rpn), hw.inter())
+
+
+def _p2p(nbytes: Any, same_node: Any, hw: ClusterHardware) -> Any:
+    inter = hw.inter()
+    intra = hw.intra(2)
+    if inter is None:
+        return comm.p2p_s(nbytes, intra)
+    return comm.hier_p2p_s(nbytes, same_node, intra, inter)
+
+
+def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Candidates, *,
+                      calibration: Calibration | None = None) -> Evaluation:
+    """Memory and step-time breakdown of every candidate layout on `hw`."""
+    cal = calibration or default_calibration()
+    acc = hw.accelerator
+    g = hw.gpus_per_node
+    s, G = job.seq_len, int(job.global_batch or 1)
+    tokens_step = float(G * s)
+    n = c.tp * c.pp * c.dp * c.cp
+    mb = c.micro_batch
+    m = c.microbatches
+    e = 4.0 if job.precision == "fp32" else 2.0
+    h = spec.hidden_size
+
+    # -- compute --------------------------------------------------------------------------
+    fw = forward_flops(spec, s)
+    parts = fw.by_part()
+    bwd = 2.0 if job.method == "full" else 1.0  # frozen weights: no weight-gradient GEMM (LoRA)
+    passes = 1.0 + bwd
+    model_fpt = passes * fw.total
+    recompute_extra = np.select([c.recompute == 1, c.recompute == 2], [fw.attention_core, fw.layers], 0.0)
+    hw_fpt = model_fpt + recompute_extra
+    dtype16 = "fp16" if job.precision == "fp16" else "bf16"
+    peak16 = hw.peak_flops(dtype16 if job.precision != "fp32" else "fp32")
+    eff16 = _eff(cal, acc.id, "bf16")
+    w = cal.value("tp_gemm_half_width")
+    narrow = (1 + w / h) / (1 + w * c.tp / h)
+    core = parts["attention_core"]
+    experts = parts["experts_routed"]
+    gemm = fw.total - core - experts
+    rc_scale = hw_fpt / model_fpt  # recomputation reruns a share of the same work
+    if job.precision == "fp8":
+        peak_g, eff_g = hw.peak_flops("fp8"), _eff(cal, acc.id, "fp8")
+    else:
+        peak_g, eff_g = peak16, eff16
+    moe_eff = cal.value("moe_gemm_efficiency")
+    per_token_s = passes * (gemm / (peak_g * eff_g) + experts / (peak_g * eff_g * moe_eff) + core / (peak16 * eff16))
+    compute = rc_scale * per_token_s * tokens_step / n / narrow
+
+    # -- tensor parallel -----------------------------------------------------------------
+    layers_rank = spec.num_layers / c.pp
+    act_bytes = mb * (s / c.cp) * h * e
+    k_tp = 4.0 + 2.0 * (c.recompute == 2)
+    tp = np.where(c.tp > 1, layers_rank * m * k_tp * _collective("all_reduce", act_bytes, c.tp, 1, hw), 0.0)
+
+    # -- data parallel -------------------------------------------------------------------
+    counts = count_params(spec)
+    expert_params = counts.routed_experts
+    dense_params = counts.total - expert_params
+    local_params = dense_params / (c.tp * c.pp) + expert_params / (c.tp * c.pp * c.ep)
+    if job.method != "full":
+        local_params = local_params * 0.01  # adapters only (about 1% of the weights or less)
+    grad_bytes = local_params * cal.value("grad_reduce_bytes")
+    dp_group = c.dp * c.cp
+    dp_time = np.where(dp_group > 1, _collective("all_reduce", grad_bytes, dp_group, c.tp, hw), 0.0)
+    backward_last = compute * (bwd / passes) / np.maximum(m, 1)
+    dp_exposed = np.maximum(dp_time - cal.value("dp_overlap") * backward_last, 0.0)
+    z3_bytes = local_params * e
+    z3_time = np.where(dp_group > 1, m * (2 * _collective("all_gather", z3_bytes, dp_group, c.tp, hw)
+                                          + _collective("reduce_scatter", grad_bytes, dp_group, c.tp, hw)), 0.0)
+    z3_exposed = np.maximum(z3_time - cal.value("zero3_overlap") * compute, 0.0)
+    dp = np.where(c.zero == 3, z3_exposed, dp_exposed)
+
+    # -- pipeline --------------------------------------------------------------------------
+    p2p_bytes = act_bytes / c.tp  # sequence-parallel activations are sharded over TP
+    pp_same_node = c.tp * c.cp * c.dp < g  # neighbouring stages are tp*cp*dp ranks apart
+    pp_comm = np.where(c.pp > 1, 2 * m * c.vpp * _p2p(p2p_bytes, pp_same_node, hw)
+                       * (1 - cal.value("pp_p2p_overlap")), 0.0)
+    per_mb = (compute + tp) / np.maximum(m, 1)
+    bubble = np.where(c.pp > 1, (c.pp - 1) / c.vpp * per_mb, 0.0)
+
+    # -- expert parallel -------------------------------------------------------------------
+    ep = np.zeros(len(c))
+    if spec.moe is not None:
+        moe_rank = spec.num_moe_layers / c.pp
+        a2a_bytes = mb * (s / c.cp) * spec.moe.top_k * h * e / c.tp
+        k_ep = 4.0 + 2.0 * (c.recompute == 2)
+        ep = np.where(c.ep > 1, moe_rank * m * k_ep * _collective("all_to_all", a2a_bytes, c.ep, c.tp * c.cp, hw)
+                      * (1 - cal.value("ep_overlap")), 0.0)
+
+    # -- context parallel ------------------------------------------------------------------
+    kv_width = (spec.num_heads * (spec.attn_head_dim + spec.v_head_dim) if spec.mla is not None
+                else 2 * spec.kv_heads * spec.attn_head_dim)
+    kv_chunk = mb * (s / c.cp) * kv_width * e / np.minimum(c.tp, spec.kv_heads if spec.mla is None else c.tp)
+    cp = np.where(c.cp > 1, layers_rank * m * 3 * (c.cp - 1) * _p2p(kv_chunk, c.tp * c.cp <= g, hw)
+                  * (1 - cal.value("cp_overlap")), 0.0)
+
+    # -- optimizer step (memory bound) -----------------------------------------------------
+    shard = np.where(c.zero >= 1, dp_group, 1)
+    opt_bytes = local_params / shard * 32.0  # read and write fp32 master, m, v and the 16-bit copy
+    hbm = (acc.hbm_bandwidth_gbps or 1000.0) * 1e9
+    other = opt_bytes / hbm
+
+    breakdown = {"compute": compute, "tp_comm": tp, "dp_comm": dp, "pp_bubble": bubble, "pp_comm": pp_comm,
+                 "ep_comm": ep, "cp_comm": cp, "other": other}
+    step = sum(breakdown.values())
+    memory = candidate_memory_bytes(spec, job, c, calibration=cal)
+    return Evaluation(memory_bytes=memory, breakdown_s=breakdown, step_s=np.asarray(step),
+                      tokens_per_step=tokens_step, model_flops_per_token=model_fpt, hw_flops_per_token=hw_fpt)
+
+
+def _eff(cal: Calibration, accelerator: str, dtype: str) -> float:
+    name = f"compute_efficiency.{accelerator}.{dtype}"
+    if name in cal.terms:
+        return cal.value(name)
+    return cal.value(f"compute_efficiency.default.{dtype}")
+

@@ -1,0 +1,155 @@
+"""Training plans: pick the fastest layout that fits, and turn it into job figures.
+
+For one hardware option, every candidate layout is evaluated at once
+(`evaluate_training`); candidates over the device memory are rejected; the fastest of
+the rest is the plan. Job figures follow: tokens/s, MFU and HFU (model and hardware
+FLOPs over the dense peak), time to train with checkpoint and failure overhead
+(Young 1974 / Daly 2006 optimal interval), device-hours, cost and energy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from gpuplan.errors import InputError
+from gpuplan.estimate.calibration import Calibration, default_calibration
+from gpuplan.estimate.memory_train import estimate_training_memory
+from gpuplan.hardware import Catalog
+from gpuplan.search.candidates import Candidates, LayoutChoices, generate
+from gpuplan.search.pricing import device_price
+from gpuplan.search.train_eval import BREAKDOWN_KEYS, ClusterHardware, Evaluation, evaluate_training
+from gpuplan.units import GIB
+from gpuplan.workload.jobs import Layout, TrainingJob
+from gpuplan.workload.model_spec import ModelSpec
+from gpuplan.workload.params import count_params
+
+__all__ = ["TrainingPlan", "best_layout", "plan_figures", "reliability"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainingPlan:
+    """One chosen layout on one hardware option, with everything `estimate train --json` prints."""
+
+    hardware: ClusterHardware
+    layout: dict[str, Any]
+    figures: dict[str, Any]
+    candidates_evaluated: int
+    rejected: dict[str, int] = field(default_factory=dict)
+
+
+def best_layout(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, choices: LayoutChoices, *,
+                calibration: Calibration | None = None,
+                memory_limit_bytes: float | None = None) -> tuple[Candidates, Evaluation, int | None, dict[str, int]]:
+    """Evaluate all candidates; return them, their evaluation, the index of the fastest that fits and rejections."""
+    cal = calibration or default_calibration()
+    gb = int(job.global_batch or 1)
+    c = generate(spec, choices, seq_len=job.seq_len, global_batch=gb)
+    rejected: dict[str, int] = {}
+    if len(c) == 0:
+        rejected["no_valid_layout"] = 1
+        return c, _empty(), None, rejected
+    ev = evaluate_training(spec, job, hw, c, calibration=cal)
+    limit = memory_limit_bytes if memory_limit_bytes is not None else _device_bytes(hw)
+    fits = ev.memory_bytes <= limit
+    rejected["out_of_memory"] = int((~fits).sum())
+    if not fits.any():
+        return c, ev, None, rejected
+    step = np.where(fits, ev.step_s, np.inf)
+    return c, ev, int(np.argmin(step)), rejected
+
+
+def _device_bytes(hw: ClusterHardware) -> float:
+    acc = hw.accelerator
+    gib = acc.hbm_gib_visible or acc.hbm_gib
+    if gib is None:
+        raise InputError(field="accelerator", value=acc.id, allowed="an accelerator with a known memory size")
+    return float(gib) * GIB
+
+
+def _empty() -> Evaluation:
+    z = np.zeros(0)
+    return Evaluation(memory_bytes=z, breakdown_s={k: z for k in BREAKDOWN_KEYS}, step_s=z, tokens_per_step=0.0,
+                      model_flops_per_token=0.0, hw_flops_per_token=z)
+
+
+def reliability(spec: ModelSpec, job: TrainingJob, devices: int, gpus_per_node: int,
+                cal: Calibration) -> dict[str, float]:
+    """Checkpoint size and write time, Young/Daly interval, expected goodput for the cluster size."""
+    params = count_params(spec).total
+    ckpt_bytes = params * (2 + 12 if job.method == "full" else 2)  # weights + fp32 master, m, v
+    nodes = max(1, math.ceil(devices / gpus_per_node))
+    write_s = ckpt_bytes / (nodes * cal.value("checkpoint_write_gbyte_s_per_node") * 1e9)
+    rate_per_s = devices * cal.value("interruptions_per_device_hour") / 3600.0
+    mtbf_s = 1.0 / rate_per_s if rate_per_s > 0 else math.inf
+    interval_s = math.sqrt(2 * write_s * mtbf_s) if math.isfinite(mtbf_s) else math.inf  # Young 1974
+    restart = cal.value("restart_overhead_s")
+    lost = (write_s / interval_s if math.isfinite(interval_s) else 0.0) + (
+        (interval_s / 2 + restart) / mtbf_s if math.isfinite(mtbf_s) else 0.0)
+    return {"checkpoint_bytes": float(ckpt_bytes), "checkpoint_write_s": write_s, "mtbf_s": mtbf_s,
+            "checkpoint_interval_s": interval_s, "goodput": 1.0 / (1.0 + lost)}
+
+
+def plan_figures(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Candidates, ev: Evaluation, i: int, *,
+                 catalog: Catalog, tokens: float | None, calibration: Calibration | None = None,
+                 market: str | None = None, provider: str | None = None) -> dict[str, Any]:
+    """The JSON figures of candidate i (the `estimate train --json` contract)."""
+    cal = calibration or default_calibration()
+    row = c.row(i)
+    n = int(row["devices"])
+    layout = Layout(tp=int(row["tp"]), pp=int(row["pp"]), dp=int(row["dp"]), cp=int(row["cp"]), ep=int(row["ep"]),
+                    vpp=int(row["vpp"]), zero_stage=int(row["zero"]))
+    chosen = job.model_copy(update={"micro_batch": int(row["micro_batch"]), "recompute": row["recompute"]})
+    memory = estimate_training_memory(spec, chosen, layout, calibration=cal)
+    step = float(ev.step_s[i])
+    tps = ev.tokens_per_step / step
+    peak = hw.peak_flops("bf16" if job.precision in ("bf16", "fp8") else job.precision) / 1e12
+    tflops = ev.model_flops_per_token * tps / n / 1e12
+    hw_tflops = float(ev.hw_flops_per_token[i]) * tps / n / 1e12
+    rel = reliability(spec, job, n, hw.gpus_per_node, cal)
+    out: dict[str, Any] = {
+        "memory": memory.to_json(),
+        "step_time_s": step,
+        "breakdown_s": {k: float(v[i]) for k, v in ev.breakdown_s.items()},
+        "tokens_per_s": tps,
+        "tokens_per_s_per_device": tps / n,
+        "tflops_per_device": tflops,
+        "hw_tflops_per_device": hw_tflops,
+        "mfu": tflops / peak,
+        "hfu": hw_tflops / peak,
+        "layout": {**layout.model_dump(), "micro_batch": row["micro_batch"], "recompute": row["recompute"],
+                   "devices": n, "gpus_per_node": hw.gpus_per_node, "microbatches": row["microbatches"]},
+        "reliability": rel,
+    }
+    price = device_price(catalog, hw.accelerator.id, market=market, provider=provider)
+    if tokens:
+        time_s = tokens / tps / rel["goodput"]
+        hours = n * time_s / 3600.0
+        out["time_to_train_s"] = time_s
+        out["device_hours"] = hours
+        tdp = hw.accelerator.tdp_w
+        out["energy_mwh"] = tdp * hours * cal.value("pue") / 1e6 if tdp else None
+        spot_overhead = 1.0 + rel["checkpoint_write_s"] / max(rel["checkpoint_interval_s"], 1.0)
+        out["cost"] = {
+            "usd_on_demand": price.on_demand * hours if price.on_demand else None,
+            "usd_spot": price.spot * hours * spot_overhead if price.spot else None,
+            "usd_monthly_commitment": price.monthly * hours if price.monthly else None,
+            **price.to_json(),
+        }
+    else:
+        out["time_to_train_s"] = None
+        out["device_hours"] = None
+        out["cost"] = price.to_json()
+    peak_note = "bf16 dense peak" if job.precision in ("bf16", "fp8") else f"{job.precision} dense peak"
+    out["assumptions"] = {
+        "mfu_convention": f"model FLOPs (full s x s attention, Narayanan et al. 2021) over the {peak_note}",
+        "accelerator": hw.accelerator.id,
+        "network": hw.network.id if hw.network else None,
+        "nics_per_node": hw.nics_per_node,
+        "calibration": cal.used(*[t for t in cal.terms if "train" in cal.terms[t].applies_to]),
+        "provenance": "estimated",
+    }
+    return out

@@ -1,0 +1,107 @@
+"""Predict the training rows of a ground-truth case file (throughput, FLOPs, MFU, time, device-hours).
+
+Rules for unstated fields (ground-truth README): a layout field left empty is chosen by the
+planner (the fastest layout that fits, as a competent team would); other fields take the
+usual defaults: 8 devices per node, one NIC per device, bf16, pretraining, a global batch of
+about 4M tokens (rounded to a multiple of the device count), and, where the row names no
+network but spans nodes, the fabric usually sold with the part (InfiniBand NDR for Hopper
+and Blackwell, HDR for Ampere and Volta, RoCE 200G for Ascend). A row without a device count
+is planned on 1,024 devices. One set of calibration terms serves every row.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from gpuplan.errors import GpuplanError
+from gpuplan.estimate.calibration import Calibration
+from gpuplan.hardware import Catalog
+from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices
+from gpuplan.search.train_eval import cluster_hardware
+from gpuplan.search.train_planner import best_layout, plan_figures
+from gpuplan.validate.cases import Row, model_for_row, opt_float, opt_int
+from gpuplan.validate.memory_cases import CaseResult
+from gpuplan.workload.jobs import TrainingJob
+
+__all__ = ["DEFAULT_DEVICES", "TRAIN_METRICS", "default_network", "evaluate_training_row"]
+
+TRAIN_METRICS = ("tokens_per_s_per_device", "tflops_per_device", "hw_tflops_per_device", "mfu", "hfu",
+                 "step_time_s", "device_hours", "time_to_train_days")
+DEFAULT_DEVICES = 1024
+_TOKENS_PER_STEP = 4 * 2**20
+
+
+def default_network(accelerator: str) -> str:
+    """The scale-out fabric usually sold with the part (when a case does not say)."""
+    if accelerator.startswith(("h100", "h200", "h800", "h20", "b200", "gb200")):
+        return "ib-ndr-400"
+    if accelerator.startswith("ascend"):
+        return "roce-200"
+    return "ib-hdr-200"
+
+
+def _axis(row: Row, key: str) -> list[int] | None:
+    v = opt_int(row, key)
+    return [v] if v is not None else None
+
+
+def evaluate_training_row(row: Row, catalog: Catalog, calibration: Calibration | None = None) -> CaseResult:
+    metric = row.get("metric", "")
+    if metric not in TRAIN_METRICS:
+        raise GpuplanError(f"metric {metric!r} is not a training metric ({', '.join(TRAIN_METRICS)})")
+    if not row.get("accelerator"):
+        raise GpuplanError("the row names no accelerator")
+    spec = model_for_row(row)
+    seq = opt_int(row, "seq_len") or 4096
+    n = opt_int(row, "num_accels") or DEFAULT_DEVICES
+    gpn = opt_int(row, "gpus_per_node") or min(8, n)
+    gb = opt_int(row, "global_batch_seqs") or n * max(1, math.ceil(_TOKENS_PER_STEP / (seq * n)))
+    method = {"pretrain": "full", "full_ft": "full", "": "full"}.get(row.get("method", ""), row.get("method", ""))
+    job = TrainingJob(method=method, seq_len=seq, global_batch=gb,  # type: ignore[arg-type]
+                      precision=row.get("precision") or "bf16")  # type: ignore[arg-type]
+    network = row.get("network") or (default_network(row["accelerator"]) if n > gpn else None)
+    nics = opt_float(row, "nics_per_node")
+    hw = cluster_hardware(catalog, row["accelerator"], network, gpus_per_node=gpn, nics_per_node=nics)
+    recompute = row.get("recompute", "")
+    zero = opt_int(row, "zero_stage")
+    choices = LayoutChoices(
+        devices=[n],
+        tp=_axis(row, "tp") or [t for t in (1, 2, 4, 8) if t <= gpn],
+        pp=_axis(row, "pp") or [1, 2, 4, 8, 16, 32],
+        cp=_axis(row, "cp") or [1, 2, 4, 8, 16],
+        ep=_axis(row, "ep") or [1, 2, 4, 8, 16, 32, 64],
+        vpp=_axis(row, "vpp") or [1, 2, 4],
+        zero=[zero] if zero is not None else [0, 1, 3],
+        micro_batch=_axis(row, "micro_batch") or [1, 2, 4, 8],
+        recompute=[recompute] if recompute in RECOMPUTE_CODES else list(RECOMPUTE_CODES),
+        max_tp=max(gpn, opt_int(row, "tp") or 1),
+        dp=_axis(row, "dp"),
+    )
+    c, ev, best, rejected = best_layout(spec, job, hw, choices, calibration=calibration)
+    detail = ""
+    if best is None:
+        if len(c) == 0:
+            raise GpuplanError("no valid layout for the stated sizes")
+        best = int(ev.step_s.argmin())  # it ran, so it fit: our memory model disagrees; say so
+        detail = "memory model says out of memory; fastest layout used"
+    tokens = opt_float(row, "total_tokens")
+    fig = plan_figures(spec, job, hw, c, ev, best, catalog=catalog, tokens=tokens, calibration=calibration)
+    predicted = _metric(fig, metric)
+    lay = fig["layout"]
+    layout = (f"tp{lay['tp']} pp{lay['pp']} dp{lay['dp']} cp{lay['cp']} ep{lay['ep']} vpp{lay['vpp']} "
+              f"z{lay['zero_stage']} mb{lay['micro_batch']} rc={lay['recompute']}")
+    return CaseResult(id=row["id"], metric=metric, measured=float(row["value"]), predicted=predicted,
+                      confidence=row.get("confidence", ""), detail=f"{layout} {detail}".strip())
+
+
+def _metric(fig: dict[str, Any], metric: str) -> float:
+    if metric == "time_to_train_days":
+        if fig["time_to_train_s"] is None:
+            raise GpuplanError("time_to_train_days needs total_tokens")
+        return float(fig["time_to_train_s"]) / 86400.0
+    if metric == "device_hours":
+        if fig["device_hours"] is None:
+            raise GpuplanError("device_hours needs total_tokens")
+        return float(fig["device_hours"])
+    return float(fig[metric])
