@@ -143,6 +143,10 @@ def rank_terms(spec: ModelSpec, counts: ParamCounts, job: TrainingJob, cal: Cali
     """Memory terms (bytes) of one rank, by part: elementwise over numpy arrays or scalars."""
     first = g.rank == 0
     last = g.rank == g.pp - 1
+    # Experts: expert tensor parallel = tp when EP fits inside DP x CP (Megatron-Core default);
+    # an EP group that also spans the TP ranks runs experts unsplit (ETP = 1).
+    ep_in_dp = (g.dp * g.cp) % g.ep == 0
+    expert_shard = np.where(ep_in_dp, g.ep * g.tp, g.ep)
     # -- parameters on this device before ZeRO (TP splits matrices and vocabulary; EP x TP experts)
     dm: Any = 0.0
     do: Any = 0.0
@@ -154,7 +158,7 @@ def rank_terms(spec: ModelSpec, counts: ParamCounts, job: TrainingJob, cal: Cali
             continue
         m = (lp.attention_matrix + lp.mlp_matrix + lp.shared_matrix) / g.tp
         o = float(lp.attention_other + lp.norms + lp.mlp_other + lp.router)
-        e = lp.experts_matrix / (g.ep * g.tp)  # expert tensor parallel = tp (Megatron-Core default)
+        e = lp.experts_matrix / expert_shard
         dm, do, ex = dm + n * m, do + n * o, ex + n * e
         largest = np.maximum(largest, np.where(n > 0, m + o + e, 0.0))
         if job.method != "full":
@@ -165,7 +169,7 @@ def rank_terms(spec: ModelSpec, counts: ParamCounts, job: TrainingJob, cal: Cali
 
     opt = get_optimizer(job.optimizer)
     shard_dense = g.dp * g.cp
-    shard_expert = np.maximum(shard_dense // g.ep, 1)
+    shard_expert = np.maximum(g.dp * g.cp * g.tp // expert_shard, 1)
     pbytes = 4.0 if job.precision == "fp32" else 2.0
 
     def sharded(dense: Any, expert: Any, stage: int) -> Any:

@@ -85,13 +85,18 @@ def generate(spec: ModelSpec, choices: LayoutChoices, *, seq_len: int, global_ba
     ok &= tp <= choices.max_tp
     ok &= pp <= spec.num_layers
     ok &= seq_len % cp == 0
-    ok &= np.where(vpp > 1, (pp > 1) & (spec.num_layers % np.maximum(pp * vpp, 1) == 0), True)
+    # interleaving needs at least one layer per virtual stage; uneven splits are allowed
+    # (Megatron-LM accounts the embedding and loss as layers when they do not divide)
+    ok &= np.where(vpp > 1, (pp > 1) & (pp * vpp <= spec.num_layers), True)
     if spec.moe is not None:
         ok &= spec.moe.num_experts % ep == 0
-        ok &= (dp * cp) % ep == 0
+        ok &= (dp * cp * tp) % ep == 0  # EP inside DP x CP (ETP = TP) or across TP too (ETP = 1)
     per_step = dp * mb
-    ok &= (per_step > 0) & (global_batch % np.maximum(per_step, 1) == 0)
-    microbatches = np.where(per_step > 0, global_batch // np.maximum(per_step, 1), 0)
+    # micro-batches per pipeline per step; a global batch that dp x mb does not divide is
+    # rounded down (at least one micro-batch): the step then holds microbatches x dp x mb sequences
+    microbatches = np.maximum(global_batch // np.maximum(per_step, 1), 1)
+    ok &= per_step > 0
+    ok &= np.where(per_step <= global_batch, global_batch % np.maximum(per_step, 1) == 0, mb == 1)
     ok &= microbatches >= np.where(pp > 1, pp, 1)  # 1F1B needs at least pp micro-batches
     ok &= np.where(zero >= 2, pp == 1, True)  # ZeRO-2/3 with pipelining is not supported (Megatron, DeepSpeed)
     sel = np.nonzero(ok)[0]

@@ -94,7 +94,7 @@ class Evaluation:
     memory_bytes: np.ndarray
     breakdown_s: dict[str, np.ndarray]
     step_s: np.ndarray
-    tokens_per_step: float
+    tokens_per_step: np.ndarray
     model_flops_per_token: float
     hw_flops_per_token: np.ndarray
 
@@ -106,8 +106,12 @@ class Evaluation:
 
 def _collective(kind: str, nbytes: Any, n: Any, stride: Any, hw: ClusterHardware) -> Any:
     """A collective over n ranks that sit `stride` ranks apart (Megatron order TP-CP-EP-DP-PP)."""
-    rpn = comm.ranks_per_node(np.maximum(n, 1), hw.gpus_per_node, stride)
-    return comm.collective_s(kind, nbytes, np.maximum(n, 1), rpn, hw.intra(rpn), hw.inter())
+    n = np.maximum(n, 1)
+    rpn = comm.ranks_per_node(n, hw.gpus_per_node, stride)
+    inter = hw.inter()
+    if inter is None:  # a single node: every group is inside it
+        rpn = n
+    return comm.collective_s(kind, nbytes, n, rpn, hw.intra(rpn), inter)
 
 
 def _p2p(nbytes: Any, same_node: Any, hw: ClusterHardware) -> Any:
@@ -124,8 +128,8 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     cal = calibration or default_calibration()
     acc = hw.accelerator
     g = hw.gpus_per_node
-    s, G = job.seq_len, int(job.global_batch or 1)
-    tokens_step = float(G * s)
+    s = job.seq_len
+    tokens_step = (c.microbatches * c.dp * c.micro_batch * s).astype(float)  # sequences actually in a step
     n = c.tp * c.pp * c.dp * c.cp
     mb = c.micro_batch
     m = c.microbatches
@@ -167,7 +171,8 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     counts = count_params(spec)
     expert_params = counts.routed_experts
     dense_params = counts.total - expert_params
-    local_params = dense_params / (c.tp * c.pp) + expert_params / (c.tp * c.pp * c.ep)
+    expert_shard = np.where((c.dp * c.cp) % c.ep == 0, c.ep * c.tp, c.ep)
+    local_params = dense_params / (c.tp * c.pp) + expert_params / (c.pp * expert_shard)
     if job.method != "full":
         local_params = local_params * 0.01  # adapters only (about 1% of the weights or less)
     grad_bytes = local_params * cal.value("grad_reduce_bytes")
@@ -195,7 +200,7 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
         moe_rank = spec.num_moe_layers / c.pp
         a2a_bytes = mb * (s / c.cp) * spec.moe.top_k * h * e / c.tp
         k_ep = 4.0 + 2.0 * (c.recompute == 2)
-        ep = np.where(c.ep > 1, moe_rank * m * k_ep * _collective("all_to_all", a2a_bytes, c.ep, c.tp * c.cp, hw)
+        ep = np.where(c.ep > 1, moe_rank * m * k_ep * _collective("all_to_all", a2a_bytes, c.ep, c.tp, hw)
                       * (1 - cal.value("ep_overlap")), 0.0)
 
     # -- context parallel ------------------------------------------------------------------

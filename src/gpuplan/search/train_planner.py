@@ -72,7 +72,7 @@ def _device_bytes(hw: ClusterHardware) -> float:
 
 def _empty() -> Evaluation:
     z = np.zeros(0)
-    return Evaluation(memory_bytes=z, breakdown_s={k: z for k in BREAKDOWN_KEYS}, step_s=z, tokens_per_step=0.0,
+    return Evaluation(memory_bytes=z, breakdown_s={k: z for k in BREAKDOWN_KEYS}, step_s=z, tokens_per_step=z,
                       model_flops_per_token=0.0, hw_flops_per_token=z)
 
 
@@ -105,7 +105,7 @@ def plan_figures(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Cand
     chosen = job.model_copy(update={"micro_batch": int(row["micro_batch"]), "recompute": row["recompute"]})
     memory = estimate_training_memory(spec, chosen, layout, calibration=cal)
     step = float(ev.step_s[i])
-    tps = ev.tokens_per_step / step
+    tps = float(ev.tokens_per_step[i]) / step
     peak = hw.peak_flops("bf16" if job.precision in ("bf16", "fp8") else job.precision) / 1e12
     tflops = ev.model_flops_per_token * tps / n / 1e12
     hw_tflops = float(ev.hw_flops_per_token[i]) * tps / n / 1e12

@@ -106,10 +106,10 @@ def check_layout(spec: ModelSpec, layout: Layout, *, seq_len: int | None = None)
     if layout.pp > spec.num_layers:
         raise InputError(field="pp", value=layout.pp, allowed=f"1..{spec.num_layers} (num_layers)",
                          hint="each pipeline stage needs at least one layer")
-    if layout.vpp > 1 and spec.num_layers % (layout.pp * layout.vpp):
+    if layout.vpp > 1 and (layout.pp == 1 or layout.pp * layout.vpp > spec.num_layers):
         raise InputError(field="vpp", value=layout.vpp,
-                         allowed=f"a value with num_layers={spec.num_layers} divisible by pp*vpp",
-                         hint="interleaved stages must hold equal layer counts")
+                         allowed=f"1, or with pp > 1 a value with pp*vpp <= num_layers={spec.num_layers}",
+                         hint="each virtual pipeline stage needs at least one layer")
     if layout.ep > 1:
         if spec.moe is None:
             raise InputError(field="ep", value=layout.ep, allowed="1 for a dense model",
@@ -117,8 +117,9 @@ def check_layout(spec: ModelSpec, layout: Layout, *, seq_len: int | None = None)
         if spec.moe.num_experts % layout.ep:
             raise InputError(field="ep", value=layout.ep,
                              allowed=f"a divisor of num_experts={spec.moe.num_experts}")
-        if (layout.dp * layout.cp) % layout.ep:
-            raise InputError(field="ep", value=layout.ep, allowed=f"a divisor of dp*cp={layout.dp * layout.cp}",
-                             hint="expert parallelism is carved out of the data-parallel ranks")
+        group = layout.dp * layout.cp * layout.tp
+        if group % layout.ep:
+            raise InputError(field="ep", value=layout.ep, allowed=f"a divisor of dp*cp*tp={group}",
+                             hint="expert parallelism is carved out of the data- and tensor-parallel ranks")
     if seq_len is not None and seq_len % layout.cp:
         raise InputError(field="cp", value=layout.cp, allowed=f"a divisor of seq_len={seq_len}")
