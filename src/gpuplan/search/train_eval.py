@@ -2,8 +2,8 @@
 
     step = compute + tp_comm + dp_comm (exposed) + pp_bubble + pp_comm + ep_comm + cp_comm + other
 
-* compute: hardware FLOPs per device / (dense peak x compute efficiency x a narrow-shard
-  factor); FP8 runs the GEMMs at the FP8 peak and attention at the 16-bit peak; routed
+* compute: hardware FLOPs per device / (dense peak x compute efficiency x width factor
+  (h/tp) / (h/tp + gemm_half_width)); FP8 runs the GEMMs at the FP8 peak and attention at the 16-bit peak; routed
   experts at `moe_gemm_efficiency` of the dense rate.
 * TP (Megatron-LM with sequence parallelism, Korthikanti et al. 2022 sec. 4.2.2): per
   layer and micro-batch, two all-gathers and two reduce-scatters of the b x s x h
@@ -147,8 +147,9 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     dtype16 = "fp16" if job.precision == "fp16" else "bf16"
     peak16 = hw.peak_flops(dtype16 if job.precision != "fp32" else "fp32")
     eff16 = _eff(cal, acc.id, "bf16")
-    w = cal.value("tp_gemm_half_width")
-    narrow = (1 + w / h) / (1 + w * c.tp / h)
+    w = cal.value("gemm_half_width")
+    width = h / c.tp
+    narrow = width / (width + w)  # GEMM efficiency falls as each (TP-sharded) matrix narrows
     core = parts["attention_core"]
     experts = parts["experts_routed"]
     gemm = fw.total - core - experts
