@@ -58,8 +58,8 @@ def evaluate_training_row(row: Row, catalog: Catalog, calibration: Calibration |
     gpn = opt_int(row, "gpus_per_node") or min(8, n)
     gb = opt_int(row, "global_batch_seqs") or n * max(1, math.ceil(_TOKENS_PER_STEP / (seq * n)))
     method = {"pretrain": "full", "full_ft": "full", "": "full"}.get(row.get("method", ""), row.get("method", ""))
-    job = TrainingJob(method=method, seq_len=seq, global_batch=gb,  # type: ignore[arg-type]
-                      precision=row.get("precision") or "bf16")  # type: ignore[arg-type]
+    job = TrainingJob(method=method, seq_len=seq, global_batch=gb,
+                      precision=row.get("precision") or "bf16")
     network = row.get("network") or (default_network(row["accelerator"]) if n > gpn else None)
     nics = opt_float(row, "nics_per_node")
     hw = cluster_hardware(catalog, row["accelerator"], network, gpus_per_node=gpn, nics_per_node=nics)
