@@ -31,9 +31,12 @@ _MAX_GROUPS = 4  # distinct layer compositions per pipeline (dense/MoE boundary,
 
 def _by_unique(keys: tuple[np.ndarray, ...], fn: Any, width: int) -> np.ndarray:
     """Evaluate fn(*key) once per distinct key tuple and scatter the results (shape [n, width])."""
-    stacked = np.stack(keys, axis=1)
-    uniq, inverse = np.unique(stacked, axis=0, return_inverse=True)
-    table = np.array([fn(*(int(v) for v in row)) for row in uniq], dtype=float).reshape(len(uniq), width)
+    # one int64 code per row (each key < 2**20), so np.unique works on a flat array
+    code = np.zeros(keys[0].shape, dtype=np.int64)
+    for k in keys:
+        code = code * (1 << 20) + k.astype(np.int64)
+    uniq, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    table = np.array([fn(*(int(k[i]) for k in keys)) for i in first], dtype=float).reshape(len(uniq), width)
     return table[inverse.ravel()]
 
 

@@ -57,10 +57,12 @@ class ClusterHardware:
 
     def peak_flops(self, dtype: str) -> float:
         value = self.accelerator.dense_tflops(dtype)
+        if value is None and dtype == "bf16":  # pre-Ampere parts train 16-bit in fp16
+            value = self.accelerator.dense_tflops("fp16")
         if value is None:
             raise InputError(field="precision", value=dtype,
                              allowed=f"a dtype {self.accelerator.id} supports (no dense {dtype} peak in the catalog)",
-                             hint="use bf16 or fp16")
+                             hint="choose a precision the part supports (see gpuplan catalog show)")
         return value * 1e12
 
     def intra(self, ranks_per_node: Any) -> Link:
@@ -123,7 +125,7 @@ def _p2p(nbytes: Any, same_node: Any, hw: ClusterHardware) -> Any:
 
 
 def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Candidates, *,
-                      calibration: Calibration | None = None) -> Evaluation:
+                      calibration: Calibration | None = None, memory_bytes: np.ndarray | None = None) -> Evaluation:
     """Memory and step-time breakdown of every candidate layout on `hw`."""
     cal = calibration or default_calibration()
     acc = hw.accelerator
@@ -220,7 +222,8 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     breakdown = {"compute": compute, "tp_comm": tp, "dp_comm": dp, "pp_bubble": bubble, "pp_comm": pp_comm,
                  "ep_comm": ep, "cp_comm": cp, "other": other}
     step = sum(breakdown.values())
-    memory = candidate_memory_bytes(spec, job, c, calibration=cal)
+    # memory does not depend on the hardware: the planner computes it once per candidate set
+    memory = memory_bytes if memory_bytes is not None else candidate_memory_bytes(spec, job, c, calibration=cal)
     return Evaluation(memory_bytes=memory, breakdown_s=breakdown, step_s=np.asarray(step),
                       tokens_per_step=tokens_step, model_flops_per_token=model_fpt, hw_flops_per_token=hw_fpt)
 

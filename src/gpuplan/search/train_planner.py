@@ -20,6 +20,7 @@ from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.estimate.memory_train import estimate_training_memory
 from gpuplan.hardware import Catalog
 from gpuplan.search.candidates import Candidates, LayoutChoices, generate
+from gpuplan.search.memory_vec import candidate_memory_bytes
 from gpuplan.search.pricing import device_price
 from gpuplan.search.train_eval import BREAKDOWN_KEYS, ClusterHardware, Evaluation, evaluate_training
 from gpuplan.units import GIB
@@ -42,17 +43,28 @@ class TrainingPlan:
 
 
 def best_layout(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, choices: LayoutChoices, *,
-                calibration: Calibration | None = None,
-                memory_limit_bytes: float | None = None) -> tuple[Candidates, Evaluation, int | None, dict[str, int]]:
-    """Evaluate all candidates; return them, their evaluation, the index of the fastest that fits and rejections."""
+                calibration: Calibration | None = None, memory_limit_bytes: float | None = None,
+                cache: dict[Any, tuple[Candidates, np.ndarray]] | None = None,
+                ) -> tuple[Candidates, Evaluation, int | None, dict[str, int]]:
+    """Evaluate all candidates; return them, their evaluation, the index of the fastest that fits and rejections.
+
+    `cache` (keyed by the layout choices) reuses candidates and their memory across hardware options.
+    """
     cal = calibration or default_calibration()
     gb = int(job.global_batch or 1)
-    c = generate(spec, choices, seq_len=job.seq_len, global_batch=gb)
+    key = repr(choices)
+    if cache is not None and key in cache:
+        c, mem = cache[key]
+    else:
+        c = generate(spec, choices, seq_len=job.seq_len, global_batch=gb)
+        mem = candidate_memory_bytes(spec, job, c, calibration=cal)
+        if cache is not None:
+            cache[key] = (c, mem)
     rejected: dict[str, int] = {}
     if len(c) == 0:
         rejected["no_valid_layout"] = 1
         return c, _empty(), None, rejected
-    ev = evaluate_training(spec, job, hw, c, calibration=cal)
+    ev = evaluate_training(spec, job, hw, c, calibration=cal, memory_bytes=mem)
     limit = memory_limit_bytes if memory_limit_bytes is not None else _device_bytes(hw)
     fits = ev.memory_bytes <= limit
     rejected["out_of_memory"] = int((~fits).sum())

@@ -1,0 +1,157 @@
+"""Plan training across the catalog: hardware x cluster size x layout, ranked, with a Pareto front.
+
+For each accelerator (with its usual fabric) and each cluster size, the fastest layout that
+fits is kept (`best_layout`, vectorized over layouts); plans then face the constraints
+(deadline, budget, policy) and are ranked by cost, then time. The Pareto front holds the
+plans no other plan beats on both time and cost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from gpuplan.estimate.calibration import Calibration, default_calibration
+from gpuplan.hardware import Accelerator, Catalog
+from gpuplan.search.candidates import LayoutChoices
+from gpuplan.search.train_eval import cluster_hardware
+from gpuplan.search.train_planner import best_layout, plan_figures
+from gpuplan.workload.jobs import TrainingJob
+from gpuplan.workload.model_spec import ModelSpec
+
+__all__ = ["PlanConstraints", "PlanResult", "bottleneck", "plan_training"]
+
+DOMESTIC_VENDORS = ("Huawei", "Hygon", "Cambricon", "Kunlunxin", "Moore Threads", "Biren", "Iluvatar", "MetaX")
+FRAMEWORK_FIELD = {"megatron": "megatron", "deepspeed": "deepspeed", "mindspeed": "megatron", "paddle": "paddle"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanConstraints:
+    deadline_days: float | None = None
+    budget_usd: float | None = None
+    max_devices: int = 4096
+    min_devices: int = 8
+    market: str | None = None  # cn | global
+    vendor: str | None = None
+    provider: str | None = None
+    domestic_only: bool = False
+    framework: str | None = None
+    accelerators: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanResult:
+    plans: list[dict[str, Any]]
+    pareto: list[dict[str, Any]]
+    candidates_evaluated: int
+    rejected: dict[str, int] = field(default_factory=dict)
+    hardware_considered: list[str] = field(default_factory=list)
+
+
+def bottleneck(breakdown: dict[str, float]) -> str:
+    """The largest non-compute term of a step, in words."""
+    total = sum(breakdown.values()) or 1.0
+    name, value = max(((k, v) for k, v in breakdown.items() if k != "compute"), key=lambda kv: kv[1])
+    share = value / total
+    if share < 0.05:
+        return f"compute-bound: {breakdown['compute'] / total:.0%} of the step is compute"
+    words = {"tp_comm": "tensor-parallel communication (intra-node link)",
+             "dp_comm": "gradient synchronisation across data-parallel replicas (network)",
+             "pp_bubble": "pipeline bubble (too few micro-batches per pipeline)",
+             "pp_comm": "pipeline point-to-point transfers", "ep_comm": "expert all-to-all",
+             "cp_comm": "context-parallel KV exchange", "other": "optimizer step (memory bandwidth)"}
+    return f"{words.get(name, name)}: {share:.0%} of the step"
+
+
+def _allowed(acc: Accelerator, cons: PlanConstraints) -> str | None:
+    """None if the accelerator passes the policy filters, else the reason."""
+    if cons.accelerators and acc.id not in cons.accelerators:
+        return "policy"
+    if cons.market and cons.market not in acc.markets:
+        return "policy"
+    if cons.vendor and acc.vendor.lower() != cons.vendor.lower():
+        return "policy"
+    if cons.domestic_only and acc.vendor not in DOMESTIC_VENDORS:
+        return "policy"
+    if cons.framework:
+        level = getattr(acc.frameworks, FRAMEWORK_FIELD.get(cons.framework, cons.framework), None)
+        if level in (None, "none", "unsupported"):
+            return "policy"
+    if acc.bf16_dense_tflops is None and acc.fp16_dense_tflops is None:
+        return "missing_data"
+    if (acc.hbm_gib_visible or acc.hbm_gib) is None:
+        return "missing_data"
+    return None
+
+
+def _sizes(cons: PlanConstraints, per_node: int) -> list[int]:
+    sizes, n = [], max(cons.min_devices, 1)
+    while n <= cons.max_devices:
+        sizes.append(n)
+        n *= 2
+    return [s for s in sizes if s % per_node == 0 or s < per_node] or [per_node]
+
+
+def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: PlanConstraints, *,
+                  tokens: float, calibration: Calibration | None = None) -> PlanResult:
+    from gpuplan.validate.training_cases import default_network
+
+    cal = calibration or default_calibration()
+    rejected: dict[str, int] = {}
+    plans: list[dict[str, Any]] = []
+    evaluated = 0
+    considered = []
+    cache: dict[Any, Any] = {}
+    for acc in catalog.accelerators.values():
+        why = _allowed(acc, cons)
+        if why:
+            rejected[why] = rejected.get(why, 0) + 1
+            continue
+        if job.precision == "fp8" and acc.fp8_dense_tflops is None:
+            rejected["precision_unsupported"] = rejected.get("precision_unsupported", 0) + 1
+            continue
+        try:
+            hw = cluster_hardware(catalog, acc.id, default_network(acc.id))
+            hw.intra(2)
+        except Exception:  # noqa: BLE001 - an incomplete catalog entry is skipped and counted
+            rejected["missing_data"] = rejected.get("missing_data", 0) + 1
+            continue
+        considered.append(acc.id)
+        choices = LayoutChoices(devices=_sizes(cons, hw.gpus_per_node), max_tp=hw.gpus_per_node)
+        c, ev, _, _ = best_layout(spec, job, hw, choices, calibration=cal, cache=cache)
+        evaluated += len(c)
+        if len(c) == 0:
+            continue
+        fits = ev.memory_bytes <= float(acc.hbm_gib_visible or acc.hbm_gib or 0) * 2**30
+        rejected["out_of_memory"] = rejected.get("out_of_memory", 0) + int((~fits).sum())
+        step = np.where(fits, ev.step_s, np.inf)
+        for n in np.unique(c.devices[fits]).tolist():
+            best = int(np.argmin(np.where(c.devices == n, step, np.inf)))
+            fig = plan_figures(spec, job, hw, c, ev, best, catalog=catalog, tokens=tokens, calibration=cal,
+                               market=cons.market, provider=cons.provider)
+            days = fig["time_to_train_s"] / 86400.0
+            cost = fig["cost"].get("usd_on_demand") or fig["cost"].get("usd_monthly_commitment")
+            if cons.deadline_days is not None and days > cons.deadline_days:
+                rejected["deadline"] = rejected.get("deadline", 0) + 1
+                continue
+            if cons.budget_usd is not None and (cost is None or cost > cons.budget_usd):
+                rejected["budget" if cost is not None else "no_price"] = rejected.get(
+                    "budget" if cost is not None else "no_price", 0) + 1
+                continue
+            fig["accelerator"] = acc.id
+            fig["devices"] = n
+            fig["time_to_train_days"] = days
+            fig["cost_usd"] = cost
+            fig["bottleneck"] = bottleneck(fig["breakdown_s"])
+            plans.append(fig)
+    plans.sort(key=lambda p: (p["cost_usd"] is None, p["cost_usd"] or 0.0, p["time_to_train_s"]))
+    priced = sorted((p for p in plans if p["cost_usd"] is not None), key=lambda p: p["time_to_train_s"])
+    pareto, best_cost = [], float("inf")
+    for p in priced:
+        if p["cost_usd"] < best_cost:
+            pareto.append(p)
+            best_cost = p["cost_usd"]
+    return PlanResult(plans=plans, pareto=pareto, candidates_evaluated=evaluated, rejected=rejected,
+                      hardware_considered=considered)
