@@ -8,6 +8,8 @@ from gpuplan import __version__
 from gpuplan.cli import catalog as catalog_cmd
 from gpuplan.cli import memory as memory_cmd
 from gpuplan.cli import model as model_cmd
+from gpuplan.cli import train as train_cmd
+from gpuplan.cli import validate as validate_cmd
 
 app = typer.Typer(
     name="gpuplan",
@@ -18,6 +20,9 @@ app = typer.Typer(
 )
 app.add_typer(model_cmd.app, name="model")
 app.add_typer(memory_cmd.app, name="memory")
+app.add_typer(train_cmd.estimate_app, name="estimate")
+app.add_typer(train_cmd.plan_app, name="plan")
+app.command("validate")(validate_cmd.validate_cmd)
 app.add_typer(catalog_cmd.app, name="catalog")
 
 

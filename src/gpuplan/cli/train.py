@@ -1,0 +1,207 @@
+"""`gpuplan estimate train` and `gpuplan plan train`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import typer
+from pydantic import ValidationError
+from rich.table import Table
+
+from gpuplan.cli.common import console, fail, print_json
+from gpuplan.errors import GpuplanError, InputError
+from gpuplan.hardware import Catalog, load_catalog
+from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices
+from gpuplan.search.train_eval import cluster_hardware
+from gpuplan.search.train_planner import best_layout, plan_figures
+from gpuplan.search.train_search import PlanConstraints, bottleneck, plan_training
+from gpuplan.units import GIB
+from gpuplan.workload.jobs import TrainingJob
+from gpuplan.workload.presets import load_model
+
+estimate_app = typer.Typer(help="Estimate one fixed configuration.", no_args_is_help=True)
+plan_app = typer.Typer(help="Search hardware, cluster size and layout for a job.", no_args_is_help=True)
+
+Method = Literal["full", "pretrain", "full_ft", "lora", "qlora"]
+Precision = Literal["bf16", "fp16", "fp32", "fp8"]
+
+
+def _catalog(dirs: list[Path] | None) -> Catalog:
+    return load_catalog(dirs or ())
+
+
+def _job(method: str, seq_len: int, global_batch: int, precision: str, micro_batch: int | None = None) -> TrainingJob:
+    return TrainingJob(method="full" if method in ("pretrain", "full_ft") else method,
+                       seq_len=seq_len, global_batch=global_batch, precision=precision,
+                       micro_batch=micro_batch or 1)
+
+
+def _pin(v: int | None, default: list[int]) -> list[int]:
+    return [v] if v is not None else default
+
+
+@estimate_app.command("train")
+def estimate_train(
+    model: str = typer.Option(..., "--model", "-m", help="preset id or config.json"),
+    accelerator: str = typer.Option(..., help="catalog id or alias (gpuplan catalog list accelerators)"),
+    num_accels: int = typer.Option(8, help="devices in the job"),
+    gpus_per_node: int = typer.Option(None, help="devices per node (default 8)"),
+    network: str = typer.Option(None, help="scale-out network id (default: the fabric sold with the part)"),
+    nics_per_node: float = typer.Option(None, help="scale-out NICs per node (default: one per device)"),
+    tp: int = typer.Option(None), pp: int = typer.Option(None), dp: int = typer.Option(None),
+    cp: int = typer.Option(None), ep: int = typer.Option(None), vpp: int = typer.Option(None),
+    zero: int = typer.Option(None, min=0, max=3),
+    recompute: Literal["none", "selective", "full"] | None = typer.Option(None),
+    precision: Precision = typer.Option("bf16"),
+    method: Method = typer.Option("full"),
+    seq_len: int = typer.Option(4096),
+    global_batch: int = typer.Option(None, help="sequences per step (default: about 4M tokens)"),
+    micro_batch: int = typer.Option(None),
+    tokens: float = typer.Option(None, help="training tokens, for time, device-hours and cost"),
+    catalog_dir: list[Path] = typer.Option(None, "--catalog", help="extra catalog folder(s)"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Step time, throughput, MFU, memory and cost of one configuration; unset layout flags are searched."""
+    from gpuplan.validate.training_cases import default_network
+
+    try:
+        spec = load_model(model)
+        cat = _catalog(catalog_dir)
+        acc = cat.accelerator(accelerator)
+        gpn = gpus_per_node or min(8, num_accels)
+        if num_accels <= 0:
+            raise InputError(field="num-accels", value=num_accels, allowed="a positive integer")
+        gb = global_batch or num_accels * max(1, -(-4 * 2**20 // (seq_len * num_accels)))
+        job = _job(method, seq_len, gb, precision, micro_batch)
+        fixed = [x for x in (tp, pp, dp, cp) if x is not None]
+        if len(fixed) == 4 and tp * pp * dp * cp != num_accels:
+            raise InputError(field="tp*pp*dp*cp", value=tp * pp * dp * cp,
+                             allowed=f"the device count {num_accels}", hint="change a degree or --num-accels")
+        if tp is not None and tp > gpn:
+            raise InputError(field="tp", value=tp, allowed=f"at most {gpn} (devices per node)",
+                             hint="tensor parallelism across the network is far slower; use pp or dp instead")
+        net = network or (default_network(acc.id) if num_accels > gpn else None)
+        hw = cluster_hardware(cat, acc.id, net, gpus_per_node=gpn, nics_per_node=nics_per_node)
+        choices = LayoutChoices(
+            devices=[num_accels], tp=_pin(tp, [t for t in (1, 2, 4, 8) if t <= gpn]),
+            pp=_pin(pp, [1, 2, 4, 8, 16, 32]), cp=_pin(cp, [1, 2, 4, 8]), ep=_pin(ep, [1, 2, 4, 8, 16, 32, 64]),
+            vpp=_pin(vpp, [1, 2, 4]), zero=_pin(zero, [0, 1, 3]), micro_batch=_pin(micro_batch, [1, 2, 4, 8]),
+            recompute=[recompute] if recompute else list(RECOMPUTE_CODES), max_tp=gpn, dp=_pin(dp, []) or None)
+        c, ev, best, rejected = best_layout(spec, job, hw, choices)
+        if len(c) == 0:
+            raise InputError(field="layout", value=f"tp={tp} pp={pp} dp={dp} cp={cp} ep={ep}",
+                             allowed=f"degrees whose product is {num_accels} and that divide the model",
+                             hint="leave a degree out to let gpuplan choose it")
+        if best is None:
+            least = int(np.argmin(ev.memory_bytes))
+            need = ev.memory_bytes[least] / GIB
+            raise InputError(field="memory", value=f"{need:.1f} GiB per device at best",
+                             allowed=f"at most {(acc.hbm_gib_visible or acc.hbm_gib)} GiB on {acc.id}",
+                             hint=f"nearest feasible: more devices, --recompute full, or a larger-memory part "
+                                  f"(layout needing least: {c.row(least)})")
+        fig = plan_figures(spec, job, hw, c, ev, best, catalog=cat, tokens=tokens)
+    except (GpuplanError, ValidationError) as exc:
+        fail(exc)
+    fig["bottleneck"] = bottleneck(fig["breakdown_s"])
+    fig["candidates_evaluated"] = len(c)
+    fig["rejected"] = rejected
+    if json_out:
+        print_json(fig)
+        return
+    _print_estimate(spec.name, acc.id, fig)
+
+
+def _print_estimate(model: str, acc: str, fig: dict[str, Any]) -> None:
+    lay = fig["layout"]
+    t = Table(title=f"Training estimate - {model} on {lay['devices']} x {acc}",
+              caption="estimated (docs/training.md); prices from the catalog with their sources")
+    t.add_column("figure")
+    t.add_column("value", justify="right")
+    t.add_row("layout", f"tp{lay['tp']} pp{lay['pp']} dp{lay['dp']} cp{lay['cp']} ep{lay['ep']} vpp{lay['vpp']} "
+              f"zero{lay['zero_stage']} mb{lay['micro_batch']} recompute={lay['recompute']}")
+    t.add_row("step time", f"{fig['step_time_s']:.3f} s")
+    for k, v in fig["breakdown_s"].items():
+        if v:
+            t.add_row(f"  {k}", f"{v:.3f} s ({v / fig['step_time_s']:.0%})")
+    t.add_row("bottleneck", fig["bottleneck"])
+    t.add_row("tokens/s (per device)", f"{fig['tokens_per_s']:,.0f} ({fig['tokens_per_s_per_device']:,.0f})")
+    t.add_row("TFLOP/s per device (model)", f"{fig['tflops_per_device']:.1f}")
+    t.add_row("MFU / HFU", f"{fig['mfu']:.1%} / {fig['hfu']:.1%}")
+    t.add_row("memory per device", f"{fig['memory']['total_bytes'] / GIB:.1f} GiB")
+    if fig["time_to_train_s"]:
+        t.add_row("time to train", f"{fig['time_to_train_s'] / 86400:.1f} days (goodput "
+                  f"{fig['reliability']['goodput']:.1%})")
+        t.add_row("device-hours", f"{fig['device_hours']:,.0f}")
+        cost = fig["cost"]
+        for k in ("usd_on_demand", "usd_spot", "usd_monthly_commitment"):
+            if cost.get(k):
+                t.add_row(f"cost {k[4:]}", f"${cost[k]:,.0f}")
+    console.print(t)
+
+
+@plan_app.command("train")
+def plan_train(
+    model: str = typer.Option(..., "--model", "-m"),
+    tokens: float = typer.Option(..., help="training tokens"),
+    seq_len: int = typer.Option(4096),
+    global_batch: int = typer.Option(None, help="sequences per step (default: about 4M tokens)"),
+    method: Method = typer.Option("full"),
+    precision: Precision = typer.Option("bf16"),
+    deadline: float = typer.Option(None, help="days"),
+    budget: float = typer.Option(None, help="USD"),
+    max_devices: int = typer.Option(4096),
+    market: Literal["cn", "global"] | None = typer.Option(None),
+    vendor: str = typer.Option(None),
+    provider: str = typer.Option(None),
+    domestic_only: bool = typer.Option(False, "--domestic-only"),
+    framework: Literal["megatron", "deepspeed", "mindspeed", "paddle"] | None = typer.Option(None),
+    top: int = typer.Option(10, help="plans shown in the table"),
+    catalog_dir: list[Path] = typer.Option(None, "--catalog"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Rank hardware x cluster size x layout for a training job; show the Pareto front and rejections."""
+    try:
+        if tokens <= 0:
+            raise InputError(field="tokens", value=tokens, allowed="a positive number")
+        spec = load_model(model)
+        cat = _catalog(catalog_dir)
+        gb = global_batch or max(1, -(-4 * 2**20 // seq_len))
+        job = _job(method, seq_len, gb, precision)
+        cons = PlanConstraints(deadline_days=deadline, budget_usd=budget, max_devices=max_devices, market=market,
+                               vendor=vendor, provider=provider, domestic_only=domestic_only, framework=framework)
+        res = plan_training(spec, job, cat, cons, tokens=tokens)
+        if not res.plans:
+            raise InputError(field="constraints", value=res.rejected, allowed="at least one feasible plan",
+                             hint="relax --deadline/--budget, raise --max-devices, or allow more hardware")
+    except (GpuplanError, ValidationError) as exc:
+        fail(exc)
+    best_per_hw: dict[str, dict[str, Any]] = {}
+    for p in res.plans:
+        best_per_hw.setdefault(p["accelerator"], p)
+    if json_out:
+        print_json({"candidates_evaluated": res.candidates_evaluated, "plans": res.plans,
+                    "pareto": [{"accelerator": p["accelerator"], "devices": p["devices"],
+                                "time_to_train_s": p["time_to_train_s"], "cost_usd": p["cost_usd"]}
+                               for p in res.pareto],
+                    "best_per_hardware": {k: {"devices": v["devices"], "cost_usd": v["cost_usd"],
+                                              "time_to_train_s": v["time_to_train_s"]} for k, v in best_per_hw.items()},
+                    "rejected": res.rejected, "hardware_considered": res.hardware_considered})
+        return
+    t = Table(title=f"Training plans - {spec.name}, {tokens:.3g} tokens (cheapest first)",
+              caption=f"{res.candidates_evaluated:,} candidates evaluated; rejected: {res.rejected}")
+    for col in ("accelerator", "devices", "layout", "days", "cost USD", "MFU", "bottleneck"):
+        t.add_column(col)
+    for p in res.plans[:top]:
+        lay = p["layout"]
+        t.add_row(p["accelerator"], str(p["devices"]), f"tp{lay['tp']} pp{lay['pp']} dp{lay['dp']} cp{lay['cp']} "
+                  f"ep{lay['ep']} rc={lay['recompute']}", f"{p['time_to_train_days']:.1f}",
+                  f"{p['cost_usd']:,.0f}" if p["cost_usd"] else "no price", f"{p['mfu']:.0%}", p["bottleneck"])
+    console.print(t)
+    pt = Table(title="Pareto front (time vs cost)")
+    for col in ("accelerator", "devices", "days", "cost USD"):
+        pt.add_column(col)
+    for p in res.pareto:
+        pt.add_row(p["accelerator"], str(p["devices"]), f"{p['time_to_train_days']:.1f}", f"{p['cost_usd']:,.0f}")
+    console.print(pt)
