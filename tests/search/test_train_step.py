@@ -1,0 +1,127 @@
+"""Step-time model: hand-computed terms, monotonic properties, and the planner's outputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuplan.estimate import comm
+from gpuplan.estimate.calibration import default_calibration
+from gpuplan.estimate.flops import forward_flops
+from gpuplan.hardware import load_catalog
+from gpuplan.search.candidates import LayoutChoices, generate
+from gpuplan.search.train_eval import cluster_hardware, evaluate_training
+from gpuplan.search.train_planner import best_layout, plan_figures, reliability
+from gpuplan.search.train_search import PlanConstraints, plan_training
+from gpuplan.workload.jobs import TrainingJob
+from gpuplan.workload.presets import get_preset
+
+CAT = load_catalog(use_user_dir=False)
+LLAMA = get_preset("llama3-8b").spec
+JOB = TrainingJob(seq_len=4096, global_batch=64)
+
+
+def _one(tp: int = 1, pp: int = 1, cp: int = 1, devices: int = 8, zero: int = 1, mb: int = 1,
+         rc: str = "none") -> LayoutChoices:
+    return LayoutChoices(devices=[devices], tp=[tp], pp=[pp], cp=[cp], ep=[1], vpp=[1], zero=[zero],
+                         micro_batch=[mb], recompute=[rc])
+
+
+def test_compute_term_by_hand() -> None:
+    """compute = 3 x forward FLOPs x tokens / devices / (peak x efficiency x width factor)."""
+    hw = cluster_hardware(CAT, "h100-sxm5-80gb", None)
+    c = generate(LLAMA, _one(), seq_len=4096, global_batch=64)
+    ev = evaluate_training(LLAMA, JOB, hw, c)
+    cal = default_calibration()
+    eff = cal.value("compute_efficiency.h100-sxm5-80gb.bf16")
+    fw = forward_flops(LLAMA, 4096)
+    experts = fw.experts_routed
+    assert experts == 0
+    w = cal.value("gemm_half_width")
+    expected = 3 * fw.total * 64 * 4096 / 8 / (989.4e12 * eff) / (4096 / (4096 + w))
+    assert ev.breakdown_s["compute"][0] == pytest.approx(expected, rel=1e-9)
+
+
+def test_tp_comm_by_hand() -> None:
+    """Per layer and micro-batch: 4 all-reduce volumes of b x s x h x 2 bytes over the NVLink ring."""
+    hw = cluster_hardware(CAT, "h100-sxm5-80gb", None)
+    c = generate(LLAMA, _one(tp=8), seq_len=4096, global_batch=64)
+    ev = evaluate_training(LLAMA, JOB, hw, c)
+    link = hw.intra(8)
+    one = 2 * 7 / 8 * (4096 * 4096 * 2) / (link.bandwidth_gbyte_s * 1e9) + 2 * 7 * link.latency_s
+    assert float(comm.all_reduce(4096 * 4096 * 2, 8, link)) == pytest.approx(one)
+    assert ev.breakdown_s["tp_comm"][0] == pytest.approx(32 * 64 * 4 * one, rel=1e-9)
+
+
+def test_pipeline_bubble_by_hand() -> None:
+    hw = cluster_hardware(CAT, "h100-sxm5-80gb", None)
+    c = generate(LLAMA, _one(pp=4, devices=8), seq_len=4096, global_batch=64)
+    ev = evaluate_training(LLAMA, JOB, hw, c)
+    m = int(c.microbatches[0])
+    per_mb = (ev.breakdown_s["compute"][0] + ev.breakdown_s["tp_comm"][0]) / m
+    assert ev.breakdown_s["pp_bubble"][0] == pytest.approx(3 * per_mb)
+
+
+@settings(max_examples=25, deadline=None)
+@given(scale=st.floats(min_value=1.0, max_value=8.0))
+def test_more_network_bandwidth_never_slows_a_step(scale: float) -> None:
+    slow = cluster_hardware(CAT, "a100-sxm4-80gb", "roce-100", nics_per_node=1)
+    fast = cluster_hardware(CAT, "a100-sxm4-80gb", "roce-100", nics_per_node=scale)
+    c = generate(LLAMA, LayoutChoices(devices=[64]), seq_len=4096, global_batch=512)
+    job = JOB.model_copy(update={"global_batch": 512})
+    a = evaluate_training(LLAMA, job, slow, c)
+    b = evaluate_training(LLAMA, job, fast, c)
+    assert np.all(b.step_s <= a.step_s + 1e-12)
+
+
+def test_tcp_between_nodes_is_slower_than_infiniband() -> None:
+    job = JOB.model_copy(update={"global_batch": 256})
+    c = generate(LLAMA, _one(devices=64, zero=3), seq_len=4096, global_batch=256)
+    ib = evaluate_training(LLAMA, job, cluster_hardware(CAT, "h100-sxm5-80gb", "ib-ndr-400"), c)
+    tcp = evaluate_training(LLAMA, job, cluster_hardware(CAT, "h100-sxm5-80gb", "eth-25-tcp", nics_per_node=1), c)
+    assert tcp.breakdown_s["dp_comm"][0] > 5 * ib.breakdown_s["dp_comm"][0]
+
+
+def test_best_layout_fits_and_figures_are_consistent() -> None:
+    hw = cluster_hardware(CAT, "h100-sxm5-80gb", "ib-ndr-400")
+    spec = get_preset("llama3.1-70b").spec
+    job = TrainingJob(seq_len=8192, global_batch=256)
+    c, ev, best, rejected = best_layout(spec, job, hw, LayoutChoices(devices=[64]))
+    assert best is not None and rejected["out_of_memory"] > 0
+    fig = plan_figures(spec, job, hw, c, ev, best, catalog=CAT, tokens=1e12)
+    assert fig["memory"]["total_bytes"] <= 80 * 2**30 * 1.001
+    assert fig["tokens_per_s"] == pytest.approx(fig["tokens_per_s_per_device"] * 64)
+    assert 0.2 < fig["mfu"] <= fig["hfu"] < 1.0
+    assert fig["device_hours"] == pytest.approx(64 * fig["time_to_train_s"] / 3600)
+    for k in ("usd_on_demand", "usd_spot", "usd_monthly_commitment"):
+        assert fig["cost"][k] is None or fig["cost"][k] >= 0
+    assert set(fig["breakdown_s"]) == {"compute", "tp_comm", "dp_comm", "pp_bubble", "pp_comm", "ep_comm",
+                                       "cp_comm", "other"}
+
+
+def test_reliability_young_daly() -> None:
+    cal = default_calibration()
+    r = reliability(LLAMA, JOB, 16384, 8, cal)
+    # Llama 3: 419 interruptions in 54 days on 16,384 GPUs -> MTBF about 3.1 hours
+    assert r["mtbf_s"] / 3600 == pytest.approx(54 * 24 / 419, rel=0.01)
+    assert r["checkpoint_interval_s"] == pytest.approx((2 * r["checkpoint_write_s"] * r["mtbf_s"]) ** 0.5)
+    assert 0.5 < r["goodput"] < 1.0
+    assert reliability(LLAMA, JOB, 64, 8, cal)["goodput"] > r["goodput"]
+
+
+def test_plan_training_respects_constraints() -> None:
+    spec = get_preset("llama3-8b").spec
+    job = TrainingJob(seq_len=4096, global_batch=512)
+    res = plan_training(spec, job, CAT, PlanConstraints(max_devices=256, market="cn"), tokens=1e12)
+    assert res.plans and res.candidates_evaluated > 1000
+    assert all("cn" in CAT.accelerator(p["accelerator"]).markets for p in res.plans)
+    costs = [p["cost_usd"] for p in res.pareto]
+    assert costs == sorted(costs, reverse=True)  # faster plans on the front cost more
+    dom = plan_training(spec, job, CAT, PlanConstraints(max_devices=256, domestic_only=True), tokens=1e12)
+    assert {CAT.accelerator(p["accelerator"]).vendor for p in dom.plans} <= {"Huawei", "Hygon", "Cambricon",
+                                                                           "Kunlunxin", "Moore Threads"}
+    tight = plan_training(spec, job, CAT, PlanConstraints(max_devices=256, deadline_days=1.0), tokens=1e12)
+    assert all(p["time_to_train_days"] <= 1.0 for p in tight.plans)
+    assert tight.rejected.get("deadline", 0) > 0
