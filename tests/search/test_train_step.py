@@ -30,7 +30,10 @@ def _one(tp: int = 1, pp: int = 1, cp: int = 1, devices: int = 8, zero: int = 1,
 
 
 def test_compute_term_by_hand() -> None:
-    """compute = 3 x forward FLOPs x tokens / devices / (peak x efficiency x width factor)."""
+    """compute = 3 x executed forward FLOPs x tokens / devices / (peak x efficiency x width factor).
+
+    Executed attention is the causal half of the full s x s count (flash kernels skip masked blocks).
+    """
     hw = cluster_hardware(CAT, "h100-sxm5-80gb", None)
     c = generate(LLAMA, _one(), seq_len=4096, global_batch=64)
     ev = evaluate_training(LLAMA, JOB, hw, c)
@@ -40,7 +43,8 @@ def test_compute_term_by_hand() -> None:
     experts = fw.experts_routed
     assert experts == 0
     w = cal.value("gemm_half_width")
-    expected = 3 * fw.total * 64 * 4096 / 8 / (989.4e12 * eff) / (4096 / (4096 + w))
+    executed = fw.total - fw.attention_core + forward_flops(LLAMA, 4096, causal=True).attention_core
+    expected = 3 * executed * 64 * 4096 / 8 / (989.4e12 * eff) / (4096 / (4096 + w))
     assert ev.breakdown_s["compute"][0] == pytest.approx(expected, rel=1e-9)
 
 

@@ -161,7 +161,11 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     else:
         peak_g, eff_g = peak16, eff16
     moe_eff = cal.value("moe_gemm_efficiency")
-    per_token_s = passes * (gemm / (peak_g * eff_g) + experts / (peak_g * eff_g * moe_eff) + core / (peak16 * eff16))
+    # Flash-attention kernels skip the masked half of causal attention: the executed core is
+    # half the full-s^2 count that MFU uses (Dao 2023), sliding windows aside.
+    core_exec = forward_flops(spec, s, causal=True).attention_core
+    per_token_s = passes * (gemm / (peak_g * eff_g) + experts / (peak_g * eff_g * moe_eff)
+                            + core_exec / (peak16 * eff16))
     compute = rc_scale * per_token_s * tokens_step / n / narrow
 
     # -- tensor parallel -----------------------------------------------------------------

@@ -138,7 +138,7 @@ def plan_figures(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Cand
     }
     price = device_price(catalog, hw.accelerator.id, market=market, provider=provider)
     if tokens:
-        time_s = tokens / tps / rel["goodput"]
+        time_s = tokens / tps / rel["goodput"] / cal.value("campaign_efficiency")
         hours = n * time_s / 3600.0
         out["time_to_train_s"] = time_s
         out["device_hours"] = hours
