@@ -65,7 +65,8 @@ def best_layout(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, choices:
         rejected["no_valid_layout"] = 1
         return c, _empty(), None, rejected
     ev = evaluate_training(spec, job, hw, c, calibration=cal, memory_bytes=mem)
-    limit = memory_limit_bytes if memory_limit_bytes is not None else _device_bytes(hw)
+    limit = (memory_limit_bytes if memory_limit_bytes is not None
+             else _device_bytes(hw) * cal.value("usable_memory_fraction"))
     fits = ev.memory_bytes <= limit
     rejected["out_of_memory"] = int((~fits).sum())
     if not fits.any():

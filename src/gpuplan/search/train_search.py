@@ -124,7 +124,8 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
         evaluated += len(c)
         if len(c) == 0:
             continue
-        fits = ev.memory_bytes <= float(acc.hbm_gib_visible or acc.hbm_gib or 0) * 2**30
+        fits = ev.memory_bytes <= float(acc.hbm_gib_visible or acc.hbm_gib or 0) * 2**30 * cal.value(
+            "usable_memory_fraction")
         rejected["out_of_memory"] = rejected.get("out_of_memory", 0) + int((~fits).sum())
         step = np.where(fits, ev.step_s, np.inf)
         for n in np.unique(c.devices[fits]).tolist():

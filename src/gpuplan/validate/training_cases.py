@@ -78,7 +78,10 @@ def evaluate_training_row(row: Row, catalog: Catalog, calibration: Calibration |
         max_tp=max(gpn, opt_int(row, "tp") or 1),
         dp=_axis(row, "dp"),
     )
-    c, ev, best, rejected = best_layout(spec, job, hw, choices, calibration=calibration)
+    # a published run fit its devices: judge fit against the whole memory, without planning headroom
+    whole = float(hw.accelerator.hbm_gib_visible or hw.accelerator.hbm_gib or 0) * 2**30
+    c, ev, best, rejected = best_layout(spec, job, hw, choices, calibration=calibration,
+                                        memory_limit_bytes=whole or None)
     detail = ""
     if best is None:
         if len(c) == 0:
