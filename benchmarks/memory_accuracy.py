@@ -15,10 +15,8 @@ import statistics
 import warnings
 from pathlib import Path
 
-from gpuplan.errors import GpuplanError
 from gpuplan.estimate.memory_train import estimate_training_memory
-from gpuplan.validate.cases import read_rows
-from gpuplan.validate.memory_cases import evaluate_memory_row
+from gpuplan.validate.run import validate_file
 from gpuplan.workload.jobs import TrainingJob
 
 DEFAULT_CASES = Path(__file__).resolve().parents[1].parent / "shared" / "ground-truth" / "memory.csv"
@@ -52,23 +50,14 @@ def activation_table() -> list[float]:
 def golden_table(path: Path) -> None:
     print(f"## Ground-truth memory rows ({path.name}, measured rows only)")
     print(f"{'id':5s} {'metric':24s} {'measured':>9s} {'predicted':>9s} {'APE':>7s}  detail")
-    apes, skipped = [], []
-    for row in read_rows(path):
-        if row.get("confidence") == "low":
-            continue
-        try:
-            r = evaluate_memory_row(row)
-        except GpuplanError as exc:
-            skipped.append(f"{row['id']}: {exc}")
-            continue
-        apes.append((r.ape, r.id))
+    report = validate_file(path)
+    for r in report.cases:
         print(f"{r.id:5s} {r.metric:24s} {r.measured:9.2f} {r.predicted:9.2f} {r.ape:7.1%}  {r.detail}")
-    values = sorted(a for a, _ in apes)
-    p90 = values[min(len(values) - 1, round(0.9 * (len(values) - 1)))]
-    print(f"rows {len(apes)}  median APE {statistics.median(values):.1%}  p90 APE {p90:.1%}")
-    print("worst: " + ", ".join(f"{i} {a:.0%}" for a, i in sorted(apes, reverse=True)[:5]))
-    for s in skipped:
-        print("skipped", s)
+    print(f"rows {len(report.cases)}  median APE {report.median_ape:.1%}  p90 APE {report.p90_ape:.1%}")
+    worst = sorted(report.cases, key=lambda c: c.ape, reverse=True)[:5]
+    print("worst: " + ", ".join(f"{c.id} {c.ape:.0%}" for c in worst))
+    for rid, reason in report.skipped:
+        print(f"skipped {rid}: {reason}")
 
 
 def main() -> None:

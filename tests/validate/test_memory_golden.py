@@ -15,9 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuplan.errors import GpuplanError
-from gpuplan.validate.cases import read_rows
-from gpuplan.validate.memory_cases import evaluate_memory_row
+from gpuplan.validate.run import validate_file
 
 CASES = Path(__file__).resolve().parents[2].parent / "shared" / "ground-truth" / "memory.csv"
 MEDIAN_TOLERANCE = 0.25
@@ -37,17 +35,9 @@ pytestmark = pytest.mark.skipif(not CASES.exists(), reason="shared ground-truth 
 
 
 def _results() -> tuple[list[tuple[str, float, float, float]], list[str]]:
-    done, skipped = [], []
-    for row in read_rows(CASES):
-        if row.get("confidence") == "low":
-            continue
-        try:
-            r = evaluate_memory_row(row)
-        except GpuplanError as exc:
-            skipped.append(f"{row['id']}: {exc}")
-            continue
-        done.append((r.id, r.measured, r.predicted, r.ape))
-    return done, skipped
+    report = validate_file(CASES)
+    done = [(c.id, c.measured, c.predicted, c.ape) for c in report.cases]
+    return done, [f"{i}: {r}" for i, r in report.skipped]
 
 
 def test_memory_rows_within_stated_tolerance() -> None:
