@@ -43,8 +43,10 @@ def test_compute_term_by_hand() -> None:
     experts = fw.experts_routed
     assert experts == 0
     w = cal.value("gemm_half_width")
-    executed = fw.total - fw.attention_core + forward_flops(LLAMA, 4096, causal=True).attention_core
-    expected = 3 * executed * 64 * 4096 / 8 / (989.4e12 * eff) / (4096 / (4096 + w))
+    core = forward_flops(LLAMA, 4096, causal=True).attention_core
+    attn = cal.value("attention_kernel_efficiency")
+    per_token = (fw.total - fw.attention_core) / eff + core / (eff * attn)
+    expected = 3 * per_token * 64 * 4096 / 8 / 989.4e12 / (4096 / (4096 + w))
     assert ev.breakdown_s["compute"][0] == pytest.approx(expected, rel=1e-9)
 
 

@@ -161,11 +161,15 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     else:
         peak_g, eff_g = peak16, eff16
     moe_eff = cal.value("moe_gemm_efficiency")
+    if spec.moe is not None:  # narrow experts (fine-grained MoE) run their grouped GEMMs less efficiently
+        fe = spec.moe.expert_ffn_size
+        moe_eff *= fe / (fe + cal.value("moe_expert_half_width"))
+    attn_eff = eff16 * cal.value("attention_kernel_efficiency")
     # Flash-attention kernels skip the masked half of causal attention: the executed core is
     # half the full-s^2 count that MFU uses (Dao 2023), sliding windows aside.
     core_exec = forward_flops(spec, s, causal=True).attention_core
     per_token_s = passes * (gemm / (peak_g * eff_g) + experts / (peak_g * eff_g * moe_eff)
-                            + core_exec / (peak16 * eff16))
+                            + core_exec / (peak16 * attn_eff))
     compute = rc_scale * per_token_s * tokens_step / n / narrow
 
     # -- tensor parallel -----------------------------------------------------------------
