@@ -83,8 +83,7 @@ def cluster_hardware(catalog: Catalog, accelerator: str, network: str | None, *,
                      nics_per_node: float | None = None) -> ClusterHardware:
     acc = catalog.accelerator(accelerator)
     net = catalog.network(network) if network else None
-    g = gpus_per_node or min(8, acc.fully_connected_domain or 8) if acc.intra_node_link != "pcie" else (
-        gpus_per_node or 8)
+    g = gpus_per_node or 8  # an 8-device node unless told; bridged or PCIe parts fall back to PCIe (node_link)
     return ClusterHardware(accelerator=acc, network=net, gpus_per_node=g,
                            nics_per_node=nics_per_node if nics_per_node else float(g))
 
