@@ -10,7 +10,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from gpuplan.errors import GpuplanError, InputError
+from gpuplan.errors import InputError
 
 __all__ = ["console", "fail", "input_error_from_validation", "print_json"]
 
@@ -39,8 +39,3 @@ def print_json(obj: Any) -> None:
     """One JSON object on stdout (no rich markup, no wrapping)."""
     sys.stdout.write(json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
 
-
-def guard(exc: BaseException) -> None:
-    """Re-raise as a clean exit if `exc` is a user error; otherwise let it propagate."""
-    if isinstance(exc, GpuplanError | ValidationError | ValueError):
-        fail(exc)

@@ -33,8 +33,7 @@ def _device_memory(accelerator: str | None, device_memory_gib: float | None) -> 
         return None
     from gpuplan.hardware.overrides import load_catalog
 
-    acc = load_catalog().accelerator(accelerator)
-    gib = acc.hbm_gib_visible or acc.hbm_gib
+    gib = load_catalog().accelerator(accelerator).memory_gib
     if gib is None:
         raise InputError(field="accelerator", value=accelerator, allowed="an accelerator with a known memory size",
                          hint="pass --device-memory-gib")

@@ -14,11 +14,11 @@ from gpuplan.cli.common import console, fail, print_json
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import Catalog, load_catalog
 from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices
-from gpuplan.search.train_eval import cluster_hardware
+from gpuplan.search.train_eval import cluster_hardware, default_network
 from gpuplan.search.train_planner import best_layout, plan_figures
 from gpuplan.search.train_search import PlanConstraints, bottleneck, plan_training
 from gpuplan.units import GIB
-from gpuplan.workload.jobs import TrainingJob
+from gpuplan.workload.jobs import TrainingJob, default_global_batch
 from gpuplan.workload.presets import load_model
 
 estimate_app = typer.Typer(help="Estimate one fixed configuration.", no_args_is_help=True)
@@ -64,8 +64,6 @@ def estimate_train(
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Step time, throughput, MFU, memory and cost of one configuration; unset layout flags are searched."""
-    from gpuplan.validate.training_cases import default_network
-
     try:
         spec = load_model(model)
         cat = _catalog(catalog_dir)
@@ -73,7 +71,7 @@ def estimate_train(
         gpn = gpus_per_node or min(8, num_accels)
         if num_accels <= 0:
             raise InputError(field="num-accels", value=num_accels, allowed="a positive integer")
-        gb = global_batch or num_accels * max(1, -(-4 * 2**20 // (seq_len * num_accels)))
+        gb = global_batch or default_global_batch(seq_len, num_accels)
         job = _job(method, seq_len, gb, precision, micro_batch)
         fixed = [x for x in (tp, pp, dp, cp) if x is not None]
         if len(fixed) == 4 and tp * pp * dp * cp != num_accels:
@@ -88,7 +86,8 @@ def estimate_train(
             devices=[num_accels], tp=_pin(tp, [t for t in (1, 2, 4, 8) if t <= gpn]),
             pp=_pin(pp, [1, 2, 4, 8, 16, 32]), cp=_pin(cp, [1, 2, 4, 8]), ep=_pin(ep, [1, 2, 4, 8, 16, 32, 64]),
             vpp=_pin(vpp, [1, 2, 4]), zero=_pin(zero, [0, 1, 3]), micro_batch=_pin(micro_batch, [1, 2, 4, 8]),
-            recompute=[recompute] if recompute else list(RECOMPUTE_CODES), max_tp=gpn, dp=_pin(dp, []) or None)
+            recompute=[recompute] if recompute else list(RECOMPUTE_CODES), max_tp=gpn,
+            dp=[dp] if dp is not None else None)
         c, ev, best, rejected = best_layout(spec, job, hw, choices)
         if len(c) == 0:
             raise InputError(field="layout", value=f"tp={tp} pp={pp} dp={dp} cp={cp} ep={ep}",
@@ -98,7 +97,7 @@ def estimate_train(
             least = int(np.argmin(ev.memory_bytes))
             need = ev.memory_bytes[least] / GIB
             raise InputError(field="memory", value=f"{need:.1f} GiB per device at best",
-                             allowed=f"at most {(acc.hbm_gib_visible or acc.hbm_gib)} GiB on {acc.id}",
+                             allowed=f"at most {acc.memory_gib} GiB on {acc.id}",
                              hint=f"nearest feasible: more devices, --recompute full, or a larger-memory part "
                                   f"(layout needing least: {c.row(least)})")
         fig = plan_figures(spec, job, hw, c, ev, best, catalog=cat, tokens=tokens)
@@ -167,7 +166,7 @@ def plan_train(
             raise InputError(field="tokens", value=tokens, allowed="a positive number")
         spec = load_model(model)
         cat = _catalog(catalog_dir)
-        gb = global_batch or max(1, -(-4 * 2**20 // seq_len))
+        gb = global_batch or default_global_batch(seq_len)
         job = _job(method, seq_len, gb, precision)
         cons = PlanConstraints(deadline_days=deadline, budget_usd=budget, max_devices=max_devices, market=market,
                                vendor=vendor, provider=provider, domestic_only=domestic_only, framework=framework)

@@ -11,7 +11,7 @@ one forward pass and non-torch memory, left to the paged KV cache.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.estimate.kv_cache import kv_cache
@@ -118,10 +118,7 @@ def estimate_inference_memory(spec: ModelSpec, job: InferenceJob, layout: Layout
         "notes": ["embeddings, norms, routers and LM head kept in 16-bit",
                   "KV heads replicated when tp exceeds them; MLA latent replicated on every TP rank"],
     }
-    return MemoryBreakdown(**{**{f: getattr(best, f) for f in (
-        "params_total", "params_active", "params_trainable", "weights_bytes", "gradients_bytes",
-        "optimizer_bytes", "activations_bytes", "kv_cache_bytes", "other_bytes", "details")},
-        "assumptions": assumptions})
+    return replace(best, assumptions=assumptions)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -154,6 +154,11 @@ class Accelerator(Sourced):
         return float(value) if value is not None else None
 
     @property
+    def memory_gib(self) -> float | None:
+        """Device memory the planners budget against: as the driver reports it, else the vendor figure."""
+        return self.hbm_gib_visible or self.hbm_gib
+
+    @property
     def nvlink_gbps(self) -> float | None:
         """NVLink GB/s per device, or None where the part has no NVLink (L40S, L4, 4090...)."""
         return self.intra_node_link_gbps if self.intra_node_link in ("nvlink", "nvlink_bridge") else None

@@ -41,7 +41,8 @@ from gpuplan.workload.jobs import TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
-__all__ = ["BREAKDOWN_KEYS", "ClusterHardware", "Evaluation", "cluster_hardware", "evaluate_training"]
+__all__ = ["BREAKDOWN_KEYS", "ClusterHardware", "Evaluation", "cluster_hardware", "default_network",
+           "evaluate_training"]
 
 BREAKDOWN_KEYS = ("compute", "tp_comm", "dp_comm", "pp_bubble", "pp_comm", "ep_comm", "cp_comm", "other")
 
@@ -77,6 +78,15 @@ class ClusterHardware:
         if self.network is None:
             return None
         return inter_node_link(self.network, nics_per_node=self.nics_per_node, gpus_per_node=self.gpus_per_node)
+
+
+def default_network(accelerator: str) -> str:
+    """The scale-out fabric usually sold with the part (when a case does not say)."""
+    if accelerator.startswith(("h100", "h200", "h800", "h20", "b200", "gb200")):
+        return "ib-ndr-400"
+    if accelerator.startswith("ascend"):
+        return "roce-200"
+    return "ib-hdr-200"
 
 
 def cluster_hardware(catalog: Catalog, accelerator: str, network: str | None, *, gpus_per_node: int | None = None,

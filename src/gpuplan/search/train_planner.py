@@ -77,7 +77,7 @@ def best_layout(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, choices:
 
 def _device_bytes(hw: ClusterHardware) -> float:
     acc = hw.accelerator
-    gib = acc.hbm_gib_visible or acc.hbm_gib
+    gib = acc.memory_gib
     if gib is None:
         raise InputError(field="accelerator", value=acc.id, allowed="an accelerator with a known memory size")
     return float(gib) * GIB

@@ -16,8 +16,9 @@ import numpy as np
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.hardware import Accelerator, Catalog
 from gpuplan.search.candidates import LayoutChoices
-from gpuplan.search.train_eval import cluster_hardware
+from gpuplan.search.train_eval import cluster_hardware, default_network
 from gpuplan.search.train_planner import best_layout, plan_figures
+from gpuplan.units import GIB
 from gpuplan.workload.jobs import TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 
@@ -81,7 +82,7 @@ def _allowed(acc: Accelerator, cons: PlanConstraints) -> str | None:
             return "policy"
     if acc.bf16_dense_tflops is None and acc.fp16_dense_tflops is None:
         return "missing_data"
-    if (acc.hbm_gib_visible or acc.hbm_gib) is None:
+    if acc.memory_gib is None or acc.hbm_bandwidth_gbps is None:
         return "missing_data"
     return None
 
@@ -96,8 +97,6 @@ def _sizes(cons: PlanConstraints, per_node: int) -> list[int]:
 
 def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: PlanConstraints, *,
                   tokens: float, calibration: Calibration | None = None) -> PlanResult:
-    from gpuplan.validate.training_cases import default_network
-
     cal = calibration or default_calibration()
     rejected: dict[str, int] = {}
     plans: list[dict[str, Any]] = []
@@ -124,8 +123,7 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
         evaluated += len(c)
         if len(c) == 0:
             continue
-        fits = ev.memory_bytes <= float(acc.hbm_gib_visible or acc.hbm_gib or 0) * 2**30 * cal.value(
-            "usable_memory_fraction")
+        fits = ev.memory_bytes <= float(acc.memory_gib or 0) * GIB * cal.value("usable_memory_fraction")
         rejected["out_of_memory"] = rejected.get("out_of_memory", 0) + int((~fits).sum())
         step = np.where(fits, ev.step_s, np.inf)
         for n in np.unique(c.devices[fits]).tolist():

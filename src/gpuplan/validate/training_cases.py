@@ -11,34 +11,26 @@ is planned on 1,024 devices. One set of calibration terms serves every row.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.hardware import Catalog
 from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices
-from gpuplan.search.train_eval import cluster_hardware
+from gpuplan.search.train_eval import cluster_hardware, default_network
 from gpuplan.search.train_planner import best_layout, plan_figures
+from gpuplan.units import GIB
 from gpuplan.validate.cases import Row, model_for_row, opt_float, opt_int
 from gpuplan.validate.memory_cases import CaseResult
-from gpuplan.workload.jobs import TrainingJob
+from gpuplan.workload.jobs import TrainingJob, default_global_batch
 
-__all__ = ["DEFAULT_DEVICES", "TRAIN_METRICS", "default_network", "evaluate_training_row"]
+__all__ = ["DEFAULT_DEVICES", "TRAIN_METRICS", "evaluate_training_row"]
 
 TRAIN_METRICS = ("tokens_per_s_per_device", "tflops_per_device", "hw_tflops_per_device", "mfu", "hfu",
                  "step_time_s", "device_hours", "time_to_train_days")
 DEFAULT_DEVICES = 1024
-_TOKENS_PER_STEP = 4 * 2**20
 
 
-def default_network(accelerator: str) -> str:
-    """The scale-out fabric usually sold with the part (when a case does not say)."""
-    if accelerator.startswith(("h100", "h200", "h800", "h20", "b200", "gb200")):
-        return "ib-ndr-400"
-    if accelerator.startswith("ascend"):
-        return "roce-200"
-    return "ib-hdr-200"
 
 
 def _axis(row: Row, key: str) -> list[int] | None:
@@ -56,7 +48,7 @@ def evaluate_training_row(row: Row, catalog: Catalog, calibration: Calibration |
     seq = opt_int(row, "seq_len") or 4096
     n = opt_int(row, "num_accels") or DEFAULT_DEVICES
     gpn = opt_int(row, "gpus_per_node") or min(8, n)
-    gb = opt_int(row, "global_batch_seqs") or n * max(1, math.ceil(_TOKENS_PER_STEP / (seq * n)))
+    gb = opt_int(row, "global_batch_seqs") or default_global_batch(seq, n)
     method = {"pretrain": "full", "full_ft": "full", "": "full"}.get(row.get("method", ""), row.get("method", ""))
     job = TrainingJob(method=method, seq_len=seq, global_batch=gb,
                       precision=row.get("precision") or "bf16")
@@ -79,7 +71,7 @@ def evaluate_training_row(row: Row, catalog: Catalog, calibration: Calibration |
         dp=_axis(row, "dp"),
     )
     # a published run fit its devices: judge fit against the whole memory, without planning headroom
-    whole = float(hw.accelerator.hbm_gib_visible or hw.accelerator.hbm_gib or 0) * 2**30
+    whole = float(hw.accelerator.memory_gib or 0) * GIB
     c, ev, best, rejected = best_layout(spec, job, hw, choices, calibration=calibration,
                                         memory_limit_bytes=whole or None)
     detail = ""

@@ -20,6 +20,7 @@ __all__ = [
     "Layout",
     "TrainingJob",
     "check_layout",
+    "default_global_batch",
 ]
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
@@ -94,6 +95,14 @@ class InferenceJob(BaseModel):
         if self.kv_dtype is not None:
             return self.kv_dtype
         return self.weights if self.weights in ("bf16", "fp16") else "bf16"
+
+
+TOKENS_PER_STEP_DEFAULT = 4 * 2**20  # about 4M tokens per optimizer step (Llama 2/3 pretraining)
+
+
+def default_global_batch(seq_len: int, devices: int = 1) -> int:
+    """Sequences per step when none is given: about 4M tokens, a multiple of the device count."""
+    return devices * max(1, -(-TOKENS_PER_STEP_DEFAULT // (seq_len * devices)))
 
 
 def check_layout(spec: ModelSpec, layout: Layout, *, seq_len: int | None = None) -> None:
