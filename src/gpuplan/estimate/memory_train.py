@@ -33,10 +33,12 @@ __all__ = [
     "NF4_BYTES_PER_PARAM",
     "RankGeometry",
     "estimate_training_memory",
+    "expert_shard",
     "geometry",
     "lora_params_per_layer",
     "rank_terms",
     "stage_layers",
+    "trainable_params",
 ]
 
 # NF4 with double quantization: 4 bits + 8-bit absmax per 64 + fp32 per 256*64 (QLoRA sec. 3).
@@ -130,6 +132,12 @@ class RankGeometry:
     recompute_working: Any
 
 
+def expert_shard(tp: Any, dp: Any, cp: Any, ep: Any) -> Any:
+    """Ways the routed experts are split: EP x TP when EP fits inside DP x CP (expert tensor
+    parallel = TP, Megatron-Core's default), else EP alone (an EP group spanning TP runs ETP = 1)."""
+    return np.where((dp * cp) % ep == 0, ep * tp, ep)
+
+
 def _in_flight(g: RankGeometry) -> Any:
     """Micro-batches whose activations a rank holds at its peak under 1F1B (stage i: min(pp - i, m))."""
     n = np.minimum(g.pp - g.rank, g.microbatches).astype(float)
@@ -143,10 +151,7 @@ def rank_terms(spec: ModelSpec, counts: ParamCounts, job: TrainingJob, cal: Cali
     """Memory terms (bytes) of one rank, by part: elementwise over numpy arrays or scalars."""
     first = g.rank == 0
     last = g.rank == g.pp - 1
-    # Experts: expert tensor parallel = tp when EP fits inside DP x CP (Megatron-Core default);
-    # an EP group that also spans the TP ranks runs experts unsplit (ETP = 1).
-    ep_in_dp = (g.dp * g.cp) % g.ep == 0
-    expert_shard = np.where(ep_in_dp, g.ep * g.tp, g.ep)
+    experts_split = expert_shard(g.tp, g.dp, g.cp, g.ep)
     # -- parameters on this device before ZeRO (TP splits matrices and vocabulary; EP x TP experts)
     dm: Any = 0.0
     do: Any = 0.0
@@ -158,7 +163,7 @@ def rank_terms(spec: ModelSpec, counts: ParamCounts, job: TrainingJob, cal: Cali
             continue
         m = (lp.attention_matrix + lp.mlp_matrix + lp.shared_matrix) / g.tp
         o = float(lp.attention_other + lp.norms + lp.mlp_other + lp.router)
-        e = lp.experts_matrix / expert_shard
+        e = lp.experts_matrix / experts_split
         dm, do, ex = dm + n * m, do + n * o, ex + n * e
         largest = np.maximum(largest, np.where(n > 0, m + o + e, 0.0))
         if job.method != "full":
@@ -169,7 +174,7 @@ def rank_terms(spec: ModelSpec, counts: ParamCounts, job: TrainingJob, cal: Cali
 
     opt = get_optimizer(job.optimizer)
     shard_dense = g.dp * g.cp
-    shard_expert = np.maximum(g.dp * g.cp * g.tp // expert_shard, 1)
+    shard_expert = np.maximum(g.dp * g.cp * g.tp // experts_split, 1)
     pbytes = 4.0 if job.precision == "fp32" else 2.0
 
     def sharded(dense: Any, expert: Any, stage: int) -> Any:

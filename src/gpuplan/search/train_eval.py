@@ -34,6 +34,7 @@ from gpuplan.estimate import comm
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.estimate.flops import forward_flops
 from gpuplan.estimate.links import Link, inter_node_link, node_link
+from gpuplan.estimate.memory_train import expert_shard, trainable_params
 from gpuplan.hardware import Accelerator, Catalog, Network
 from gpuplan.search.candidates import Candidates
 from gpuplan.search.memory_vec import candidate_memory_bytes
@@ -191,10 +192,11 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     counts = count_params(spec)
     expert_params = counts.routed_experts
     dense_params = counts.total - expert_params
-    expert_shard = np.where((c.dp * c.cp) % c.ep == 0, c.ep * c.tp, c.ep)
-    local_params = dense_params / (c.tp * c.pp) + expert_params / (c.pp * expert_shard)
-    if job.method != "full":
-        local_params = local_params * 0.01  # adapters only (about 1% of the weights or less)
+    if job.method == "full":
+        split = expert_shard(c.tp, c.dp, c.cp, c.ep)
+        local_params = dense_params / (c.tp * c.pp) + expert_params / (c.pp * split)
+    else:  # LoRA/QLoRA: only the adapters have gradients and optimizer states
+        local_params = trainable_params(spec, counts, job) / (c.tp * c.pp)
     grad_bytes = local_params * cal.value("grad_reduce_bytes")
     dp_group = c.dp * c.cp
     dp_time = np.where(dp_group > 1, _collective("all_reduce", grad_bytes, dp_group, c.tp, hw), 0.0)
@@ -233,8 +235,10 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     # -- optimizer step (memory bound) -----------------------------------------------------
     shard = np.where(c.zero >= 1, dp_group, 1)
     opt_bytes = local_params / shard * 32.0  # read and write fp32 master, m, v and the 16-bit copy
-    hbm = (acc.hbm_bandwidth_gbps or 1000.0) * 1e9
-    other = opt_bytes / hbm
+    if acc.hbm_bandwidth_gbps is None:
+        raise InputError(field="accelerator", value=acc.id, allowed="an accelerator with a known memory bandwidth",
+                         hint="add hbm_bandwidth_gbps to its catalog entry")
+    other = opt_bytes / (acc.hbm_bandwidth_gbps * 1e9)
 
     breakdown = {"compute": compute, "tp_comm": tp, "dp_comm": dp, "pp_bubble": bubble, "pp_comm": pp_comm,
                  "ep_comm": ep, "cp_comm": cp, "other": other}

@@ -21,7 +21,7 @@ from gpuplan.estimate.memory_train import estimate_training_memory
 from gpuplan.hardware import Catalog
 from gpuplan.search.candidates import Candidates, LayoutChoices, generate
 from gpuplan.search.memory_vec import candidate_memory_bytes
-from gpuplan.search.pricing import device_price
+from gpuplan.search.pricing import DevicePrice, device_price
 from gpuplan.search.train_eval import BREAKDOWN_KEYS, ClusterHardware, Evaluation, evaluate_training
 from gpuplan.units import GIB
 from gpuplan.workload.jobs import Layout, TrainingJob
@@ -123,7 +123,8 @@ def data_pipeline(spec: ModelSpec, tokens_per_s: float, devices: int, hw: Cluste
 
 def plan_figures(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Candidates, ev: Evaluation, i: int, *,
                  catalog: Catalog, tokens: float | None, calibration: Calibration | None = None,
-                 market: str | None = None, provider: str | None = None) -> dict[str, Any]:
+                 market: str | None = None, provider: str | None = None,
+                 price: DevicePrice | None = None) -> dict[str, Any]:
     """The JSON figures of candidate i (the `estimate train --json` contract)."""
     cal = calibration or default_calibration()
     row = c.row(i)
@@ -153,7 +154,7 @@ def plan_figures(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Cand
         "reliability": rel,
         "data_pipeline": data_pipeline(spec, tps, n, hw, cal),
     }
-    price = device_price(catalog, hw.accelerator.id, market=market, provider=provider)
+    price = price or device_price(catalog, hw.accelerator.id, market=market, provider=provider)
     if tokens:
         time_s = tokens / tps / rel["goodput"] / cal.value("campaign_efficiency")
         hours = n * time_s / 3600.0

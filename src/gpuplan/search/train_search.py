@@ -13,9 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.hardware import Accelerator, Catalog
 from gpuplan.search.candidates import LayoutChoices
+from gpuplan.search.pricing import device_price
 from gpuplan.search.train_eval import cluster_hardware, default_network
 from gpuplan.search.train_planner import best_layout, plan_figures
 from gpuplan.units import GIB
@@ -114,7 +116,7 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
         try:
             hw = cluster_hardware(catalog, acc.id, default_network(acc.id))
             hw.intra(2)
-        except Exception:  # noqa: BLE001 - an incomplete catalog entry is skipped and counted
+        except GpuplanError:  # an incomplete catalog entry is skipped and counted
             rejected["missing_data"] = rejected.get("missing_data", 0) + 1
             continue
         considered.append(acc.id)
@@ -125,11 +127,12 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
             continue
         fits = ev.memory_bytes <= float(acc.memory_gib or 0) * GIB * cal.value("usable_memory_fraction")
         rejected["out_of_memory"] = rejected.get("out_of_memory", 0) + int((~fits).sum())
+        price = device_price(catalog, acc.id, market=cons.market, provider=cons.provider)
         step = np.where(fits, ev.step_s, np.inf)
         for n in np.unique(c.devices[fits]).tolist():
             best = int(np.argmin(np.where(c.devices == n, step, np.inf)))
             fig = plan_figures(spec, job, hw, c, ev, best, catalog=catalog, tokens=tokens, calibration=cal,
-                               market=cons.market, provider=cons.provider)
+                               market=cons.market, provider=cons.provider, price=price)
             days = fig["time_to_train_s"] / 86400.0
             cost = fig["cost"].get("usd_on_demand") or fig["cost"].get("usd_monthly_commitment")
             if cons.deadline_days is not None and days > cons.deadline_days:

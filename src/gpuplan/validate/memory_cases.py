@@ -16,6 +16,7 @@ from gpuplan.errors import GpuplanError
 from gpuplan.estimate.memory_infer import estimate_inference_memory, max_batch_that_fits
 from gpuplan.estimate.memory_train import estimate_training_memory
 from gpuplan.estimate.records import MemoryBreakdown
+from gpuplan.hardware import Catalog
 from gpuplan.units import GIB
 from gpuplan.validate.cases import Row, model_for_row, opt_int
 from gpuplan.workload.jobs import InferenceJob, Layout, TrainingJob
@@ -39,14 +40,11 @@ class CaseResult:
         return abs(self.predicted - self.measured) / abs(self.measured)
 
 
-def device_memory_gib(accelerator: str) -> float | None:
-    """Memory of a catalog accelerator as the driver shows it (GiB), None if unknown."""
+def device_memory_gib(catalog: Catalog, accelerator: str) -> float | None:
+    """Memory of a catalog accelerator as planners budget it (GiB), None if unknown."""
     if not accelerator:
         return None
-    from gpuplan.hardware.overrides import load_catalog
-
-    acc = load_catalog(use_user_dir=False).accelerator(accelerator)
-    value = acc.hbm_gib_visible or acc.hbm_gib
+    value = catalog.accelerator(accelerator).memory_gib
     return float(value) if value else None
 
 
@@ -68,14 +66,14 @@ def _layout(row: Row) -> Layout:
     return Layout(tp=tp, pp=pp, dp=dp, zero_stage=zero)
 
 
-def evaluate_memory_row(row: Row) -> CaseResult:
+def evaluate_memory_row(row: Row, catalog: Catalog) -> CaseResult:
     """Prediction for one memory row; raises GpuplanError when the row cannot be evaluated."""
     metric = row.get("metric", "")
     if metric not in METRICS:
         raise GpuplanError(f"metric {metric!r} is not a memory metric ({', '.join(METRICS)})")
     spec = model_for_row(row)
     layout = _layout(row)
-    device = device_memory_gib(row.get("accelerator", ""))
+    device = device_memory_gib(catalog, row.get("accelerator", ""))
     seq = opt_int(row, "seq_len")
     method = row.get("method") or "pretrain"
     if method == "inference":

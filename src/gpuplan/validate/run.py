@@ -55,7 +55,7 @@ def validate_file(path: Path, *, calibration: Calibration | None = None,
         metric = row.get("metric", "")
         try:
             if metric in MEMORY_METRICS and "optimizer" in row:
-                cases.append(evaluate_memory_row(row))
+                cases.append(evaluate_memory_row(row, catalog))
             elif metric in TRAIN_METRICS:
                 cases.append(evaluate_training_row(row, catalog, calibration))
             elif "engine" in row:
