@@ -6,16 +6,17 @@ that a user sees every factor that is not a plain formula.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from importlib import resources
+from typing import TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpuplan.errors import unknown_name
 
-__all__ = ["Calibration", "CalibrationTerm", "default_calibration", "load_calibration"]
+__all__ = ["Calibration", "CalibrationTerm", "default_calibration", "load_calibration", "override_terms"]
 
 
 class CalibrationTerm(BaseModel):
@@ -57,15 +58,30 @@ def default_calibration() -> Calibration:
     return Calibration.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
 
 
+T = TypeVar("T", bound=BaseModel)
+
+
+def override_terms(terms: Mapping[str, T], overrides: Mapping[str, float], *, label: str,
+                   check: Callable[[str, float], None] | None = None) -> dict[str, T]:
+    """`terms` with each override's value set and marked `overridden` (source "user override").
+
+    Shared by every calibration file (these terms, the link terms); unknown names raise
+    InputError with close matches; `check` may reject a value.
+    """
+    out = dict(terms)
+    for name, value in overrides.items():
+        if name not in out:
+            raise unknown_name(label, name, out)
+        if check is not None:
+            check(name, float(value))
+        out[name] = out[name].model_copy(update={"value": float(value), "overridden": True,
+                                                 "source": "user override"})
+    return out
+
+
 def load_calibration(overrides: Mapping[str, float] | None = None) -> Calibration:
     """The shipped terms with `overrides` (name -> value) applied and marked as such."""
     base = default_calibration()
     if not overrides:
         return base
-    terms = dict(base.terms)
-    for name, value in overrides.items():
-        if name not in terms:
-            raise unknown_name("calibration term", name, terms)
-        terms[name] = terms[name].model_copy(update={"value": float(value), "overridden": True,
-                                                     "source": "user override"})
-    return base.model_copy(update={"terms": terms})
+    return base.model_copy(update={"terms": override_terms(base.terms, overrides, label="calibration term")})

@@ -31,6 +31,7 @@ from numpy.typing import ArrayLike, NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpuplan.errors import InputError, unknown_name
+from gpuplan.estimate.calibration import override_terms
 from gpuplan.hardware.schema_devices import Accelerator
 from gpuplan.hardware.schema_offers import Network
 
@@ -158,17 +159,14 @@ def load_link_calibration(overrides: Mapping[str, float] | None = None) -> LinkC
     base = default_link_calibration()
     if not overrides:
         return base
-    terms = dict(base.terms)
-    for name, value in overrides.items():
-        if name not in terms:
-            raise unknown_name("link calibration term", name, terms)
-        if name.endswith("_bw_efficiency") and not 0 < float(value) <= 1:
+
+    def check(name: str, value: float) -> None:
+        if name.endswith("_bw_efficiency") and not 0 < value <= 1:
             raise InputError(field=name, value=value, allowed="a fraction in (0, 1]")
-        if float(value) < 0:
+        if value < 0:
             raise InputError(field=name, value=value, allowed="a value >= 0")
-        terms[name] = terms[name].model_copy(
-            update={"value": float(value), "overridden": True, "source": "user override"}
-        )
+
+    terms = override_terms(base.terms, overrides, label="link calibration term", check=check)
     return base.model_copy(update={"terms": terms})
 
 
