@@ -11,7 +11,6 @@ from gpuplan.cli.common import console, fail, print_json
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.memory_infer import estimate_inference_memory, max_batch_that_fits
 from gpuplan.estimate.memory_train import estimate_training_memory
-from gpuplan.estimate.optimizers import optimizer_names
 from gpuplan.render.memory_table import memory_tables
 from gpuplan.units import GIB
 from gpuplan.workload.jobs import LORA_TARGETS, InferenceJob, Layout, TrainingJob
@@ -49,7 +48,8 @@ def train_cmd(
     micro_batch: int = typer.Option(1, help="sequences per micro-batch"),
     global_batch: int = typer.Option(None, help="sequences per step (sets micro-batches in flight under PP)"),
     precision: Literal["bf16", "fp16", "fp32", "fp8"] = typer.Option("bf16"),
-    optimizer: str = typer.Option("adamw", help=f"one of {', '.join(optimizer_names())}"),
+    optimizer: str = typer.Option("adamw", help="a name from the optimizer table (adamw, adamw_bf16, adam8bit, sgd; "
+                                                 "an unknown name lists them all)"),
     tp: int = typer.Option(1, help="tensor parallel"),
     pp: int = typer.Option(1, help="pipeline parallel"),
     dp: int = typer.Option(1, help="data parallel"),
