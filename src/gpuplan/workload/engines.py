@@ -1,0 +1,166 @@
+"""Serving-engine profiles: scheduler settings, memory budget and cost-model terms, as data.
+
+Each engine (vLLM, SGLang, TensorRT-LLM, LMDeploy, MindIE, generic) is one entry of
+`data/engines.yaml` with its documented defaults (source cited per profile) and the
+calibration terms the per-step cost model (`gpuplan.estimate.infer_step`) uses for it:
+one set per engine, tuned on the dev rows of ground-truth/inference.csv as a whole.
+`engine(id, terms=..., settings=...)` returns a profile with user overrides applied and
+marked, through the same `override_terms` as the other calibration files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cache
+from importlib import resources
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from gpuplan.errors import InputError, unknown_name
+from gpuplan.estimate.calibration import override_terms
+
+__all__ = ["ENGINE_TERMS", "EngineProfile", "EngineTerm", "Scheduling", "engine", "engine_ids", "load_engines"]
+
+Scheduling = Literal["fcfs", "prefill_first", "decode_first"]
+
+# The calibration terms every profile carries (data/engines.yaml explains each).
+ENGINE_TERMS = (
+    "gemm_efficiency",
+    "memory_bw_efficiency",
+    "kv_read_efficiency",
+    "attention_efficiency",
+    "step_overhead_s",
+    "layer_overhead_s",
+    "allreduce_latency_factor",
+)
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+
+class EngineTerm(BaseModel):
+    """One named empirical factor of an engine, with where it comes from."""
+
+    model_config = _STRICT
+
+    value: float = Field(ge=0)
+    unit: str = Field(min_length=1)
+    source: str = Field(min_length=1)
+    as_of: str = Field(pattern=r"^\d{4}-\d{2}(-\d{2})?$")
+    explanation: str = Field(min_length=1)
+    overridden: bool = False
+
+
+class EngineProfile(BaseModel):
+    """A serving engine's defaults and its cost-model calibration terms."""
+
+    model_config = _STRICT
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]*$")
+    name: str = Field(min_length=1)
+    source: str = Field(min_length=1)
+    as_of: str = Field(pattern=r"^\d{4}-\d{2}(-\d{2})?$")
+    gpu_memory_fraction: float = Field(gt=0, le=1, description="share of device memory the engine budgets")
+    kv_block_tokens: int = Field(gt=0, description="tokens per paged-KV block (vLLM block_size)")
+    max_num_seqs: int = Field(gt=0, description="most sequences in one iteration (vLLM max_num_seqs)")
+    max_batched_tokens: int = Field(gt=0, description="token budget of one iteration (max_num_batched_tokens)")
+    chunked_prefill: bool = Field(description="long prompts are split into chunks of the token budget")
+    scheduling: Scheduling = Field(description="how an iteration is filled (data/engines.yaml)")
+    runtime_overhead_gib: float = Field(ge=0, description="device memory outside weights and KV per device")
+    runtime_overhead_source: str = Field(min_length=1)
+    terms: dict[str, EngineTerm]
+
+    @model_validator(mode="after")
+    def _check_terms(self) -> EngineProfile:
+        missing = [t for t in ENGINE_TERMS if t not in self.terms]
+        extra = [t for t in self.terms if t not in ENGINE_TERMS]
+        if missing or extra:
+            raise ValueError(f"engine {self.id}: terms must be exactly {list(ENGINE_TERMS)}; "
+                             f"missing {missing}, unknown {extra}")
+        for name in ("gemm_efficiency", "memory_bw_efficiency", "kv_read_efficiency", "attention_efficiency"):
+            if not 0 < self.terms[name].value <= 1:
+                raise ValueError(f"engine {self.id}: {name} must be in (0, 1], got {self.terms[name].value}")
+        return self
+
+    def value(self, name: str) -> float:
+        try:
+            return self.terms[name].value
+        except KeyError:
+            raise unknown_name("engine term", name, self.terms) from None
+
+    def used(self) -> dict[str, dict[str, object]]:
+        """The terms as plain dicts, for an estimate's `assumptions`."""
+        return {n: {"value": t.value, "unit": t.unit, "source": t.source, "overridden": t.overridden}
+                for n, t in self.terms.items()}
+
+    def settings(self) -> dict[str, object]:
+        """The scheduler and memory settings (everything but the terms and the sources)."""
+        return self.model_dump(include={"gpu_memory_fraction", "kv_block_tokens", "max_num_seqs",
+                                        "max_batched_tokens", "chunked_prefill", "scheduling",
+                                        "runtime_overhead_gib"})
+
+
+class _EngineFile(BaseModel):
+    model_config = _STRICT
+
+    schema_version: int
+    as_of: str
+    engines: tuple[EngineProfile, ...]
+
+
+_SETTINGS = ("gpu_memory_fraction", "kv_block_tokens", "max_num_seqs", "max_batched_tokens",
+             "chunked_prefill", "scheduling", "runtime_overhead_gib")
+
+
+@cache
+def load_engines() -> dict[str, EngineProfile]:
+    """The shipped engine profiles by id."""
+    path = resources.files("gpuplan.workload") / "data" / "engines.yaml"
+    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    try:
+        parsed = _EngineFile.model_validate(raw)
+    except ValidationError as exc:  # a broken shipped file is a bug: say which file
+        raise RuntimeError(f"invalid engines.yaml: {exc}") from exc
+    out: dict[str, EngineProfile] = {}
+    for e in parsed.engines:
+        if e.id in out:
+            raise RuntimeError(f"duplicate engine id {e.id!r} in engines.yaml")
+        out[e.id] = e
+    return out
+
+
+def engine_ids() -> tuple[str, ...]:
+    return tuple(load_engines())
+
+
+def _check_term(name: str, value: float) -> None:
+    if value < 0 or (name.endswith("efficiency") and not 0 < value <= 1):
+        allowed = "a fraction in (0, 1]" if name.endswith("efficiency") else "a value >= 0"
+        raise InputError(field=f"engine term {name}", value=value, allowed=allowed)
+
+
+def engine(engine_id: str, *, terms: Mapping[str, float] | None = None,
+           settings: Mapping[str, Any] | None = None) -> EngineProfile:
+    """The profile `engine_id` with term overrides (name -> value) and setting overrides applied.
+
+    Unknown ids, term names or setting names raise InputError with close matches.
+    """
+    profiles = load_engines()
+    if engine_id not in profiles:
+        raise unknown_name("engine", engine_id, profiles)
+    prof = profiles[engine_id]
+    if terms:
+        prof = prof.model_copy(update={"terms": override_terms(prof.terms, terms, label="engine term",
+                                                               check=_check_term)})
+    if settings:
+        for key in settings:
+            if key not in _SETTINGS:
+                raise unknown_name("engine setting", key, _SETTINGS)
+        try:
+            prof = EngineProfile.model_validate({**prof.model_dump(), **dict(settings)})
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err["loc"]) or "engine setting"
+            raise InputError(field=field, value=err.get("input"), allowed=err["msg"]) from None
+    return prof
