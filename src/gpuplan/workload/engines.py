@@ -34,6 +34,7 @@ ENGINE_TERMS = (
     "step_overhead_s",
     "layer_overhead_s",
     "allreduce_latency_factor",
+    "dequant_overhead",
 )
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)

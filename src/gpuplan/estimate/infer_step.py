@@ -1,0 +1,381 @@
+"""Wall time of one serving-engine iteration (prefill tokens + decoding sequences).
+
+One iteration runs every layer once over the step's T = prefill_tokens + decode_seqs
+tokens. Per device of the heaviest pipeline stage (docs/inference.md has the derivation):
+
+* Linear layers, a roofline per group of GEMMs (Williams et al. 2009, "Roofline", CACM
+  52(4)): time = max(FLOPs / (peak x gemm_efficiency), weight bytes / (HBM bw x
+  memory_bw_efficiency)). FLOPs = 2 x T x weights / tp; weights are read once per step.
+  The peak is the weight format's: fp8 and int8 (W8A8) GEMMs run on the 8-bit tensor
+  cores where the part has them, else (and for int4 weight-only, GPTQ/AWQ/Marlin) at
+  the 16-bit rate plus the dequantization share `dequant_overhead` (Frantar et al.
+  2024, Marlin: weight-only kernels are near the memory bound at small batch and
+  compute-bound at the 16-bit rate at large batch).
+* MoE layers read only the experts the step's tokens touch: with T tokens each routed
+  to top_k of E experts uniformly, E x (1 - (1 - k/E)^T) distinct experts in expectation.
+* Attention: prefill costs 2 x heads x (qk_dim + v_dim) FLOPs per causal query-key pair
+  at attention_efficiency of the 16-bit peak (FlashAttention); decode reads every cached
+  KV byte once per step at kv_read_efficiency of HBM bandwidth (PagedAttention, Kwon et
+  al. 2023), with its FLOPs as the compute side of a roofline (MLA decodes absorbed, in
+  the latent space: 2 x heads x (2 kv_lora_rank + rope_dim) FLOPs per key, DeepSeek-V2
+  sec. 2.1.3).
+* Tensor parallelism: two all-reduces of T x hidden 16-bit values per layer (Megatron-LM,
+  Shoeybi et al. 2019), ring alpha-beta over the intra-node link (`comm.ring_all_reduce_s`
+  terms), the engine's custom all-reduce scaling the per-step latency. Expert
+  parallelism replaces the FFN all-reduce of an MoE layer by a dispatch and a combine
+  all-to-all of T x top_k x hidden values. Pipeline parallelism runs the stages in turn
+  (one step's latency) with a point-to-point send of T x hidden values between stages.
+* Fixed costs: `layer_overhead_s` per layer (small kernels) and `step_overhead_s` per
+  iteration (scheduler, sampler, launch).
+
+Everything is precomputed into plain floats; `step_s` is pure float arithmetic and
+`step_s_array` its numpy twin. All figures are estimates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, get_args
+
+import numpy as np
+import numpy.typing as npt
+
+from gpuplan.errors import InputError
+from gpuplan.estimate.calibration import load_calibration
+from gpuplan.estimate.comm import intra_node_link
+from gpuplan.estimate.kv_cache import kv_bytes_per_token
+from gpuplan.estimate.memory_infer import estimate_inference_memory, matrix_bytes_per_param, max_batch_that_fits
+from gpuplan.estimate.memory_train import stage_layers
+from gpuplan.hardware.catalog import Catalog
+from gpuplan.hardware.schema_devices import Accelerator
+from gpuplan.units import GB, GIB
+from gpuplan.workload.engines import EngineProfile
+from gpuplan.workload.jobs import InferenceJob, KVDtype, Layout, WeightFormat, check_layout
+from gpuplan.workload.model_spec import ModelSpec
+from gpuplan.workload.params import count_params
+
+__all__ = ["StepBreakdown", "StepCostModel", "step_cost_model"]
+
+ACT_BYTES = 2.0  # activations travel in 16 bits between layers and ranks
+WEIGHT_ONLY = "int4"
+WEIGHT_FORMATS = get_args(WeightFormat)
+KV_DTYPES = get_args(KVDtype)  # formats always dequantized to 16 bits inside the GEMM
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepBreakdown:
+    """One iteration's time by term, in seconds; the terms sum to `total_s`.
+
+    `weight_read_s` and `kv_read_s` are the memory time NOT hidden under the compute of
+    the same kernels (roofline: a kernel costs the larger of the two).
+    """
+
+    gemm_compute_s: float
+    weight_read_s: float
+    dequant_s: float
+    attention_s: float
+    kv_read_s: float
+    tp_comm_s: float
+    pp_comm_s: float
+    ep_comm_s: float
+    overhead_s: float
+    bound: str  # "memory" or "compute": which side the linear layers sit on
+    provenance: str = "estimated"
+    terms: dict[str, dict[str, object]] = field(default_factory=dict)
+
+    @property
+    def total_s(self) -> float:
+        return (self.gemm_compute_s + self.weight_read_s + self.dequant_s + self.attention_s + self.kv_read_s
+                + self.tp_comm_s + self.pp_comm_s + self.ep_comm_s + self.overhead_s)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {k: getattr(self, k) for k in (
+            "gemm_compute_s", "weight_read_s", "dequant_s", "attention_s", "kv_read_s", "tp_comm_s",
+            "pp_comm_s", "ep_comm_s", "overhead_s")}
+        out["total_s"] = self.total_s
+        out["bound"] = self.bound
+        out["provenance"] = self.provenance
+        out["terms"] = self.terms
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepCostModel:
+    """Precomputed per-step coefficients of one deployment (one model replica)."""
+
+    # linear layers: seconds per token of compute (incl. dequant), seconds of weight reads per step
+    dense_compute_per_token: float
+    dense_dequant_per_token: float
+    dense_read: float
+    moe_compute_per_token: float
+    moe_dequant_per_token: float
+    moe_read_all: float  # reading every routed expert once
+    moe_untouched_base: float  # 1 - top_k / num_experts (0 for dense models)
+    head_compute_per_row: float
+    head_read: float
+    # attention
+    prefill_attn_per_pair: float
+    decode_kv_read_per_token: float
+    decode_attn_flops_per_token: float
+    # communication
+    tp_comm_fixed: float
+    tp_comm_per_token: float
+    ep_comm_fixed: float
+    ep_comm_per_token: float
+    pp_comm_fixed: float
+    pp_comm_per_token: float
+    # fixed
+    pp_stages: int  # a step crosses every stage in turn: pp - 1 sends between them
+    layer_overhead: float
+    step_overhead: float
+    # memory
+    kv_capacity_tokens: int
+    kv_bytes_per_token: float  # per device, all layers of the heaviest stage
+    weights_bytes_per_device: float
+    # provenance
+    terms: dict[str, dict[str, object]]
+    assumptions: dict[str, Any]
+
+    # -- the hot path -------------------------------------------------------------------
+    def step_s(self, *, prefill_tokens: int, prefill_attn_pairs: float, decode_seqs: int,
+               decode_kv_tokens: int) -> float:
+        """Seconds of one iteration: `prefill_tokens` prompt tokens (`prefill_attn_pairs` causal
+        query-key pairs) and `decode_seqs` sequences decoding one token over `decode_kv_tokens`
+        cached tokens in all. An empty step costs 0."""
+        t = prefill_tokens + decode_seqs
+        if t <= 0:
+            return 0.0
+        rows = decode_seqs + (1 if prefill_tokens > 0 else 0)
+        stage = max(self.dense_compute_per_token * t, self.dense_read)
+        if self.moe_read_all:
+            stage += max(self.moe_compute_per_token * t,
+                         self.moe_read_all * (1.0 - self.moe_untouched_base ** t))
+        stage += max(self.head_compute_per_row * rows, self.head_read)
+        stage += self.prefill_attn_per_pair * prefill_attn_pairs
+        stage += max(self.decode_kv_read_per_token, self.decode_attn_flops_per_token) * decode_kv_tokens
+        stage += self.tp_comm_fixed + self.tp_comm_per_token * t
+        stage += self.ep_comm_fixed + self.ep_comm_per_token * t
+        stage += self.layer_overhead
+        return (stage + (self.pp_stages - 1) * (self.pp_comm_fixed + self.pp_comm_per_token * t)
+                + self.step_overhead)
+
+    def step_s_array(self, *, prefill_tokens: npt.ArrayLike, prefill_attn_pairs: npt.ArrayLike,
+                     decode_seqs: npt.ArrayLike, decode_kv_tokens: npt.ArrayLike) -> npt.NDArray[np.float64]:
+        """`step_s` over numpy arrays (broadcast together)."""
+        p = np.asarray(prefill_tokens, dtype=np.float64)
+        a = np.asarray(prefill_attn_pairs, dtype=np.float64)
+        d = np.asarray(decode_seqs, dtype=np.float64)
+        k = np.asarray(decode_kv_tokens, dtype=np.float64)
+        t = p + d
+        rows = d + (p > 0)
+        stage = np.maximum(self.dense_compute_per_token * t, self.dense_read)
+        if self.moe_read_all:
+            stage = stage + np.maximum(self.moe_compute_per_token * t,
+                                       self.moe_read_all * (1.0 - self.moe_untouched_base ** t))
+        stage = stage + np.maximum(self.head_compute_per_row * rows, self.head_read)
+        stage = stage + self.prefill_attn_per_pair * a
+        stage = stage + max(self.decode_kv_read_per_token, self.decode_attn_flops_per_token) * k
+        stage = stage + self.tp_comm_fixed + self.tp_comm_per_token * t
+        stage = stage + self.ep_comm_fixed + self.ep_comm_per_token * t
+        stage = stage + self.layer_overhead
+        out = (stage + (self.pp_stages - 1) * (self.pp_comm_fixed + self.pp_comm_per_token * t)
+               + self.step_overhead)
+        return np.asarray(np.where(t > 0, out, 0.0), dtype=np.float64)
+
+    # -- explanation ------------------------------------------------------------------
+    def breakdown(self, *, prefill_tokens: int, prefill_attn_pairs: float, decode_seqs: int,
+                  decode_kv_tokens: int) -> StepBreakdown:
+        """`step_s` split into its terms (they sum to the same total)."""
+        t = prefill_tokens + decode_seqs
+        n = 1
+        if t <= 0:
+            return StepBreakdown(gemm_compute_s=0.0, weight_read_s=0.0, dequant_s=0.0, attention_s=0.0,
+                                 kv_read_s=0.0, tp_comm_s=0.0, pp_comm_s=0.0, ep_comm_s=0.0, overhead_s=0.0,
+                                 bound="memory", terms=self.terms)
+        rows = decode_seqs + (1 if prefill_tokens > 0 else 0)
+        moe_read = self.moe_read_all * (1.0 - self.moe_untouched_base ** t) if self.moe_read_all else 0.0
+        groups = [  # (compute incl. dequant, of which dequant, memory)
+            (self.dense_compute_per_token * t, self.dense_dequant_per_token * t, self.dense_read),
+            (self.moe_compute_per_token * t, self.moe_dequant_per_token * t, moe_read),
+            (self.head_compute_per_row * rows, 0.0, self.head_read),
+        ]
+        compute = sum(c - dq for c, dq, _ in groups)
+        dequant = sum(dq for _, dq, _ in groups)
+        exposed_read = sum(max(m - c, 0.0) for c, _, m in groups)
+        kv_bytes_s = self.decode_kv_read_per_token * decode_kv_tokens
+        kv_flops_s = self.decode_attn_flops_per_token * decode_kv_tokens
+        attention = self.prefill_attn_per_pair * prefill_attn_pairs + kv_flops_s
+        return StepBreakdown(
+            gemm_compute_s=n * compute,
+            weight_read_s=n * exposed_read,
+            dequant_s=n * dequant,
+            attention_s=n * attention,
+            kv_read_s=n * max(kv_bytes_s - kv_flops_s, 0.0),
+            tp_comm_s=n * (self.tp_comm_fixed + self.tp_comm_per_token * t),
+            pp_comm_s=(self.pp_stages - 1) * (self.pp_comm_fixed + self.pp_comm_per_token * t),
+            ep_comm_s=n * (self.ep_comm_fixed + self.ep_comm_per_token * t),
+            overhead_s=n * self.layer_overhead + self.step_overhead,
+            bound="memory" if exposed_read > 0 else "compute",
+            terms=self.terms,
+        )
+
+
+# --- construction -----------------------------------------------------------------------
+def _peak(acc: Accelerator, dtype: str) -> float | None:
+    v = acc.dense_tflops(dtype)
+    return None if v is None else v * 1e12
+
+
+def _gemm_rate(acc: Accelerator, weights: str) -> tuple[float, bool, str]:
+    """(FLOP/s peak of the weight format's GEMMs, dequantized?, which peak)."""
+    p16 = _peak(acc, "bf16") or _peak(acc, "fp16")
+    if p16 is None:
+        raise InputError(field="accelerator", value=acc.id, allowed="a part with a 16-bit dense peak in the catalog")
+    if weights in ("fp8", "int8"):
+        p8 = _peak(acc, weights)
+        if p8 is not None:
+            return p8, False, weights
+        return p16, True, "bf16 (no native " + weights + " tensor cores: weight-only dequantization)"
+    if weights == WEIGHT_ONLY:
+        return p16, True, "bf16 (int4 weight-only, dequantized in the GEMM)"
+    return p16, False, "bf16"
+
+
+def _check(spec: ModelSpec, layout: Layout, acc: Accelerator) -> None:
+    check_layout(spec, layout)
+    if layout.ep > 1 and layout.tp % layout.ep:
+        divisors = [d for d in range(1, layout.tp + 1) if layout.tp % d == 0]
+        raise InputError(field="ep", value=layout.ep, allowed=f"a divisor of tp={layout.tp}: {divisors}",
+                         hint="a serving replica spreads its experts over its tensor-parallel ranks")
+    if acc.hbm_bandwidth_gbps is None:
+        raise InputError(field="accelerator", value=acc.id, allowed="a part with a memory bandwidth in the catalog")
+
+
+def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout, weights: str, kv_dtype: str,
+                    engine: EngineProfile, catalog: Catalog | None = None) -> StepCostModel:
+    """The per-step cost coefficients of serving `spec` on one replica of `layout` (tp x pp devices)."""
+    acc = accelerator
+    _check(spec, layout, acc)
+    tp, pp, ep = layout.tp, layout.pp, layout.ep
+    if weights not in WEIGHT_FORMATS:
+        raise InputError(field="weights", value=weights, allowed=", ".join(WEIGHT_FORMATS))
+    if kv_dtype not in KV_DTYPES:
+        raise InputError(field="kv_dtype", value=kv_dtype, allowed=", ".join(KV_DTYPES))
+    job = InferenceJob(weights=weights, kv_dtype=kv_dtype)
+    e = engine.value
+    gemm_eff, bw_eff = e("gemm_efficiency"), e("memory_bw_efficiency")
+    bw = float(acc.hbm_bandwidth_gbps or 0.0) * GB
+    rate, dequantized, rate_label = _gemm_rate(acc, weights)
+    p16 = _peak(acc, "bf16") or _peak(acc, "fp16") or rate
+    dq = e("dequant_overhead") if dequantized else 0.0
+    flop_s = rate * gemm_eff
+    mb = matrix_bytes_per_param(spec, job)
+
+    counts = count_params(spec)
+    # One step crosses every stage in turn, so its latency sums all layers; each device
+    # of a stage holds 1/tp of its layers' weights.
+    dense_n, moe_n = spec.num_dense_layers, spec.num_moe_layers
+    n_layers = dense_n + moe_n
+    dl, ml = counts.dense_layer, counts.moe_layer
+
+    # linear layers on this device: attention projections, dense FFN, shared experts, router
+    dense_params = dense_n * (dl.attention_matrix + dl.mlp_matrix) / tp
+    if ml is not None:
+        dense_params += moe_n * (ml.attention_matrix + ml.shared_matrix) / tp
+        dense_params += moe_n * ml.router  # replicated, 16-bit, tiny
+    dense_compute = 2.0 * dense_params / flop_s  # 2 FLOPs per weight per token
+    routed_params_all = moe_n * ml.experts_matrix / tp if ml is not None else 0.0
+    routed_active = moe_n * ml.experts_active_matrix / tp if ml is not None else 0.0
+    moe_eff = gemm_eff
+    moe_compute = 2.0 * routed_active / (rate * moe_eff)
+    untouched = 1.0 - spec.moe.top_k / spec.moe.num_experts if spec.moe is not None and moe_n else 0.0
+
+    head_params = (counts.lm_head or counts.embedding) / tp  # the LM head (tied or not) multiplies
+
+    # attention
+    heads_dev = spec.num_heads / tp
+    prefill_pair_flops = 2.0 * heads_dev * (spec.attn_head_dim + spec.v_head_dim) * n_layers
+    kv_bytes_layer_token = kv_bytes_per_token(spec, job.kv_cache_dtype, tp=tp, layers=1)
+    if spec.mla is not None:  # absorbed MLA decode: scores and values in the latent space
+        decode_flops_key = 2.0 * heads_dev * (2 * spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim)
+    else:
+        decode_flops_key = 2.0 * heads_dev * (spec.attn_head_dim + spec.v_head_dim)
+    attn_rate = p16 * e("attention_efficiency")
+
+    # communication
+    link = intra_node_link(acc) if tp * pp > 1 else None
+    if tp * pp > 1 and link is None:
+        raise InputError(field="accelerator", value=acc.id, allowed="a part with a known intra-node link",
+                         hint="tensor and pipeline parallelism need the GPU-to-GPU link speed")
+    h = spec.hidden_size
+    tp_fixed = tp_tok = ep_fixed = ep_tok = pp_fixed = pp_tok = 0.0
+    if link is not None:
+        link_bw = float(link.bandwidth_gbyte_s) * GB
+        alpha = float(link.latency_s) * e("allreduce_latency_factor")
+        if tp > 1:
+            ar_calls = 2 * n_layers - (moe_n if ep > 1 else 0)
+            tp_fixed = ar_calls * 2 * (tp - 1) * alpha
+            tp_tok = ar_calls * 2 * (tp - 1) / tp * h * ACT_BYTES / link_bw
+        if ep > 1 and spec.moe is not None:
+            a2a_calls = 2 * moe_n  # dispatch + combine
+            ep_fixed = a2a_calls * (ep - 1) * float(link.latency_s)
+            ep_tok = a2a_calls * (ep - 1) / ep * spec.moe.top_k * h * ACT_BYTES / link_bw
+        if pp > 1:
+            pp_fixed = float(link.latency_s)
+            pp_tok = h * ACT_BYTES / link_bw
+
+    # memory: the engine's budget, workspace and runtime overhead
+    cal = load_calibration({"runtime_context_gib": engine.runtime_overhead_gib,
+                            "inference_workspace_tokens": float(engine.max_batched_tokens)})
+    mem_gib = acc.memory_gib
+    if mem_gib is None:
+        raise InputError(field="accelerator", value=acc.id, allowed="a part with a memory size in the catalog")
+    fit = max_batch_that_fits(spec, job.model_copy(update={"memory_fraction": engine.gpu_memory_fraction,
+                                                           "context": 1}),
+                              mem_gib * GIB, layout, calibration=cal)
+    mem = estimate_inference_memory(spec, job.model_copy(update={"context": 1}), layout, calibration=cal)
+    heavy_layers = max(d + m for d, m in stage_layers(spec, layout))
+
+    terms = engine.used()
+    used_terms = {k: v for k, v in terms.items() if k != "dequant_overhead" or dequantized}
+    assumptions = {
+        "engine": engine.id,
+        "gemm_peak": rate_label,
+        "gemm_peak_tflops": rate / 1e12,
+        "hbm_bandwidth_gbps": acc.hbm_bandwidth_gbps,
+        "tp_link": link.label if link is not None else None,
+        "stage_layers": n_layers,
+        "kv_dtype": job.kv_cache_dtype,
+        "notes": ["sliding windows are not applied to decode KV reads",
+                  "MoE routing assumed uniform: expected distinct experts E(1-(1-k/E)^T)"],
+    }
+    return StepCostModel(
+        dense_compute_per_token=dense_compute * (1.0 + dq),
+        dense_dequant_per_token=dense_compute * dq,
+        dense_read=dense_params * mb / (bw * bw_eff),
+        moe_compute_per_token=moe_compute * (1.0 + dq),
+        moe_dequant_per_token=moe_compute * dq,
+        moe_read_all=routed_params_all * mb / (bw * bw_eff),
+        moe_untouched_base=untouched,
+        head_compute_per_row=2.0 * head_params / (p16 * gemm_eff),
+        head_read=head_params * 2.0 / (bw * bw_eff),
+        prefill_attn_per_pair=prefill_pair_flops / attn_rate,
+        decode_kv_read_per_token=kv_bytes_layer_token * n_layers / (bw * e("kv_read_efficiency")),
+        decode_attn_flops_per_token=decode_flops_key * n_layers / attn_rate,
+        tp_comm_fixed=tp_fixed,
+        tp_comm_per_token=tp_tok,
+        ep_comm_fixed=ep_fixed,
+        ep_comm_per_token=ep_tok,
+        pp_comm_fixed=pp_fixed,
+        pp_comm_per_token=pp_tok,
+        pp_stages=pp,
+        layer_overhead=e("layer_overhead_s") * n_layers,
+        step_overhead=e("step_overhead_s"),
+        kv_capacity_tokens=fit.max_tokens,
+        kv_bytes_per_token=kv_bytes_layer_token * heavy_layers,
+        weights_bytes_per_device=mem.weights_bytes,
+        terms=used_terms,
+        assumptions=assumptions,
+    )
+
+
