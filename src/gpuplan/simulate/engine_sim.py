@@ -1,0 +1,447 @@
+"""Discrete-event simulation of a continuous-batching engine with a paged KV cache.
+
+The engine runs iterations (Yu et al. 2022, Orca: iteration-level scheduling); each
+iteration's wall time comes from a step cost model. Scheduling follows vLLM (Kwon et al.
+2023, PagedAttention; vLLM v1 scheduler docs):
+
+- KV cache in blocks of `kv_block_tokens`; a request holds ceil(tokens / block) blocks,
+  allocated as its context grows. Admission needs free blocks for the (chunk of the)
+  prompt; `max_num_seqs` caps running requests; `max_batched_tokens` caps the tokens of one
+  iteration (decodes count one each).
+- When a running request cannot get its next block, the most recently admitted running
+  request is preempted by recompute: its blocks are freed and it re-enters the front of the
+  queue; on re-admission its prompt plus the tokens generated so far are prefilled again.
+- chunked prefill (vLLM v1 default): every iteration runs all decodes, then fills the token
+  budget with prompt chunks in FCFS order. Without chunking, `prefill_first` (vLLM v0) runs
+  prefill-only iterations whenever a queued prompt can be admitted, and `fcfs` /
+  `decode_first` add whole prompts to the decode batch while the token budget allows.
+- `batching=False` serves one request at a time (an M/D/1 server for fixed lengths).
+
+Speed: time advances per iteration only while a prompt is being prefilled. Between
+events (an arrival that can be admitted, a completion, a KV-cache overflow) the iterations
+are pure decode, and the k iterations are summed in closed form: with n decoding requests
+the kv tokens grow by n per step, and step_s is affine in decode_kv_tokens for fixed n
+(checked per n at three points; where it is not, the run is summed from `step_s_array`,
+so the result stays exact). Blocks in use are counted in O(block size) from a histogram of
+context lengths modulo the block size, so no per-token or per-request loop runs per step.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass
+from typing import Literal, Protocol, runtime_checkable
+
+import numpy as np
+
+from gpuplan.errors import InputError
+from gpuplan.simulate.arrivals import Workload
+
+__all__ = ["EngineConfig", "RawRun", "StepCost", "simulate_engine"]
+
+
+@runtime_checkable
+class StepCost(Protocol):
+    """What the simulator needs from a per-step cost model (estimate.infer_step.StepCostModel)."""
+
+    @property
+    def kv_capacity_tokens(self) -> int: ...
+
+    def step_s(self, *, prefill_tokens: int, prefill_attn_pairs: float, decode_seqs: int,
+               decode_kv_tokens: int) -> float: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EngineConfig:
+    """Scheduler settings (from an engine profile, workload.engines.EngineProfile)."""
+
+    kv_block_tokens: int = 16
+    max_num_seqs: int = 256
+    max_batched_tokens: int = 8192
+    chunked_prefill: bool = True
+    scheduling: Literal["fcfs", "prefill_first", "decode_first"] = "fcfs"
+    batching: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("kv_block_tokens", "max_num_seqs", "max_batched_tokens"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < 1:
+                raise InputError(field=name, value=v, allowed="a positive integer")
+        if self.scheduling not in ("fcfs", "prefill_first", "decode_first"):
+            raise InputError(field="scheduling", value=self.scheduling,
+                             allowed="fcfs, prefill_first or decode_first")
+
+    @staticmethod
+    def from_profile(profile: object, *, batching: bool = True) -> EngineConfig:
+        """Settings from any object with the EngineProfile field names."""
+        return EngineConfig(kv_block_tokens=int(getattr(profile, "kv_block_tokens", 16)),
+                            max_num_seqs=int(getattr(profile, "max_num_seqs", 256)),
+                            max_batched_tokens=int(getattr(profile, "max_batched_tokens", 8192)),
+                            chunked_prefill=bool(getattr(profile, "chunked_prefill", True)),
+                            scheduling=getattr(profile, "scheduling", "fcfs"), batching=batching)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class RawRun:
+    """Per-request times and run totals of one simulation (metrics.summarize turns it into figures)."""
+
+    workload: Workload
+    config: EngineConfig
+    scheduled_s: np.ndarray  # first time the request entered a batch
+    first_token_s: np.ndarray
+    finish_s: np.ndarray
+    preemptions: np.ndarray  # per request
+    end_s: float
+    busy_s: float
+    iterations: int
+    batch_sum: float  # sum over iterations of requests in the batch
+    batch_max: int
+    kv_token_seconds: float  # time integral of KV tokens held
+    kv_peak_blocks: int
+    kv_capacity_blocks: int
+    kv_block_tokens: int
+
+
+class _DecodeTable:
+    """Per decode batch size n: step time a + b*kv_tokens, or None where step_s is not affine in kv."""
+
+    def __init__(self, cost: StepCost, cap_tokens: int) -> None:
+        self.cost = cost
+        self.cap = max(cap_tokens, 4)
+        self.coef: dict[int, tuple[float, float] | None] = {}
+        self.arr = getattr(cost, "step_s_array", None)
+
+    def get(self, n: int) -> tuple[float, float] | None:
+        if n in self.coef:
+            return self.coef[n]
+        f = self.cost.step_s
+        k1, k2 = n, max(self.cap, 2 * n)
+        k3 = (k1 + k2) // 2
+        s1 = f(prefill_tokens=0, prefill_attn_pairs=0.0, decode_seqs=n, decode_kv_tokens=k1)
+        s2 = f(prefill_tokens=0, prefill_attn_pairs=0.0, decode_seqs=n, decode_kv_tokens=k2)
+        s3 = f(prefill_tokens=0, prefill_attn_pairs=0.0, decode_seqs=n, decode_kv_tokens=k3)
+        b = (s2 - s1) / (k2 - k1)
+        a = s1 - b * k1
+        ok = abs(a + b * k3 - s3) <= 1e-9 * max(abs(s3), 1e-12) and b >= 0.0
+        self.coef[n] = (a, b) if ok else None
+        return self.coef[n]
+
+    def times(self, n: int, k0: int, steps: int) -> np.ndarray:
+        """Exact per-step times of `steps` pure-decode steps (the non-affine path)."""
+        kv = k0 + n * np.arange(steps, dtype=np.int64)
+        if self.arr is not None:
+            z = np.zeros(steps, dtype=np.int64)
+            return np.asarray(self.arr(prefill_tokens=z, prefill_attn_pairs=z.astype(np.float64),
+                                       decode_seqs=np.full(steps, n, dtype=np.int64), decode_kv_tokens=kv),
+                              dtype=np.float64)
+        f = self.cost.step_s
+        return np.array([f(prefill_tokens=0, prefill_attn_pairs=0.0, decode_seqs=n, decode_kv_tokens=int(x))
+                         for x in kv], dtype=np.float64)
+
+
+def _steps_to_reach(s0: float, d: float, delta: float) -> int:
+    """Smallest k >= 1 with k*s0 + d*k*(k-1)/2 >= delta (affine step times s0, s0+d, ...)."""
+    if d <= 0.0:
+        k = max(1, math.ceil(delta / s0))
+    else:
+        lin = s0 - d / 2.0
+        k = max(1, math.ceil((-lin + math.sqrt(lin * lin + 2.0 * d * delta)) / d))
+    while k > 1 and (k - 1) * s0 + d * (k - 1) * (k - 2) / 2.0 >= delta:
+        k -= 1
+    while k * s0 + d * k * (k - 1) / 2.0 < delta:
+        k += 1
+    return k
+
+
+def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | None = None, *,
+                    max_run_steps: int | None = None) -> RawRun:
+    """Simulate one engine replica serving `workload`; raises InputError if a request can never fit.
+
+    `max_run_steps` caps the pure-decode steps summed at once (1: step by step, the reference the
+    closed-form runs are tested against); None jumps from event to event.
+    """
+    cfg = config or EngineConfig()
+    B = cfg.kv_block_tokens
+    cap_tokens = int(cost.kv_capacity_tokens)
+    cap = cap_tokens // B
+    max_seqs = cfg.max_num_seqs if cfg.batching else 1
+    budget_max = cfg.max_batched_tokens if cfg.batching else 1 << 62
+    chunked = cfg.chunked_prefill and cfg.batching and cfg.scheduling != "fcfs"
+    prefill_only = (not chunked) and (cfg.scheduling == "prefill_first" or not cfg.batching)
+    arr = workload.arrival_s.tolist()
+    inp = workload.input_len.tolist()
+    out = workload.output_len.tolist()
+    n_req = len(arr)
+    need_max = int((workload.input_len + workload.output_len).max())
+    if -(-need_max // B) > cap:
+        raise InputError(field="request length", value=need_max,
+                         allowed=f"at most {cap * B} tokens of KV cache on this deployment",
+                         hint="a request longer than the whole KV cache can never be served; use more memory, "
+                              "more tensor parallelism or shorter requests")
+    table = _DecodeTable(cost, cap_tokens)
+    step_s = cost.step_s
+
+    sched = [math.nan] * n_req
+    first = [math.nan] * n_req
+    fin = [math.nan] * n_req
+    npre = [0] * n_req
+    gen = [0] * n_req  # output tokens generated (valid while not decoding)
+    target = [0] * n_req  # tokens to prefill (prompt + generated, after preemption)
+    base = [0] * n_req  # decoding: kv tokens at decode counter G are base + G
+    fin_g = [-1] * n_req  # decoding: counter value at which it completes; -1 if not decoding
+
+    waiting: deque[int] = deque()
+    running: dict[int, None] = {}  # admission order (victim = last)
+    prefilling: dict[int, int] = {}  # id -> prompt tokens computed
+    heap: list[tuple[int, int]] = []  # (fin_g, id) of decoding requests (lazy deletion)
+    cnt = [0] * B  # decoding requests by base mod B
+    n_dec = 0
+    sum_base = 0
+    pf_blocks = 0
+    pf_tokens = 0
+    t = 0.0
+    G = 0
+    nxt = 0  # next arrival index
+    done = 0
+    busy = 0.0
+    iters = 0
+    batch_sum = 0.0
+    batch_max = 0
+    kv_ts = 0.0
+    kv_peak = 0
+    inf = math.inf
+
+    def dec_blocks(g: int) -> int:
+        s = 0
+        for r in range(B):
+            c = cnt[r]
+            if c:
+                s += c * ((-(r + g)) % B)
+        return (sum_base + n_dec * g + s) // B
+
+    while done < n_req:
+        # arrivals up to now join the queue
+        while nxt < n_req and arr[nxt] <= t:
+            waiting.append(nxt)
+            nxt += 1
+        if not running and not waiting:
+            t = arr[nxt]
+            continue
+        # 1. decodes need their next block; preempt the latest admitted until they fit
+        preempted = False
+        need = 0
+        exact = True  # `need` is exact, else an upper bound (sum of ceilings <= (sum + n (B-1)) / B)
+        if n_dec:
+            need = (sum_base + n_dec * G + n_dec * (B - 1)) // B
+            exact = False
+            if need + pf_blocks > cap:
+                need = dec_blocks(G)
+                exact = True
+            while need + pf_blocks > cap:
+                v, _ = running.popitem()
+                preempted = True
+                npre[v] += 1
+                if fin_g[v] >= 0:
+                    gen[v] = out[v] - (fin_g[v] - G)
+                    bv = base[v]
+                    cnt[bv % B] -= 1
+                    sum_base -= bv
+                    n_dec -= 1
+                    fin_g[v] = -1
+                else:
+                    c = prefilling.pop(v)
+                    pf_blocks -= -(-c // B)
+                    pf_tokens -= c
+                target[v] = inp[v] + gen[v]
+                waiting.appendleft(v)
+                need = dec_blocks(G) if n_dec else 0
+        # 2. prompt work for this iteration
+        chunks: list[tuple[int, int, int]] = []  # (id, offset, length)
+        free = cap - pf_blocks - need
+        with_decodes = True
+        budget = budget_max if prefill_only else budget_max - n_dec
+        if chunked:
+            for i, c in prefilling.items():
+                if budget <= 0:
+                    break
+                x = min(target[i] - c, budget)
+                nb = -(-(c + x) // B) - (-(-c // B))
+                if nb > free and not exact:
+                    exact = True
+                    e = dec_blocks(G)
+                    free += need - e
+                    need = e
+                if nb > free:
+                    break
+                free -= nb
+                budget -= x
+                chunks.append((i, c, x))
+        if not preempted and waiting and budget > 0:
+            while waiting and len(running) < max_seqs and budget > 0:
+                i = waiting[0]
+                x = target[i] if target[i] else inp[i]
+                if not chunked and x > budget and (chunks or (n_dec and not prefill_only)):
+                    break
+                if chunked:
+                    x = min(x, budget)
+                nb = -(-x // B)
+                if nb > free and not exact:
+                    exact = True
+                    e = dec_blocks(G)
+                    free += need - e
+                    need = e
+                if nb > free:
+                    break
+                waiting.popleft()
+                if target[i] == 0:
+                    target[i] = inp[i]
+                if sched[i] != sched[i]:
+                    sched[i] = t
+                running[i] = None
+                prefilling[i] = 0
+                free -= nb
+                budget -= x
+                chunks.append((i, 0, x))
+        if prefill_only and chunks:
+            with_decodes = False  # a prefill-only iteration: running decodes pause
+        if chunks:
+            # one iteration with prompt work, per-iteration cost call
+            p_tok = 0
+            pairs = 0.0
+            for _, c, x in chunks:
+                p_tok += x
+                pairs += x * c + x * (x + 1) / 2.0  # causal attention pairs of the chunk
+            nd = n_dec if with_decodes else 0
+            kv = sum_base + n_dec * G if nd else 0
+            dt = step_s(prefill_tokens=p_tok, prefill_attn_pairs=pairs, decode_seqs=nd, decode_kv_tokens=kv)
+            t += dt
+            busy += dt
+            iters += 1
+            bsz = nd + len(chunks)
+            batch_sum += bsz
+            if bsz > batch_max:
+                batch_max = bsz
+            held = cap - free  # decodes' blocks for this step, prompts' blocks after it
+            if held > kv_peak and not exact:
+                held -= need - dec_blocks(G)
+            if held > kv_peak:
+                kv_peak = held
+            if nd:
+                G += 1
+            for i, c, x in chunks:
+                cx = c + x
+                pf_blocks += -(-cx // B) - (-(-c // B))
+                pf_tokens += x
+                if cx < target[i]:
+                    prefilling[i] = cx
+                    continue
+                # prompt done: this iteration emits a token
+                del prefilling[i]
+                pf_blocks -= -(-cx // B)
+                pf_tokens -= cx
+                g = gen[i] + 1
+                gen[i] = g
+                if g == 1:
+                    first[i] = t
+                if g >= out[i]:
+                    fin[i] = t
+                    del running[i]
+                    done += 1
+                    continue
+                bv = cx + 1 - G
+                base[i] = bv
+                fin_g[i] = G + out[i] - g
+                cnt[bv % B] += 1
+                sum_base += bv
+                n_dec += 1
+                heapq.heappush(heap, (fin_g[i], i))
+            kv_ts += dt * (sum_base + n_dec * G + pf_tokens)
+        elif n_dec:
+            # a run of pure decode steps up to the next event
+            while heap[0][0] != fin_g[heap[0][1]]:
+                heapq.heappop(heap)
+            k = heap[0][0] - G
+            k0 = sum_base + n_dec * G
+            # KV overflow: the last step of the run must still fit
+            if (k0 + n_dec * (k - 1) + n_dec * (B - 1)) // B + pf_blocks > cap:
+                lo, hi = 1, k  # step G + lo - 1 fits (checked above), find the last that fits
+                while lo < hi:
+                    mid = (lo + hi + 1) // 2
+                    if dec_blocks(G + mid - 1) + pf_blocks <= cap:
+                        lo = mid
+                    else:
+                        hi = mid - 1
+                k = lo
+            ab = table.get(n_dec)
+            # an arrival matters only if it could be admitted (FCFS: nothing blocked ahead of it)
+            delta = arr[nxt] - t if (nxt < n_req and not waiting and len(running) < max_seqs) else inf
+            if preempted:
+                k = 1
+            elif max_run_steps is not None and k > max_run_steps:
+                k = max_run_steps
+            if ab is not None:
+                a, b = ab
+                s0 = a + b * k0
+                d = b * n_dec
+                if k * s0 + d * k * (k - 1) / 2.0 > delta:
+                    k = _steps_to_reach(s0, d, delta)
+                dt = k * s0 + d * k * (k - 1) / 2.0
+                # time integral of KV tokens: sum_j (s0 + d j)(k0 + n j), j < k
+                s1 = k * (k - 1) / 2.0
+                s2 = (k - 1) * k * (2 * k - 1) / 6.0
+                kv_ts += s0 * k0 * k + (s0 * n_dec + d * k0) * s1 + d * n_dec * s2
+            else:
+                ts = table.times(n_dec, k0, k)
+                cum = np.cumsum(ts)
+                if cum[-1] > delta:
+                    k = int(np.searchsorted(cum, delta)) + 1
+                dt = float(cum[k - 1])
+                kv_ts += float(ts[:k] @ (k0 + n_dec * np.arange(k, dtype=np.float64)))
+            kv_ts += dt * pf_tokens
+            t += dt
+            busy += dt
+            iters += k
+            batch_sum += n_dec * k
+            if n_dec > batch_max:
+                batch_max = n_dec
+            held = pf_blocks + (k0 + n_dec * (k - 1) + n_dec * (B - 1)) // B
+            if held > kv_peak:
+                held = pf_blocks + dec_blocks(G + k - 1)
+                if held > kv_peak:
+                    kv_peak = held
+            G += k
+        elif prefilling:
+            # partly prefilled prompts hold the cache and none can grow: recompute the latest admitted
+            v, _ = running.popitem()
+            c = prefilling.pop(v)
+            pf_blocks -= -(-c // B)
+            pf_tokens -= c
+            npre[v] += 1
+            target[v] = inp[v] + gen[v]
+            waiting.appendleft(v)
+            continue
+        else:
+            if nxt >= n_req:  # pragma: no cover - guarded by the length check above
+                raise InputError(field="workload", value=workload.label, allowed="requests that fit the KV cache")
+            t = max(t, arr[nxt])
+            continue
+        # completions at counter G
+        while heap and heap[0][0] <= G:
+            g_end, i = heapq.heappop(heap)
+            if fin_g[i] != g_end:
+                continue
+            fin[i] = t
+            bv = base[i]
+            cnt[bv % B] -= 1
+            sum_base -= bv
+            n_dec -= 1
+            fin_g[i] = -1
+            del running[i]
+            done += 1
+
+    return RawRun(workload=workload, config=cfg, scheduled_s=np.array(sched), first_token_s=np.array(first),
+                  finish_s=np.array(fin), preemptions=np.array(npre, dtype=np.int64), end_s=t, busy_s=busy,
+                  iterations=iters, batch_sum=batch_sum, batch_max=batch_max, kv_token_seconds=kv_ts,
+                  kv_peak_blocks=kv_peak, kv_capacity_blocks=cap, kv_block_tokens=B)

@@ -1,0 +1,140 @@
+"""Request length distributions: fixed, uniform, or a histogram file.
+
+A distribution is a frozen record built from a short spec string (`512`, `fixed:512`,
+`uniform:128-2048`, `hist:path.csv`) and sampled with a seeded numpy Generator. A
+histogram file is CSV with a header, either `length,weight` (each row one length) or
+`low,high,weight` (each row a bin; lengths drawn uniformly in [low, high]).
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from gpuplan.errors import InputError
+
+__all__ = ["LengthDist", "parse_length_dist"]
+
+_ALLOWED = "a positive integer, fixed:N, uniform:LO-HI (1 <= LO <= HI) or hist:FILE.csv"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LengthDist:
+    """A distribution of token counts (each >= 1)."""
+
+    kind: Literal["fixed", "uniform", "hist"]
+    low: tuple[int, ...]  # per bin (one bin for fixed/uniform)
+    high: tuple[int, ...]
+    weight: tuple[float, ...]
+    label: str
+
+    def __post_init__(self) -> None:
+        if not (len(self.low) == len(self.high) == len(self.weight)) or not self.low:
+            raise InputError(field="length distribution", value=self.label, allowed="at least one bin")
+        for lo, hi, w in zip(self.low, self.high, self.weight, strict=True):
+            if lo < 1 or hi < lo or not w >= 0:
+                raise InputError(field="length distribution", value=self.label,
+                                 allowed="lengths >= 1, low <= high, weights >= 0",
+                                 hint="zero or negative lengths cannot be served")
+        if sum(self.weight) <= 0:
+            raise InputError(field="length distribution", value=self.label, allowed="a positive total weight")
+
+    @staticmethod
+    def fixed(n: int) -> LengthDist:
+        return LengthDist(kind="fixed", low=(int(n),), high=(int(n),), weight=(1.0,), label=f"fixed:{n}")
+
+    @staticmethod
+    def uniform(lo: int, hi: int) -> LengthDist:
+        return LengthDist(kind="uniform", low=(int(lo),), high=(int(hi),), weight=(1.0,), label=f"uniform:{lo}-{hi}")
+
+    @property
+    def _p(self) -> np.ndarray:
+        w = np.asarray(self.weight, dtype=np.float64)
+        return np.asarray(w / w.sum(), dtype=np.float64)
+
+    @property
+    def mean(self) -> float:
+        lo = np.asarray(self.low, dtype=np.float64)
+        hi = np.asarray(self.high, dtype=np.float64)
+        return float((self._p * (lo + hi) / 2.0).sum())
+
+    @property
+    def max(self) -> int:
+        return max(h for h, w in zip(self.high, self.weight, strict=True) if w > 0)
+
+    def quantile(self, q: float) -> float:
+        """Approximate q-quantile (bins treated as uniform)."""
+        order = np.argsort(self.low)
+        p = self._p[order]
+        cum = np.cumsum(p)
+        i = min(int(np.searchsorted(cum, q)), len(p) - 1)
+        lo, hi = self.low[order[i]], self.high[order[i]]
+        prev = cum[i - 1] if i else 0.0
+        frac = (q - prev) / p[i] if p[i] > 0 else 0.0
+        return float(lo + (hi - lo) * min(max(frac, 0.0), 1.0))
+
+    def sample(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """`n` lengths as int64."""
+        if self.kind == "fixed":
+            return np.full(n, self.low[0], dtype=np.int64)
+        lo = np.asarray(self.low, dtype=np.int64)
+        hi = np.asarray(self.high, dtype=np.int64)
+        b = rng.choice(len(lo), size=n, p=self._p) if len(lo) > 1 else np.zeros(n, dtype=np.int64)
+        return rng.integers(lo[b], hi[b] + 1, dtype=np.int64)
+
+
+def _read_hist(path: Path, label: str) -> LengthDist:
+    try:
+        with path.open(newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as exc:
+        raise InputError(field="length histogram", value=str(path), allowed="a readable CSV file",
+                         hint=str(exc)) from None
+    low: list[int] = []
+    high: list[int] = []
+    weight: list[float] = []
+    try:
+        for r in rows:
+            if "length" in r:
+                low.append(int(r["length"]))
+                high.append(int(r["length"]))
+            else:
+                low.append(int(r["low"]))
+                high.append(int(r["high"]))
+            weight.append(float(r["weight"]))
+    except (KeyError, TypeError, ValueError):
+        raise InputError(field="length histogram", value=str(path),
+                         allowed="CSV with header length,weight or low,high,weight and numeric rows") from None
+    return LengthDist(kind="hist", low=tuple(low), high=tuple(high), weight=tuple(weight), label=label)
+
+
+def parse_length_dist(text: str | int, *, field: str = "length") -> LengthDist:
+    """A LengthDist from `512`, `fixed:512`, `uniform:128-2048` or `hist:lengths.csv`."""
+    s = str(text).strip()
+    kind, _, arg = s.partition(":")
+    try:
+        if not arg:
+            n = int(kind)
+            if n < 1:
+                raise InputError(field=field, value=text, allowed=_ALLOWED,
+                                 hint="zero or negative lengths cannot be served")
+            return LengthDist.fixed(n)
+        if kind == "fixed":
+            return parse_length_dist(arg, field=field)
+        if kind == "uniform":
+            lo_s, _, hi_s = arg.partition("-")
+            lo, hi = int(lo_s), int(hi_s)
+            if lo < 1 or hi < lo:
+                raise InputError(field=field, value=text, allowed=_ALLOWED)
+            return LengthDist.uniform(lo, hi)
+        if kind == "hist":
+            return _read_hist(Path(arg), s)
+    except ValueError as exc:
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(field=field, value=text, allowed=_ALLOWED) from None
+    raise InputError(field=field, value=text, allowed=_ALLOWED)
