@@ -1,0 +1,190 @@
+"""End-to-end benchmarks on a Llama-style decoder with random weights (transformers; nothing downloaded).
+
+* model: the preset's architecture (gpuplan.workload presets), scaled down: on the CPU and
+  with --quick a narrow 2-layer copy with the preset's head and FFN ratios; on a GPU the
+  preset's full width with at most 4 layers, so the GEMMs have the real shapes.
+* train: AdamW steps under torch.autocast (bf16 GEMMs, fp32 master weights, the PyTorch AMP
+  recipe); tokens/s = batch x seq / median step time; model TFLOP/s = FLOPs per token
+  (gpuplan.estimate.flops, 3 x forward, full s x s attention as in MFU) x tokens/s;
+  MFU = that / dense bf16 peak of the catalog part. Peak memory: max_memory_allocated
+  (device) or the process's peak RSS (CPU).
+* decode: prefill of a prompt (TTFT = prefill forward + first token), then one token per
+  step with the KV cache; tokens/s = batch x new tokens / decode time.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from gpuplan.bench.backend import host_peak_bytes
+from gpuplan.bench.context import BenchContext
+from gpuplan.bench.records import Prediction
+from gpuplan.estimate.flops import forward_flops, step_flops
+from gpuplan.estimate.memory_train import estimate_training_memory
+from gpuplan.workload.jobs import Layout, TrainingJob
+from gpuplan.workload.model_spec import ModelSpec
+from gpuplan.workload.params import count_params
+
+__all__ = ["bench_model", "run_decode", "run_train"]
+
+
+def bench_model(spec: ModelSpec, *, small: bool) -> ModelSpec:
+    """The decoder the e2e benchmarks build: a narrow 2-layer copy (small) or the full width, <= 4 layers."""
+    if not small:
+        return spec.model_copy(update={"name": f"{spec.name}-{min(spec.num_layers, 4)}l",
+                                       "num_layers": min(spec.num_layers, 4), "moe": None, "mla": None})
+    heads = 4
+    group = max(1, spec.num_heads // spec.kv_heads)
+    kv = max(1, heads // group)
+    ratio = spec.ffn_hidden_size / spec.hidden_size
+    hidden = 256
+    return ModelSpec(name=f"{spec.name}-tiny", num_layers=2, hidden_size=hidden, num_heads=heads, num_kv_heads=kv,
+                     ffn_hidden_size=int(round(ratio * hidden / 64)) * 64, vocab_size=4096,
+                     max_position_embeddings=4096)
+
+
+def _shape(ctx: BenchContext) -> tuple[int, int]:
+    """(batch, seq_len) of the training step."""
+    if ctx.backend.kind == "cpu":
+        return (2, 128) if ctx.quick else (4, 512)
+    return (2, 1024) if ctx.quick else (4, 2048)
+
+
+def _peak(ctx: BenchContext) -> int:
+    return ctx.backend.peak_bytes() or host_peak_bytes()
+
+
+def run_train(ctx: BenchContext) -> None:
+    _train(ctx)
+    ctx.backend.free()
+
+
+def _train(ctx: BenchContext) -> None:
+    from gpuplan.validate.torch_probe import build_hf_model
+
+    b = ctx.backend
+    t = b.torch
+    small = ctx.quick or b.kind == "cpu"
+    spec = bench_model(ctx.model, small=small)
+    batch, seq = _shape(ctx)
+    b.reset_peak()
+    model = build_hf_model(spec, dtype="float32").to(b.device)
+    opt = t.optim.AdamW(model.parameters(), lr=1e-4, foreach=b.kind != "cpu")
+    ids = t.randint(0, spec.vocab_size, (batch, seq), device=b.device)
+
+    def step() -> None:
+        with t.autocast(device_type=b.kind, dtype=t.bfloat16):
+            loss = model(input_ids=ids, labels=ids, use_cache=False).loss
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    samples = ctx.time(step, warmup=1 if ctx.quick else 2, repeats=3 if ctx.quick else 8)
+    med = sorted(samples)[len(samples) // 2]
+    tokens = batch * seq
+    tps = tokens / med
+    fl = step_flops(spec, seq_len=seq, tokens=tokens)
+    fpt = fl.model_flops_per_token
+    params: dict[str, Any] = {"model": spec.name, "from_preset": ctx.model.name, "layers": spec.num_layers,
+                              "hidden": spec.hidden_size, "batch": batch, "seq_len": seq,
+                              "params": count_params(spec).total, "flops_per_token": fpt,
+                              "precision": "autocast bf16, fp32 master weights, AdamW"}
+    ctx.add(benchmark="train", name="train.tokens_per_s", metric="tokens_per_s", value=tps, unit="tokens/s",
+            samples=samples, predicted=ctx.predictor.train_tokens_per_s(fpt, "bf16", spec.hidden_size),
+            params=params)
+    achieved = fpt * tps / 1e12
+    ctx.add(benchmark="train", name="train.model_tflops", metric="model_tflops", value=achieved, unit="TFLOP/s",
+            samples=samples, predicted=_scale(ctx.predictor.train_tokens_per_s(fpt, "bf16", spec.hidden_size),
+                                              fpt / 1e12, "TFLOP/s"), params=params)
+    acc = ctx.predictor.acc
+    peak = acc.dense_tflops("bf16") if acc is not None else None
+    if peak:
+        mfu_pred = _scale(ctx.predictor.train_tokens_per_s(fpt, "bf16", spec.hidden_size), fpt / 1e12 / peak, "")
+        ctx.add(benchmark="train", name="train.mfu", metric="mfu", value=achieved / peak, unit="fraction",
+                samples=samples, predicted=mfu_pred, params={**params, "bf16_dense_tflops": peak})
+    else:
+        ctx.note("train: MFU not reported (no catalog dense bf16 peak for this device); see train.model_tflops")
+    job = TrainingJob(seq_len=seq, micro_batch=batch, precision="bf16")
+    mem = estimate_training_memory(spec, job, Layout())
+    visible = mem.weights_bytes + mem.gradients_bytes + mem.optimizer_bytes + mem.activations_bytes
+    mem_pred = (Prediction(value=visible, unit="bytes", basis="gpuplan memory train: weights + gradients + "
+                           "optimizer + activations (allocator-visible; no runtime context)",
+                           terms={k: float(v) for k, v in mem.terms().items()})
+                if b.kind != "cpu" else ctx.predictor.none("bytes", "CPU: peak RSS includes the Python and torch "
+                                                                    "libraries, not comparable to a device estimate"))
+    ctx.add(benchmark="train", name="train.peak_memory", metric="peak_memory", value=float(_peak(ctx)), unit="bytes",
+            samples=samples, predicted=mem_pred,
+            params={**params, "source": "max_memory_allocated" if b.kind != "cpu" else "process peak RSS"})
+
+
+def _scale(p: Prediction, factor: float, unit: str) -> Prediction:
+    if p.value is None:
+        return p.model_copy(update={"unit": unit})
+    return p.model_copy(update={"value": p.value * factor, "unit": unit})
+
+
+def run_decode(ctx: BenchContext) -> None:
+    _decode(ctx)
+    ctx.backend.free()
+
+
+def _decode(ctx: BenchContext) -> None:
+    from gpuplan.validate.torch_probe import build_hf_model
+
+    b = ctx.backend
+    t = b.torch
+    small = ctx.quick or b.kind == "cpu"
+    spec = bench_model(ctx.model, small=small)
+    batch = 1 if small else 8
+    prompt = 128 if small else 1024
+    new = 16 if small else 128
+    b.reset_peak()
+    model = build_hf_model(spec, dtype="bfloat16").to(b.device).eval()
+    ids = t.randint(0, spec.vocab_size, (batch, prompt), device=b.device)
+
+    def generate() -> tuple[float, float]:
+        with t.no_grad():
+            b.sync()
+            t0 = time.perf_counter()
+            out = model(input_ids=ids, use_cache=True)
+            nxt = out.logits[:, -1].argmax(-1, keepdim=True)
+            past = out.past_key_values
+            b.sync()
+            t1 = time.perf_counter()
+            for _ in range(new - 1):
+                out = model(input_ids=nxt, past_key_values=past, use_cache=True)
+                past = out.past_key_values
+                nxt = out.logits[:, -1].argmax(-1, keepdim=True)
+            b.sync()
+            return t1 - t0, time.perf_counter() - t1
+
+    generate()  # warm-up
+    runs = [generate() for _ in range(2 if ctx.quick else 5)]
+    ttft = [r[0] for r in runs]
+    decode = [r[1] for r in runs]
+    med_dec = sorted(decode)[len(decode) // 2]
+    tps = batch * (new - 1) / med_dec
+    weight_bytes = 2.0 * count_params(spec).total
+    params: dict[str, Any] = {"model": spec.name, "from_preset": ctx.model.name, "batch": batch,
+                              "prompt_tokens": prompt, "new_tokens": new, "dtype": "bf16", "kv_cache": True}
+    ttft_pred = _prefill_prediction(ctx, spec, batch, prompt)
+    ctx.add(benchmark="decode", name="decode.ttft", metric="ttft", value=sorted(ttft)[len(ttft) // 2], unit="s",
+            samples=ttft, predicted=ttft_pred, params=params)
+    ctx.add(benchmark="decode", name="decode.tokens_per_s", metric="tokens_per_s", value=tps, unit="tokens/s",
+            samples=decode, predicted=ctx.predictor.decode_tokens_per_s(weight_bytes, batch),
+            params={**params, "weight_bytes": weight_bytes})
+    ctx.add(benchmark="decode", name="decode.peak_memory", metric="peak_memory", value=float(_peak(ctx)),
+            unit="bytes", samples=decode,
+            predicted=ctx.predictor.none("bytes", "see gpuplan memory infer for the serving memory estimate"),
+            params={**params, "source": "max_memory_allocated" if b.kind != "cpu" else "process peak RSS"})
+
+
+def _prefill_prediction(ctx: BenchContext, spec: ModelSpec, batch: int, prompt: int) -> Prediction:
+    """TTFT = prefill forward FLOPs / (bf16 peak x compute efficiency)."""
+    fw = forward_flops(spec, prompt, causal=True).total * batch * prompt
+    tps = ctx.predictor.train_tokens_per_s(1.0, "bf16", spec.hidden_size)  # FLOP/s achievable
+    if tps.value is None:
+        return tps.model_copy(update={"unit": "s"})
+    return Prediction(value=fw / tps.value, unit="s", basis="prefill forward FLOPs / (bf16 peak x compute efficiency)",
+                      terms={**tps.terms, "prefill_flops": fw})
