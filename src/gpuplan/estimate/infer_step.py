@@ -227,7 +227,7 @@ def _peak(acc: Accelerator, dtype: str) -> float | None:
 
 
 def _gemm_rate(acc: Accelerator, weights: str) -> tuple[float, bool, str]:
-    """(FLOP/s peak of the weight format's GEMMs, dequantized?, which peak)."""
+    """(FLOP/s peak of the weight format's GEMMs, dequantized?, which peak: 'bf16' or the 8-bit dtype)."""
     p16 = _peak(acc, "bf16") or _peak(acc, "fp16")
     if p16 is None:
         raise InputError(field="accelerator", value=acc.id, allowed="a part with a 16-bit dense peak in the catalog")
@@ -235,10 +235,7 @@ def _gemm_rate(acc: Accelerator, weights: str) -> tuple[float, bool, str]:
         p8 = _peak(acc, weights)
         if p8 is not None:
             return p8, False, weights
-        return p16, True, "bf16 (no native " + weights + " tensor cores: weight-only dequantization)"
-    if weights == WEIGHT_ONLY:
-        return p16, True, "bf16 (int4 weight-only, dequantized in the GEMM)"
-    return p16, False, "bf16"
+    return p16, weights != "bf16" and weights != "fp16", "bf16"
 
 
 def _check(spec: ModelSpec, layout: Layout, acc: Accelerator) -> None:
@@ -263,9 +260,11 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         raise InputError(field="kv_dtype", value=kv_dtype, allowed=", ".join(KV_DTYPES))
     job = InferenceJob(weights=weights, kv_dtype=kv_dtype)
     e = engine.value
-    gemm_eff, bw_eff = e("gemm_efficiency"), e("memory_bw_efficiency")
+    bw_eff = e("memory_bw_efficiency")
     bw = float(acc.hbm_bandwidth_gbps or 0.0) * GB
     rate, dequantized, rate_label = _gemm_rate(acc, weights)
+    eff16 = e("gemm_efficiency")
+    gemm_eff = eff16 if rate_label == "bf16" else e("gemm_efficiency_8bit")
     p16 = _peak(acc, "bf16") or _peak(acc, "fp16") or rate
     dq = e("dequant_overhead") if dequantized else 0.0
     flop_s = rate * gemm_eff
@@ -337,10 +336,12 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
     heavy_layers = max(d + m for d, m in stage_layers(spec, layout))
 
     terms = engine.used()
-    used_terms = {k: v for k, v in terms.items() if k != "dequant_overhead" or dequantized}
+    skip = {"dequant_overhead"} if not dequantized else set()
+    skip |= {"gemm_efficiency_8bit"} if rate_label == "bf16" else set()
+    used_terms = {k: v for k, v in terms.items() if k not in skip}
     assumptions = {
         "engine": engine.id,
-        "gemm_peak": rate_label,
+        "gemm_peak": rate_label + (" (weights dequantized to 16 bits in the GEMM)" if dequantized else ""),
         "gemm_peak_tflops": rate / 1e12,
         "hbm_bandwidth_gbps": acc.hbm_bandwidth_gbps,
         "tp_link": link.label if link is not None else None,
@@ -357,7 +358,7 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         moe_dequant_per_token=moe_compute * dq,
         moe_read_all=routed_params_all * mb / (bw * bw_eff),
         moe_untouched_base=untouched,
-        head_compute_per_row=2.0 * head_params / (p16 * gemm_eff),
+        head_compute_per_row=2.0 * head_params / (p16 * eff16),
         head_read=head_params * 2.0 / (bw * bw_eff),
         prefill_attn_per_pair=prefill_pair_flops / attn_rate,
         decode_kv_read_per_token=kv_bytes_layer_token * n_layers / (bw * e("kv_read_efficiency")),

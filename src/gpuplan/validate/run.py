@@ -11,6 +11,7 @@ from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.hardware import load_catalog
 from gpuplan.validate.cases import read_rows
+from gpuplan.validate.inference_cases import INFER_METRICS, evaluate_inference_row
 from gpuplan.validate.memory_cases import METRICS as MEMORY_METRICS
 from gpuplan.validate.memory_cases import CaseResult, evaluate_memory_row
 from gpuplan.validate.training_cases import TRAIN_METRICS, evaluate_training_row
@@ -58,8 +59,8 @@ def validate_file(path: Path, *, calibration: Calibration | None = None,
                 cases.append(evaluate_memory_row(row, catalog))
             elif metric in TRAIN_METRICS:
                 cases.append(evaluate_training_row(row, catalog, calibration))
-            elif "engine" in row:
-                skipped.append((rid, "inference rows are evaluated by the inference planner (not built yet)"))
+            elif "engine" in row and metric in INFER_METRICS:
+                cases.append(evaluate_inference_row(row, catalog))
             else:
                 skipped.append((rid, f"unknown metric {metric!r}"))
         except (GpuplanError, ValueError) as exc:
