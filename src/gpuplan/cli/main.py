@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from gpuplan import __version__
+from gpuplan.cli import bench as bench_cmd
 from gpuplan.cli import catalog as catalog_cmd
 from gpuplan.cli import memory as memory_cmd
 from gpuplan.cli import model as model_cmd
@@ -24,6 +25,8 @@ app.add_typer(train_cmd.estimate_app, name="estimate")
 app.add_typer(train_cmd.plan_app, name="plan")
 app.command("validate")(validate_cmd.validate_cmd)
 app.add_typer(catalog_cmd.app, name="catalog")
+app.add_typer(bench_cmd.app, name="bench")
+app.command("calibrate")(bench_cmd.calibrate_cmd)
 
 
 @app.command()

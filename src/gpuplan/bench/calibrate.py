@@ -1,0 +1,188 @@
+"""`gpuplan calibrate`: turn a bench result into measured calibration terms for that hardware (torch-free).
+
+The file goes to the user's calibration folder (`calibration_dir()`: next to the user
+catalog, `~/.config/gpuplan/calibration/<accelerator>.yaml`); `load_user_calibration`
+merges every file there into the shipped terms, and `gpuplan estimate train` / `plan
+train` use the result and list each term with its origin ("gpuplan calibrate: ...").
+
+Applied to estimates:
+    compute_efficiency.<acc>.<bf16|fp8> = current term x (measured GEMM efficiency /
+        gemm_reference_efficiency), measured efficiency = TFLOP/s of the largest square
+        GEMM / datasheet dense peak. A GEMM below the reference lengthens the step.
+Recorded (shown, not yet used by the step-time model):
+    memory_copy_fraction  = measured copy GB/s / hbm_bandwidth_gbps
+    <link kind>_bw_efficiency = busbw of the largest all-reduce / per-direction link peak
+    train_mfu = the end-to-end MFU of the bench model
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gpuplan.bench.predict import reference_terms
+from gpuplan.bench.records import BenchResult, Measurement
+from gpuplan.errors import InputError
+from gpuplan.estimate.calibration import Calibration, CalibrationTerm, default_calibration
+from gpuplan.hardware import Accelerator, Catalog
+from gpuplan.hardware.overrides import user_catalog_dir
+
+__all__ = ["CalibrationFile", "RecordedFigure", "calibration_dir", "calibration_from_result",
+           "load_user_calibration", "write_calibration"]
+
+
+class RecordedFigure(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    value: float
+    unit: str
+    source: str
+    applied: Literal[False] = False
+    note: str = ""
+
+
+class CalibrationFile(BaseModel):
+    """One accelerator's measured terms, written by `gpuplan calibrate`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: Literal[1] = 1
+    accelerator: str
+    from_result: str
+    measured_at: str
+    written_at: str
+    terms: dict[str, CalibrationTerm] = Field(default_factory=dict)
+    recorded: dict[str, RecordedFigure] = Field(default_factory=dict)
+
+
+def calibration_dir() -> Path:
+    """The user's calibration folder (it need not exist): beside the user catalog folder."""
+    return user_catalog_dir().parent / "calibration"
+
+
+def _largest_square(ms: list[Measurement], dtype: str) -> Measurement | None:
+    rows = [m for m in ms if m.benchmark == "gemm" and m.params.get("dtype") == dtype
+            and str(m.params.get("shape", "")).startswith("square")]
+    return max(rows, key=lambda m: float(m.params.get("flops") or 0.0), default=None)
+
+
+def _term_name(cal: Calibration, acc: str, dtype: str) -> tuple[str, float]:
+    """(the per-part term to write, the value the estimator uses today)."""
+    name = f"compute_efficiency.{acc}.{dtype}"
+    current = cal.terms.get(name) or cal.terms[f"compute_efficiency.default.{dtype}"]
+    return name, current.value
+
+
+def calibration_from_result(result: BenchResult, catalog: Catalog, *, accelerator: str | None = None,
+                            result_path: str = "", calibration: Calibration | None = None) -> CalibrationFile:
+    """The measured terms of `result` for its accelerator (or `accelerator`)."""
+    if result.machine.backend == "cpu":
+        raise InputError(field="result", value=result_path or "result", allowed="a result measured on a GPU or NPU",
+                         hint="a CPU run has no catalog accelerator to calibrate; run gpuplan bench on the machine")
+    acc_id = accelerator or result.accelerator
+    if acc_id is None:
+        raise InputError(field="accelerator", value=None, allowed="a catalog accelerator id",
+                         hint=f"the result names none ({result.accelerator_note}); pass --accelerator ID")
+    acc = catalog.accelerator(acc_id)
+    cal = calibration or default_calibration()
+    origin = (f"gpuplan calibrate: {Path(result_path).name or 'result'} measured {result.created_at} on "
+              f"{result.machine.devices[0].name if result.machine.devices else result.machine.hostname}")
+    terms: dict[str, CalibrationTerm] = {}
+    recorded: dict[str, RecordedFigure] = {}
+    ms = list(result.measurements)
+    for dtype, target in (("bf16", "bf16"), ("fp16", "bf16"), ("fp8", "fp8")):
+        m = _largest_square(ms, dtype)
+        peak = acc.dense_tflops(dtype)
+        if m is None or not peak:
+            continue
+        name, current = _term_name(cal, acc.id, target)
+        if name in terms:  # bf16 measured already sets the 16-bit term
+            continue
+        eff = m.value / peak
+        ref = reference_terms()[f"gemm_reference_efficiency.{dtype}"].value
+        value = min(max(current * eff / ref, 0.01), 1.0)
+        size = m.params.get("m")
+        terms[name] = CalibrationTerm(
+            value=round(value, 4), unit=cal.terms[f"compute_efficiency.default.{target}"].unit, applies_to=("train",),
+            source=f"{origin}: {dtype} GEMM {size}^3 {m.value:.1f} TFLOP/s = {eff:.3f} of the {peak:g} peak vs "
+                   f"reference {ref:g} -> x{eff / ref:.3f} on {current:g}",
+            note="measured; replaces the shipped value for this part", overridden=True)
+    copy = next((m for m in ms if m.name == "memory.copy"), None)
+    if copy is not None and acc.hbm_bandwidth_gbps:
+        recorded["memory_copy_fraction"] = RecordedFigure(
+            value=round(copy.value / acc.hbm_bandwidth_gbps, 4), unit="fraction of hbm_bandwidth_gbps",
+            source=f"{origin}: copy {copy.value:.0f} GB/s of {acc.hbm_bandwidth_gbps:g}",
+            note="not yet used by the step-time model (its optimizer term uses the datasheet bandwidth)")
+    link = _link_efficiency(ms, acc, origin)
+    if link is not None:
+        recorded[link[0]] = link[1]
+    mfu = next((m for m in ms if m.name == "train.mfu"), None)
+    if mfu is not None:
+        recorded["train_mfu"] = RecordedFigure(value=round(mfu.value, 4), unit="fraction of the bf16 peak",
+                                               source=f"{origin}: {mfu.params.get('model')}",
+                                               note="end-to-end MFU of the bench model at its batch")
+    if not terms and not recorded:
+        raise InputError(field="result", value=result_path or "result", allowed="a result with GEMM, memory, "
+                         "collective or train measurements", hint="run gpuplan bench with --only gemm,memory at least")
+    return CalibrationFile(accelerator=acc.id, from_result=str(result_path), measured_at=result.created_at,
+                           written_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                           terms=terms, recorded=recorded)
+
+
+def _link_efficiency(ms: list[Measurement], acc: Accelerator, origin: str) -> tuple[str, RecordedFigure] | None:
+    rows = [m for m in ms if m.benchmark == "collectives" and m.metric == "busbw"
+            and m.params.get("kind") == "all_reduce" and m.params.get("nodes") in (None, 1)]
+    if not rows or acc.intra_node_link_gbps is None:
+        return None
+    big = max(rows, key=lambda m: int(m.params.get("bytes_per_rank") or 0))
+    peak = acc.intra_node_link_gbps / 2  # per direction (links.py)
+    return f"{acc.intra_node_link}_bw_efficiency", RecordedFigure(
+        value=round(big.value / peak, 4), unit="fraction of the per-direction peak",
+        source=f"{origin}: all-reduce busbw {big.value:.0f} GB/s at {big.params.get('bytes_per_rank')} B, "
+               f"{big.params.get('ranks')} ranks, of {peak:g} GB/s",
+        note="links.yaml term for every part with this link kind; not yet applied per part")
+
+
+def write_calibration(cf: CalibrationFile, directory: Path | None = None) -> Path:
+    """Write `<dir>/<accelerator>.yaml` atomically; InputError if the folder cannot be written."""
+    import os
+    import tempfile
+
+    d = (directory or calibration_dir()).expanduser()
+    out = d / f"{cf.accelerator}.yaml"
+    header = ("# Written by `gpuplan calibrate` from a gpuplan bench result. `terms` replace the shipped\n"
+              "# calibration terms for this accelerator in gpuplan estimates; `recorded` are shown only.\n")
+    text = header + yaml.safe_dump(cf.model_dump(mode="json"), sort_keys=False, allow_unicode=True, width=120)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=d)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, out)
+    except OSError as exc:
+        raise InputError(field="calibration dir", value=str(d), allowed="a writable folder",
+                         hint=str(exc.strerror or exc)) from None
+    return out
+
+
+def load_user_calibration(directory: Path | None = None, base: Calibration | None = None) -> Calibration:
+    """The shipped terms with every measured term of the calibration folder applied (marked overridden)."""
+    cal = base or default_calibration()
+    d = (directory or calibration_dir()).expanduser()
+    if not d.is_dir():
+        return cal
+    terms = dict(cal.terms)
+    for path in sorted(d.glob("*.yaml")):
+        try:
+            cf = CalibrationFile.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+        except (OSError, yaml.YAMLError, ValidationError) as exc:
+            raise InputError(field="calibration file", value=str(path), allowed="a file written by gpuplan calibrate",
+                             hint=f"fix or delete it ({str(exc).splitlines()[0][:200]})") from None
+        terms.update(cf.terms)
+    if terms == cal.terms:
+        return cal
+    return cal.model_copy(update={"terms": terms})

@@ -1,0 +1,175 @@
+"""`gpuplan bench`, `gpuplan bench compare` and `gpuplan calibrate`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from gpuplan.cli.common import console, err_console, fail, print_json
+from gpuplan.errors import GpuplanError
+
+app = typer.Typer(help="Measure this machine (GEMM, memory, links, collectives, storage, training, decode) "
+                       "and compare with gpuplan's prediction.", invoke_without_command=True)
+
+
+@app.callback()
+def bench(
+    ctx: typer.Context,
+    device: str = typer.Option("auto", help="auto, cuda, npu or cpu"),
+    quick: bool = typer.Option(False, "--quick", help="small sizes, few repeats (about a minute on a CPU)"),
+    only: str = typer.Option("", help="comma-separated: gemm,memory,transfer,d2d,collectives,storage,dataloader,"
+                                      "train,decode"),
+    directory: Path = typer.Option(Path("."), "--dir", help="folder the storage and data-loader tests use"),
+    out: Path = typer.Option(Path("gpuplan-bench.json"), "--out", help="result JSON (rewritten after each benchmark)"),
+    accelerator: str = typer.Option(None, help="catalog id the predictions are for (default: from the device name)"),
+    model: str = typer.Option("llama3.1-8b", "--model", "-m", help="preset for the TP-sharded GEMMs and the e2e model"),
+    tp: int = typer.Option(None, help="TP degree of the sharded GEMM shapes (default 8 on GPU, 2 on CPU)"),
+    workers: int = typer.Option(2, help="data-loader worker processes"),
+    token_rate: float = typer.Option(1e6, help="tokens/s the data loader must sustain"),
+    timeout: float = typer.Option(120.0, help="seconds before a collective run is killed"),
+) -> None:
+    """Run the benchmark suite and write one JSON result (docs/bench.md)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    try:
+        from gpuplan.bench.suite import SuiteOptions, run_suite
+
+        opts = SuiteOptions(device=device, quick=quick, only=tuple(x.strip() for x in only.split(",") if x.strip()),
+                            directory=directory, out=out, accelerator=accelerator, model=model, tp=tp,
+                            workers=workers, token_rate=token_rate, collective_timeout_s=timeout)
+        result = run_suite(opts, command=_command(ctx))
+    except GpuplanError as exc:
+        fail(exc)
+    except KeyboardInterrupt:
+        err_console.print(f"interrupted: partial result saved to {out}")
+        raise typer.Exit(code=130) from None
+    _print_summary(result)
+    bad = [s for s in result.benchmarks if s.status in ("failed", "partial")]
+    if bad:
+        err_console.print(f"[yellow]partial result saved to {out}[/]: " + "; ".join(f"{s.name}: {s.error}"
+                                                                                  for s in bad), soft_wrap=True)
+        raise typer.Exit(code=1)
+    console.print(f"result saved to {out}")
+
+
+def _command(ctx: typer.Context) -> str:
+    import sys
+
+    return "gpuplan " + " ".join(sys.argv[1:]) if sys.argv and "gpuplan" in sys.argv[0] else "gpuplan bench"
+
+
+def _headline(result: Any) -> list[Any]:
+    """All measurements except algbw rows and all but the largest message of each collective."""
+    ms = list(result.measurements)
+    biggest: dict[str, int] = {}
+    for m in ms:
+        if m.benchmark == "collectives":
+            k = str(m.params.get("kind"))
+            biggest[k] = max(biggest.get(k, 0), int(m.params.get("bytes_per_rank") or 0))
+    return [m for m in ms if m.benchmark != "collectives"
+            or (m.metric == "busbw" and int(m.params.get("bytes_per_rank") or 0) == biggest[str(m.params.get("kind"))])]
+
+
+def _fmt(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return f"{v:,.3g}" if abs(v) < 1e6 else f"{v:.3e}"
+
+
+def _print_summary(result: Any) -> None:
+    st = Table(title=f"gpuplan bench - {result.machine.devices[0].name if result.machine.devices else ''} "
+                     f"({result.machine.backend})")
+    for col in ("benchmark", "status", "s", "figures", "error / notes"):
+        st.add_column(col)
+    for s in result.benchmarks:
+        st.add_row(s.name, s.status, f"{s.seconds:.1f}", str(s.measurements), "; ".join(
+            [x for x in (s.error,) if x] + list(s.notes)))
+    console.print(st)
+    t = Table(title="measured vs predicted", caption=f"predictions for {result.accelerator or 'no catalog part'}: "
+                                                     f"{result.accelerator_note}")
+    for col in ("measurement", "measured", "unit", "spread", "predicted", "ratio"):
+        t.add_column(col, justify="right" if col not in ("measurement", "unit") else "left")
+    for m in _headline(result):
+        t.add_row(m.name, _fmt(m.value), m.unit, f"{m.spread:.0%}", _fmt(m.predicted.value),
+                  f"{m.ratio:.2f}" if m.ratio is not None else "-")
+    console.print(t)
+
+
+@app.command("compare")
+def compare(
+    results: list[Path] = typer.Argument(..., help="result JSON files of gpuplan bench"),
+    benchmark: str = typer.Option("", help="only this benchmark (gemm, memory, collectives, ...)"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Put machines side by side: one column per result, measured (and predicted) values."""
+    try:
+        from gpuplan.bench.records import load_result
+
+        loaded = [load_result(p) for p in results]
+    except GpuplanError as exc:
+        fail(exc)
+    labels = [f"{r.machine.devices[0].name if r.machine.devices else r.machine.hostname} [{p.name}]"
+              for r, p in zip(loaded, results, strict=True)]
+    names: list[str] = []
+    table: dict[str, dict[str, Any]] = {}
+    for label, r in zip(labels, loaded, strict=True):
+        for m in _headline(r):
+            if benchmark and m.benchmark != benchmark:
+                continue
+            if m.name not in table:
+                names.append(m.name)
+                table[m.name] = {"unit": m.unit}
+            table[m.name][label] = {"measured": m.value, "predicted": m.predicted.value, "ratio": m.ratio}
+    if json_out:
+        print_json({"results": [str(p) for p in results], "columns": labels,
+                    "rows": [{"name": n, **table[n]} for n in names]})
+        return
+    t = Table(title="gpuplan bench compare", caption="measured (predicted); '-' = not measured there")
+    t.add_column("measurement")
+    t.add_column("unit")
+    for label in labels:
+        t.add_column(label, justify="right")
+    for n in names:
+        row = table[n]
+        cells = []
+        for label in labels:
+            c = row.get(label)
+            cells.append("-" if c is None else _fmt(c["measured"]) + (
+                f" ({_fmt(c['predicted'])})" if c["predicted"] is not None else ""))
+        t.add_row(n, row["unit"], *cells)
+    console.print(t)
+
+
+def calibrate_cmd(
+    result: Path = typer.Argument(..., help="a gpuplan bench result JSON measured on a GPU/NPU"),
+    accelerator: str = typer.Option(None, help="catalog id (default: the one the result names)"),
+    calibration_dir: Path = typer.Option(None, "--dir", help="folder to write (default: the user calibration folder)"),
+    catalog_dir: list[Path] = typer.Option(None, "--catalog", help="extra catalog folder(s)"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Write measured efficiencies of RESULT as calibration terms that later estimates for that part use."""
+    try:
+        from gpuplan.bench.calibrate import calibration_from_result, write_calibration
+        from gpuplan.bench.records import load_result
+        from gpuplan.hardware import load_catalog
+
+        res = load_result(result)
+        cf = calibration_from_result(res, load_catalog(catalog_dir or ()), accelerator=accelerator,
+                                     result_path=str(result))
+        path = write_calibration(cf, calibration_dir)
+    except GpuplanError as exc:
+        fail(exc)
+    if json_out:
+        print_json({"written": str(path), **cf.model_dump(mode="json")})
+        return
+    t = Table(title=f"calibration for {cf.accelerator} -> {path}")
+    for col in ("term", "value", "used by estimates", "source"):
+        t.add_column(col)
+    for name, term in cf.terms.items():
+        t.add_row(name, f"{term.value:g}", "yes", term.source)
+    for name, fig in cf.recorded.items():
+        t.add_row(name, f"{fig.value:g}", "no (recorded)", fig.source)
+    console.print(t)
