@@ -10,6 +10,7 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
+from gpuplan.bench.calibrate import load_user_calibration
 from gpuplan.cli.common import console, fail, print_json
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import Catalog, load_catalog
@@ -88,7 +89,8 @@ def estimate_train(
             vpp=_pin(vpp, [1, 2, 4]), zero=_pin(zero, [0, 1, 3]), micro_batch=_pin(micro_batch, [1, 2, 4, 8]),
             recompute=[recompute] if recompute else list(RECOMPUTE_CODES), max_tp=gpn,
             dp=[dp] if dp is not None else None)
-        c, ev, best, rejected = best_layout(spec, job, hw, choices)
+        cal = load_user_calibration()  # measured terms written by `gpuplan calibrate`, if any
+        c, ev, best, rejected = best_layout(spec, job, hw, choices, calibration=cal)
         if len(c) == 0:
             raise InputError(field="layout", value=f"tp={tp} pp={pp} dp={dp} cp={cp} ep={ep}",
                              allowed=f"degrees whose product is {num_accels} and that divide the model",
@@ -100,7 +102,7 @@ def estimate_train(
                              allowed=f"at most {acc.memory_gib} GiB on {acc.id}",
                              hint=f"nearest feasible: more devices, --recompute full, or a larger-memory part "
                                   f"(layout needing least: {c.row(least)})")
-        fig = plan_figures(spec, job, hw, c, ev, best, catalog=cat, tokens=tokens)
+        fig = plan_figures(spec, job, hw, c, ev, best, catalog=cat, tokens=tokens, calibration=cal)
     except (GpuplanError, ValidationError) as exc:
         fail(exc)
     fig["bottleneck"] = bottleneck(fig["breakdown_s"])
@@ -137,6 +139,9 @@ def _print_estimate(model: str, acc: str, fig: dict[str, Any]) -> None:
         for k in ("usd_on_demand", "usd_spot", "usd_monthly_commitment"):
             if cost.get(k):
                 t.add_row(f"cost {k[4:]}", f"${cost[k]:,.0f}")
+    for name, term in fig["assumptions"]["calibration"].items():
+        if str(term["source"]).startswith("gpuplan calibrate"):  # measured on this hardware (gpuplan calibrate)
+            t.add_row(f"calibrated {name}", f"{term['value']:g} (measured)")
     console.print(t)
 
 
@@ -170,7 +175,7 @@ def plan_train(
         job = _job(method, seq_len, gb, precision)
         cons = PlanConstraints(deadline_days=deadline, budget_usd=budget, max_devices=max_devices, market=market,
                                vendor=vendor, provider=provider, domestic_only=domestic_only, framework=framework)
-        res = plan_training(spec, job, cat, cons, tokens=tokens)
+        res = plan_training(spec, job, cat, cons, tokens=tokens, calibration=load_user_calibration())
         if not res.plans:
             raise InputError(field="constraints", value=res.rejected, allowed="at least one feasible plan",
                              hint="relax --deadline/--budget, raise --max-devices, or allow more hardware")
