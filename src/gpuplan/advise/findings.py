@@ -1,0 +1,124 @@
+"""Finding records, their figures and the threshold data the rules read.
+
+A Finding has an id (`category.name`), a severity, a message and a fix in every catalog language
+(rendered once through gpuplan.i18n), and the figures behind it, each with its provenance
+(measured, estimated, datasheet or data) and source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from gpuplan.estimate.calibration import override_terms
+from gpuplan.i18n import both
+
+__all__ = ["SEVERITIES", "Figure", "Finding", "Provenance", "Severity", "Threshold", "Thresholds", "advise_data",
+           "default_thresholds", "load_thresholds", "make_finding"]
+
+Severity = Literal["info", "warn", "critical"]
+Provenance = Literal["measured", "estimated", "datasheet", "data"]
+SEVERITIES: tuple[Severity, ...] = ("critical", "warn", "info")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Figure:
+    """One number behind a finding."""
+
+    name: str
+    value: float | str | None
+    unit: str
+    provenance: Provenance
+    source: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "value": self.value, "unit": self.unit, "provenance": self.provenance,
+                "source": self.source}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Finding:
+    """One advisor finding: what, how bad, the fix, and the numbers behind it."""
+
+    id: str
+    severity: Severity
+    message: Mapping[str, str]
+    fix: Mapping[str, str]
+    figures: tuple[Figure, ...] = ()
+    thresholds: tuple[str, ...] = field(default=())
+
+    @property
+    def category(self) -> str:
+        return self.id.split(".", 1)[0]
+
+    def text(self, lang: str) -> str:
+        return self.message[lang]
+
+    def fix_text(self, lang: str) -> str:
+        return self.fix[lang]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "category": self.category, "severity": self.severity, "message": dict(self.message),
+                "fix": dict(self.fix), "figures": [f.to_json() for f in self.figures],
+                "thresholds": list(self.thresholds)}
+
+
+def make_finding(fid: str, severity: Severity, figures: tuple[Figure, ...] = (), thresholds: tuple[str, ...] = (),
+                 **params: Any) -> Finding:
+    """A finding whose message and fix come from `finding.<fid>.msg` / `.fix` in the message catalog."""
+    return Finding(id=fid, severity=severity, message=both(f"finding.{fid}.msg", **params),
+                   fix=both(f"finding.{fid}.fix", **params), figures=figures, thresholds=thresholds)
+
+
+class Threshold(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    value: float
+    unit: str
+    source: str = Field(min_length=1)
+    note: str = ""
+    overridden: bool = False
+
+
+class Thresholds(BaseModel):
+    """The advisor's thresholds (advise/data/thresholds.yaml), user-overridable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: int
+    as_of: str
+    terms: dict[str, Threshold]
+
+    def value(self, name: str) -> float:
+        return self.terms[name].value
+
+    def used(self, *names: str) -> dict[str, dict[str, Any]]:
+        return {n: {"value": self.terms[n].value, "unit": self.terms[n].unit, "source": self.terms[n].source,
+                    "as_of": self.as_of, "overridden": self.terms[n].overridden} for n in names}
+
+
+@cache
+def default_thresholds() -> Thresholds:
+    return Thresholds.model_validate(advise_data("thresholds"))
+
+
+def load_thresholds(overrides: Mapping[str, float] | None = None) -> Thresholds:
+    """Default thresholds with `overrides` applied (unknown names raise InputError with close matches)."""
+    base = default_thresholds()
+    if not overrides:
+        return base
+    return base.model_copy(update={"terms": override_terms(base.terms, overrides, label="advisor threshold")})
+
+
+@cache
+def advise_data(name: str) -> dict[str, Any]:
+    """One YAML file of advise/data (thresholds, ecosystem, compliance, tco)."""
+    path = resources.files("gpuplan.advise") / "data" / f"{name}.yaml"
+    data: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return data

@@ -1,0 +1,174 @@
+"""Rules on ecosystem, availability and compliance, reliability and growth.
+
+Ecosystem risk, export notes, residency and compliance levels are data (advise/data/ecosystem.yaml,
+compliance.yaml) with sources and dates. Power: node power = catalog server power, else
+accelerators x TDP x `node_power_per_accelerator_tdp`; rack density = min(nodes, servers per rack)
+x node power. Reliability uses the plan's Young (1974) / Daly (2006) interval and goodput.
+"""
+
+from __future__ import annotations
+
+from gpuplan.advise.facts import PlanFacts
+from gpuplan.advise.findings import Figure, Finding, Provenance, Severity, Thresholds, advise_data, make_finding
+from gpuplan.advise.rules_work import _ds, _est, _th
+
+__all__ = ["MARKET_RULES", "effective_market", "node_power_kw"]
+
+_ECO = "advise/data/ecosystem.yaml"
+_COMP = "advise/data/compliance.yaml"
+
+
+def _data(name: str, value: float | str | None, unit: str, source: str) -> Figure:
+    return Figure(name=name, value=value, unit=unit, provenance="data", source=source)
+
+
+def ecosystem(f: PlanFacts, th: Thresholds) -> list[Finding]:
+    stacks = advise_data("ecosystem")["stacks"]
+    stack = f.accelerator.software_stack
+    data = stacks.get(stack, stacks["other"])
+    if data["risk"] == "low":
+        return []
+    sev: Severity = "warn" if data["risk"] == "high" else "info"
+    figs = (_data("porting_risk", data["risk"], "", f"{_ECO}: {data['source']}"),
+            _data("poc_weeks", data["poc_weeks"], "weeks", _ECO))
+    return [make_finding("ecosystem.porting", sev, figs, (), acc=f.accelerator.id, stack=stack,
+                         detail=f.accelerator.software_stack_detail or stack, frameworks=data["frameworks"],
+                         caveat=data["caveat"], weeks=data["poc_weeks"], risk=data["risk"])]
+
+
+def effective_market(f: PlanFacts) -> str:
+    """The market the plan buys in: given, else the residency region, else where the part is sold."""
+    if f.market:
+        return f.market
+    if f.requirements.data_residency:
+        return f.requirements.data_residency
+    return "cn" if tuple(f.accelerator.markets) == ("cn",) else "global"
+
+
+def export(f: PlanFacts, th: Thresholds) -> list[Finding]:
+    market = effective_market(f)
+    out: list[Finding] = []
+    for note in advise_data("compliance")["export_notes"]:
+        if market not in note["markets"] or not any(f.accelerator.id.startswith(p) for p in note["applies_to"]):
+            continue
+        figs = (_data("date", note["date"], "", f"{_COMP}: {note['source']}"),)
+        out.append(make_finding("market.export", note["severity"], figs, (), acc=f.accelerator.id, market=market,
+                                note_en=note["en"], note_zh=note["zh"], date=note["date"]))
+    return out
+
+
+def residency(f: PlanFacts, th: Thresholds) -> list[Finding]:
+    region = f.requirements.data_residency
+    if not region:
+        return []
+    data = advise_data("compliance")["data_residency"].get(region)
+    market = f.market or "global"
+    if data is None or market in data["markets"]:
+        return []
+    figs = (_data("data_residency", region, "", f"{_COMP}: {data['source']}"),)
+    return [make_finding("market.residency", "warn", figs, (), region=region, market=market, rule_en=data["en"],
+                         rule_zh=data["zh"])]
+
+
+def compliance(f: PlanFacts, th: Thresholds) -> list[Finding]:
+    levels = advise_data("compliance")["compliance_levels"]
+    out: list[Finding] = []
+    for level in f.requirements.compliance:
+        data = levels.get(level)
+        if data is None:
+            continue
+        if f.provider and f.provider in data["providers"]:
+            continue
+        figs = (Figure(name=level, value=", ".join(data["providers"]), unit="providers", provenance="data",
+                       source=f"{_COMP}: {data['source']} (as of {data['as_of']})"),)
+        out.append(make_finding("market.compliance", "warn", figs, (), level=data["name"],
+                                provider=f.provider or "?", providers=", ".join(data["providers"])))
+    return out
+
+
+def node_power_kw(f: PlanFacts, th: Thresholds) -> tuple[float | None, str]:
+    """Node power in kW and where it came from."""
+    if f.server is not None and f.server.power_kw is not None:
+        return f.server.power_kw, f"datasheet (catalog server {f.server.id})"
+    if f.accelerator.tdp_w is None:
+        return None, ""
+    kw = f.gpus_per_node * f.accelerator.tdp_w * th.value("node_power_per_accelerator_tdp") / 1000.0
+    return kw, "estimated (accelerators x TDP x node_power_per_accelerator_tdp)"
+
+
+def ecc(f: PlanFacts, th: Thresholds) -> list[Finding]:
+    consumer = advise_data("ecosystem")["consumer_parts"]
+    days = (f.time_s or 0.0) / 86400.0
+    if f.accelerator.id not in consumer["ids"] or days <= th.value("consumer_long_job_days"):
+        return []
+    figs = (_est("days", days, "days"), _th(th, "consumer_long_job_days"),
+            Figure(name="consumer_part", value=f.accelerator.id, unit="", provenance="data",
+                   source=f"{_ECO}: {consumer['source']}"))
+    return [make_finding("reliability.ecc", "warn", figs, ("consumer_long_job_days",), acc=f.accelerator.id,
+                         days=days)]
+
+
+def cooling(f: PlanFacts, th: Thresholds) -> list[Finding]:
+    kw, how = node_power_kw(f, th)
+    if kw is None:
+        return []
+    per_rack = min(f.nodes, int(th.value("servers_per_rack")))
+    rack = max(kw, per_rack * kw)  # one node that is a whole rack (NVL72) counts once
+    if rack <= th.value("liquid_cooling_rack_kw"):
+        return []
+    used = ("servers_per_rack", "liquid_cooling_rack_kw")
+    prov: Provenance = "datasheet" if how.startswith("datasheet") else "estimated"
+    figs = (Figure(name="node_power_kw", value=kw, unit="kW", provenance=prov, source=how),
+            _est("rack_kw", rack, "kW", "node power x servers per rack"), _th(th, used[0]), _th(th, used[1]))
+    return [make_finding("reliability.cooling", "warn", figs, used, rack=rack, node=kw, per_rack=per_rack,
+                         limit=th.value("liquid_cooling_rack_kw"))]
+
+
+def power(f: PlanFacts, th: Thresholds) -> list[Finding]:
+    kw, how = node_power_kw(f, th)
+    if kw is None:
+        return []
+    total = kw * f.nodes
+    if total <= th.value("power_redundancy_min_kw"):
+        return []
+    figs = (_est("it_power_kw", total, "kW", how), _th(th, "power_redundancy_min_kw"))
+    return [make_finding("reliability.power", "info", figs, ("power_redundancy_min_kw",), total=total,
+                         nodes=f.nodes)]
+
+
+def checkpoint(f: PlanFacts, th: Thresholds) -> list[Finding]:
+    if f.goodput is None or f.goodput >= th.value("goodput_min"):
+        return []
+    figs = (_est("goodput", f.goodput, "fraction", "Young 1974 / Daly 2006 (plan figures)"),
+            _est("mtbf_h", (f.mtbf_s or 0) / 3600, "h"), _est("checkpoint_interval_min",
+                                                              (f.checkpoint_interval_s or 0) / 60, "min"),
+            _est("checkpoint_write_s", f.checkpoint_write_s, "s"), _th(th, "goodput_min"))
+    return [make_finding("reliability.checkpoint", "warn", figs, ("goodput_min",), goodput=f.goodput,
+                         mtbf_h=(f.mtbf_s or 0) / 3600, interval_min=(f.checkpoint_interval_s or 0) / 60,
+                         write_s=f.checkpoint_write_s or 0.0, devices=f.devices)]
+
+
+def growth(f: PlanFacts, th: Thresholds) -> list[Finding]:
+    g = f.growth
+    if g is None:
+        return []
+    out: list[Finding] = []
+    used = ("growth_factor",)
+    if not g.model_fits:
+        figs: tuple[Figure, ...] = (
+        _est("devices_needed", g.model_devices_needed, "devices", "training planner, grown model re-planned"),
+                _th(th, "growth_factor"))
+        need = str(g.model_devices_needed) if g.model_devices_needed else f">{8 * f.devices}"
+        out.append(make_finding("growth.model", "warn", figs, used, factor=g.factor, devices=f.devices, need=need,
+                                acc=f.accelerator.id))
+    if f.deadline_s:
+        worst = max(t for t in (g.data_time_s, g.model_time_s, 0.0) if t is not None)
+        if worst > f.deadline_s:
+            figs2 = (_est("grown_days", worst / 86400, "days", "training planner, grown job re-planned"),
+                    _ds("deadline_days", f.deadline_s / 86400, "days", "user input"), _th(th, "growth_factor"))
+            out.append(make_finding("growth.deadline", "warn", figs2, used, factor=g.factor, days=worst / 86400,
+                                    deadline=f.deadline_s / 86400))
+    return out
+
+
+MARKET_RULES = (ecosystem, export, residency, compliance, ecc, cooling, power, checkpoint, growth)

@@ -1,0 +1,186 @@
+"""Cost and TCO: renting on demand, by the month or year, on spot, against buying servers.
+
+Formulas (all inputs are data, advise/data/tco.yaml, overridable):
+* job cost, per-hour kinds = price per device-hour x device-hours; commitments bill whole periods:
+  monthly = devices x ceil(hours / 730) x 730 x monthly rate (yearly: 8760 h).
+* spot: the Young (1974) interval is recomputed with the combined failure + preemption rate
+  M = 1 / (1/MTBF + nodes x preemption rate); lost share = write/tau + (tau/2 + restart)/M with
+  tau = sqrt(2 x write x M); spot cost = spot rate x device-hours x (1 + lost share - plan's lost share).
+* owning one server for a year: F = price/years + hosting x kW x 12 + operations x price
+  + energy x idle share, with energy E = kW x PUE x tariff x 8760; at utilization u the year costs
+  F + E x (1 - idle) x u. Renting the same capacity costs R x u with R = rate x devices x 8760.
+  Break-even utilization u* = F / (R - E x (1 - idle)) (never when R <= E x (1 - idle)).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from gpuplan.advise.findings import advise_data
+from gpuplan.errors import unknown_name
+from gpuplan.hardware import Catalog, Server
+from gpuplan.hardware.schema_base import convert
+
+__all__ = ["BuyCase", "TcoInputs", "TcoResult", "break_even_utilization", "own_cost_per_year", "tco",
+           "tco_inputs", "yearly_device_price"]
+
+HOURS_PER_YEAR = 8760.0
+HOURS_PER_MONTH = 730.0
+
+
+class TcoInputs(BaseModel):
+    """Inputs of the TCO comparison; defaults from advise/data/tco.yaml."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    years: float = Field(gt=0)
+    electricity_usd_per_kwh: float = Field(ge=0)
+    hosting_usd_per_kw_month: float = Field(ge=0)
+    operations_fraction_per_year: float = Field(ge=0, le=1)
+    idle_power_fraction: float = Field(ge=0, le=1)
+    spot_preemptions_per_node_hour: float = Field(ge=0)
+    yearly_discount_vs_monthly: float = Field(ge=0, lt=1)
+    pue: float = Field(ge=1, le=3)
+    server_price_usd: float | None = Field(default=None, gt=0, description="override the catalog list price")
+    overridden: tuple[str, ...] = ()
+
+
+def tco_inputs(market: str | None = None, pue: float = 1.3, overrides: Mapping[str, float] | None = None) -> TcoInputs:
+    """TCO inputs for a market (electricity tariff), with user overrides by name."""
+    data = {k: float(v["value"]) for k, v in advise_data("tco")["inputs"].items()}
+    tariff = data.pop("electricity_usd_per_kwh_cn" if market == "cn" else "electricity_usd_per_kwh_global")
+    data.pop("electricity_usd_per_kwh_cn", None)
+    data.pop("electricity_usd_per_kwh_global", None)
+    values: dict[str, Any] = {**data, "electricity_usd_per_kwh": tariff, "pue": pue}
+    for name, value in (overrides or {}).items():
+        if name not in TcoInputs.model_fields or name == "overridden":
+            raise unknown_name("TCO input", name, [k for k in TcoInputs.model_fields if k != "overridden"])
+        values[name] = value
+    return TcoInputs(**values, overridden=tuple(sorted(overrides or {})))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuyCase:
+    """One server owned for a year."""
+
+    server: str
+    devices: int
+    price_usd: float
+    price_source: str
+    power_kw: float
+    fixed_usd_per_year: float
+    energy_usd_per_year_at_full_use: float
+
+
+def own_cost_per_year(price_usd: float, power_kw: float, inp: TcoInputs, utilization: float) -> float:
+    """Cost of owning one server for a year at `utilization` (see the module formulas)."""
+    fixed, energy = _fixed_and_energy(price_usd, power_kw, inp)
+    return fixed + energy * (1 - inp.idle_power_fraction) * utilization
+
+
+def _fixed_and_energy(price_usd: float, power_kw: float, inp: TcoInputs) -> tuple[float, float]:
+    energy = power_kw * inp.pue * inp.electricity_usd_per_kwh * HOURS_PER_YEAR
+    fixed = (price_usd / inp.years + inp.hosting_usd_per_kw_month * power_kw * 12
+             + inp.operations_fraction_per_year * price_usd + energy * inp.idle_power_fraction)
+    return fixed, energy
+
+
+def break_even_utilization(price_usd: float, power_kw: float, devices: int, rent_usd_per_device_hour: float,
+                           inp: TcoInputs) -> float | None:
+    """Utilization above which owning is cheaper than renting at this rate; None if renting always wins."""
+    fixed, energy = _fixed_and_energy(price_usd, power_kw, inp)
+    margin = rent_usd_per_device_hour * devices * HOURS_PER_YEAR - energy * (1 - inp.idle_power_fraction)
+    if margin <= 0:
+        return None
+    return fixed / margin
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TcoResult:
+    job_cost_usd: dict[str, float | None]
+    usd_per_device_hour: dict[str, float | None]
+    spot_lost_share: float | None
+    buy: BuyCase | None
+    break_even: dict[str, float | None]
+    inputs: TcoInputs
+
+    def to_json(self) -> dict[str, Any]:
+        return {"job_cost_usd": self.job_cost_usd, "usd_per_device_hour": self.usd_per_device_hour,
+                "spot_lost_share": self.spot_lost_share,
+                "buy": None if self.buy is None else {
+                    "server": self.buy.server, "devices": self.buy.devices, "price_usd": self.buy.price_usd,
+                    "price_source": self.buy.price_source, "power_kw": self.buy.power_kw,
+                    "fixed_usd_per_year": self.buy.fixed_usd_per_year,
+                    "energy_usd_per_year_at_full_use": self.buy.energy_usd_per_year_at_full_use},
+                "break_even_utilization": self.break_even, "inputs": self.inputs.model_dump(),
+                "provenance": "estimated from catalog prices (datasheet-like) and advise/data/tco.yaml"}
+
+
+def yearly_device_price(catalog: Catalog, accelerator: str, market: str | None = None) -> float | None:
+    """Cheapest published yearly price per device-hour (USD), or None."""
+    best: float | None = None
+    for inst in catalog.instances.values():
+        if catalog.server(inst.server).accelerator != accelerator or inst.accelerator_count <= 0:
+            continue
+        if market and inst.market != market:
+            continue
+        hourly = inst.hourly("USD", catalog.rates, "yearly")
+        if hourly is not None:
+            per = hourly / inst.accelerator_count
+            best = per if best is None else min(best, per)
+    return best
+
+
+def _spot_lost(write_s: float, mtbf_s: float, restart_s: float, preempt_per_s: float) -> float:
+    rate = (1 / mtbf_s if math.isfinite(mtbf_s) and mtbf_s > 0 else 0.0) + preempt_per_s
+    if rate <= 0:
+        return 0.0
+    m = 1 / rate
+    tau = math.sqrt(2 * write_s * m)  # Young 1974
+    return write_s / tau + (tau / 2 + restart_s) / m
+
+
+def tco(*, catalog: Catalog, accelerator: str, devices: int, gpus_per_node: int, device_hours: float,
+        time_s: float, prices: Mapping[str, float | None], checkpoint_write_s: float, mtbf_s: float,
+        restart_s: float, server: Server | None, node_power_kw: float | None, inp: TcoInputs,
+        market: str | None = None) -> TcoResult:
+    """Job cost under every rental kind, and owning against renting (break-even utilization)."""
+    nodes = max(1, math.ceil(devices / gpus_per_node))
+    hours = time_s / 3600.0
+    od, monthly, spot = prices.get("on_demand"), prices.get("monthly"), prices.get("spot")
+    yearly = yearly_device_price(catalog, accelerator, market)
+    if yearly is None and monthly is not None:
+        yearly = monthly * (1 - inp.yearly_discount_vs_monthly)
+    rates: dict[str, float | None] = {"on_demand": od, "monthly": monthly, "yearly": yearly, "spot": spot}
+    base_lost = _spot_lost(checkpoint_write_s, mtbf_s, restart_s, 0.0)
+    spot_lost = _spot_lost(checkpoint_write_s, mtbf_s, restart_s, nodes * inp.spot_preemptions_per_node_hour / 3600)
+    job: dict[str, float | None] = {
+        "on_demand": od * device_hours if od else None,
+        "monthly": monthly * devices * math.ceil(hours / HOURS_PER_MONTH) * HOURS_PER_MONTH if monthly else None,
+        "yearly": yearly * devices * math.ceil(hours / HOURS_PER_YEAR) * HOURS_PER_YEAR if yearly else None,
+        "spot": spot * device_hours * (1 + spot_lost - base_lost) if spot else None,
+    }
+    buy: BuyCase | None = None
+    even: dict[str, float | None] = {}
+    price = inp.server_price_usd
+    source = "user input"
+    if price is None and server is not None and server.list_price is not None and server.list_price.amount:
+        price = convert(server.list_price.amount, server.list_price.currency, "USD", catalog.rates)
+        source = f"catalog server {server.id}: {server.list_price.source} ({server.list_price.as_of})"
+    per_server = server.accelerators_per_node if server is not None else gpus_per_node
+    if price is not None and node_power_kw is not None:
+        fixed, energy = _fixed_and_energy(price, node_power_kw, inp)
+        buy = BuyCase(server=server.id if server else "?", devices=per_server, price_usd=price, price_source=source,
+                      power_kw=node_power_kw, fixed_usd_per_year=fixed, energy_usd_per_year_at_full_use=energy)
+        for kind, rate in rates.items():
+            if rate is not None and kind != "spot":
+                even[kind] = break_even_utilization(price, node_power_kw, per_server, rate, inp)
+        job["buy"] = (fixed * hours / HOURS_PER_YEAR + energy * (1 - inp.idle_power_fraction) * hours
+                      / HOURS_PER_YEAR) * nodes
+    return TcoResult(job_cost_usd=job, usd_per_device_hour=rates,
+                     spot_lost_share=spot_lost - base_lost if spot else None, buy=buy, break_even=even, inputs=inp)

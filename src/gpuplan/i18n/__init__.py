@@ -1,0 +1,64 @@
+"""One message catalog for every human-facing text of the CLI and the reports (English and Chinese).
+
+Messages live in `data/messages.yaml` as `key: {en: ..., zh: ...}` with `str.format` placeholders
+shared by both languages. Technical terms keep their usual English form in Chinese (GPU, NVLink,
+RDMA, MFU, ZeRO...). The language defaults from the locale (LC_ALL, then LC_MESSAGES, then LANG).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from functools import cache
+from importlib import resources
+from typing import Any, Literal
+
+import yaml
+
+from gpuplan.errors import InputError
+
+__all__ = ["LANGS", "Lang", "both", "default_lang", "messages", "resolve_lang", "tr"]
+
+Lang = Literal["en", "zh"]
+LANGS: tuple[Lang, ...] = ("en", "zh")
+
+
+@cache
+def messages() -> dict[str, dict[str, str]]:
+    """The whole catalog: key -> {lang: template}."""
+    path = resources.files("gpuplan.i18n") / "data" / "messages.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return {str(k): {str(lang): str(text) for lang, text in v.items()} for k, v in data.items()}
+
+
+def default_lang(env: Mapping[str, str] | None = None) -> Lang:
+    """'zh' when the locale says Chinese (zh_CN.UTF-8, zh_TW...), else 'en'."""
+    env = os.environ if env is None else env
+    for var in ("LC_ALL", "LC_MESSAGES", "LANG"):
+        value = env.get(var, "")
+        if value:
+            return "zh" if value.lower().startswith("zh") else "en"
+    return "en"
+
+
+def resolve_lang(lang: str | None) -> Lang:
+    """A `--lang` value checked against the catalog's languages; None means the locale's."""
+    if lang is None or lang == "":
+        return default_lang()
+    if lang not in LANGS:
+        raise InputError(field="lang", value=lang, allowed=", ".join(LANGS))
+    return "zh" if lang == "zh" else "en"
+
+
+def tr(key: str, lang: str, /, **params: Any) -> str:
+    """The message `key` in `lang`, formatted with `params` (KeyError names a missing key)."""
+    try:
+        template = messages()[key][lang]
+    except KeyError:
+        raise KeyError(f"message {key!r} has no {lang!r} text in gpuplan/i18n/data/messages.yaml") from None
+    return template.format(**params) if params else template
+
+
+def both(key: str, /, **params: Any) -> dict[str, str]:
+    """The message in every language: {'en': ..., 'zh': ...}."""
+    return {lang: tr(key, lang, **params) for lang in LANGS}

@@ -1,0 +1,224 @@
+"""Each rule: a plan that triggers it and one that does not."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import cache
+
+import pytest
+
+from gpuplan.advise import (
+    FINDING_IDS,
+    Finding,
+    PlanFacts,
+    Requirements,
+    advise,
+    evaluate_fixed,
+    load_thresholds,
+    training_facts,
+)
+from gpuplan.hardware import Catalog, load_catalog
+from gpuplan.i18n import LANGS
+from gpuplan.workload.jobs import TrainingJob, default_global_batch
+from gpuplan.workload.presets import load_model
+
+
+@cache
+def catalog() -> Catalog:
+    return load_catalog(())
+
+
+@cache
+def plan_facts(model: str, acc: str, n: int, net: str | None = None, nics: float | None = None,
+               tokens: float = 1e12, method: str = "full", deadline_days: float | None = None,
+               market: str | None = None) -> PlanFacts:
+    spec = load_model(model)
+    job = TrainingJob(method=method, seq_len=4096, global_batch=default_global_batch(4096, n), precision="bf16")
+    out = evaluate_fixed(spec, job, catalog(), acc, n, tokens=tokens, network=net, nics_per_node=nics)
+    assert out is not None
+    hw, fig = out
+    return training_facts(spec, job, hw, fig, catalog=catalog(), tokens=tokens, deadline_days=deadline_days,
+                          market=market)
+
+
+H100 = "h100-sxm5-80gb"
+
+
+def ids(f: PlanFacts, **th: float) -> dict[str, Finding]:
+    return {x.id: x for x in advise(f, load_thresholds(th) if th else None)}
+
+
+def fig(x: Finding, name: str) -> float:
+    return float(next(f.value for f in x.figures if f.name == name))  # type: ignore[arg-type]
+
+
+def test_rdma_required_on_tcp_is_quantified_by_the_planner() -> None:
+    f = plan_facts("llama3-70b", H100, 16, "eth-25-tcp", 1)
+    x = ids(f)["net.rdma_required"]
+    assert x.severity == "critical"
+    assert f.step_s_tcp == f.step_time_s and f.step_s_rdma is not None
+    loss = fig(x, "tcp_loss")
+    assert loss == pytest.approx(f.step_s_tcp / f.step_s_rdma - 1) and loss > 0.05
+    assert "ib-ndr-400" in x.text("en") and f"{loss:.0%}" in x.text("en") and "RDMA" in x.text("zh")
+
+
+def test_no_rdma_finding_on_one_node_or_on_infiniband() -> None:
+    assert "net.rdma_required" not in ids(plan_facts("llama3-8b", H100, 8))
+    assert "net.rdma_required" not in ids(plan_facts("llama3-70b", H100, 16))
+
+
+def test_stage_is_derived_from_the_numbers() -> None:
+    assert "stage.pretrain_small" in ids(plan_facts("llama3-8b", H100, 8))
+    assert "stage.pretrain_large" in ids(plan_facts("llama3-70b", H100, 16))
+    small = ids(plan_facts("llama3-8b", H100, 8, tokens=5e9))
+    assert "stage.finetune" in small and "stage.pretrain_small" not in small
+    assert "stage.finetune" in ids(plan_facts("llama3-8b", H100, 8, method="lora", tokens=1e11))
+
+
+def test_host_cpu() -> None:
+    f = plan_facts("llama3-8b", H100, 8)
+    assert f.server is not None and f.server.cpu_cores
+    assert not any(k.startswith("host.cpu") for k in ids(f))
+    small = replace(f, server=f.server.model_copy(update={"cpu_cores": 16}))
+    x = ids(small)["host.cpu"]
+    assert x.severity == "warn" and fig(x, "cores_needed_per_node") > 16
+
+
+def test_host_ram_ratio() -> None:
+    f = plan_facts("llama3-8b", H100, 8)  # dgx-h100: 2048 GiB for 8 x 80 GiB = 3.2x
+    assert not any(k.startswith("host.ram") for k in ids(f))
+    assert f.server is not None
+    low = replace(f, server=f.server.model_copy(update={"ram_gib": 512.0}))
+    assert ids(low)["host.ram_low"].severity == "warn"
+    high = replace(f, server=f.server.model_copy(update={"ram_gib": 4096.0}))
+    assert "host.ram_high" in ids(high)
+
+
+def test_host_nvme() -> None:
+    assert "host.nvme" not in ids(plan_facts("llama3-8b", H100, 8))  # 30.7 TB
+    x = ids(plan_facts("llama3-8b", "ascend-910b", 64))["host.nvme"]  # Atlas 800T A2: 0.96 TB
+    assert fig(x, "local_nvme") == pytest.approx(0.96)
+
+
+def test_storage_read_and_iops() -> None:
+    f = plan_facts("llama3-8b", H100, 8)
+    assert "storage.read" not in ids(f)
+    x = ids(f, shared_fs_single_server_iops=1.0)["storage.read"]
+    assert fig(x, "random_reads_per_s") == pytest.approx(f.tokens_per_s / 4096)
+
+
+def test_storage_checkpoint_and_parallel_fs() -> None:
+    big = plan_facts("llama3-70b", H100, 1024)
+    found = ids(big)
+    need = fig(found["storage.checkpoint"], "write_gbyte_s_needed")
+    assert big.checkpoint_bytes and big.checkpoint_interval_s
+    assert need == pytest.approx(big.checkpoint_bytes / (0.02 * big.checkpoint_interval_s) / 1e9)
+    assert "storage.parallel_fs" in found
+    small = ids(plan_facts("llama3-8b", H100, 8))
+    assert "storage.checkpoint" not in small and "storage.parallel_fs" not in small
+
+
+def test_roce_lossless() -> None:
+    assert "net.roce_lossless" in ids(plan_facts("llama3-8b", "ascend-910b", 64))
+    assert "net.roce_lossless" not in ids(plan_facts("llama3-8b", H100, 64))
+
+
+def test_nics_per_device() -> None:
+    f = plan_facts("llama3-70b", H100, 16, None, 2)
+    x = ids(f)["net.nics"]
+    assert fig(x, "nics_per_device") == pytest.approx(0.25)
+    assert "net.nics" not in ids(plan_facts("llama3-70b", H100, 16))
+
+
+def test_rail_optimized() -> None:
+    assert "net.rail" in ids(plan_facts("llama3-8b", H100, 32))
+    assert "net.rail" not in ids(plan_facts("llama3-70b", H100, 16))
+
+
+def test_oversubscription_is_the_planner_at_half_bandwidth() -> None:
+    f = plan_facts("llama3-70b", H100, 1024)
+    x = ids(f)["net.oversubscription"]
+    assert f.step_s_oversubscribed and f.step_time_s
+    assert fig(x, "loss") == pytest.approx(f.step_s_oversubscribed / f.step_time_s - 1) and fig(x, "loss") > 0.03
+    assert "net.oversubscription" not in ids(plan_facts("llama3-8b", H100, 32))
+
+
+def test_precision() -> None:
+    h100 = ids(plan_facts("llama3-8b", H100, 8))
+    assert 0.1 < fig(h100["precision.fp8"], "step_gain") < 1
+    assert "precision.fp8" not in ids(plan_facts("llama3-8b", "a100-sxm4-80gb", 8))  # no FP8 on Ampere
+    f = plan_facts("llama3-8b", "a100-sxm4-80gb", 8)
+    assert "precision.fp32" in ids(replace(f, precision="fp32"))
+    assert not any(k.startswith("precision.fp") for k in ids(f))
+
+
+def test_ecosystem_porting_risk() -> None:
+    x = ids(plan_facts("llama3-8b", "ascend-910b", 64))["ecosystem.porting"]
+    assert x.severity == "warn" and fig(x, "poc_weeks") > 0 and "MindSpeed" in x.text("en")
+    assert "ecosystem.porting" not in ids(plan_facts("llama3-8b", H100, 8))
+
+
+def test_export_notes_by_market() -> None:
+    f = plan_facts("llama3-8b", H100, 8)
+    assert "market.export" not in ids(f)
+    x = ids(replace(f, market="cn"))["market.export"]
+    assert x.severity == "critical" and "2022-10-07" in x.text("en")
+    asc = plan_facts("llama3-8b", "ascend-910b", 64)
+    assert "market.export" not in ids(asc)
+    assert "2025-05-13" in ids(replace(asc, market="global"))["market.export"].text("zh")
+
+
+def test_residency_and_compliance_levels() -> None:
+    f = plan_facts("llama3-8b", H100, 8)
+    assert "market.residency" not in ids(f) and "market.compliance" not in ids(f)
+    req = Requirements(data_residency="cn", compliance=("mlps3",))
+    found = ids(replace(f, requirements=req, market="global", provider="aws"))
+    assert "market.residency" in found and "market.compliance" in found
+    ok = ids(replace(f, requirements=req, market="cn", provider="alibaba-cloud"))
+    assert "market.residency" not in ok and "market.compliance" not in ok
+
+
+def test_ecc_on_consumer_cards_for_long_runs() -> None:
+    f = plan_facts("llama3-8b", H100, 8)
+    assert "reliability.ecc" not in ids(f)
+    consumer = replace(f, accelerator=catalog().accelerator("rtx4090d-24gb"), server=None)
+    assert ids(consumer)["reliability.ecc"].severity == "warn"
+
+
+def test_cooling_and_power() -> None:
+    four = ids(plan_facts("llama3-8b", H100, 32))  # 4 x dgx-h100 at 10.2 kW = 40.8 kW per rack
+    assert fig(four["reliability.cooling"], "rack_kw") == pytest.approx(40.8)
+    assert "reliability.power" not in four
+    two = ids(plan_facts("llama3-70b", H100, 16))
+    assert "reliability.cooling" not in two
+    assert "reliability.power" in ids(plan_facts("llama3-70b", H100, 1024))
+
+
+def test_checkpoint_goodput() -> None:
+    f = plan_facts("llama3-8b", H100, 8)
+    assert "reliability.checkpoint" not in ids(f)
+    assert "reliability.checkpoint" in ids(replace(f, goodput=0.9))
+
+
+def test_growth() -> None:
+    f = plan_facts("llama3-70b", H100, 16)
+    x = ids(f)["growth.model"]
+    assert f.growth is not None and f.growth.model_devices_needed == 32 and "32" in x.text("en")
+    small = plan_facts("llama3-8b", H100, 8)
+    assert "growth.model" not in ids(small)
+    assert small.time_s
+    tight = plan_facts("llama3-8b", H100, 8, deadline_days=small.time_s / 86400 * 1.5)
+    assert "growth.deadline" in ids(tight)
+    assert "growth.deadline" not in ids(plan_facts("llama3-8b", H100, 8, deadline_days=small.time_s / 86400 * 3))
+
+
+def test_every_finding_is_bilingual_with_provenance() -> None:
+    for f in (plan_facts("llama3-70b", H100, 1024), plan_facts("llama3-8b", "ascend-910b", 64)):
+        found = advise(f)
+        assert [x.severity for x in found] == sorted((x.severity for x in found),
+                                                     key=("critical", "warn", "info").index)
+        for x in found:
+            assert x.id in FINDING_IDS
+            assert all(x.message[lang] and x.fix[lang] for lang in LANGS)
+            assert all(g.provenance in ("measured", "estimated", "datasheet", "data") and g.source
+                       for g in x.figures)

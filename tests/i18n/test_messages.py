@@ -1,0 +1,56 @@
+"""The message catalog is complete in both languages, and every key used in code exists."""
+
+from __future__ import annotations
+
+import re
+import string
+from pathlib import Path
+
+import pytest
+
+from gpuplan.advise import FINDING_IDS
+from gpuplan.errors import InputError
+from gpuplan.i18n import LANGS, both, default_lang, messages, resolve_lang, tr
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "gpuplan"
+KEY_CALL = re.compile(r"""\b(?:tr|both|_t)\(\s*["']([a-z0-9_.]+)["']""")
+
+
+def _fields(template: str) -> set[str]:
+    return {name.split(".")[0].split("[")[0] for _, name, _, _ in string.Formatter().parse(template) if name}
+
+
+def test_every_message_has_every_language_with_the_same_placeholders() -> None:
+    for key, texts in messages().items():
+        assert set(texts) == set(LANGS), key
+        assert all(texts[lang].strip() for lang in LANGS), key
+        en = _fields(texts["en"])
+        for lang in LANGS:
+            fields = _fields(texts[lang])
+            # a field may be language-specific only when it is named *_<lang> (data text in that language)
+            assert {f for f in fields ^ en if not f.endswith(tuple(f"_{x}" for x in LANGS))} == set(), key
+
+
+def test_every_key_used_in_code_exists() -> None:
+    used = set()
+    for path in SRC.rglob("*.py"):
+        used |= set(KEY_CALL.findall(path.read_text(encoding="utf-8")))
+    used |= {f"finding.{fid}.{part}" for fid in FINDING_IDS for part in ("msg", "fix")}
+    assert len(used) > 60
+    missing = sorted(k for k in used if k not in messages())
+    assert missing == []
+
+
+def test_chinese_keeps_technical_terms() -> None:
+    assert "RDMA" in tr("finding.net.rdma_required_unquantified.msg", "zh", nodes=2, net="eth-25-tcp")
+    assert "PFC" in tr("finding.net.roce_lossless.fix", "zh")
+
+
+def test_language_from_locale() -> None:
+    assert default_lang({"LANG": "zh_CN.UTF-8"}) == "zh"
+    assert default_lang({"LC_ALL": "en_US.UTF-8", "LANG": "zh_CN.UTF-8"}) == "en"
+    assert default_lang({}) == "en"
+    assert resolve_lang("zh") == "zh"
+    with pytest.raises(InputError):
+        resolve_lang("fr")
+    assert set(both("finding.net.rail.fix")) == set(LANGS)
