@@ -4,8 +4,12 @@ One iteration runs every layer once over the step's T = prefill_tokens + decode_
 tokens. Per device of the heaviest pipeline stage (docs/inference.md has the derivation):
 
 * Linear layers, a roofline per group of GEMMs (Williams et al. 2009, "Roofline", CACM
-  52(4)): time = max(FLOPs / (peak x gemm_efficiency), weight bytes / (HBM bw x
-  memory_bw_efficiency)). FLOPs = 2 x T x weights / tp; weights are read once per step.
+  52(4)) with compute time c = FLOPs / (peak x gemm_efficiency) and weight-read time
+  m = weight bytes / (HBM bw x memory_bw_efficiency), combined as sqrt(c^2 + m^2): the
+  larger of the two far from the ridge point, up to 1.41 x max(c, m) at it, where a GEMM
+  overlaps its loads and its math only partly (cuBLAS sweeps over M at fixed N, K run
+  1.3-1.5x above the sharp roofline near M = peak / bandwidth; Yuan et al. 2024,
+  "LLM Inference Unveiled: Survey and Roofline Model Insights"). FLOPs = 2 x T x weights / tp; weights are read once per step.
   The peak is the weight format's: fp8 and int8 (W8A8) GEMMs run on the 8-bit tensor
   cores where the part has them, else (and for int4 weight-only, GPTQ/AWQ/Marlin) at
   the 16-bit rate plus the dequantization share `dequant_overhead` (Frantar et al.
@@ -35,6 +39,7 @@ Everything is precomputed into plain floats; `step_s` is pure float arithmetic a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from math import hypot
 from typing import Any, get_args
 
 import numpy as np
@@ -146,11 +151,11 @@ class StepCostModel:
         if t <= 0:
             return 0.0
         rows = decode_seqs + (1 if prefill_tokens > 0 else 0)
-        stage = max(self.dense_compute_per_token * t, self.dense_read)
+        stage = hypot(self.dense_compute_per_token * t, self.dense_read)
         if self.moe_read_all:
-            stage += max(self.moe_compute_per_token * t,
-                         self.moe_read_all * (1.0 - self.moe_untouched_base ** t))
-        stage += max(self.head_compute_per_row * rows, self.head_read)
+            stage += hypot(self.moe_compute_per_token * t,
+                           self.moe_read_all * (1.0 - self.moe_untouched_base ** t))
+        stage += hypot(self.head_compute_per_row * rows, self.head_read)
         stage += self.prefill_attn_per_pair * prefill_attn_pairs
         stage += max(self.decode_kv_read_per_token, self.decode_attn_flops_per_token) * decode_kv_tokens
         stage += self.tp_comm_fixed + self.tp_comm_per_token * t
@@ -168,11 +173,11 @@ class StepCostModel:
         k = np.asarray(decode_kv_tokens, dtype=np.float64)
         t = p + d
         rows = d + (p > 0)
-        stage = np.maximum(self.dense_compute_per_token * t, self.dense_read)
+        stage = np.hypot(self.dense_compute_per_token * t, self.dense_read)
         if self.moe_read_all:
-            stage = stage + np.maximum(self.moe_compute_per_token * t,
-                                       self.moe_read_all * (1.0 - self.moe_untouched_base ** t))
-        stage = stage + np.maximum(self.head_compute_per_row * rows, self.head_read)
+            stage = stage + np.hypot(self.moe_compute_per_token * t,
+                                     self.moe_read_all * (1.0 - self.moe_untouched_base ** t))
+        stage = stage + np.hypot(self.head_compute_per_row * rows, self.head_read)
         stage = stage + self.prefill_attn_per_pair * a
         stage = stage + max(self.decode_kv_read_per_token, self.decode_attn_flops_per_token) * k
         stage = stage + self.tp_comm_fixed + self.tp_comm_per_token * t
@@ -201,7 +206,7 @@ class StepCostModel:
         ]
         compute = sum(c - dq for c, dq, _ in groups)
         dequant = sum(dq for _, dq, _ in groups)
-        exposed_read = sum(max(m - c, 0.0) for c, _, m in groups)
+        exposed_read = sum(hypot(c, m) - c for c, _, m in groups)
         kv_bytes_s = self.decode_kv_read_per_token * decode_kv_tokens
         kv_flops_s = self.decode_attn_flops_per_token * decode_kv_tokens
         attention = self.prefill_attn_per_pair * prefill_attn_pairs + kv_flops_s
@@ -215,7 +220,7 @@ class StepCostModel:
             pp_comm_s=(self.pp_stages - 1) * (self.pp_comm_fixed + self.pp_comm_per_token * t),
             ep_comm_s=n * (self.ep_comm_fixed + self.ep_comm_per_token * t),
             overhead_s=n * self.layer_overhead + self.step_overhead,
-            bound="memory" if exposed_read > 0 else "compute",
+            bound="memory" if sum(m for *_, m in groups) > sum(c for c, *_ in groups) else "compute",
             terms=self.terms,
         )
 

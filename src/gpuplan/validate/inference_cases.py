@@ -13,63 +13,34 @@ calibration terms per engine serves every row; nothing is fitted per row.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.infer_perf import InferencePerf, fixed_batch_perf, offline_perf
 from gpuplan.estimate.infer_step import StepCostModel, step_cost_model
 from gpuplan.hardware import Catalog
 from gpuplan.validate.cases import Row, model_for_row, opt_int
+from gpuplan.validate.inference_workloads import Dataset, dataset_for_row, num_prompts, simulate_row
 from gpuplan.validate.memory_cases import CaseResult
 from gpuplan.workload.engines import EngineProfile, engine
 from gpuplan.workload.jobs import InferenceJob, Layout
 from gpuplan.workload.model_spec import ModelSpec
 
-__all__ = ["DATASETS", "INFER_METRICS", "Dataset", "evaluate_inference_row"]
+__all__ = ["INFER_METRICS", "evaluate_inference_row"]
 
 INFER_METRICS = ("output_tokens_per_s", "output_tokens_per_s_per_device", "total_tokens_per_s", "requests_per_s",
                  "ttft_ms", "tpot_ms", "e2e_latency_s")
 LATENCY_METRICS = ("ttft_ms", "tpot_ms", "e2e_latency_s")
 
 
-@dataclass(frozen=True, slots=True)
-class Dataset:
-    key: str  # matched (case-insensitive) in the row's notes
-    input_len: float  # mean prompt tokens
-    output_len: float  # mean output tokens
-    source: str
-
-
-DATASETS = (
-    # LMDeploy's request-throughput benchmark on ShareGPT reports, per run, requests/s, output
-    # tokens/s and total tokens/s: 3210.3/12.611 = 255 output and 6619.4/12.611 - 255 = 270 input
-    # tokens per request (lmdeploy docs/benchmark, v0.1.0); v0.2.0's run gives 233 and 247.
-    Dataset("sharegpt", 260.0, 245.0, "LMDeploy ShareGPT request-throughput tables: totals / requests"),
-    # MLPerf llama2-70b (OpenOrca): tokens/s over samples/s of the submissions = 290 output
-    # tokens; prompts are capped at 1024 tokens with a few hundred on average (MLCommons
-    # llama2-70b reference, dataset processing).
-    Dataset("openorca", 300.0, 290.0, "MLPerf Inference llama2-70b: tokens/s / samples/s; OpenOrca prompts"),
-    Dataset("mixtral mlperf dataset", 300.0, 145.0, "MLPerf Inference mixtral-8x7b: OpenOrca + GSM8K + MBXP"),
-)
-
-
-def _dataset(row: Row) -> Dataset | None:
-    notes = row.get("notes", "").lower()
-    for d in DATASETS:
-        if d.key in notes:
-            return d
-    return None
-
-
-def _lengths(row: Row) -> tuple[float, float, str]:
+def _lengths(row: Row) -> tuple[float, float, Dataset | None]:
+    """Stated lengths, else the means of the dataset the notes name (then the row is simulated)."""
     i, o = opt_int(row, "input_len"), opt_int(row, "output_len")
+    d = dataset_for_row(row)
     if i is not None and o is not None:
-        return float(i), float(o), "stated"
-    d = _dataset(row)
+        return float(i), float(o), None
     if d is None:
         raise GpuplanError("input/output lengths not stated and no known dataset named in the notes")
-    return float(i if i is not None else d.input_len), float(o if o is not None else d.output_len), \
-        f"{d.key} means ({d.source})"
+    return float(i if i is not None else d.input_mean), float(o if o is not None else d.output_mean), d
 
 
 def _default_kv(row: Row, weights: str) -> str:
@@ -100,11 +71,42 @@ def _layouts(spec: ModelSpec, row: Row, n_devices: int) -> list[Layout]:
     return out
 
 
+def _simulated(row: Row, model: StepCostModel, eng: EngineProfile, d: Dataset, replicas: int,
+               per_replica: int) -> InferencePerf:
+    """A dataset run through the load simulator, scaled to the replicas (each gets 1/replicas of the load)."""
+    scenario = row.get("scenario", "")
+    rate = opt_int(row, "batch")
+    if scenario == "server":
+        if rate is None:
+            raise GpuplanError("server row states no request rate")
+        load = max(1, round(rate / replicas))
+    else:
+        load = rate or 0
+    prompts = num_prompts(row)
+    m = simulate_row(model, eng, d, scenario=scenario, rate_or_cap=load or None,
+                     prompts=max(1, prompts // replicas) if prompts else None)
+    return InferencePerf(
+        scenario=scenario, batch=round(m.batch_mean), replicas=replicas, devices_per_replica=per_replica,
+        input_len=m.input_tokens_per_s / m.requests_per_s, output_len=m.output_tokens_per_s / m.requests_per_s,
+        ttft_s=m.ttft_s.mean, tpot_s=m.tpot_s.mean, e2e_s=m.e2e_s.mean,
+        output_tokens_per_s=m.output_tokens_per_s * replicas, requests_per_s=m.requests_per_s * replicas,
+        assumptions={"simulated": d.source, "prompts_per_replica": m.requests},
+    )
+
+
 def _predict(row: Row, spec: ModelSpec, model: StepCostModel, eng: EngineProfile, layout: Layout,
-             n_devices: int, input_len: float, output_len: float) -> InferencePerf:
+             n_devices: int, input_len: float, output_len: float, dataset: Dataset | None,
+             simulate: bool) -> InferencePerf:
     scenario = row.get("scenario", "")
     per_replica = layout.tp * layout.pp
     replicas = max(1, n_devices // per_replica)
+    if simulate and dataset is not None:
+        return _simulated(row, model, eng, dataset, replicas, per_replica)
+    if scenario == "server":
+        return offline_perf(model, input_len=input_len, output_len=output_len, max_num_seqs=eng.max_num_seqs,
+                            max_batched_tokens=eng.max_batched_tokens, scheduling=eng.scheduling,
+                            chunked_prefill=eng.chunked_prefill, kv_block_tokens=eng.kv_block_tokens,
+                            replicas=replicas, devices_per_replica=per_replica)
     if scenario == "fixed_batch":
         batch = opt_int(row, "batch") or 1
         return fixed_batch_perf(model, batch=batch, input_len=int(input_len), output_len=int(output_len),
@@ -115,7 +117,7 @@ def _predict(row: Row, spec: ModelSpec, model: StepCostModel, eng: EngineProfile
                             max_batched_tokens=eng.max_batched_tokens, scheduling=eng.scheduling,
                             chunked_prefill=eng.chunked_prefill, kv_block_tokens=eng.kv_block_tokens,
                             cap=opt_int(row, "batch"), replicas=replicas, devices_per_replica=per_replica)
-    raise GpuplanError(f"scenario {scenario!r}: server rows need the load simulator")
+    raise GpuplanError(f"unknown scenario {scenario!r}")
 
 
 def evaluate_inference_row(row: Row, catalog: Catalog,
@@ -131,28 +133,39 @@ def evaluate_inference_row(row: Row, catalog: Catalog,
     eng = (engine_for or engine)(row.get("engine") or "generic")
     weights = row.get("weight_precision") or "bf16"
     kv = row.get("kv_precision") or _default_kv(row, weights)
-    input_len, output_len, length_src = _lengths(row)
+    input_len, output_len, dataset = _lengths(row)
+    scenario = row.get("scenario", "")
+    if scenario == "server" and dataset is None:
+        raise GpuplanError("server row without a dataset and request rate to simulate")
+    length_src = "stated" if dataset is None else f"{dataset.key} dataset"
     n_devices = opt_int(row, "num_accels") or (opt_int(row, "tp") or 1) * (opt_int(row, "pp") or 1)
-    best: tuple[float, InferencePerf, Layout] | None = None
+    best: tuple[float, InferencePerf, Layout, StepCostModel] | None = None
     reasons: list[str] = []
-    lower_is_better = metric in LATENCY_METRICS
+    # Server rows: the layout with the most offline throughput (the one a team tunes for capacity);
+    # other rows: the layout best for the row's own metric.
+    rank_metric = "output_tokens_per_s" if scenario == "server" else metric
+    lower_is_better = rank_metric in LATENCY_METRICS
     for layout in _layouts(spec, row, n_devices):
         try:
             model = step_cost_model(spec, accelerator=acc, layout=layout, weights=weights, kv_dtype=kv,
                                     engine=eng, catalog=catalog)
-            perf = _predict(row, spec, model, eng, layout, n_devices, input_len, output_len)
+            perf = _predict(row, spec, model, eng, layout, n_devices, input_len, output_len, dataset,
+                            simulate=scenario != "server")
         except InputError as exc:
             reasons.append(f"tp={layout.tp} ep={layout.ep}: {exc}")
             continue
-        value = perf.metric(metric)
+        value = perf.metric(rank_metric)
         better = best is None or (value < best[0] if lower_is_better else value > best[0])
         if better:
-            best = (value, perf, layout)
+            best = (value, perf, layout, model)
     if best is None:
         raise GpuplanError("no layout fits: " + "; ".join(reasons[:3]))
-    value, perf, layout = best
+    value, perf, layout, model = best
+    if scenario == "server":
+        perf = _predict(row, spec, model, eng, layout, n_devices, input_len, output_len, dataset, simulate=True)
+    value = perf.metric(metric)
     detail = (f"{eng.id} tp={layout.tp} pp={layout.pp} ep={layout.ep} x{perf.replicas} {weights}/{kv} "
-              f"batch={perf.batch} I={input_len:g} O={output_len:g} ({length_src}) "
+              f"batch={perf.batch} I={perf.input_len:.0f} O={perf.output_len:.0f} ({length_src}) "
               f"ttft={perf.ttft_s * 1e3:.1f}ms tpot={perf.tpot_s * 1e3:.2f}ms bound={perf.decode_step.get('bound')}")
     return CaseResult(id=row.get("id", "?"), metric=metric, measured=float(row["value"]), predicted=value,
                       confidence=row.get("confidence", ""), detail=detail)
