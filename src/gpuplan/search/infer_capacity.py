@@ -1,0 +1,123 @@
+"""Closed-form serving bounds of one replica, used to prune and size fleets before simulating.
+
+* Unloaded latency: TTFT = the prompt's prefill step(s) alone (chunks of the engine's
+  token budget, attention pairs c*o + c(c+1)/2 per chunk); TPOT = one decode step of a
+  single sequence at the mean context.
+* Capacity (steady-state continuous batching, Little's law L = lambda W, Little 1961):
+  with b requests decoding, each stays out_mean iterations, so requests finish at
+  lambda = b / (out_mean x E[s(b)]) and mu = b / out_mean prompts join per iteration. The
+  number of prompts in one iteration is taken as Poisson(mu) (0..4, tail folded into 4),
+  each of in_mean tokens and E[in(in+1)/2] attention pairs, capped by the token budget, so
+  E[s(b)] averages the step over that mix (a step is convex in its prompt tokens: a mean
+  prompt load would understate it). Cached tokens: b x (in_mean + out_mean/2). The
+  largest b with E[s(b)] x `tpot_p99_over_mean` <= the TPOT limit, b <= max_num_seqs and
+  its KV within the cache gives the replica's SLO-bound capacity lambda_max.
+* The cost split between input and output tokens follows the step time: the prompt share
+  is (s(b) - s_decode_only(b)) / s(b) at the operating point.
+All estimated; the simulator checks the finalists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpuplan.simulate.engine_sim import EngineConfig, StepCost
+from gpuplan.simulate.lengths import LengthDist
+
+__all__ = ["Capacity", "LengthMoments", "capacity", "length_moments", "unloaded_latency"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LengthMoments:
+    in_mean: float
+    in_pairs_mean: float  # E[in (in + 1) / 2]
+    in_p99: float
+    out_mean: float
+    out_p99: float
+
+
+def length_moments(inp: LengthDist, out: LengthDist) -> LengthMoments:
+    rng = np.random.default_rng(0)
+    x = inp.sample(rng, 8192).astype(np.float64)
+    return LengthMoments(in_mean=inp.mean, in_pairs_mean=float((x * (x + 1) / 2).mean()),
+                         in_p99=inp.quantile(0.99), out_mean=out.mean, out_p99=out.quantile(0.99))
+
+
+def _step(cost: StepCost, p: float, pairs: float, n: float, kv: float) -> float:
+    return cost.step_s(prefill_tokens=round(p), prefill_attn_pairs=pairs, decode_seqs=round(n),
+                       decode_kv_tokens=round(kv))
+
+
+def prefill_s(cost: StepCost, cfg: EngineConfig, tokens: int) -> float:
+    """Time to prefill one prompt alone (in token-budget chunks when the engine chunks)."""
+    chunk = cfg.max_batched_tokens if cfg.chunked_prefill and cfg.scheduling != "fcfs" else tokens
+    total, off = 0.0, 0
+    while off < tokens:
+        c = min(chunk, tokens - off)
+        total += _step(cost, c, c * off + c * (c + 1) / 2.0, 0, 0)
+        off += c
+    return total
+
+
+def unloaded_latency(cost: StepCost, cfg: EngineConfig, m: LengthMoments) -> tuple[float, float]:
+    """(TTFT of a p99-length prompt, TPOT of a lone mean-length request) on an idle replica, seconds."""
+    ttft = prefill_s(cost, cfg, max(1, round(m.in_p99)))
+    tpot = _step(cost, 0, 0.0, 1, m.in_mean + m.out_mean / 2.0)
+    return ttft, tpot
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Capacity:
+    requests_per_s: float  # lambda_max of one replica under the TPOT limit (0: none)
+    batch: int  # decoding requests at that point
+    step_s: float
+    prefill_share: float  # share of step time spent on prompt tokens
+    limited_by: str  # "tpot", "kv_cache" or "max_num_seqs"
+
+
+def _steps(cost: StepCost, p: np.ndarray, pairs: np.ndarray, n: np.ndarray, kv: np.ndarray) -> np.ndarray:
+    arr = getattr(cost, "step_s_array", None)
+    if arr is not None:
+        return np.asarray(arr(prefill_tokens=p, prefill_attn_pairs=pairs, decode_seqs=n, decode_kv_tokens=kv),
+                          dtype=np.float64)
+    flat = [_step(cost, *v) for v in zip(p.ravel(), pairs.ravel(), n.ravel(), kv.ravel(), strict=True)]
+    return np.array(flat, dtype=np.float64).reshape(p.shape)
+
+
+def capacity(cost: StepCost, cfg: EngineConfig, m: LengthMoments, tpot_limit_s: float, *,
+             tpot_p99_over_mean: float = 1.0) -> Capacity:
+    """Steady-state capacity of one replica whose p99 TPOT must stay within `tpot_limit_s`."""
+    b = np.arange(1, cfg.max_num_seqs + 1, dtype=np.float64)[:, None]
+    out = max(m.out_mean, 1.0)
+    mu = b / out
+    k = np.arange(5, dtype=np.float64)[None, :]
+    fact = np.array([1.0, 1.0, 2.0, 6.0, 24.0])[None, :]
+    pk = np.exp(-mu) * mu**k / fact
+    pk[:, 4] += np.clip(1.0 - pk.sum(axis=1), 0.0, None)  # fold the tail into 4 prompts
+    room = np.maximum(cfg.max_batched_tokens - b, 1.0)
+    p = np.minimum(k * m.in_mean, room)
+    pairs = k * m.in_pairs_mean * np.where(k > 0, p / np.maximum(k * m.in_mean, 1.0), 0.0)
+    kv = np.broadcast_to(b * (m.in_mean + m.out_mean / 2.0), p.shape)
+    grid = _steps(cost, p, pairs, np.broadcast_to(b, p.shape), kv)
+    s = (pk * grid).sum(axis=1)
+    s_dec = grid[:, 0]
+    b = b[:, 0]
+    kv = kv[:, 0]
+    ok_kv = kv <= cost.kv_capacity_tokens
+    ok_t = s * tpot_p99_over_mean <= tpot_limit_s
+    ok = ok_kv & ok_t
+    if not ok.any():
+        return Capacity(requests_per_s=0.0, batch=0, step_s=float(s[0]), prefill_share=0.0,
+                        limited_by="tpot" if not ok_t[0] else "kv_cache")
+    lam = np.where(ok, b / (out * s), 0.0)
+    i = int(np.argmax(lam))
+    if i + 1 == len(b):
+        why = "max_num_seqs"
+    elif not ok_kv[i + 1]:
+        why = "kv_cache"
+    else:
+        why = "tpot"
+    return Capacity(requests_per_s=float(lam[i]), batch=int(b[i]), step_s=float(s[i]),
+                    prefill_share=float(max(s[i] - s_dec[i], 0.0) / s[i]), limited_by=why)

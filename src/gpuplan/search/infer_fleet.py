@@ -1,0 +1,86 @@
+"""Fleets of catalog instances for inference replicas, and the shared-vs-dedicated advice.
+
+A replica of tp x pp devices runs inside one instance when it fits (tensor parallelism
+needs the intra-node link), several replicas sharing an instance; a pipeline-parallel
+replica larger than an instance spans whole instances. The fleet's hourly price is the
+cheapest catalog offer that hosts it (on-demand, else a monthly commitment over 730 h),
+from the instances' own prices and sources (`Instance.hourly`, as `pricing.device_price`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpuplan.estimate.calibration import Calibration
+from gpuplan.hardware import Catalog
+
+__all__ = ["Offer", "advice", "fleet_offers", "price_fleet"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Offer:
+    instance: str
+    accelerator_count: int
+    usd_per_hour: float
+    kind: str  # on_demand_hourly | monthly
+    tenancy: str
+
+
+def fleet_offers(catalog: Catalog, accelerator: str, *, market: str | None = None,
+                 provider: str | None = None) -> list[Offer]:
+    """Priced whole-device instances of `accelerator` under the market/provider filters."""
+    out = []
+    for inst in catalog.instances.values():
+        if catalog.server(inst.server).accelerator != accelerator:
+            continue
+        if inst.accelerator_count < 1 or inst.accelerator_count != int(inst.accelerator_count):
+            continue
+        if (market and inst.market != market) or (provider and inst.provider != provider):
+            continue
+        for kind in ("on_demand_hourly", "monthly"):
+            usd = inst.hourly("USD", catalog.rates, kind)
+            if usd is not None:
+                out.append(Offer(instance=inst.id, accelerator_count=int(inst.accelerator_count), usd_per_hour=usd,
+                                 kind=kind, tenancy=inst.tenancy))
+                break
+    return out
+
+
+def price_fleet(offers: list[Offer], replicas: int, tp: int, pp: int) -> tuple[float, Offer, int] | None:
+    """(USD per hour, offer, instances) of the cheapest way to host `replicas` replicas; None if none can."""
+    per_replica = tp * pp
+    best: tuple[float, Offer, int] | None = None
+    for o in offers:
+        if per_replica <= o.accelerator_count:
+            n = math.ceil(replicas / (o.accelerator_count // per_replica))
+        elif pp > 1 and tp <= o.accelerator_count and per_replica % o.accelerator_count == 0:
+            n = replicas * (per_replica // o.accelerator_count)
+        else:
+            continue
+        usd = n * o.usd_per_hour
+        if best is None or usd < best[0]:
+            best = (usd, o, n)
+    return best
+
+
+def advice(utilization: float, p99_growth: float, offer: Offer, terms: Calibration) -> dict[str, object]:
+    """Shared or dedicated instances, with the reason (thresholds are named planner terms)."""
+    u_max = terms.value("dedicated_utilization")
+    g_max = terms.value("dedicated_p99_growth")
+    if utilization > u_max:
+        choice = "dedicated"
+        reason = (f"estimated utilization {utilization:.0%} stays above {u_max:.0%} of the SLO-bound capacity: "
+                  f"reserve dedicated instances (no noisy neighbours, capacity held for you)")
+    elif p99_growth > g_max:
+        choice = "dedicated"
+        reason = (f"p99 end-to-end latency grows {p99_growth:.0%} when the load rises by the headroom "
+                  f"(more than {g_max:.0%}): the fleet is latency-sensitive, so keep it on dedicated instances")
+    else:
+        choice = "shared"
+        reason = (f"utilization {utilization:.0%} (<= {u_max:.0%}) and p99 growth {p99_growth:.0%} under the "
+                  f"headroom load (<= {g_max:.0%}): shared or on-demand instances are fine; move to dedicated if "
+                  f"measured utilization stays above {u_max:.0%} or p99 grows by more than {g_max:.0%}")
+    return {"tenancy": choice, "reason": reason, "utilization": utilization, "p99_growth_at_headroom": p99_growth,
+            "offer_tenancy": offer.tenancy,
+            "thresholds": terms.used("dedicated_utilization", "dedicated_p99_growth")}

@@ -1,0 +1,101 @@
+"""What `plan infer` sizes for: the load (Poisson qps or a trace, length distributions), the SLO, its terms.
+
+The planner's own terms (load headroom, shared-vs-dedicated thresholds, simulation size)
+live in `data/infer_plan.yaml` with their sources, in the calibration-term schema, and
+can be overridden per run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+
+import numpy as np
+import yaml
+
+from gpuplan.errors import InputError
+from gpuplan.estimate.calibration import Calibration, override_terms
+from gpuplan.simulate.arrivals import Workload, poisson_workload
+from gpuplan.simulate.lengths import LengthDist
+
+__all__ = ["InferLoad", "InferSlo", "planner_terms"]
+
+
+@cache
+def _default_terms() -> Calibration:
+    path = resources.files("gpuplan.search") / "data" / "infer_plan.yaml"
+    return Calibration.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+
+
+def planner_terms(overrides: Mapping[str, float] | None = None) -> Calibration:
+    """The planner's terms with `overrides` (name -> value) applied and marked."""
+    base = _default_terms()
+    if not overrides:
+        return base
+    return base.model_copy(update={"terms": override_terms(base.terms, overrides, label="planner term")})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InferSlo:
+    """Latency promise at the 99th percentile, seconds."""
+
+    ttft_p99_s: float
+    tpot_p99_s: float
+
+    def __post_init__(self) -> None:
+        for name, flag in (("ttft_p99_s", "ttft-p99"), ("tpot_p99_s", "tpot-p99")):
+            v = getattr(self, name)
+            if not (v > 0 and math.isfinite(v)):
+                raise InputError(field=flag, value=v, allowed="a positive number of seconds")
+
+
+def _empirical(x: np.ndarray, label: str) -> LengthDist:
+    vals, counts = np.unique(x, return_counts=True)
+    return LengthDist(kind="hist", low=tuple(int(v) for v in vals), high=tuple(int(v) for v in vals),
+                      weight=tuple(float(c) for c in counts), label=label)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class InferLoad:
+    """Requests per second with length distributions, or a trace (whose lengths define the distributions)."""
+
+    qps: float
+    input_len: LengthDist
+    output_len: LengthDist
+    trace: Workload | None = None
+
+    def __post_init__(self) -> None:
+        if not (self.qps > 0 and math.isfinite(self.qps)):
+            raise InputError(field="qps", value=self.qps, allowed="a positive number of requests per second",
+                             hint="zero or negative loads need no hardware")
+
+    @staticmethod
+    def from_trace(trace: Workload) -> InferLoad:
+        if trace.n < 2 or not trace.duration_s > 0:
+            raise InputError(field="trace", value=trace.label, allowed="at least two requests at distinct times")
+        return InferLoad(qps=trace.qps, input_len=_empirical(trace.input_len, f"trace:{trace.label}:input"),
+                         output_len=_empirical(trace.output_len, f"trace:{trace.label}:output"), trace=trace)
+
+    @property
+    def max_request_tokens(self) -> int:
+        if self.trace is not None:
+            return int((self.trace.input_len + self.trace.output_len).max())
+        return self.input_len.max + self.output_len.max
+
+    def replica_workload(self, replicas: int, *, load_factor: float, num_requests: int, seed: int = 0) -> Workload:
+        """The stream one of `replicas` replicas sees at `load_factor` x the load (round-robin for a trace)."""
+        if self.trace is None:
+            return poisson_workload(qps=self.qps * load_factor / replicas, num_requests=num_requests,
+                                    input_len=self.input_len, output_len=self.output_len, seed=seed)
+        tr = self.trace
+        idx = np.arange(seed % replicas, tr.n, replicas)
+        return Workload(arrival_s=tr.arrival_s[idx] / load_factor, input_len=tr.input_len[idx],
+                        output_len=tr.output_len[idx], label=f"{tr.label} 1/{replicas} x{load_factor:g}")
+
+    def to_json(self) -> dict[str, object]:
+        return {"qps": self.qps, "input_len": self.input_len.label, "output_len": self.output_len.label,
+                "input_len_mean": self.input_len.mean, "output_len_mean": self.output_len.mean,
+                "trace": self.trace.label if self.trace is not None else None}

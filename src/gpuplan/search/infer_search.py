@@ -1,0 +1,378 @@
+"""Plan inference: the cheapest fleet of catalog instances that meets a p99 TTFT/TPOT SLO under a load.
+
+For every accelerator that passes the policy filters (the training planner's `_allowed`:
+market, vendor, provider, domestic-only), every weight format it runs (bf16, fp8 where the
+part has 8-bit float tensor cores, int8, int4) and every replica layout (TP within a node,
+PP across nodes only when TP 8 is not enough, EP over the TP ranks for MoE models):
+
+1. memory: weights must fit and the KV cache must hold the longest request;
+2. closed forms (`infer_capacity`): the unloaded p99-prompt TTFT and lone TPOT must meet
+   the SLO; the replica's SLO-bound capacity sizes the replica count for qps x (1 +
+   load_headroom); the fleet is priced on the cheapest catalog instance that hosts it;
+3. the cheapest fleets (at most `finalists`) are simulated per replica at
+   qps x (1 + headroom) / replicas; a fleet that misses the p99 SLO gets more replicas.
+Verified plans are then simulated at the requested load for the figures they report.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuplan.errors import GpuplanError, InputError
+from gpuplan.estimate.calibration import Calibration
+from gpuplan.estimate.infer_step import StepCostModel, step_cost_model
+from gpuplan.estimate.memory_infer import matrix_bytes_per_param
+from gpuplan.hardware import Accelerator, Catalog
+from gpuplan.search.infer_capacity import Capacity, capacity, length_moments, unloaded_latency
+from gpuplan.search.infer_fleet import Offer, advice, fleet_offers, price_fleet
+from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms
+from gpuplan.search.train_search import PlanConstraints, _allowed
+from gpuplan.simulate.engine_sim import EngineConfig, simulate_engine
+from gpuplan.simulate.metrics import SimMetrics, Slo, summarize
+from gpuplan.units import GIB
+from gpuplan.workload.engines import EngineProfile, engine
+from gpuplan.workload.jobs import InferenceJob, Layout
+from gpuplan.workload.model_spec import ModelSpec
+from gpuplan.workload.params import count_params
+
+__all__ = ["InferConstraints", "InferPlanResult", "plan_inference"]
+
+WEIGHTS = ("bf16", "fp8", "int8", "int4")
+TERMS_USED = ("load_headroom", "tpot_p99_over_mean", "dedicated_utilization", "dedicated_p99_growth", "sim_requests",
+              "sim_warmup_fraction", "finalists", "plans_wanted")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InferConstraints:
+    market: str | None = None
+    vendor: str | None = None
+    provider: str | None = None
+    domestic_only: bool = False
+    max_devices: int = 1024
+    accelerators: tuple[str, ...] = ()
+    weights: tuple[str, ...] = WEIGHTS
+    kv_dtype: str = "bf16"
+
+    def __post_init__(self) -> None:
+        if self.max_devices < 1:
+            raise InputError(field="max-devices", value=self.max_devices, allowed="a positive integer")
+        bad = [w for w in self.weights if w not in WEIGHTS]
+        if bad or not self.weights:
+            raise InputError(field="weights", value=",".join(bad) or "(none)", allowed=", ".join(WEIGHTS))
+
+    def policy(self) -> PlanConstraints:
+        return PlanConstraints(market=self.market, vendor=self.vendor, provider=self.provider,
+                               domestic_only=self.domestic_only, accelerators=self.accelerators)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InferPlanResult:
+    plans: list[dict[str, Any]]
+    candidates_evaluated: int
+    simulated: int
+    rejected: dict[str, int]
+    hardware_considered: list[str]
+    best_unloaded: dict[str, Any]
+    terms: dict[str, dict[str, object]] = field(default_factory=dict)
+
+
+@dataclass(slots=True, kw_only=True)
+class _Cand:
+    acc: Accelerator
+    layout: Layout
+    weights: str
+    cost: StepCostModel
+    cap: Capacity
+    ttft0: float
+    tpot0: float
+    replicas: int
+    usd_per_hour: float
+    offer: Offer
+    instances: int
+    offers: list[Offer]
+
+
+def _layouts(spec: ModelSpec, max_node: int) -> list[Layout]:
+    tps = [t for t in (1, 2, 4, 8) if t <= max_node and spec.num_heads % t == 0]
+    out = []
+    for tp in tps:
+        eps = [1, tp] if spec.moe is not None and tp > 1 and spec.moe.num_experts % tp == 0 else [1]
+        out += [Layout(tp=tp, ep=ep) for ep in eps]
+    if tps and tps[-1] == max_node:
+        for pp in (2, 4, 8):
+            if pp <= spec.num_layers:
+                out.append(Layout(tp=tps[-1], pp=pp))
+    return out
+
+
+def _label(c: _Cand) -> str:
+    lay = c.layout
+    return f"{c.acc.id} tp{lay.tp} pp{lay.pp} ep{lay.ep} {c.weights}"
+
+
+def _bump(rejected: dict[str, int], why: str, n: int = 1) -> None:
+    rejected[why] = rejected.get(why, 0) + n
+
+
+def _meets(m: SimMetrics, slo: InferSlo) -> bool:
+    return m.ttft_s.p99 <= slo.ttft_p99_s and m.tpot_s.p99 <= slo.tpot_p99_s
+
+
+def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog,
+                   cons: InferConstraints | None = None, *, engine_profile: EngineProfile | None = None,
+                   terms: Calibration | None = None) -> InferPlanResult:
+    """Cheapest verified fleets first; raises InputError (with the nearest feasible alternative) if none."""
+    cons = cons or InferConstraints()
+    prof = engine_profile or engine("vllm")
+    cal = terms or planner_terms()
+    cfg = EngineConfig.from_profile(prof)
+    headroom = cal.value("load_headroom")
+    ratio = cal.value("tpot_p99_over_mean")
+    moments = length_moments(load.input_len, load.output_len)
+    counts = count_params(spec)
+    need_tokens = load.max_request_tokens
+    rejected: dict[str, int] = {}
+    considered: list[str] = []
+    cands: list[_Cand] = []
+    best: dict[str, Any] = {}
+    least_weight_gib = math.inf
+    evaluated = 0
+    policy = cons.policy()
+    for acc in catalog.accelerators.values():
+        why = _allowed(acc, policy)
+        if why:
+            _bump(rejected, why)
+            continue
+        offers = fleet_offers(catalog, acc.id, market=cons.market, provider=cons.provider)
+        if not offers:
+            _bump(rejected, "no_price")
+            continue
+        considered.append(acc.id)
+        max_node = max(o.accelerator_count for o in offers)
+        mem = float(acc.memory_gib or 0.0) * GIB * prof.gpu_memory_fraction
+        for weights in cons.weights:
+            if weights == "fp8" and acc.dense_tflops("fp8") is None:
+                _bump(rejected, "weights_unsupported")
+                continue
+            mb = matrix_bytes_per_param(spec, InferenceJob(weights=weights))
+            for lay in _layouts(spec, max_node):
+                evaluated += 1
+                split = lay.tp * lay.pp * max(lay.ep, 1)
+                lower = counts.total * mb / split  # weights per device can be no less
+                least_weight_gib = min(least_weight_gib, lower / GIB)
+                if lower > mem:
+                    _bump(rejected, "out_of_memory")
+                    continue
+                try:
+                    cm = step_cost_model(spec, accelerator=acc, layout=lay, weights=weights, kv_dtype=cons.kv_dtype,
+                                         engine=prof, catalog=catalog)
+                except GpuplanError:
+                    _bump(rejected, "layout_invalid")
+                    continue
+                if cm.kv_capacity_tokens <= 0:
+                    _bump(rejected, "out_of_memory")
+                    continue
+                if cm.kv_capacity_tokens < need_tokens:
+                    _bump(rejected, "kv_too_small")
+                    continue
+                ttft0, tpot0 = unloaded_latency(cm, cfg, moments)
+                label = f"{acc.id} tp{lay.tp} pp{lay.pp} ep{lay.ep} {weights}"
+                if ttft0 < best.get("ttft_s", math.inf):
+                    best.update(ttft_s=ttft0, ttft_on=label)
+                if tpot0 < best.get("tpot_s", math.inf):
+                    best.update(tpot_s=tpot0, tpot_on=label)
+                if ttft0 > slo.ttft_p99_s:
+                    _bump(rejected, "ttft_slo")
+                    continue
+                cap = capacity(cm, cfg, moments, slo.tpot_p99_s, tpot_p99_over_mean=ratio)
+                if tpot0 > slo.tpot_p99_s or cap.requests_per_s <= 0:
+                    _bump(rejected, "tpot_slo")
+                    continue
+                replicas = max(1, math.ceil(load.qps * (1.0 + headroom) / cap.requests_per_s))
+                if replicas * lay.tp * lay.pp > cons.max_devices:
+                    _bump(rejected, "max_devices")
+                    best_devices = best.get("devices_needed")
+                    if best_devices is None or replicas * lay.tp * lay.pp < best_devices[0]:
+                        best["devices_needed"] = (replicas * lay.tp * lay.pp, label)
+                    continue
+                priced = price_fleet(offers, replicas, lay.tp, lay.pp)
+                if priced is None:
+                    _bump(rejected, "no_instance_fits")
+                    continue
+                usd, offer, n_inst = priced
+                cands.append(_Cand(acc=acc, layout=lay, weights=weights, cost=cm, cap=cap, ttft0=ttft0,
+                                   tpot0=tpot0, replicas=replicas, usd_per_hour=usd, offer=offer, instances=n_inst,
+                                   offers=offers))
+    if not cands:
+        _no_plan(spec, slo, cons, rejected, best, least_weight_gib, considered)
+    cands.sort(key=lambda c: (c.usd_per_hour, c.replicas * c.layout.tp * c.layout.pp, c.tpot0))
+    plans, simulated = _verify(cands, load, slo, cfg, cal, prof, rejected, cons.max_devices)
+    if not plans:
+        raise InputError(field="slo", value=f"ttft-p99={slo.ttft_p99_s:g}s tpot-p99={slo.tpot_p99_s:g}s",
+                         allowed="an SLO that a simulated fleet meets",
+                         hint=f"best achievable unloaded p99-prompt TTFT {best.get('ttft_s', math.nan):.3f} s "
+                              f"on {best.get('ttft_on')}; relax the SLO or raise --max-devices")
+    plans.sort(key=lambda p: (p["cost_usd_per_hour"], p["devices"]))
+    return InferPlanResult(plans=plans, candidates_evaluated=evaluated, simulated=simulated, rejected=rejected,
+                           hardware_considered=considered, best_unloaded=best, terms=cal.used(*TERMS_USED))
+
+
+def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfig, cal: Calibration,
+            prof: EngineProfile, rejected: dict[str, int], max_devices: int) -> tuple[list[dict[str, Any]], int]:
+    """Simulate the cheapest candidates; add replicas where the p99 SLO is missed."""
+    headroom = cal.value("load_headroom")
+    n_sim = int(cal.value("sim_requests"))
+    warm = cal.value("sim_warmup_fraction")
+    finalists = int(cal.value("finalists"))
+    wanted = int(cal.value("plans_wanted"))
+    sim_slo = Slo(ttft_s=slo.ttft_p99_s, tpot_s=slo.tpot_p99_s)
+    plans: list[dict[str, Any]] = []
+    per_acc: dict[str, int] = {}
+    simulated = 0
+    tried = 0
+
+    def sim(c: _Cand, r: int, factor: float) -> SimMetrics:
+        nonlocal simulated
+        simulated += 1
+        w = load.replica_workload(r, load_factor=factor, num_requests=n_sim)
+        return summarize(simulate_engine(w, c.cost, cfg), sim_slo, warmup_fraction=warm)
+
+    for c in cands:
+        if tried >= finalists or len(plans) >= wanted:
+            break
+        if per_acc.get(c.acc.id, 0) >= 2:  # variety: at most two plans per accelerator
+            continue
+        tried += 1
+
+        def run(r: int, c: _Cand = c) -> SimMetrics:
+            return sim(c, r, 1.0 + headroom)
+
+        found = _min_replicas(run, c.replicas, slo)
+        if found is None:
+            _bump(rejected, "simulated_slo")
+            continue
+        r, m_head = found
+        if r * c.layout.tp * c.layout.pp > max_devices:
+            _bump(rejected, "max_devices")
+            continue
+        priced = price_fleet(c.offers, r, c.layout.tp, c.layout.pp)
+        if priced is None:  # pragma: no cover - more replicas fit the same offers
+            continue
+        usd, offer, n_inst = priced
+        m = sim(c, r, 1.0)
+        per_acc[c.acc.id] = per_acc.get(c.acc.id, 0) + 1
+        plans.append(_plan_record(c, r, usd, offer, n_inst, m, m_head, load, cal, prof))
+    return plans, simulated
+
+
+def _min_replicas(run: Callable[[int], SimMetrics], r0: int, slo: InferSlo,
+                  max_sims: int = 7) -> tuple[int, SimMetrics] | None:
+    """The fewest replicas (near r0) whose simulation meets the SLO: bracket geometrically, then bisect."""
+    seen: dict[int, SimMetrics] = {}
+
+    def ok(r: int) -> bool:
+        if r not in seen:
+            seen[r] = run(r)
+        return _meets(seen[r], slo)
+
+    lo = 0  # largest count known to fail
+    if ok(r0):
+        hi = r0
+        while hi > 1 and len(seen) < max_sims:
+            r = min(hi - 1, int(hi / 1.25))
+            if r < 1:
+                break
+            if ok(r):
+                hi = r
+            else:
+                lo = r
+                break
+        if hi == 1:
+            lo = 0
+    else:
+        lo, hi = r0, 0
+        while len(seen) < max_sims:
+            r = max(lo + 1, math.ceil(lo * 1.25))
+            if ok(r):
+                hi = r
+                break
+            lo = r
+        if not hi:
+            return None
+    while hi - lo > 1 and len(seen) < max_sims:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi, seen[hi]
+
+
+def _plan_record(c: _Cand, r: int, usd: float, offer: Offer, n_inst: int, m: SimMetrics, m_head: SimMetrics,
+                 load: InferLoad, cal: Calibration, prof: EngineProfile) -> dict[str, Any]:
+    lay = c.layout
+    util = load.qps / (r * c.cap.requests_per_s)
+    in_h = load.qps * load.input_len.mean * 3600.0
+    out_h = load.qps * load.output_len.mean * 3600.0
+    share_in = c.cap.prefill_share
+    growth = m_head.e2e_s.p99 / m.e2e_s.p99 - 1.0 if m.e2e_s.p99 > 0 else 0.0
+    pct = {"mean": 0.0, "p50": 0.0, "p90": 0.0, "p99": 0.0}
+
+    def p(x: Any) -> dict[str, float]:
+        return {k: float(getattr(x, k)) for k in pct}
+
+    return {
+        "accelerator": c.acc.id, "instance": offer.instance, "instances": n_inst, "instance_tenancy": offer.tenancy,
+        "price_kind": offer.kind, "devices": r * lay.tp * lay.pp, "replicas": r,
+        "layout": {"tp": lay.tp, "pp": lay.pp, "ep": lay.ep}, "weights": c.weights, "engine": prof.id,
+        "cost_usd_per_hour": usd,
+        "cost_usd_per_million_input_tokens": usd * share_in / in_h * 1e6,
+        "cost_usd_per_million_output_tokens": usd * (1.0 - share_in) / out_h * 1e6,
+        "cost_usd_per_million_tokens": usd / (in_h + out_h) * 1e6,
+        "utilization": util,
+        "capacity_requests_per_s_per_replica": c.cap.requests_per_s, "capacity_limited_by": c.cap.limited_by,
+        "kv_capacity_tokens_per_replica": c.cost.kv_capacity_tokens,
+        "unloaded": {"ttft_p99_prompt_s": c.ttft0, "tpot_s": c.tpot0},
+        "ttft_s": p(m.ttft_s), "tpot_s": p(m.tpot_s), "e2e_s": p(m.e2e_s), "queue_s_mean": m.queue_s.mean,
+        "goodput_fraction": m.goodput_fraction, "kv_used_mean_fraction": m.kv_used_mean_fraction,
+        "batch_mean": m.batch_mean, "preemptions": m.preemptions,
+        "at_headroom": {"qps": load.qps * (1.0 + cal.value("load_headroom")), "ttft_p99_s": m_head.ttft_s.p99,
+                        "tpot_p99_s": m_head.tpot_s.p99, "e2e_p99_s": m_head.e2e_s.p99},
+        "advice": advice(util, growth, offer, cal),
+        "provenance": "estimated: per-step cost model + discrete-event simulation per replica; "
+                      "prices from the catalog (see the instance's source)",
+    }
+
+
+def _no_plan(spec: ModelSpec, slo: InferSlo, cons: InferConstraints, rejected: dict[str, int],
+             best: dict[str, Any], least_weight_gib: float, considered: list[str]) -> None:
+    if not considered:
+        raise InputError(field="hardware", value=rejected, allowed="at least one accelerator with a priced instance "
+                         "under the policy filters", hint="relax --market/--vendor/--provider/--domestic-only")
+    if "ttft_s" not in best:
+        raise InputError(field="model", value=spec.name,
+                         allowed="a model whose weights and longest request fit a catalog device",
+                         hint=f"even at int4 over the largest allowed layout it needs about {least_weight_gib:.1f} GiB "
+                              f"of weights per device at best; shorten requests or allow more hardware "
+                              f"(rejected: {rejected})")
+    if best["ttft_s"] > slo.ttft_p99_s:
+        raise InputError(field="ttft-p99", value=slo.ttft_p99_s, allowed="a TTFT that some hardware reaches",
+                         hint=f"nearest feasible: the best achievable p99 TTFT is {best['ttft_s']:.3f} s "
+                              f"on {best['ttft_on']}")
+    if best["tpot_s"] > slo.tpot_p99_s:
+        raise InputError(field="tpot-p99", value=slo.tpot_p99_s, allowed="a TPOT that some hardware reaches",
+                         hint=f"nearest feasible: the best achievable TPOT is {best['tpot_s']:.4f} s "
+                              f"on {best['tpot_on']}")
+    if "devices_needed" in best:
+        n, on = best["devices_needed"]
+        raise InputError(field="max-devices", value=cons.max_devices, allowed=f"at least {n}",
+                         hint=f"nearest feasible: {n} devices ({on}); raise --max-devices or lower --qps")
+    raise InputError(field="slo", value=f"ttft-p99={slo.ttft_p99_s:g}s tpot-p99={slo.tpot_p99_s:g}s",
+                     allowed="an SLO that one candidate meets on its own and under load",
+                     hint=f"no candidate meets both limits at once (rejected: {rejected}); best TTFT "
+                          f"{best['ttft_s']:.3f} s on {best['ttft_on']}, best TPOT {best['tpot_s']:.4f} s "
+                          f"on {best['tpot_on']}")
+
