@@ -5,8 +5,8 @@ Both build on the per-step model of `infer_step` (docs/inference.md):
 fixed_batch (`batch` requests of `input_len` prompt and `output_len` output tokens, all
 started together, as TensorRT-LLM's gptSessionBenchmark, LMDeploy's profile_generation
 and vLLM's benchmark_latency run them):
-    TTFT  = prefill of batch x input_len tokens (causal pairs batch x I(I+1)/2), in chunks
-            of the engine's token budget when it chunks prefills;
+    TTFT  = the engine's request_overhead_s + prefill of batch x input_len tokens (causal
+            pairs batch x I(I+1)/2), in chunks of the token budget when the engine chunks;
     TPOT  = one decode step of `batch` sequences; the step is linear in the cached tokens,
             so the mean over the output equals the step at the mean context I + O/2;
     e2e   = TTFT + (O - 1) x TPOT (the prefill emits the first token);
@@ -107,7 +107,7 @@ def fixed_batch_perf(model: StepCostModel, *, batch: int, input_len: int, output
     """TTFT, TPOT, e2e and throughput of `batch` requests started together on each replica."""
     _check_lengths(input_len, output_len, batch)
     fits = model.kv_capacity_tokens // (input_len + output_len)
-    ttft = _prefill_s(model, batch, input_len, max_batched_tokens, chunked_prefill)
+    ttft = model.request_overhead + _prefill_s(model, batch, input_len, max_batched_tokens, chunked_prefill)
     mean_ctx = input_len + output_len / 2
     tpot = _decode_s(model, batch, mean_ctx) if output_len > 1 else 0.0
     e2e = ttft + (output_len - 1) * tpot
@@ -119,8 +119,8 @@ def fixed_batch_perf(model: StepCostModel, *, batch: int, input_len: int, output
         input_len=input_len, output_len=output_len, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
         output_tokens_per_s=per_replica * replicas, requests_per_s=batch / e2e * replicas,
         decode_step=bd.to_json(),
-        assumptions={"closed_form": "TTFT = prefill of the batch; TPOT = decode step at context I + O/2; "
-                                    "e2e = TTFT + (O-1) TPOT",
+        assumptions={"closed_form": "TTFT = request overhead + prefill of the batch; "
+                                    "TPOT = decode step at context I + O/2; e2e = TTFT + (O-1) TPOT",
                      "max_batch_fits": fits,
                      "warnings": [] if batch <= fits else [
                          f"batch {batch} exceeds the {fits} requests of {input_len}+{output_len} tokens the KV cache "

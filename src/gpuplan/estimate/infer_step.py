@@ -9,7 +9,8 @@ tokens. Per device of the heaviest pipeline stage (docs/inference.md has the der
   larger of the two far from the ridge point, up to 1.41 x max(c, m) at it, where a GEMM
   overlaps its loads and its math only partly (cuBLAS sweeps over M at fixed N, K run
   1.3-1.5x above the sharp roofline near M = peak / bandwidth; Yuan et al. 2024,
-  "LLM Inference Unveiled: Survey and Roofline Model Insights"). FLOPs = 2 x T x weights / tp; weights are read once per step.
+  "LLM Inference Unveiled: Survey and Roofline Model Insights"). FLOPs = 2 x T x
+  weights / tp; weights are read once per step.
   The peak is the weight format's: fp8 and int8 (W8A8) GEMMs run on the 8-bit tensor
   cores where the part has them, else (and for int4 weight-only, GPTQ/AWQ/Marlin) at
   the 16-bit rate plus the dequantization share `dequant_overhead` (Frantar et al.
@@ -133,6 +134,7 @@ class StepCostModel:
     pp_stages: int  # a step crosses every stage in turn: pp - 1 sends between them
     layer_overhead: float
     step_overhead: float
+    request_overhead: float  # added once to each request's time to first token (not part of a step)
     # memory
     kv_capacity_tokens: int
     kv_bytes_per_token: float  # per device, all layers of the heaviest stage
@@ -290,7 +292,7 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
     dense_compute = 2.0 * dense_params / flop_s  # 2 FLOPs per weight per token
     routed_params_all = moe_n * ml.experts_matrix / tp if ml is not None else 0.0
     routed_active = moe_n * ml.experts_active_matrix / tp if ml is not None else 0.0
-    moe_eff = gemm_eff
+    moe_eff = gemm_eff * e("moe_gemm_efficiency")
     moe_compute = 2.0 * routed_active / (rate * moe_eff)
     untouched = 1.0 - spec.moe.top_k / spec.moe.num_experts if spec.moe is not None and moe_n else 0.0
 
@@ -342,6 +344,7 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
 
     terms = engine.used()
     skip = {"dequant_overhead"} if not dequantized else set()
+    skip |= {"moe_gemm_efficiency"} if spec.moe is None else set()
     skip |= {"gemm_efficiency_8bit"} if rate_label == "bf16" else set()
     used_terms = {k: v for k, v in terms.items() if k not in skip}
     assumptions = {
@@ -377,6 +380,7 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         pp_stages=pp,
         layer_overhead=e("layer_overhead_s") * n_layers,
         step_overhead=e("step_overhead_s"),
+        request_overhead=e("request_overhead_s"),
         kv_capacity_tokens=fit.max_tokens,
         kv_bytes_per_token=kv_bytes_layer_token * heavy_layers,
         weights_bytes_per_device=mem.weights_bytes,

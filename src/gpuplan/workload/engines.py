@@ -36,6 +36,8 @@ ENGINE_TERMS = (
     "layer_overhead_s",
     "allreduce_latency_factor",
     "dequant_overhead",
+    "moe_gemm_efficiency",
+    "request_overhead_s",
 )
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
@@ -80,7 +82,8 @@ class EngineProfile(BaseModel):
         if missing or extra:
             raise ValueError(f"engine {self.id}: terms must be exactly {list(ENGINE_TERMS)}; "
                              f"missing {missing}, unknown {extra}")
-        for name in ("gemm_efficiency", "gemm_efficiency_8bit", "memory_bw_efficiency", "kv_read_efficiency", "attention_efficiency"):
+        for name in ("gemm_efficiency", "gemm_efficiency_8bit", "memory_bw_efficiency", "kv_read_efficiency",
+                     "attention_efficiency", "moe_gemm_efficiency"):
             if not 0 < self.terms[name].value <= 1:
                 raise ValueError(f"engine {self.id}: {name} must be in (0, 1], got {self.terms[name].value}")
         return self
@@ -108,6 +111,7 @@ class _EngineFile(BaseModel):
 
     schema_version: int
     as_of: str
+    default_terms: dict[str, EngineTerm]  # what each profile's `terms` starts from (YAML merge key)
     engines: tuple[EngineProfile, ...]
 
 
