@@ -1,0 +1,121 @@
+"""`gpuplan plan infer`: the cheapest fleet that meets a p99 TTFT/TPOT SLO under a load."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import typer
+from pydantic import ValidationError
+from rich.table import Table
+
+from gpuplan.cli.common import console, fail, print_json
+from gpuplan.cli.train import plan_app
+from gpuplan.errors import GpuplanError, InputError
+from gpuplan.hardware import load_catalog
+from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms
+from gpuplan.search.infer_search import WEIGHTS, InferConstraints, plan_inference
+from gpuplan.simulate.arrivals import read_trace
+from gpuplan.simulate.lengths import parse_length_dist
+from gpuplan.workload.engines import engine
+from gpuplan.workload.presets import load_model
+
+__all__ = ["plan_infer"]
+
+
+def _load(qps: float | None, trace: Path | None, input_len: int | None, output_len: int | None,
+          input_dist: str | None, output_dist: str | None) -> InferLoad:
+    if trace is not None:
+        if qps is not None:
+            raise InputError(field="qps", value=qps, allowed="left out with --trace (the trace sets the load)")
+        return InferLoad.from_trace(read_trace(trace))
+    if qps is None:
+        raise InputError(field="qps", value=None, allowed="a positive number, or --trace FILE")
+    if input_len is not None and input_dist is not None:
+        raise InputError(field="input-dist", value=input_dist, allowed="left out when --input-len is given")
+    if output_len is not None and output_dist is not None:
+        raise InputError(field="output-dist", value=output_dist, allowed="left out when --output-len is given")
+    inp = parse_length_dist(input_dist if input_dist is not None else (input_len or 1024), field="input-len")
+    out = parse_length_dist(output_dist if output_dist is not None else (output_len or 256), field="output-len")
+    return InferLoad(qps=qps, input_len=inp, output_len=out)
+
+
+def _terms(items: list[str] | None) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise InputError(field="term", value=item, allowed="NAME=NUMBER, e.g. load_headroom=0.3") from None
+        if not sep:
+            raise InputError(field="term", value=item, allowed="NAME=NUMBER, e.g. load_headroom=0.3")
+    return out
+
+
+@plan_app.command("infer")
+def plan_infer(
+    model: str = typer.Option(..., "--model", "-m", help="preset id or config.json"),
+    qps: float = typer.Option(None, help="requests per second (Poisson arrivals)"),
+    trace: Path = typer.Option(None, help="CSV trace: arrival_s,input_len,output_len"),
+    input_len: int = typer.Option(None, help="prompt tokens (fixed; default 1024)"),
+    output_len: int = typer.Option(None, help="output tokens (fixed; default 256)"),
+    input_dist: str = typer.Option(None, help="fixed:N, uniform:LO-HI or hist:FILE.csv"),
+    output_dist: str = typer.Option(None, help="fixed:N, uniform:LO-HI or hist:FILE.csv"),
+    ttft_p99: float = typer.Option(..., help="p99 time to first token limit, seconds"),
+    tpot_p99: float = typer.Option(..., help="p99 time per output token limit, seconds"),
+    engine_id: str = typer.Option("vllm", "--engine", help="engine profile (vllm, sglang, trtllm, ...)"),
+    weights: list[str] = typer.Option(None, help=f"weight formats to consider (default all: {', '.join(WEIGHTS)})"),
+    market: Literal["cn", "global"] | None = typer.Option(None),
+    vendor: str = typer.Option(None),
+    provider: str = typer.Option(None),
+    domestic_only: bool = typer.Option(False, "--domestic-only"),
+    max_devices: int = typer.Option(1024, help="most devices in the fleet"),
+    term: list[str] = typer.Option(None, help="override a planner term, NAME=VALUE (e.g. load_headroom=0.3)"),
+    top: int = typer.Option(10, help="plans shown in the table"),
+    catalog_dir: list[Path] = typer.Option(None, "--catalog", help="extra catalog folder(s)"),
+    json_out: bool = typer.Option(False, "--json"),
+) -> None:
+    """Search instances, TP/PP/EP, weight format and replicas for the cheapest fleet meeting the SLO."""
+    try:
+        load = _load(qps, trace, input_len, output_len, input_dist, output_dist)
+        slo = InferSlo(ttft_p99_s=ttft_p99, tpot_p99_s=tpot_p99)
+        spec = load_model(model)
+        cat = load_catalog(catalog_dir or ())
+        prof = engine(engine_id)
+        cons = InferConstraints(market=market, vendor=vendor, provider=provider, domestic_only=domestic_only,
+                                max_devices=max_devices, weights=tuple(weights) if weights else WEIGHTS)
+        res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, terms=planner_terms(_terms(term)))
+    except (GpuplanError, ValidationError) as exc:
+        fail(exc)
+    if json_out:
+        print_json({"model": spec.name, "load": load.to_json(),
+                    "slo": {"ttft_p99_s": slo.ttft_p99_s, "tpot_p99_s": slo.tpot_p99_s},
+                    "engine": prof.id, "candidates_evaluated": res.candidates_evaluated,
+                    "simulated": res.simulated, "plans": res.plans, "rejected": res.rejected,
+                    "hardware_considered": res.hardware_considered, "best_unloaded": res.best_unloaded,
+                    "terms": res.terms})
+        return
+    _table(spec.name, load, slo, res.plans[:top], res.candidates_evaluated, res.simulated, res.rejected)
+
+
+def _table(name: str, load: InferLoad, slo: InferSlo, plans: list[dict[str, Any]], evaluated: int, simulated: int,
+           rejected: dict[str, int]) -> None:
+    t = Table(title=f"Inference plans - {name}, {load.qps:g} req/s, in {load.input_len.label}, "
+                    f"out {load.output_len.label}; SLO p99 TTFT {slo.ttft_p99_s:g} s, TPOT {slo.tpot_p99_s:g} s",
+              caption=f"{evaluated} candidates evaluated, {simulated} simulations; rejected: {rejected}. "
+                      "Latencies estimated by simulation; prices from the catalog.")
+    for col in ("hardware", "fleet", "USD/h", "USD/M in|out", "util", "p99 TTFT|TPOT", "advice"):
+        t.add_column(col)
+    for p in plans:
+        lay = p["layout"]
+        t.add_row(f"{p['accelerator']} tp{lay['tp']}" + (f" pp{lay['pp']}" if lay["pp"] > 1 else "")
+                  + (f" ep{lay['ep']}" if lay["ep"] > 1 else "") + f" {p['weights']}",
+                  f"{p['replicas']} repl. on {p['instances']} x {p['instance']}", f"{p['cost_usd_per_hour']:,.2f}",
+                  f"{p['cost_usd_per_million_input_tokens']:.2f}|{p['cost_usd_per_million_output_tokens']:.2f}",
+                  f"{p['utilization']:.0%}", f"{p['ttft_s']['p99']:.2f} s|{p['tpot_s']['p99'] * 1e3:.0f} ms",
+                  p["advice"]["tenancy"])
+    console.print(t)
+    if plans:
+        console.print(f"[bold]Recommendation:[/] {plans[0]['accelerator']} - {plans[0]['advice']['reason']}",
+                      highlight=False)
