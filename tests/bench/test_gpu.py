@@ -1,0 +1,26 @@
+"""The CUDA/NPU paths on a real device (skipped cleanly without one: the `gpu` marker)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+
+def test_quick_gpu_gemm_memory_transfer_against_the_catalog(tmp_path: Path) -> None:
+    from gpuplan.bench.records import load_result
+    from gpuplan.bench.suite import SuiteOptions, run_suite
+
+    res = run_suite(SuiteOptions(device="auto", quick=True, only=("gemm", "memory", "transfer", "train"),
+                                 directory=tmp_path, out=tmp_path / "r.json", progress=False))
+    assert load_result(tmp_path / "r.json") == res
+    assert res.machine.backend in ("cuda", "npu")
+    assert {s.name: s.status for s in res.benchmarks}["gemm"] == "ok"
+    if res.accelerator is not None:  # a catalog part: every GEMM has a prediction and a ratio
+        gemm = [m for m in res.measurements if m.benchmark == "gemm"]
+        assert all(m.predicted.value and m.ratio for m in gemm)
+        assert all(0.05 < (m.ratio or 0) < 2.0 for m in gemm if str(m.params["shape"]).startswith("square8192"))
+    peak = next(m for m in res.measurements if m.name == "train.peak_memory")
+    assert peak.params["source"] == "max_memory_allocated" and peak.value > 0

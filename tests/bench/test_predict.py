@@ -1,0 +1,65 @@
+"""Predictions for a catalog part: datasheet figures x named terms, by hand; CPU gets null with a reason."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuplan.bench.predict import Predictor, match_device, predictor_for, reference_terms
+from gpuplan.hardware import load_catalog
+
+
+@pytest.fixture(scope="module")
+def h100() -> Predictor:
+    return Predictor(load_catalog(use_user_dir=False).accelerator("h100-sxm5-80gb"))
+
+
+def test_gemm_prediction_by_hand(h100: Predictor) -> None:
+    p = h100.gemm_tflops("bf16", 8192, 8192, 8192)
+    # 989.4 x 0.80 x 8192 / (8192 + 128)
+    assert p.value == pytest.approx(989.4 * 0.80 * 8192 / 8320)
+    assert p.terms["gemm_reference_efficiency.bf16"] == reference_terms()["gemm_reference_efficiency.bf16"].value
+    assert h100.gemm_tflops("fp8", 4096, 4096, 4096).value == pytest.approx(1978.9 * 0.70 * 4096 / 4224)
+
+
+def test_memory_and_pcie_predictions_by_hand(h100: Predictor) -> None:
+    assert h100.memory_gbyte_s("copy").value == pytest.approx(3350 * 0.85)
+    assert h100.host_device_gbyte_s(pinned=True).value == pytest.approx(64 * 0.75)  # Gen5 x16 per direction
+    pageable = h100.host_device_gbyte_s(pinned=False)
+    assert pageable.value is None and pageable.reason
+
+
+def test_collective_busbw_tends_to_the_link_bandwidth(h100: Predictor) -> None:
+    link = 900 / 2 * 0.80  # NVLink 4 per direction x nvlink_bw_efficiency
+    big = h100.collective("all_reduce", 1 << 32, 8, "busbw").value
+    assert big is not None and big == pytest.approx(link, rel=0.01)
+    # by hand at 1 MiB: t = 2*7/8 * 2^20 / (360e9) + 2*7 * 3.4e-6
+    t = 1.75 * 2**20 / 360e9 + 14 * 3.4e-6
+    assert h100.collective("all_reduce", 1 << 20, 8, "algbw").value == pytest.approx(2**20 / t / 1e9)
+    assert h100.collective("send_recv", 1 << 20, 2, "busbw").value == pytest.approx(2**20 / (2**20 / 360e9 + 3.4e-6)
+                                                                                    / 1e9)
+
+
+def test_training_prediction_uses_the_part_term(h100: Predictor) -> None:
+    p = h100.train_tokens_per_s(6e9, "bf16", 4096)
+    assert "compute_efficiency.h100-sxm5-80gb.bf16" in p.terms
+    assert p.value == pytest.approx(989.4e12 * 0.45 * 4096 / (4096 + 128) / 6e9)
+
+
+def test_cpu_and_unknown_devices_get_null_predictions_with_reasons() -> None:
+    pred, acc, note = predictor_for(None, "cpu", "Intel Xeon")
+    assert acc is None and "CPU" in note
+    p = pred.gemm_tflops("bf16", 512, 512, 512)
+    assert p.value is None and "catalog" in (p.reason or "")
+    cat = load_catalog(use_user_dir=False)
+    _, acc, note = predictor_for(None, "cuda", "Some Future GPU 9000", catalog=cat)
+    assert acc is None and "--accelerator" in note
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("NVIDIA H200", "h200-sxm-141gb"),
+    ("NVIDIA H100 80GB HBM3", "h100-sxm5-80gb"),
+    ("NVIDIA A100-SXM4-80GB", "a100-sxm4-80gb"),
+    ("NVIDIA H100 PCIe", "h100-pcie-80gb"),
+])
+def test_device_names_match_catalog_parts(name: str, expected: str) -> None:
+    assert match_device(name, load_catalog(use_user_dir=False).accelerators) == expected

@@ -1,0 +1,134 @@
+"""The CPU backend runs every benchmark path in-process; failures give partial results, never a hang."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuplan.bench import suite
+from gpuplan.bench.backend import BenchUnavailable, detect_backend
+from gpuplan.bench.collectives import add_collective_measurements, launch_local
+from gpuplan.bench.context import BenchContext
+from gpuplan.bench.predict import Predictor
+from gpuplan.bench.records import load_result
+from gpuplan.bench.suite import SuiteOptions, run_suite
+from gpuplan.errors import InputError
+from gpuplan.workload.presets import load_model
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytestmark = pytest.mark.torch
+
+
+def _opts(tmp_path: Path, only: tuple[str, ...], **kw: Any) -> SuiteOptions:
+    return SuiteOptions(device="cpu", quick=True, only=only, directory=tmp_path, out=tmp_path / "r.json",
+                        progress=False, **kw)
+
+
+def test_quick_single_device_subset_validates(tmp_path: Path) -> None:
+    res = run_suite(_opts(tmp_path, ("gemm", "memory", "transfer", "d2d", "storage", "dataloader"), workers=1))
+    assert load_result(tmp_path / "r.json") == res
+    status = {s.name: s for s in res.benchmarks}
+    assert status["d2d"].status == "skipped" and "two local cpu devices" in (status["d2d"].error or "")
+    assert all(status[n].status == "ok" for n in ("gemm", "memory", "transfer", "storage", "dataloader"))
+    assert res.complete and res.machine.backend == "cpu" and res.accelerator is None
+    names = {m.name for m in res.measurements}
+    assert {"memory.copy", "memory.read", "transfer.h2d.pageable", "storage.seq_read", "storage.random_read.iops",
+            "dataloader.1workers"} <= names
+    assert any(n.startswith("gemm.bf16.Llama-3.1-8B.tp2.") for n in names)  # TP-sharded preset shapes
+    assert any("fp8 skipped" in n for n in status["gemm"].notes)
+    for m in res.measurements:
+        assert m.provenance == "measured" and m.value > 0 and m.unit
+        assert m.predicted.value is None and m.predicted.reason  # CPU: no catalog entry
+    gemm = next(m for m in res.measurements if m.name == "gemm.bf16.square512")
+    assert gemm.value == pytest.approx(2 * 512**3 / gemm.median_s / 1e12)  # value follows from the median time
+    assert not list(tmp_path.glob(".gpuplan-bench-*"))  # storage files removed
+
+
+def test_end_to_end_train_and_decode(tmp_path: Path) -> None:
+    res = run_suite(_opts(tmp_path, ("train", "decode")))
+    by = {m.name: m for m in res.measurements}
+    train = by["train.tokens_per_s"]
+    assert train.params["from_preset"] == "Llama-3.1-8B" and train.params["layers"] == 2
+    flops = by["train.model_tflops"]
+    assert flops.value == pytest.approx(train.value * float(train.params["flops_per_token"]) / 1e12)
+    assert by["decode.ttft"].unit == "s" and by["decode.tokens_per_s"].value > 0
+    assert by["train.peak_memory"].value > 0
+    assert any("MFU not reported" in n for s in res.benchmarks for n in s.notes)
+
+
+def test_two_process_gloo_collectives_through_torchrun(tmp_path: Path) -> None:
+    backend = detect_backend("cpu")
+    ctx = BenchContext(backend=backend, predictor=Predictor(None, reason="cpu"), quick=True,
+                       model=load_model("llama3.1-8b"), tp=2, directory=tmp_path, collective_timeout_s=120)
+    rows, dist_backend, nproc = launch_local(ctx)
+    assert (dist_backend, nproc) == ("gloo", 2)
+    assert {r["kind"] for r in rows} == {"all_reduce", "all_gather", "reduce_scatter", "all_to_all", "send_recv"}
+    add_collective_measurements(ctx, rows, dist_backend, 1)
+    ar = next(m for m in ctx.measurements if m.name.startswith("collective.all_reduce") and m.metric == "busbw")
+    alg = next(m for m in ctx.measurements if m.name == ar.name.replace(".busbw", ".algbw"))
+    assert ar.value == pytest.approx(alg.value * 1.0)  # 2(n-1)/n = 1 at n = 2
+    ag = [m for m in ctx.measurements if m.name.startswith("collective.all_gather") and m.metric == "busbw"]
+    ag_alg = {m.name: m for m in ctx.measurements if m.metric == "algbw"}
+    for m in ag:
+        assert m.value == pytest.approx(ag_alg[m.name.replace(".busbw", ".algbw")].value * 0.5)
+        assert m.params["size_bytes"] == 2 * int(m.params["bytes_per_rank"])  # gathered output
+
+
+def test_a_stuck_collective_run_is_killed(tmp_path: Path) -> None:
+    ctx = BenchContext(backend=detect_backend("cpu"), predictor=Predictor(None), quick=True,
+                       model=load_model("llama3.1-8b"), tp=2, directory=tmp_path, collective_timeout_s=0.2)
+    with pytest.raises(BenchUnavailable, match="did not finish within 0.2 s"):
+        launch_local(ctx)
+
+
+def test_failures_are_recorded_and_the_suite_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def oom_after_one(ctx: BenchContext) -> None:
+        ctx.add(benchmark="memory", name="memory.copy", metric="copy_bandwidth", value=1.0, unit="GB/s",
+                samples=[1.0], predicted=ctx.predictor.none("GB/s"))
+        raise RuntimeError("CUDA out of memory. Tried to allocate 80.00 GiB")
+
+    def boom(ctx: BenchContext) -> None:
+        raise ValueError("broken kernel")
+
+    monkeypatch.setitem(suite.BENCHMARKS, "memory", oom_after_one)
+    monkeypatch.setitem(suite.BENCHMARKS, "transfer", boom)
+    res = run_suite(SuiteOptions(device="cpu", quick=True, only=("memory", "transfer", "storage"),
+                                 directory=tmp_path / "missing", out=tmp_path / "r.json", progress=False))
+    status = {s.name: s for s in res.benchmarks}
+    assert status["memory"].status == "partial" and "out of memory after memory.copy" in (status["memory"].error or "")
+    assert status["transfer"].status == "failed" and "ValueError" in (status["transfer"].error or "")
+    assert status["storage"].status == "failed" and "not a directory" in (status["storage"].error or "")
+    saved = load_result(tmp_path / "r.json")
+    assert not saved.complete and [m.name for m in saved.measurements] == ["memory.copy"]
+
+
+def test_bad_environments_give_clear_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(BenchUnavailable, match="no CUDA device"):
+        detect_backend("cuda")
+    with pytest.raises(BenchUnavailable, match="torch_npu"):
+        detect_backend("npu")
+    with pytest.raises(InputError, match="only"):
+        SuiteOptions(only=("gemm", "gemms"))
+    real = importlib.import_module
+
+    def no_torch(name: str, package: str | None = None) -> Any:
+        if name == "torch":
+            raise ImportError("No module named 'torch'")
+        return real(name, package)
+
+    monkeypatch.setattr(importlib, "import_module", no_torch)
+    with pytest.raises(BenchUnavailable, match="needs PyTorch"):
+        detect_backend("auto")
+
+
+def test_the_planner_never_imports_torch() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, gpuplan, gpuplan.cli.main, gpuplan.bench.calibrate; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
