@@ -7,6 +7,7 @@ import typer
 from gpuplan import __version__
 from gpuplan.cli import bench as bench_cmd
 from gpuplan.cli import catalog as catalog_cmd
+from gpuplan.cli import infer as infer_cmd  # noqa: F401  (registers `estimate infer`)
 from gpuplan.cli import infer_plan as infer_plan_cmd  # noqa: F401  (registers `plan infer`)
 from gpuplan.cli import memory as memory_cmd
 from gpuplan.cli import model as model_cmd
