@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpuplan.errors import InputError
+from gpuplan.estimate.activations import activation_breakdown
 from gpuplan.estimate.calibration import load_calibration
 from gpuplan.estimate.memory_train import NF4_BYTES_PER_PARAM, estimate_training_memory, stage_layers
 from gpuplan.workload.jobs import Layout, TrainingJob
@@ -53,7 +54,7 @@ def test_sequence_parallel_off_keeps_norm_activations_replicated() -> None:
 
 
 def test_pipeline_first_stage_holds_pp_microbatches() -> None:
-    job = TrainingJob(seq_len=2048, micro_batch=1, global_batch=64)
+    job = TrainingJob(seq_len=2048, micro_batch=1, global_batch=64, kernels="hf")
     m = estimate_training_memory(LLAMA, job, Layout(pp=4, dp=1))
     assert m.assumptions["pipeline_rank_reported"] in (0, 3)
     assert m.details["activations"]["dense_layers"] == pytest.approx(
@@ -133,3 +134,17 @@ def test_bad_layouts_name_the_field(layout: Layout, field: str) -> None:
 def test_unknown_optimizer_suggests_close_names() -> None:
     with pytest.raises(InputError, match="adamw"):
         estimate_training_memory(LLAMA, JOB.model_copy(update={"optimizer": "adam"}))
+
+
+def test_fused_kernels_save_less_than_hf_modules() -> None:
+    # Fused RMSNorm keeps its 16-bit input (not an fp32 copy plus the output) and fused SwiGLU
+    # keeps two of the three ffn-wide tensors: per layer 2 norms x (4 bytes x t x h) and 2 x t x ffn fewer.
+    job = TrainingJob(seq_len=2048, micro_batch=1, global_batch=8)
+    hf = activation_breakdown(LLAMA, job.model_copy(update={"kernels": "hf"}), Layout())
+    fused = activation_breakdown(LLAMA, job.model_copy(update={"kernels": "fused"}), Layout())
+    t, h, f = 2048, LLAMA.hidden_size, LLAMA.ffn_hidden_size
+    assert hf.dense_layer_bytes - fused.dense_layer_bytes == pytest.approx(2 * 4 * t * h + 2 * t * f)
+    # auto: Megatron-class (fused) kernels with TP or PP, HF modules for pure data parallelism
+    assert activation_breakdown(LLAMA, job, Layout()).dense_layer_bytes == hf.dense_layer_bytes
+    assert activation_breakdown(LLAMA, job, Layout(tp=2)).dense_layer_bytes == pytest.approx(
+        activation_breakdown(LLAMA, job.model_copy(update={"kernels": "fused"}), Layout(tp=2)).dense_layer_bytes)

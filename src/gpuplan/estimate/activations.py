@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from gpuplan.workload.jobs import Layout, TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 
-__all__ = ["ActivationBreakdown", "activation_breakdown", "compute_bytes"]
+__all__ = ["ActivationBreakdown", "activation_breakdown", "compute_bytes", "uses_fused_kernels"]
 
 FP32 = 4.0  # bytes
 INDEX = 8.0  # bytes of an int64 index
@@ -62,38 +62,53 @@ class ActivationBreakdown:
         return sum(self.moe_layer.values())
 
 
-def _norm(spec: ModelSpec, t: float, width: float, e: float) -> float:
+def uses_fused_kernels(job: TrainingJob, layout: Layout) -> bool:
+    """Whether the step runs fused layer kernels (Megatron-Core / Transformer Engine) or HF modules.
+
+    "auto": TP and PP exist only in Megatron-class frameworks (Megatron-LM, NeMo, MindSpeed,
+    Megatron-DeepSpeed), which fuse norms and SwiGLU; pure data-parallel runs (FSDP, ZeRO)
+    are taken to run Hugging Face modules.
+    """
+    if job.kernels == "auto":
+        return layout.tp > 1 or layout.pp > 1
+    return job.kernels == "fused"
+
+
+def _norm(spec: ModelSpec, t: float, width: float, e: float, fused: bool = False) -> float:
     """Saved bytes of one norm over `t` tokens of `width`.
 
     HF RMSNorm: fp32 copy of the input (kept by pow/mul), the fp32 inverse RMS per token,
     and the 16-bit normalized tensor (kept by the weight multiply). In fp32 the copy is
     the input itself and the normalized tensor is fp32, giving the same (4 + e) bytes.
-    LayerNorm (native kernel): the input plus fp32 mean and rstd per token.
+    LayerNorm (native kernel), and any fused norm (Apex/TE RMSNorm): the input plus fp32
+    statistics per token; the normalized output is the next linear layer's saved input.
     """
     if spec.norm == "layernorm":
         return e * t * width + 2 * FP32 * t
+    if fused:
+        return e * t * width + FP32 * t
     return (FP32 + e) * t * width + FP32 * t
 
 
 def _attention(spec: ModelSpec, job: TrainingJob, b: float, s: float, s_full: float, tp: int,
-               e: float, e_lin: float, seq_div: float) -> dict[str, float]:
+               e: float, e_lin: float, seq_div: float, fused: bool) -> dict[str, float]:
     t = b * s
     h, a = spec.hidden_size, spec.num_heads / tp
     g = max(spec.kv_heads / tp, 1.0)  # KV heads per rank; replicated when tp > kv heads
     dq, dv = spec.attn_head_dim, spec.v_head_dim
-    out: dict[str, float] = {"attn_norm": _norm(spec, t, h, e) / seq_div, "qkv_input": e_lin * t * h / seq_div}
+    out: dict[str, float] = {"attn_norm": _norm(spec, t, h, e, fused) / seq_div, "qkv_input": e_lin * t * h / seq_div}
     if spec.mla is not None:
         m = spec.mla
         if m.q_lora_rank is not None:
-            out["mla_q_norm"] = _norm(spec, t, m.q_lora_rank, e)
+            out["mla_q_norm"] = _norm(spec, t, m.q_lora_rank, e, fused)
             out["mla_q_up_input"] = e_lin * t * m.q_lora_rank
-        out["mla_kv_norm"] = _norm(spec, t, m.kv_lora_rank, e)
+        out["mla_kv_norm"] = _norm(spec, t, m.kv_lora_rank, e, fused)
         out["mla_kv_up_input"] = e_lin * t * m.kv_lora_rank
         # interleaved-RoPE cos/sin halves are sliced per layer (HF apply_rotary_pos_emb_interleave)
         out["mla_rotary_tables"] = 2 * e * s * (m.qk_rope_head_dim // 2)
         g = a  # MLA expands the latent to per-head k and v
     if spec.qk_norm:
-        out["qk_norm"] = _norm(spec, t * (a + g), dq, e)
+        out["qk_norm"] = _norm(spec, t * (a + g), dq, e, fused)
     eager = job.attention == "eager"
     kv_heads_saved = a if eager else g  # eager repeats KV heads to all query heads (repeat_kv)
     out["q"] = e * t * a * dq
@@ -116,15 +131,17 @@ def _attention(spec: ModelSpec, job: TrainingJob, b: float, s: float, s_full: fl
     return out
 
 
-def _ffn(spec: ModelSpec, t: float, ffn: float, e: float, e_lin: float) -> float:
+def _ffn(spec: ModelSpec, t: float, ffn: float, e: float, e_lin: float, fused: bool = False) -> float:
     # SwiGLU: gate output (kept by SiLU), SiLU output and up output (kept by the product),
     # the product (input of down); a plain MLP keeps the up output and the activation output.
+    # Fused SwiGLU (Megatron-Core bias_swiglu, TE LayerNormMLP) keeps only the gate+up output
+    # and the product (Megatron-Core fusions/fused_bias_swiglu.py).
     if spec.mlp == "swiglu":
-        return 3 * e * t * ffn + e_lin * t * ffn
+        return (2 if fused else 3) * e * t * ffn + e_lin * t * ffn
     return e * t * ffn + e_lin * t * ffn
 
 
-def _moe(spec: ModelSpec, t: float, tp: int, e: float, e_lin: float) -> dict[str, float]:
+def _moe(spec: ModelSpec, t: float, tp: int, e: float, e_lin: float, fused: bool) -> dict[str, float]:
     assert spec.moe is not None
     m = spec.moe
     tk = t * m.top_k  # token-expert pairs; EP moves them but each rank keeps about its own count
@@ -132,7 +149,7 @@ def _moe(spec: ModelSpec, t: float, tp: int, e: float, e_lin: float) -> dict[str
         # router scores (fp32), top-k indices and weights, sort/scatter indices, expert counts
         "router_and_dispatch": FP32 * t * m.num_experts + tk * (INDEX * 4 + FP32 * 2) + FP32 * t,
         "expert_input": e_lin * tk * spec.hidden_size,
-        "expert_ffn": _ffn(spec, tk, m.expert_ffn_size / tp, e, e_lin),
+        "expert_ffn": _ffn(spec, tk, m.expert_ffn_size / tp, e, e_lin, fused),
         "expert_output": e * tk * spec.hidden_size,
     }
     if spec.family == "deepseek_v3":
@@ -143,7 +160,7 @@ def _moe(spec: ModelSpec, t: float, tp: int, e: float, e_lin: float) -> dict[str
         out["router_group_select"] = t * (m.num_experts + 3 * INDEX)
     if m.num_shared_experts:
         out["shared_input"] = e_lin * t * spec.hidden_size
-        out["shared_ffn"] = _ffn(spec, t, m.shared_ffn_total / tp, e, e_lin)
+        out["shared_ffn"] = _ffn(spec, t, m.shared_ffn_total / tp, e, e_lin, fused)
     return out
 
 
@@ -157,10 +174,11 @@ def activation_breakdown(spec: ModelSpec, job: TrainingJob, layout: Layout) -> A
     h = spec.hidden_size
     seq_div = float(tp) if (layout.seq_parallel and tp > 1) else 1.0
 
-    attn = _attention(spec, job, b, s, s_full, tp, e, e_lin, seq_div)
-    mlp_norm = {"mlp_norm": _norm(spec, t, h, e) / seq_div, "mlp_input": e_lin * t * h / seq_div}
-    dense = {**attn, **mlp_norm, "mlp": _ffn(spec, t, spec.ffn_hidden_size / tp, e, e_lin)}
-    moe = {**attn, **mlp_norm, **_moe(spec, t, tp, e, e_lin)} if spec.moe is not None else {}
+    fused = uses_fused_kernels(job, layout)
+    attn = _attention(spec, job, b, s, s_full, tp, e, e_lin, seq_div, fused)
+    mlp_norm = {"mlp_norm": _norm(spec, t, h, e, fused) / seq_div, "mlp_input": e_lin * t * h / seq_div}
+    dense = {**attn, **mlp_norm, "mlp": _ffn(spec, t, spec.ffn_hidden_size / tp, e, e_lin, fused)}
+    moe = {**attn, **mlp_norm, **_moe(spec, t, tp, e, e_lin, fused)} if spec.moe is not None else {}
 
     full_layer = max(sum(dense.values()), sum(moe.values()))
     recompute_working = 0.0
@@ -177,7 +195,7 @@ def activation_breakdown(spec: ModelSpec, job: TrainingJob, layout: Layout) -> A
         first["rotary_tables"] = 2 * e * s * spec.attn_head_dim  # cos and sin, shared by all layers
     vocab = spec.vocab_size / tp  # vocab-parallel LM head and loss (Megatron); whole vocab when tp=1
     last = {
-        "final_norm": _norm(spec, t, h, e) / seq_div,
+        "final_norm": _norm(spec, t, h, e, fused) / seq_div,
         "lm_head_input": e_lin * t * h / seq_div,
         "log_probs_fp32": FP32 * t * vocab,  # cross-entropy on fp32-upcast logits (HF loss)
         "labels": INDEX * t,

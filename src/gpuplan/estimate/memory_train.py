@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from gpuplan.estimate.activations import ActivationBreakdown, activation_breakdown
+from gpuplan.estimate.activations import ActivationBreakdown, activation_breakdown, uses_fused_kernels
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.estimate.optimizers import get_optimizer
 from gpuplan.estimate.records import MemoryBreakdown
@@ -289,7 +289,9 @@ def estimate_training_memory(
         "pipeline_rank_totals_bytes": [round(r.total_bytes) for r in per_rank],
         "in_flight_microbatches": float(_in_flight(geometry(layout, job, acts, worst, 0, 0))),
         "lora": {"rank": job.lora_rank, "targets": list(job.lora_targets)} if job.method != "full" else None,
-        "activation_model": "saved-tensor inventory of Hugging Face transformers layers (docs/memory.md)",
+        "activation_model": ("saved-tensor inventory of fused Megatron-Core/Transformer Engine layers"
+                             if uses_fused_kernels(job, layout) else
+                             "saved-tensor inventory of Hugging Face transformers layers") + " (docs/memory.md)",
         "calibration": cal.used("runtime_context_gib", "collective_buffers_gib", "allocator_fragmentation",
                                 "zero3_prefetch_layers"),
         "notes": _notes(spec, job, layout),

@@ -2,7 +2,7 @@
 
 Uses the same elementwise rank model as `estimate_training_memory` (`rank_terms`), fed with
 numpy columns: activation bytes come from `activation_breakdown` once per distinct
-(tp, cp, recompute) at one and two sequences per micro-batch and are affine in the
+(tp, cp, recompute, pp > 1: the kernel choice) at one and two sequences per micro-batch and are affine in the
 micro-batch size (a few per-pass buffers do not scale with it); layer counts come from
 `stage_layers` once per distinct (pp, vpp). Ranks that hold
 the same layers differ only by the micro-batches in flight, which fall with the rank, so
@@ -24,12 +24,12 @@ from gpuplan.workload.jobs import Layout, TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
-__all__ = ["candidate_memory_bytes"]
+__all__ = ["by_unique", "candidate_memory_bytes"]
 
 _MAX_GROUPS = 4  # distinct layer compositions per pipeline (dense/MoE boundary, uneven split)
 
 
-def _by_unique(keys: tuple[np.ndarray, ...], fn: Any, width: int) -> np.ndarray:
+def by_unique(keys: tuple[np.ndarray, ...], fn: Any, width: int) -> np.ndarray:
     """Evaluate fn(*key) once per distinct key tuple and scatter the results (shape [n, width])."""
     # one int64 code per row (each key < 2**20), so np.unique works on a flat array
     code = np.zeros(keys[0].shape, dtype=np.int64)
@@ -48,16 +48,16 @@ def candidate_memory_bytes(spec: ModelSpec, job: TrainingJob, c: Candidates, *,
     cal = calibration or default_calibration()
     counts = count_params(spec)
 
-    def acts(tp: int, cp: int, rc: int) -> list[float]:
+    def acts(tp: int, cp: int, rc: int, piped: int) -> list[float]:
         out = []
         for mb in (1, 2):
             j = job.model_copy(update={"micro_batch": mb, "recompute": RECOMPUTE_CODES[rc]})
-            a = activation_breakdown(spec, j, Layout(tp=tp, cp=cp))
+            a = activation_breakdown(spec, j, Layout(tp=tp, cp=cp, pp=1 + piped))
             out += [a.dense_layer_bytes, a.moe_layer_bytes, sum(a.first_stage_extra.values()),
                     sum(a.last_stage_extra.values()), a.logits_transient_bytes, a.recompute_working_bytes]
         return out
 
-    act = _by_unique((c.tp, c.cp, c.recompute), acts, 12)
+    act = by_unique((c.tp, c.cp, c.recompute, (c.pp > 1).astype(np.int64)), acts, 12)
     one, slope = act[:, :6], act[:, 6:] - act[:, :6]
     per_mb = one + slope * (c.micro_batch[:, None] - 1)
     per_sample, recompute_working = per_mb[:, :5], per_mb[:, 5]
@@ -68,7 +68,7 @@ def candidate_memory_bytes(spec: ModelSpec, job: TrainingJob, c: Candidates, *,
         reps += [reps[-1]] * (_MAX_GROUPS + 1 - len(reps))
         return [v for r in reps for v in (r, split[r][0], split[r][1])]
 
-    lay = _by_unique((c.pp, c.vpp), layers, 3 * (_MAX_GROUPS + 1))
+    lay = by_unique((c.pp, c.vpp), layers, 3 * (_MAX_GROUPS + 1))
     totals = []
     for k in range(_MAX_GROUPS + 1):
         rank, dense_n, moe_n = lay[:, 3 * k], lay[:, 3 * k + 1], lay[:, 3 * k + 2]

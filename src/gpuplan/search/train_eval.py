@@ -37,8 +37,9 @@ from gpuplan.estimate.links import Link, inter_node_link, node_link
 from gpuplan.estimate.memory_train import expert_shard, trainable_params
 from gpuplan.hardware import Accelerator, Catalog, Network
 from gpuplan.search.candidates import Candidates
-from gpuplan.search.memory_vec import candidate_memory_bytes
-from gpuplan.workload.jobs import TrainingJob
+from gpuplan.estimate.activations import activation_breakdown
+from gpuplan.search.memory_vec import by_unique, candidate_memory_bytes
+from gpuplan.workload.jobs import Layout, TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
@@ -180,13 +181,17 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     core_exec = forward_flops(spec, s, causal=True).attention_core
     per_token_s = passes * (gemm / (peak_g * eff_g) + experts / (peak_g * eff_g * moe_eff)
                             + core_exec / (peak16 * attn_eff))
-    compute = rc_scale * per_token_s * tokens_step / n / narrow
+    gemm_s = rc_scale * per_token_s * tokens_step / n / narrow
+    compute = gemm_s + _elementwise_s(spec, job, hw, c, cal, rc_scale)
 
     # -- tensor parallel -----------------------------------------------------------------
     layers_rank = spec.num_layers / c.pp
     act_bytes = mb * (s / c.cp) * h * e
     k_tp = 4.0 + 2.0 * (c.recompute == 2)
-    tp = np.where(c.tp > 1, layers_rank * m * k_tp * _collective("all_reduce", act_bytes, c.tp, 1, hw), 0.0)
+    tp_inside = c.tp <= min(hw.accelerator.fully_connected_domain or 1, g)  # userbuffers need the fast link
+    tp_hidden = np.where(tp_inside, cal.value("tp_overlap"), 0.0)
+    tp = np.where(c.tp > 1, layers_rank * m * k_tp * _collective("all_reduce", act_bytes, c.tp, 1, hw)
+                  * (1 - tp_hidden), 0.0)
 
     # -- data parallel -------------------------------------------------------------------
     counts = count_params(spec)
@@ -247,6 +252,34 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     memory = memory_bytes if memory_bytes is not None else candidate_memory_bytes(spec, job, c, calibration=cal)
     return Evaluation(memory_bytes=memory, breakdown_s=breakdown, step_s=np.asarray(step),
                       tokens_per_step=tokens_step, model_flops_per_token=model_fpt, hw_flops_per_token=hw_fpt)
+
+
+def _elementwise_s(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Candidates, cal: Calibration,
+                   rc_scale: Any) -> Any:
+    """Memory-bound kernels (norms, activations, residual adds, rotary, MoE permutation, softmax).
+
+    Their traffic scales with the tensors a layer produces, which the activation inventory
+    counts (the saved-for-backward bytes, fused or HF kernels): the forward writes them, the
+    backward reads them and writes and reads gradients of the same size. `elementwise_passes`
+    (calibration) is the number of passes over those bytes per micro-batch, at the HBM
+    bandwidth (roofline: Williams et al. 2009). Small hidden sizes and FP8 GEMMs make this
+    term a large share of the step (their GEMMs shrink faster than the per-token bytes).
+    """
+    acc = hw.accelerator
+    if acc.hbm_bandwidth_gbps is None:
+        raise InputError(field="accelerator", value=acc.id, allowed="an accelerator with a known memory bandwidth",
+                         hint="add hbm_bandwidth_gbps to its catalog entry")
+    j = job.model_copy(update={"micro_batch": 1, "recompute": "none"})
+
+    def per_layer(tp: int, cp: int, piped: int) -> list[float]:
+        a = activation_breakdown(spec, j, Layout(tp=tp, cp=cp, pp=1 + piped))
+        return [a.dense_layer_bytes, a.moe_layer_bytes]
+
+    b = by_unique((c.tp, c.cp, (c.pp > 1).astype(np.int64)), per_layer, 2)
+    dense_n = (spec.num_layers - spec.num_moe_layers) / c.pp
+    moe_n = spec.num_moe_layers / c.pp
+    bytes_mb = (dense_n * b[:, 0] + moe_n * b[:, 1]) * c.micro_batch * c.microbatches
+    return rc_scale * cal.value("elementwise_passes") * bytes_mb / (acc.hbm_bandwidth_gbps * 1e9)
 
 
 def _eff(cal: Calibration, accelerator: str, dtype: str) -> float:

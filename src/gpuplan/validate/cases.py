@@ -66,6 +66,11 @@ def model_for_row(row: Row) -> ModelSpec:
     mlp = "gelu" if ffn == 4 * hidden else "swiglu"
     moe = None
     if moe_cols.get("moe_experts"):
+        if not moe_cols.get("moe_ffn") and not arch.get("ffn_hidden_size"):
+            # 4 x hidden is the README default of a dense MLP, not of an expert: fine-grained
+            # experts are 5-20x narrower, so guessing would misstate the model's FLOPs
+            raise InputError(field="moe_ffn", value="", allowed="the expert width (or ffn) for a MoE row that "
+                             "names no preset model", hint="fill moe_ffn from the model's config")
         moe = MoESpec(num_experts=int(moe_cols["moe_experts"] or 1), top_k=int(moe_cols.get("moe_topk") or 2),
                       expert_ffn_size=int(moe_cols.get("moe_ffn") or ffn))
     return ModelSpec(name=row.get("id", "case"), family="case", num_layers=int(arch["num_layers"] or 0),

@@ -28,6 +28,10 @@ _STRICT = ConfigDict(extra="forbid", frozen=True)
 Method = Literal["full", "lora", "qlora"]
 Recompute = Literal["none", "selective", "full"]
 Attention = Literal["flash", "eager"]
+# Layer kernels that set the saved activations: "hf" = Hugging Face transformers modules (RMSNorm saves an
+# fp32 copy, SwiGLU keeps three tensors); "fused" = Megatron-Core / Transformer Engine fused norm+linear and
+# SwiGLU; "auto" = fused when the layout uses TP or PP (only Megatron-class frameworks offer them), else hf.
+Kernels = Literal["auto", "hf", "fused"]
 TrainPrecision = Literal["bf16", "fp16", "fp32", "fp8"]
 WeightFormat = Literal["bf16", "fp16", "fp8", "int8", "int4"]
 KVDtype = Literal["bf16", "fp16", "fp8", "int8"]
@@ -68,6 +72,7 @@ class TrainingJob(BaseModel):
     optimizer: str = "adamw"
     recompute: Recompute = "none"
     attention: Attention = "flash"
+    kernels: Kernels = "auto"
     lora_rank: int = Field(default=16, gt=0)
     lora_targets: tuple[str, ...] = LORA_TARGETS
 
