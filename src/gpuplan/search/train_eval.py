@@ -31,13 +31,13 @@ import numpy as np
 
 from gpuplan.errors import InputError
 from gpuplan.estimate import comm
+from gpuplan.estimate.activations import activation_breakdown
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.estimate.flops import forward_flops
 from gpuplan.estimate.links import Link, inter_node_link, node_link
 from gpuplan.estimate.memory_train import expert_shard, trainable_params
 from gpuplan.hardware import Accelerator, Catalog, Network
 from gpuplan.search.candidates import Candidates
-from gpuplan.estimate.activations import activation_breakdown
 from gpuplan.search.memory_vec import by_unique, candidate_memory_bytes
 from gpuplan.workload.jobs import Layout, TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
