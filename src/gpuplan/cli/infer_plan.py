@@ -35,8 +35,10 @@ def _load(qps: float | None, trace: Path | None, input_len: int | None, output_l
         raise InputError(field="input-dist", value=input_dist, allowed="left out when --input-len is given")
     if output_len is not None and output_dist is not None:
         raise InputError(field="output-dist", value=output_dist, allowed="left out when --output-len is given")
-    inp = parse_length_dist(input_dist if input_dist is not None else (input_len or 1024), field="input-len")
-    out = parse_length_dist(output_dist if output_dist is not None else (output_len or 256), field="output-len")
+    inp = parse_length_dist(input_dist if input_dist is not None else (1024 if input_len is None else input_len),
+                            field="input-dist" if input_dist is not None else "input-len")
+    out = parse_length_dist(output_dist if output_dist is not None else (256 if output_len is None else output_len),
+                            field="output-dist" if output_dist is not None else "output-len")
     return InferLoad(qps=qps, input_len=inp, output_len=out)
 
 

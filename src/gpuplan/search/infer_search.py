@@ -138,7 +138,7 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
     considered: list[str] = []
     cands: list[_Cand] = []
     best: dict[str, Any] = {}
-    least_weight_gib = math.inf
+    largest: tuple[float, str] = (0.0, "")  # usable bytes of the largest allowed device
     evaluated = 0
     policy = cons.policy()
     for acc in catalog.accelerators.values():
@@ -153,6 +153,7 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
         considered.append(acc.id)
         max_node = max(o.accelerator_count for o in offers)
         mem = float(acc.memory_gib or 0.0) * GIB * prof.gpu_memory_fraction
+        largest = max(largest, (mem, acc.id))
         for weights in cons.weights:
             if weights == "fp8" and acc.dense_tflops("fp8") is None:
                 _bump(rejected, "weights_unsupported")
@@ -160,9 +161,11 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
             mb = matrix_bytes_per_param(spec, InferenceJob(weights=weights))
             for lay in _layouts(spec, max_node):
                 evaluated += 1
+                if lay.tp * lay.pp > cons.max_devices:
+                    _bump(rejected, "max_devices")
+                    continue
                 split = lay.tp * lay.pp * max(lay.ep, 1)
                 lower = counts.total * mb / split  # weights per device can be no less
-                least_weight_gib = min(least_weight_gib, lower / GIB)
                 if lower > mem:
                     _bump(rejected, "out_of_memory")
                     continue
@@ -207,7 +210,8 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
                                    tpot0=tpot0, replicas=replicas, usd_per_hour=usd, offer=offer, instances=n_inst,
                                    offers=offers))
     if not cands:
-        _no_plan(spec, slo, cons, rejected, best, least_weight_gib, considered)
+        int4_bytes = counts.total * matrix_bytes_per_param(spec, InferenceJob(weights="int4"))
+        _no_plan(spec, slo, cons, rejected, best, int4_bytes, largest, considered)
     cands.sort(key=lambda c: (c.usd_per_hour, c.replicas * c.layout.tp * c.layout.pp, c.tpot0))
     plans, simulated = _verify(cands, load, slo, cfg, cal, prof, rejected, cons.max_devices)
     if not plans:
@@ -348,16 +352,20 @@ def _plan_record(c: _Cand, r: int, usd: float, offer: Offer, n_inst: int, m: Sim
 
 
 def _no_plan(spec: ModelSpec, slo: InferSlo, cons: InferConstraints, rejected: dict[str, int],
-             best: dict[str, Any], least_weight_gib: float, considered: list[str]) -> None:
+             best: dict[str, Any], int4_bytes: float, largest: tuple[float, str], considered: list[str]) -> None:
     if not considered:
         raise InputError(field="hardware", value=rejected, allowed="at least one accelerator with a priced instance "
                          "under the policy filters", hint="relax --market/--vendor/--provider/--domestic-only")
     if "ttft_s" not in best:
+        mem, acc = largest
+        n = 1
+        while n * mem < int4_bytes * 1.1:  # weights plus room for the KV cache
+            n *= 2
         raise InputError(field="model", value=spec.name,
-                         allowed="a model whose weights and longest request fit a catalog device",
-                         hint=f"even at int4 over the largest allowed layout it needs about {least_weight_gib:.1f} GiB "
-                              f"of weights per device at best; shorten requests or allow more hardware "
-                              f"(rejected: {rejected})")
+                         allowed=f"a model that fits the allowed hardware within --max-devices={cons.max_devices}",
+                         hint=f"even at int4 its weights take {int4_bytes / GIB:.0f} GiB per replica; nearest "
+                              f"feasible: about {n} x {acc} per replica (raise --max-devices, allow more "
+                              f"hardware or shorten requests; rejected: {rejected})")
     if best["ttft_s"] > slo.ttft_p99_s:
         raise InputError(field="ttft-p99", value=slo.ttft_p99_s, allowed="a TTFT that some hardware reaches",
                          hint=f"nearest feasible: the best achievable p99 TTFT is {best['ttft_s']:.3f} s "

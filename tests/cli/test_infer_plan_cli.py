@@ -1,0 +1,67 @@
+"""gpuplan plan infer through the CLI: JSON contract, trace input, exit code 2 with a clear message."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gpuplan.cli.main import app
+
+runner = CliRunner()
+BASE = ["plan", "infer", "-m", "llama3.1-8b", "--ttft-p99", "2", "--tpot-p99", "0.05"]
+
+
+def test_plan_infer_json_contract() -> None:
+    res = runner.invoke(app, [*BASE, "--qps", "5", "--input-dist", "uniform:256-1024", "--output-len", "128",
+                              "--market", "global", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    for key in ("candidates_evaluated", "plans", "rejected", "simulated", "load", "slo", "terms"):
+        assert key in out, key
+    p = out["plans"][0]
+    for key in ("accelerator", "instance", "instances", "layout", "weights", "replicas", "devices",
+                "cost_usd_per_hour", "cost_usd_per_million_input_tokens", "cost_usd_per_million_output_tokens",
+                "utilization", "ttft_s", "tpot_s", "e2e_s", "advice", "provenance"):
+        assert key in p, key
+    assert set(p["ttft_s"]) >= {"p50", "p90", "p99"}
+    assert p["ttft_s"]["p99"] <= 2 and p["tpot_s"]["p99"] <= 0.05
+    assert out["load"]["output_len"] == "fixed:128"
+
+
+def test_plan_infer_trace(tmp_path: Path) -> None:
+    f = tmp_path / "trace.csv"
+    rows = "\n".join(f"{i * 0.25},{300 + 7 * i % 500},{50 + 3 * i % 100}" for i in range(400))
+    f.write_text("arrival_s,input_len,output_len\n" + rows + "\n", encoding="utf-8")
+    res = runner.invoke(app, [*BASE, "--trace", str(f), "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["load"]["qps"] == pytest.approx(4.0)
+    assert out["plans"]
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--qps", "0"], "qps"),
+    (["--qps", "-2"], "qps"),
+    (["--qps", "3", "--input-len", "0"], "input-len"),
+    (["--qps", "3", "--output-dist", "uniform:9-3"], "output-dist"),
+    (["--qps", "3", "--ttft-p99", "0.0001"], "best achievable p99 TTFT"),
+    ([], "--trace"),
+    (["--qps", "3", "--engine", "vlm"], "vllm"),
+    (["--qps", "3", "--term", "load_headroom"], "NAME=NUMBER"),
+])
+def test_plan_infer_bad_input(args: list[str], needle: str) -> None:
+    base = [a for a in BASE if a not in ("--ttft-p99", "2")] if "--ttft-p99" in args else BASE
+    res = runner.invoke(app, [*base, *args])
+    assert res.exit_code == 2, res.output
+    assert needle in res.output
+    assert "Traceback" not in res.output
+
+
+def test_plan_infer_model_too_big_for_the_device_limit() -> None:
+    res = runner.invoke(app, ["plan", "infer", "-m", "llama3.1-405b", "--qps", "1", "--ttft-p99", "5",
+                              "--tpot-p99", "0.2", "--max-devices", "1"])
+    assert res.exit_code == 2
+    assert "even at int4" in res.output and "nearest feasible" in res.output

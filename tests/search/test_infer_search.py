@@ -1,0 +1,166 @@
+"""plan_inference: cheaper hardware for looser SLOs, verified fleets, clear rejections; fleet pricing; advice."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+import pytest
+
+from gpuplan.errors import InputError
+from gpuplan.hardware import Catalog, load_catalog
+from gpuplan.search.infer_capacity import capacity, length_moments
+from gpuplan.search.infer_fleet import Offer, advice, price_fleet
+from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms
+from gpuplan.search.infer_search import InferConstraints, _min_replicas, plan_inference
+from gpuplan.simulate import EngineConfig, LengthDist, SimMetrics, Workload
+from gpuplan.workload.presets import load_model
+
+
+@cache
+def _catalog() -> Catalog:
+    return load_catalog(())
+
+
+def _load(qps: float = 8.0) -> InferLoad:
+    return InferLoad(qps=qps, input_len=LengthDist.uniform(256, 1024), output_len=LengthDist.uniform(64, 256))
+
+
+def test_loose_slo_picks_cheaper_hardware() -> None:
+    spec = load_model("llama3.1-8b")
+    loose = plan_inference(spec, _load(), InferSlo(ttft_p99_s=5.0, tpot_p99_s=0.2), _catalog())
+    tight = plan_inference(spec, _load(), InferSlo(ttft_p99_s=0.3, tpot_p99_s=0.015), _catalog())
+    assert loose.plans and tight.plans
+    assert loose.plans[0]["cost_usd_per_hour"] < tight.plans[0]["cost_usd_per_hour"]
+    # every plan was checked by simulation at the headroom load and meets the SLO there
+    for res, slo in ((loose, (5.0, 0.2)), (tight, (0.3, 0.015))):
+        for p in res.plans:
+            assert p["at_headroom"]["ttft_p99_s"] <= slo[0] and p["at_headroom"]["tpot_p99_s"] <= slo[1]
+            assert p["at_headroom"]["qps"] == pytest.approx(8.0 * 1.2)
+        costs = [p["cost_usd_per_hour"] for p in res.plans]
+        assert costs == sorted(costs)
+    assert tight.rejected.get("tpot_slo", 0) > loose.rejected.get("tpot_slo", 0)
+
+
+def test_plan_figures_are_consistent() -> None:
+    spec = load_model("llama3.1-8b")
+    res = plan_inference(spec, _load(), InferSlo(ttft_p99_s=2.0, tpot_p99_s=0.05), _catalog(),
+                         InferConstraints(market="global"))
+    p = res.plans[0]
+    lay = p["layout"]
+    assert p["devices"] == p["replicas"] * lay["tp"] * lay["pp"]
+    in_h, out_h = 8.0 * 640 * 3600, 8.0 * 160 * 3600  # uniform means 640 and 160 tokens
+    blended = p["cost_usd_per_hour"] / (in_h + out_h) * 1e6
+    assert p["cost_usd_per_million_tokens"] == pytest.approx(blended)
+    split = p["cost_usd_per_million_input_tokens"] * in_h + p["cost_usd_per_million_output_tokens"] * out_h
+    assert split / 1e6 == pytest.approx(p["cost_usd_per_hour"])
+    assert 0 < p["utilization"] < 1.5
+    assert p["advice"]["tenancy"] in ("shared", "dedicated") and p["advice"]["reason"]
+    assert res.terms["load_headroom"]["value"] == 0.2
+    assert all(_catalog().accelerator(q["accelerator"]).markets for q in res.plans)
+
+
+def test_impossible_slo_names_the_best_achievable() -> None:
+    spec = load_model("llama3.1-8b")
+    with pytest.raises(InputError, match=r"best achievable p99 TTFT is [0-9.]+ s on \S+") as exc:
+        plan_inference(spec, _load(), InferSlo(ttft_p99_s=1e-4, tpot_p99_s=0.05), _catalog())
+    assert exc.value.field == "ttft-p99"
+    with pytest.raises(InputError, match="best achievable TPOT") as exc:
+        plan_inference(spec, _load(), InferSlo(ttft_p99_s=5.0, tpot_p99_s=1e-5), _catalog())
+    assert exc.value.field == "tpot-p99"
+
+
+def test_model_that_fits_nowhere_is_rejected_with_the_nearest_fleet() -> None:
+    spec = load_model("llama3.1-405b")
+    with pytest.raises(InputError, match=r"even at int4 .* nearest feasible: about \d+ x ") as exc:
+        plan_inference(spec, _load(), InferSlo(ttft_p99_s=5.0, tpot_p99_s=0.2), _catalog(),
+                       InferConstraints(max_devices=1))
+    assert exc.value.field == "model"
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, math.inf])
+def test_bad_load_and_slo(bad: float) -> None:
+    with pytest.raises(InputError, match="qps"):
+        _load(bad)
+    with pytest.raises(InputError, match="ttft-p99"):
+        InferSlo(ttft_p99_s=bad, tpot_p99_s=0.1)
+
+
+def test_price_fleet_by_hand() -> None:
+    eight = Offer(instance="x8", accelerator_count=8, usd_per_hour=16.0, kind="on_demand_hourly", tenancy="bare_metal")
+    one = Offer(instance="x1", accelerator_count=1, usd_per_hour=2.5, kind="on_demand_hourly", tenancy="dedicated_vm")
+    assert price_fleet([eight], 3, 4, 1) == (32.0, eight, 2)  # two TP4 replicas per 8-GPU instance
+    assert price_fleet([eight], 2, 8, 2) == (64.0, eight, 4)  # a TP8 x PP2 replica spans two instances
+    assert price_fleet([eight, one], 3, 1, 1) == (7.5, one, 3)  # 3 x 1-GPU beats one 8-GPU instance
+    assert price_fleet([one], 1, 2, 1) is None  # TP2 needs two devices in one instance
+
+
+def test_advice_thresholds() -> None:
+    terms = planner_terms()
+    off = Offer(instance="x", accelerator_count=8, usd_per_hour=1.0, kind="on_demand_hourly", tenancy="shared")
+    assert advice(0.9, 0.0, off, terms)["tenancy"] == "dedicated"
+    assert advice(0.5, 0.35, off, terms)["tenancy"] == "dedicated"
+    calm = advice(0.5, 0.1, off, terms)
+    assert calm["tenancy"] == "shared" and "85%" in str(calm["reason"])
+    assert advice(0.9, 0.0, off, planner_terms({"dedicated_utilization": 0.95}))["tenancy"] == "shared"
+
+
+@dataclass(frozen=True)
+class _DecodeOnly:
+    kv_capacity_tokens: int = 10**9
+
+    def step_s(self, *, prefill_tokens: int, prefill_attn_pairs: float, decode_seqs: int,
+               decode_kv_tokens: int) -> float:
+        return 0.01 + 0.001 * decode_seqs  # prompts free, decode 10 ms + 1 ms per sequence
+
+
+def test_capacity_closed_form_by_hand() -> None:
+    m = length_moments(LengthDist.fixed(100), LengthDist.fixed(50))
+    cfg = EngineConfig(max_num_seqs=256)
+    cap = capacity(_DecodeOnly(), cfg, m, 0.03)
+    # s(b) = 0.01 + 0.001 b <= 0.03 -> b = 20; lambda = b / (out s) = 20 / (50 x 0.03)
+    assert cap.batch == 20
+    assert cap.requests_per_s == pytest.approx(20 / (50 * 0.03))
+    assert cap.limited_by == "tpot" and cap.prefill_share == pytest.approx(0.0)
+    small = capacity(_DecodeOnly(kv_capacity_tokens=125 * 10), cfg, m, 0.03)  # 125 tokens per request in flight
+    assert small.batch == 10 and small.limited_by == "kv_cache"
+    assert capacity(_DecodeOnly(), cfg, m, 0.03, tpot_p99_over_mean=1.5).batch == 10
+
+
+def test_min_replicas_brackets_and_bisects() -> None:
+    # a fake simulation that meets the SLO from 7 replicas up
+    calls: list[int] = []
+
+    def run(r: int) -> SimMetrics:
+        calls.append(r)
+        return _fake(ok=r >= 7)
+
+    for r0 in (1, 3, 7, 12, 40):
+        calls.clear()
+        found = _min_replicas(run, r0, InferSlo(ttft_p99_s=1.0, tpot_p99_s=1.0), max_sims=12)
+        assert found is not None and found[0] == 7, (r0, calls)
+
+
+def _fake(ok: bool) -> SimMetrics:
+    from gpuplan.simulate.metrics import Percentiles, Slo
+
+    v = 0.5 if ok else 2.0
+    pc = Percentiles(mean=v, p50=v, p90=v, p99=v)
+    return SimMetrics(requests=1, requests_measured=1, makespan_s=1.0, ttft_s=pc, tpot_s=pc, e2e_s=pc, queue_s=pc,
+                      requests_per_s=1.0, input_tokens_per_s=1.0, output_tokens_per_s=1.0, goodput_fraction=1.0,
+                      goodput_requests_per_s=1.0, slo=Slo(), kv_used_mean_fraction=0.0, kv_peak_blocks=0,
+                      kv_capacity_blocks=1, batch_mean=1.0, batch_max=1, iterations=1, preemptions=0,
+                      busy_fraction=1.0)
+
+
+def test_trace_load_is_split_round_robin() -> None:
+    arr = np.arange(10, dtype=np.float64)
+    tr = Workload(arrival_s=arr, input_len=np.arange(1, 11), output_len=np.full(10, 5), label="t")
+    load = InferLoad.from_trace(tr)
+    assert load.qps == pytest.approx(1.0)
+    assert load.input_len.mean == pytest.approx(5.5)
+    w = load.replica_workload(3, load_factor=2.0, num_requests=0)
+    assert w.input_len.tolist() == [1, 4, 7, 10]
+    assert w.arrival_s.tolist() == [0.0, 1.5, 3.0, 4.5]
