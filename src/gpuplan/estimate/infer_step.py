@@ -27,8 +27,10 @@ tokens. Per device of the heaviest pipeline stage (docs/inference.md has the der
 * Tensor parallelism: two all-reduces of T x hidden 16-bit values per layer (Megatron-LM,
   Shoeybi et al. 2019), ring alpha-beta over the intra-node link (`comm.ring_all_reduce_s`
   terms), the engine's custom all-reduce scaling the per-step latency. Expert
-  parallelism replaces the FFN all-reduce of an MoE layer by a dispatch and a combine
-  all-to-all of T x top_k x hidden values. Pipeline parallelism runs the stages in turn
+  parallelism (inside the TP group, attention stays tensor-parallel) keeps each expert
+  whole on one rank and replaces the FFN all-reduce of an MoE layer by a dispatch
+  all-gather and a combine reduce-scatter of T x hidden values over the ep ranks.
+  Attention data parallelism with DeepEP-style all-to-all is not modelled. Pipeline parallelism runs the stages in turn
   (one step's latency) with a point-to-point send of T x hidden values between stages.
 * Fixed costs: `layer_overhead_s` per layer (small kernels) and `step_overhead_s` per
   iteration (scheduler, sampler, launch).
@@ -292,7 +294,10 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
     dense_compute = 2.0 * dense_params / flop_s  # 2 FLOPs per weight per token
     routed_params_all = moe_n * ml.experts_matrix / tp if ml is not None else 0.0
     routed_active = moe_n * ml.experts_active_matrix / tp if ml is not None else 0.0
-    moe_eff = gemm_eff * e("moe_gemm_efficiency")
+    moe_eff = gemm_eff
+    if spec.moe is not None:  # narrow experts run grouped GEMMs below the dense efficiency
+        f = spec.moe.expert_ffn_size / (tp // ep)  # one expert's columns on one device
+        moe_eff = gemm_eff * f / (f + e("moe_expert_half_width"))
     moe_compute = 2.0 * routed_active / (rate * moe_eff)
     untouched = 1.0 - spec.moe.top_k / spec.moe.num_experts if spec.moe is not None and moe_n else 0.0
 
@@ -323,9 +328,11 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
             tp_fixed = ar_calls * 2 * (tp - 1) * alpha
             tp_tok = ar_calls * 2 * (tp - 1) / tp * h * ACT_BYTES / link_bw
         if ep > 1 and spec.moe is not None:
-            a2a_calls = 2 * moe_n  # dispatch + combine
-            ep_fixed = a2a_calls * (ep - 1) * float(link.latency_s)
-            ep_tok = a2a_calls * (ep - 1) / ep * spec.moe.top_k * h * ACT_BYTES / link_bw
+            # Tokens are replicated over the TP group after attention, so dispatch is an all-gather
+            # and combine a reduce-scatter of T x hidden values over the ep ranks (vLLM's
+            # all-gather/reduce-scatter all2all backend for EP under TP attention)
+            ep_fixed = moe_n * 2 * (ep - 1) * alpha
+            ep_tok = moe_n * 2 * (ep - 1) / ep * h * ACT_BYTES / link_bw
         if pp > 1:
             pp_fixed = float(link.latency_s)
             pp_tok = h * ACT_BYTES / link_bw
@@ -344,7 +351,7 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
 
     terms = engine.used()
     skip = {"dequant_overhead"} if not dequantized else set()
-    skip |= {"moe_gemm_efficiency"} if spec.moe is None else set()
+    skip |= {"moe_expert_half_width"} if spec.moe is None else set()
     skip |= {"gemm_efficiency_8bit"} if rate_label == "bf16" else set()
     used_terms = {k: v for k, v in terms.items() if k not in skip}
     assumptions = {

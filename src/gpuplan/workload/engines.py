@@ -36,7 +36,7 @@ ENGINE_TERMS = (
     "layer_overhead_s",
     "allreduce_latency_factor",
     "dequant_overhead",
-    "moe_gemm_efficiency",
+    "moe_expert_half_width",
     "request_overhead_s",
 )
 
@@ -83,7 +83,7 @@ class EngineProfile(BaseModel):
             raise ValueError(f"engine {self.id}: terms must be exactly {list(ENGINE_TERMS)}; "
                              f"missing {missing}, unknown {extra}")
         for name in ("gemm_efficiency", "gemm_efficiency_8bit", "memory_bw_efficiency", "kv_read_efficiency",
-                     "attention_efficiency", "moe_gemm_efficiency"):
+                     "attention_efficiency"):
             if not 0 < self.terms[name].value <= 1:
                 raise ValueError(f"engine {self.id}: {name} must be in (0, 1], got {self.terms[name].value}")
         return self
