@@ -167,7 +167,7 @@ def calibrate_cmd(
         return
     t = Table(title=f"calibration for {cf.accelerator} -> {path}")
     for col in ("term", "value", "used by estimates", "source"):
-        t.add_column(col)
+        t.add_column(col, overflow="fold")
     for name, term in cf.terms.items():
         t.add_row(name, f"{term.value:g}", "yes", term.source)
     for name, fig in cf.recorded.items():

@@ -1,0 +1,130 @@
+"""gpuplan bench, bench compare and calibrate through the CLI; calibration moves the next estimate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from gpuplan.bench.records import BenchResult, load_result, write_result
+from gpuplan.cli.main import app
+
+runner = CliRunner()
+ESTIMATE = ["estimate", "train", "-m", "llama3-8b", "--accelerator", "h100-sxm5-80gb", "--num-accels", "8",
+            "--tp", "1", "--pp", "1", "--dp", "8", "--cp", "1", "--zero", "1", "--micro-batch", "1",
+            "--recompute", "none", "--seq-len", "4096", "--global-batch", "64", "--json"]
+TERM = "compute_efficiency.h100-sxm5-80gb.bf16"
+
+
+SYNTHETIC = Path(__file__).parents[1] / "fixtures" / "bench" / "h100-8gpu-synthetic.json"  # made-up figures
+
+
+def gpu_result(*, bf16_tflops: float | None = None) -> BenchResult:
+    res = load_result(SYNTHETIC)
+    if bf16_tflops is None:
+        return res
+    ms = tuple(m.model_copy(update={"value": bf16_tflops}) if m.name == "gemm.bf16.square8192" else m
+               for m in res.measurements)
+    return res.model_copy(update={"measurements": ms})
+
+
+def _gpu_result(tmp_path: Path, name: str, **kw: Any) -> Path:
+    return write_result(gpu_result(**kw), tmp_path / name)
+
+
+@pytest.fixture(autouse=True)
+def _own_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Calibration files go to a temporary user config folder, never the real one."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+
+
+def _estimate() -> dict[str, Any]:
+    res = runner.invoke(app, ESTIMATE)
+    assert res.exit_code == 0, res.output
+    out: dict[str, Any] = json.loads(res.stdout)
+    return out
+
+
+@pytest.mark.parametrize(("bf16_tflops", "longer"), [(400.0, True), (900.0, False)])
+def test_calibrate_moves_the_next_estimate(tmp_path: Path, bf16_tflops: float, longer: bool) -> None:
+    before = _estimate()
+    assert before["assumptions"]["calibration"][TERM]["overridden"] is False
+    path = _gpu_result(tmp_path, "h100.json", bf16_tflops=bf16_tflops)
+    res = runner.invoke(app, ["calibrate", str(path), "--json"])
+    assert res.exit_code == 0, res.output
+    written = json.loads(res.stdout)
+    assert Path(written["written"]) == tmp_path / "config" / "gpuplan" / "calibration" / "h100-sxm5-80gb.yaml"
+    # 0.45 (shipped) x (measured / 989.4) / 0.80 (reference)
+    assert written["terms"][TERM]["value"] == pytest.approx(0.45 * bf16_tflops / 989.4 / 0.80, abs=1e-4)
+    assert written["recorded"]["memory_copy_fraction"]["value"] == pytest.approx(2900 / 3350, abs=1e-4)
+    assert written["recorded"]["nvlink_bw_efficiency"]["value"] == pytest.approx(340 / 450, abs=1e-4)
+    after = _estimate()
+    term = after["assumptions"]["calibration"][TERM]
+    assert term["overridden"] is True and term["source"].startswith("gpuplan calibrate: h100.json")
+    assert (after["step_time_s"] > before["step_time_s"]) is longer
+    assert (after["breakdown_s"]["compute"] > before["breakdown_s"]["compute"]) is longer
+    table = runner.invoke(app, ESTIMATE[:-1])
+    assert "calibrated" in table.stdout and "(measured)" in table.stdout
+
+
+def test_calibrate_refuses_cpu_results_and_names_bad_files(tmp_path: Path) -> None:
+    cpu = gpu_result().model_copy(update={"machine": gpu_result().machine.model_copy(update={"backend": "cpu"})})
+    path = write_result(cpu, tmp_path / "cpu.json")
+    res = runner.invoke(app, ["calibrate", str(path)])
+    assert res.exit_code == 2 and "GPU or NPU" in res.stderr
+    res = runner.invoke(app, ["calibrate", str(tmp_path / "nope.json")])
+    assert res.exit_code == 2 and "readable" in res.stderr
+    res = runner.invoke(app, ["calibrate", str(_gpu_result(tmp_path, "x.json")), "--accelerator", "h1000"])
+    assert res.exit_code == 2 and "h100" in res.stderr
+
+
+def test_broken_calibration_file_is_one_line(tmp_path: Path) -> None:
+    d = tmp_path / "config" / "gpuplan" / "calibration"
+    d.mkdir(parents=True)
+    (d / "h100-sxm5-80gb.yaml").write_text("terms: 3\n", encoding="utf-8")
+    res = runner.invoke(app, ESTIMATE)
+    assert res.exit_code == 2 and "calibration file" in res.stderr
+
+
+def test_bench_cpu_quick_subset_and_compare(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    out = tmp_path / "cpu.json"
+    res = runner.invoke(app, ["bench", "--device", "cpu", "--quick", "--only", "memory,storage", "--dir",
+                              str(tmp_path), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "memory.copy" in res.stdout and "result saved" in res.stdout
+    cpu = load_result(out)
+    assert [s.name for s in cpu.benchmarks] == ["memory", "storage"]
+    gpu = _gpu_result(tmp_path, "gpu.json")
+    res = runner.invoke(app, ["bench", "compare", str(out), str(gpu), "--json"])
+    assert res.exit_code == 0, res.output
+    cmp = json.loads(res.stdout)
+    assert len(cmp["columns"]) == 2
+    row = next(r for r in cmp["rows"] if r["name"] == "memory.copy")
+    assert row[cmp["columns"][1]]["measured"] == 2900.0
+    res = runner.invoke(app, ["bench", "compare", str(out), str(gpu), "--benchmark", "memory"])
+    assert res.exit_code == 0 and "memory.copy" in res.stdout and "gemm" not in res.stdout
+
+
+def test_bench_bad_input_is_one_line(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    res = runner.invoke(app, ["bench", "--device", "cuda", "--out", str(tmp_path / "x.json")])
+    assert res.exit_code == 2 and "no CUDA device" in res.stderr
+    res = runner.invoke(app, ["bench", "--device", "cpu", "--only", "gemmm"])
+    assert res.exit_code == 2 and "gemm" in res.stderr
+    res = runner.invoke(app, ["bench", "--device", "tpu"])
+    assert res.exit_code == 2 and "auto, cuda, npu or cpu" in res.stderr
+
+
+def test_bench_failure_exits_1_with_a_partial_result(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    out = tmp_path / "p.json"
+    res = runner.invoke(app, ["bench", "--device", "cpu", "--quick", "--only", "memory,storage", "--dir",
+                              str(tmp_path / "missing"), "--out", str(out)])
+    assert res.exit_code == 1
+    assert "partial result saved" in res.stderr and "not a directory" in res.stderr
+    saved = load_result(out)
+    assert not saved.complete and any(m.name == "memory.copy" for m in saved.measurements)
