@@ -9,8 +9,12 @@ from pathlib import Path
 import pytest
 
 from gpuplan.advise import FINDING_IDS
+from gpuplan.advise.findings import advise_data
+from gpuplan.advise.report_train import MEMORY_PARTS
 from gpuplan.errors import InputError
 from gpuplan.i18n import LANGS, both, default_lang, messages, resolve_lang, tr
+from gpuplan.render.report_text import PLAN_COLS
+from gpuplan.search.train_eval import BREAKDOWN_KEYS
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "gpuplan"
 KEY_CALL = re.compile(r"""\b(?:tr|both|_t)\(\s*["']([a-z0-9_.]+)["']""")
@@ -35,7 +39,18 @@ def test_every_key_used_in_code_exists() -> None:
     used = set()
     for path in SRC.rglob("*.py"):
         used |= set(KEY_CALL.findall(path.read_text(encoding="utf-8")))
+    used = {k for k in used if not k.endswith(".")}  # prefixes completed at run time: the families below
     used |= {f"finding.{fid}.{part}" for fid in FINDING_IDS for part in ("msg", "fix")}
+    used |= {f"report.step.{k}" for k in BREAKDOWN_KEYS}
+    used |= {f"report.part.{k.removesuffix('_bytes')}" for k in MEMORY_PARTS}
+    used |= {f"report.sev.{k}" for k in ("info", "warn", "critical")}
+    used |= {f"report.prov.{k}" for k in ("measured", "estimated", "datasheet", "data")}
+    used |= {f"report.risk.{v['risk']}" for v in advise_data("ecosystem")["stacks"].values()}
+    used |= {f"report.tco.{k}" for k in ("on_demand", "monthly", "yearly", "spot", "buy")}
+    used |= {f"report.col.{k}" for k in PLAN_COLS}
+    used |= {f"report.section.{k}" for k in ("job", "recommendation", "runners_up", "pareto", "memory", "step",
+                                             "scaling", "findings", "tco", "assumptions", "calibration", "thresholds",
+                                             "sources", "options")}
     assert len(used) > 60
     missing = sorted(k for k in used if k not in messages())
     assert missing == []

@@ -11,6 +11,7 @@ from __future__ import annotations
 from gpuplan.advise.facts import PlanFacts
 from gpuplan.advise.findings import Figure, Finding, Provenance, Severity, Thresholds, advise_data, make_finding
 from gpuplan.advise.rules_work import _ds, _est, _th
+from gpuplan.i18n import tr
 
 __all__ = ["MARKET_RULES", "effective_market", "node_power_kw"]
 
@@ -33,7 +34,9 @@ def ecosystem(f: PlanFacts, th: Thresholds) -> list[Finding]:
             _data("poc_weeks", data["poc_weeks"], "weeks", _ECO))
     return [make_finding("ecosystem.porting", sev, figs, (), acc=f.accelerator.id, stack=stack,
                          detail=f.accelerator.software_stack_detail or stack, frameworks=data["frameworks"],
-                         caveat=data["caveat"], weeks=data["poc_weeks"], risk=data["risk"])]
+                         caveat=data["caveat"], weeks=data["poc_weeks"],
+                         risk_en=tr(f"report.risk.{data['risk']}", "en"),
+                         risk_zh=tr(f"report.risk.{data['risk']}", "zh"))]
 
 
 def effective_market(f: PlanFacts) -> str:

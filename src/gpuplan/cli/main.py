@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from gpuplan import __version__
+from gpuplan.cli import advise as advise_cmd
 from gpuplan.cli import bench as bench_cmd
 from gpuplan.cli import catalog as catalog_cmd
 from gpuplan.cli import infer as infer_cmd  # noqa: F401  (registers `estimate infer`)
@@ -29,6 +30,8 @@ app.command("validate")(validate_cmd.validate_cmd)
 app.add_typer(catalog_cmd.app, name="catalog")
 app.add_typer(bench_cmd.app, name="bench")
 app.command("calibrate")(bench_cmd.calibrate_cmd)
+app.command("compare")(advise_cmd.compare_cmd)
+app.command("report")(advise_cmd.report_cmd)
 
 
 @app.command()

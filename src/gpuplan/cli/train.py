@@ -10,10 +10,14 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
+from gpuplan.advise.report_train import training_report
 from gpuplan.bench.calibrate import load_user_calibration
+from gpuplan.cli.advise import print_findings, requirements, save_report, save_report_quiet
 from gpuplan.cli.common import console, fail, print_json
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import Catalog, load_catalog
+from gpuplan.i18n import resolve_lang, tr
+from gpuplan.render.report_text import bottleneck_text
 from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices
 from gpuplan.search.train_eval import cluster_hardware, default_network
 from gpuplan.search.train_planner import best_layout, plan_figures
@@ -63,9 +67,11 @@ def estimate_train(
     tokens: float = typer.Option(None, help="training tokens, for time, device-hours and cost"),
     catalog_dir: list[Path] = typer.Option(None, "--catalog", help="extra catalog folder(s)"),
     json_out: bool = typer.Option(False, "--json"),
+    lang: str = typer.Option(None, "--lang", help="zh or en (default: from LANG/LC_ALL)"),
 ) -> None:
     """Step time, throughput, MFU, memory and cost of one configuration; unset layout flags are searched."""
     try:
+        language = resolve_lang(lang)
         spec = load_model(model)
         cat = _catalog(catalog_dir)
         acc = cat.accelerator(accelerator)
@@ -111,37 +117,38 @@ def estimate_train(
     if json_out:
         print_json(fig)
         return
-    _print_estimate(spec.name, acc.id, fig)
+    _print_estimate(spec.name, acc.id, fig, language)
 
 
-def _print_estimate(model: str, acc: str, fig: dict[str, Any]) -> None:
+def _print_estimate(model: str, acc: str, fig: dict[str, Any], lang: str = "en") -> None:
     lay = fig["layout"]
-    t = Table(title=f"Training estimate - {model} on {lay['devices']} x {acc}",
-              caption="estimated (docs/training.md); prices from the catalog with their sources")
-    t.add_column("figure")
-    t.add_column("value", justify="right")
-    t.add_row("layout", f"tp{lay['tp']} pp{lay['pp']} dp{lay['dp']} cp{lay['cp']} ep{lay['ep']} vpp{lay['vpp']} "
-              f"zero{lay['zero_stage']} mb{lay['micro_batch']} recompute={lay['recompute']}")
-    t.add_row("step time", f"{fig['step_time_s']:.3f} s")
+    t = Table(title=tr("cli.est.title", lang, model=model, devices=lay["devices"], acc=acc),
+              caption=tr("cli.est.caption", lang))
+    t.add_column(tr("cli.est.figure", lang))
+    t.add_column(tr("cli.est.value", lang), justify="right")
+    t.add_row(tr("cli.est.layout", lang), f"tp{lay['tp']} pp{lay['pp']} dp{lay['dp']} cp{lay['cp']} ep{lay['ep']} "
+              f"vpp{lay['vpp']} zero{lay['zero_stage']} mb{lay['micro_batch']} recompute={lay['recompute']}")
+    t.add_row(tr("cli.est.step_time", lang), f"{fig['step_time_s']:.3f} s")
     for k, v in fig["breakdown_s"].items():
         if v:
-            t.add_row(f"  {k}", f"{v:.3f} s ({v / fig['step_time_s']:.0%})")
-    t.add_row("bottleneck", fig["bottleneck"])
-    t.add_row("tokens/s (per device)", f"{fig['tokens_per_s']:,.0f} ({fig['tokens_per_s_per_device']:,.0f})")
-    t.add_row("TFLOP/s per device (model)", f"{fig['tflops_per_device']:.1f}")
-    t.add_row("MFU / HFU", f"{fig['mfu']:.1%} / {fig['hfu']:.1%}")
-    t.add_row("memory per device", f"{fig['memory']['total_bytes'] / GIB:.1f} GiB")
+            t.add_row(f"  {tr('report.step.' + k, lang)}", f"{v:.3f} s ({v / fig['step_time_s']:.0%})")
+    t.add_row(tr("cli.est.bottleneck", lang), bottleneck_text(fig["breakdown_s"], lang))
+    t.add_row(tr("cli.est.tokens_s", lang), f"{fig['tokens_per_s']:,.0f} ({fig['tokens_per_s_per_device']:,.0f})")
+    t.add_row(tr("cli.est.tflops", lang), f"{fig['tflops_per_device']:.1f}")
+    t.add_row(tr("cli.est.mfu", lang), f"{fig['mfu']:.1%} / {fig['hfu']:.1%}")
+    t.add_row(tr("cli.est.memory", lang), f"{fig['memory']['total_bytes'] / GIB:.1f} GiB")
     if fig["time_to_train_s"]:
-        t.add_row("time to train", f"{fig['time_to_train_s'] / 86400:.1f} days (goodput "
-                  f"{fig['reliability']['goodput']:.1%})")
-        t.add_row("device-hours", f"{fig['device_hours']:,.0f}")
+        t.add_row(tr("cli.est.time", lang), tr("cli.est.time_value", lang, days=fig["time_to_train_s"] / 86400,
+                                               goodput=fig["reliability"]["goodput"]))
+        t.add_row(tr("cli.est.device_hours", lang), f"{fig['device_hours']:,.0f}")
         cost = fig["cost"]
         for k in ("usd_on_demand", "usd_spot", "usd_monthly_commitment"):
             if cost.get(k):
-                t.add_row(f"cost {k[4:]}", f"${cost[k]:,.0f}")
+                t.add_row(tr("cli.est.cost", lang, kind=k[4:]), f"${cost[k]:,.0f}")
     for name, term in fig["assumptions"]["calibration"].items():
         if str(term["source"]).startswith("gpuplan calibrate"):  # measured on this hardware (gpuplan calibrate)
-            t.add_row(f"calibrated {name}", f"{term['value']:g} (measured)")
+            t.add_row(tr("cli.est.calibrated", lang, name=name),
+                      tr("cli.est.measured", lang, value=f"{term['value']:g}"))
     console.print(t)
 
 
@@ -164,9 +171,15 @@ def plan_train(
     top: int = typer.Option(10, help="plans shown in the table"),
     catalog_dir: list[Path] = typer.Option(None, "--catalog"),
     json_out: bool = typer.Option(False, "--json"),
+    lang: str = typer.Option(None, "--lang", help="zh or en (default: from LANG/LC_ALL)"),
+    report: Path = typer.Option(None, "--report", help="write FILE.html (charts, offline), FILE.md or FILE.json"),
+    data_residency: str = typer.Option(None, help="region the data must stay in (cn)"),
+    compliance: list[str] = typer.Option(None, help="required compliance level (mlps3); repeatable"),
+    server_price: float = typer.Option(None, help="server purchase price in USD, for rent vs buy"),
 ) -> None:
-    """Rank hardware x cluster size x layout for a training job; show the Pareto front and rejections."""
+    """Rank hardware x cluster size x layout for a training job; show the Pareto front, findings and rejections."""
     try:
+        language = resolve_lang(lang)
         if tokens <= 0:
             raise InputError(field="tokens", value=tokens, allowed="a positive number")
         spec = load_model(model)
@@ -175,10 +188,16 @@ def plan_train(
         job = _job(method, seq_len, gb, precision)
         cons = PlanConstraints(deadline_days=deadline, budget_usd=budget, max_devices=max_devices, market=market,
                                vendor=vendor, provider=provider, domestic_only=domestic_only, framework=framework)
-        res = plan_training(spec, job, cat, cons, tokens=tokens, calibration=load_user_calibration())
+        cal = load_user_calibration()
+        res = plan_training(spec, job, cat, cons, tokens=tokens, calibration=cal)
         if not res.plans:
             raise InputError(field="constraints", value=res.rejected, allowed="at least one feasible plan",
                              hint="relax --deadline/--budget, raise --max-devices, or allow more hardware")
+        doc = training_report(spec, job, cat, cons, tokens=tokens, result=res, calibration=cal,
+                              requirements=requirements(data_residency, compliance),
+                              tco_overrides={"server_price_usd": server_price} if server_price else None)
+        if report is not None:
+            (save_report_quiet if json_out else save_report)(doc, report, language)
     except (GpuplanError, ValidationError) as exc:
         fail(exc)
     best_per_hw: dict[str, dict[str, Any]] = {}
@@ -191,21 +210,28 @@ def plan_train(
                                for p in res.pareto],
                     "best_per_hardware": {k: {"devices": v["devices"], "cost_usd": v["cost_usd"],
                                               "time_to_train_s": v["time_to_train_s"]} for k, v in best_per_hw.items()},
-                    "rejected": res.rejected, "hardware_considered": res.hardware_considered})
+                    "rejected": res.rejected, "hardware_considered": res.hardware_considered,
+                    "recommended": doc["recommendation"], "findings": doc["findings"], "tco": doc["tco"]})
         return
-    t = Table(title=f"Training plans - {spec.name}, {tokens:.3g} tokens (cheapest first)",
-              caption=f"{res.candidates_evaluated:,} candidates evaluated; rejected: {res.rejected}")
-    for col in ("accelerator", "devices", "layout", "days", "cost USD", "MFU", "bottleneck"):
-        t.add_column(col)
+    t = Table(title=tr("cli.plan.title", language, model=spec.name, tokens=tokens),
+              caption=tr("cli.plan.caption", language, candidates=res.candidates_evaluated, rejected=res.rejected))
+    for col in ("accelerator", "devices", "layout", "days", "cost", "mfu", "bottleneck"):
+        t.add_column(tr(f"report.col.{col}", language))
     for p in res.plans[:top]:
         lay = p["layout"]
         t.add_row(p["accelerator"], str(p["devices"]), f"tp{lay['tp']} pp{lay['pp']} dp{lay['dp']} cp{lay['cp']} "
                   f"ep{lay['ep']} rc={lay['recompute']}", f"{p['time_to_train_days']:.1f}",
-                  f"{p['cost_usd']:,.0f}" if p["cost_usd"] else "no price", f"{p['mfu']:.0%}", p["bottleneck"])
+                  f"{p['cost_usd']:,.0f}" if p["cost_usd"] else tr("cli.plan.no_price", language), f"{p['mfu']:.0%}",
+                  bottleneck_text(p["breakdown_s"], language))
     console.print(t)
-    pt = Table(title="Pareto front (time vs cost)")
-    for col in ("accelerator", "devices", "days", "cost USD"):
-        pt.add_column(col)
+    pt = Table(title=tr("cli.plan.pareto", language))
+    for col in ("accelerator", "devices", "days", "cost"):
+        pt.add_column(tr(f"report.col.{col}", language))
     for p in res.pareto:
         pt.add_row(p["accelerator"], str(p["devices"]), f"{p['time_to_train_days']:.1f}", f"{p['cost_usd']:,.0f}")
     console.print(pt)
+    rec = doc["recommendation"]
+    console.print(tr("cli.plan.recommended", language, devices=rec["devices"], acc=rec["accelerator"], days=rec["days"],
+                     cost=f"{rec['cost_usd']:,.0f}" if rec["cost_usd"] else "-",
+                     tol=rec["rule"]["recommend_cost_tolerance"]), highlight=False)
+    print_findings(doc["findings"], language)

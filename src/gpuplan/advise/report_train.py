@@ -1,0 +1,219 @@
+"""The report document of a training plan or a comparison: plain JSON, both languages, no rendering.
+
+`training_report` turns a planner result into the document that the Markdown and HTML renderers
+(render/report_md.py, render/report_html.py) draw and that `gpuplan report FILE.json` re-renders:
+the recommendation and runners-up, the Pareto front, every plan for the cost-vs-time chart,
+memory and step-time breakdowns, the scaling curve (the planner re-run at every cluster size of
+the recommended part), findings, TCO, assumptions, calibration terms and sources. Every number
+carries its provenance (measured / estimated / datasheet / data).
+
+Recommendation rule: the fastest plan on the Pareto front that costs at most
+`recommend_cost_tolerance` more than the cheapest plan (thresholds.yaml); without prices, the
+planner's first plan.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gpuplan import __version__
+from gpuplan.advise.adapt_train import training_facts
+from gpuplan.advise.engine import advise
+from gpuplan.advise.facts import PlanFacts, Requirements
+from gpuplan.advise.findings import Thresholds, default_thresholds
+from gpuplan.advise.rules_market import node_power_kw
+from gpuplan.advise.tco import tco, tco_inputs
+from gpuplan.estimate.calibration import Calibration, default_calibration
+from gpuplan.hardware import Catalog
+from gpuplan.search.train_eval import cluster_hardware, default_network
+from gpuplan.search.train_search import PlanConstraints, PlanResult, plan_training
+from gpuplan.units import GIB
+from gpuplan.workload.jobs import TrainingJob
+from gpuplan.workload.model_spec import ModelSpec
+
+__all__ = ["REPORT_SCHEMA", "compare_training", "plan_summary", "recommend", "training_report"]
+
+REPORT_SCHEMA = "gpuplan.report/1"
+MEMORY_PARTS = ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "kv_cache_bytes",
+                "other_bytes")
+
+
+def recommend(plans: Sequence[dict[str, Any]], tolerance: float) -> dict[str, Any] | None:
+    """The fastest plan within `tolerance` of the lowest cost (priced plans), else the first plan."""
+    priced = [p for p in plans if p.get("cost_usd") is not None]
+    if not priced:
+        return plans[0] if plans else None
+    cheapest = min(p["cost_usd"] for p in priced)
+    near = [p for p in priced if p["cost_usd"] <= cheapest * (1 + tolerance)]
+    return min(near, key=lambda p: (p["time_to_train_s"], p["cost_usd"]))
+
+
+def _layout_text(lay: Mapping[str, Any]) -> str:
+    return (f"tp{lay['tp']} pp{lay['pp']} dp{lay['dp']} cp{lay['cp']} ep{lay['ep']} vpp{lay['vpp']} "
+            f"zero{lay['zero_stage']} mb{lay['micro_batch']} recompute={lay['recompute']}")
+
+
+def plan_summary(p: Mapping[str, Any]) -> dict[str, Any]:
+    """The figures of one plan that tables show, with provenance."""
+    lay = p["layout"]
+    return {"accelerator": p["accelerator"], "devices": p["devices"],
+            "nodes": max(1, -(-int(p["devices"]) // int(lay["gpus_per_node"]))), "layout": _layout_text(lay),
+            "days": p["time_to_train_s"] / 86400.0 if p.get("time_to_train_s") else None,
+            "cost_usd": p.get("cost_usd"), "mfu": p["mfu"], "tokens_per_s": p["tokens_per_s"],
+            "step_time_s": p["step_time_s"], "memory_gib": p["memory"]["total_bytes"] / GIB,
+            "bottleneck": p.get("bottleneck", ""), "network": p["assumptions"].get("network"),
+            "provenance": {"days": "estimated", "cost_usd": "estimated from catalog prices (datasheet-like)",
+                           "mfu": "estimated", "memory_gib": "estimated"}}
+
+
+def _tco(facts: PlanFacts, catalog: Catalog, cal: Calibration, th: Thresholds,
+         overrides: Mapping[str, float] | None) -> dict[str, Any] | None:
+    if not facts.time_s or facts.checkpoint_write_s is None or facts.mtbf_s is None:
+        return None
+    kw, _ = node_power_kw(facts, th)
+    res = tco(catalog=catalog, accelerator=facts.accelerator.id, devices=facts.devices,
+              gpus_per_node=facts.gpus_per_node, device_hours=facts.devices * facts.time_s / 3600.0,
+              time_s=facts.time_s, prices=facts.price_usd_per_device_hour,
+              checkpoint_write_s=facts.checkpoint_write_s, mtbf_s=facts.mtbf_s,
+              restart_s=cal.value("restart_overhead_s"), server=facts.server, node_power_kw=kw,
+              inp=tco_inputs(facts.market, pue=cal.value("pue"), overrides=overrides), market=facts.market)
+    return res.to_json()
+
+
+def _sources(facts: PlanFacts, plan: Mapping[str, Any], catalog: Catalog) -> list[dict[str, str]]:
+    acc = facts.accelerator
+    out = [{"what": f"accelerator {acc.id}", "source": acc.source, "as_of": str(acc.as_of), "kind": "datasheet"}]
+    if facts.network is not None:
+        out.append({"what": f"network {facts.network.id}", "source": facts.network.source,
+                    "as_of": str(facts.network.as_of), "kind": "datasheet"})
+    if facts.server is not None:
+        out.append({"what": f"server {facts.server.id}", "source": facts.server.source,
+                    "as_of": str(facts.server.as_of), "kind": "datasheet"})
+    for kind, inst_id in (plan.get("cost", {}).get("instances") or {}).items():
+        if inst_id:
+            inst = catalog.instances[inst_id]
+            out.append({"what": f"price {kind}: {inst_id}", "source": inst.source, "as_of": str(inst.as_of),
+                        "kind": "datasheet"})
+    out.append({"what": "step-time, memory and reliability model", "source": "docs/training.md, docs/memory.md",
+                "as_of": "", "kind": "estimated"})
+    out.append({"what": "advisor thresholds, ecosystem, compliance, TCO inputs",
+                "source": "src/gpuplan/advise/data/*.yaml (each entry has its own source)", "as_of": "",
+                "kind": "data"})
+    return out
+
+
+def _calibration_rows(terms: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [{"name": name, "value": t["value"], "unit": t.get("unit", ""), "source": t["source"],
+             "provenance": "measured" if str(t["source"]).startswith("gpuplan calibrate") else "data"}
+            for name, t in terms.items()]
+
+
+def _facts_for(plan: dict[str, Any], spec: ModelSpec, job: TrainingJob, catalog: Catalog, cal: Calibration,
+               th: Thresholds, cons: PlanConstraints, tokens: float, requirements: Requirements | None) -> PlanFacts:
+    hw = cluster_hardware(catalog, plan["accelerator"], default_network(plan["accelerator"]))
+    if plan["devices"] <= hw.gpus_per_node:
+        hw = cluster_hardware(catalog, plan["accelerator"], None)
+    return training_facts(spec, job, hw, plan, catalog=catalog, tokens=tokens, calibration=cal, thresholds=th,
+                          deadline_days=cons.deadline_days, market=cons.market, provider=cons.provider,
+                          requirements=requirements)
+
+
+def training_report(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: PlanConstraints, *, tokens: float,
+                    result: PlanResult | None = None, calibration: Calibration | None = None,
+                    thresholds: Thresholds | None = None, requirements: Requirements | None = None,
+                    tco_overrides: Mapping[str, float] | None = None, runners_up: int = 4) -> dict[str, Any]:
+    """The report document of `plan train` (see the module docstring)."""
+    cal = calibration or default_calibration()
+    th = thresholds or default_thresholds()
+    res = result or plan_training(spec, job, catalog, cons, tokens=tokens, calibration=cal)
+    tol = th.value("recommend_cost_tolerance")
+    best = recommend(res.plans, tol)
+    doc: dict[str, Any] = {"schema": REPORT_SCHEMA, "kind": "train", "generated": dt.date.today().isoformat(),
+                           "gpuplan_version": __version__, "job": _job(spec, job, tokens, cons),
+                           "candidates_evaluated": res.candidates_evaluated, "rejected": res.rejected}
+    if best is None:
+        doc.update(recommendation=None, runners_up=[], pareto=[], plans=[], scaling=[], findings=[])
+        return doc
+    others: dict[str, list[dict[str, Any]]] = {}
+    for p in res.plans:
+        if p["accelerator"] != best["accelerator"]:
+            others.setdefault(p["accelerator"], []).append(p)
+    runners = [r for r in (recommend(v, tol) for v in others.values()) if r is not None]
+    runners.sort(key=lambda p: (p.get("cost_usd") is None, p.get("cost_usd") or 0.0, p["time_to_train_s"]))
+    facts = _facts_for(best, spec, job, catalog, cal, th, cons, tokens, requirements)
+    findings = advise(facts, th)
+    scaling = [plan_summary(p) for p in sorted(
+        (p for p in res.plans if p["accelerator"] == best["accelerator"]), key=lambda p: p["devices"])]
+    if len(scaling) < 3:  # deadline or budget cut the curve: re-run the planner for this part alone
+        alone = plan_training(spec, job, catalog, PlanConstraints(
+            max_devices=cons.max_devices, market=cons.market, provider=cons.provider,
+            accelerators=(best["accelerator"],)), tokens=tokens, calibration=cal)
+        scaling = [plan_summary(p) for p in sorted(alone.plans, key=lambda p: p["devices"])]
+    mem = best["memory"]
+    doc.update(
+        recommendation={**plan_summary(best), "rule": {"recommend_cost_tolerance": tol}},
+        runners_up=[plan_summary(p) for p in runners[:runners_up]],
+        pareto=[plan_summary(p) for p in res.pareto],
+        plans=[{"accelerator": p["accelerator"], "devices": p["devices"], "days": p["time_to_train_s"] / 86400.0,
+                "cost_usd": p.get("cost_usd"), "mfu": p["mfu"]} for p in res.plans],
+        scaling=scaling,
+        memory_gib={k.removesuffix("_bytes"): mem[k] / GIB for k in MEMORY_PARTS if mem.get(k)},
+        device_memory_gib=facts.device_memory_bytes / GIB,
+        breakdown_s=best["breakdown_s"],
+        findings=[f.to_json() for f in findings],
+        tco=_tco(facts, catalog, cal, th, tco_overrides),
+        reliability=best["reliability"],
+        data_pipeline={k: v for k, v in best["data_pipeline"].items() if k != "note"},
+        assumptions={"mfu_convention": best["assumptions"]["mfu_convention"],
+                     "network": best["assumptions"]["network"], "nics_per_node": best["assumptions"]["nics_per_node"],
+                     "gpus_per_node": best["layout"]["gpus_per_node"], "server": facts.server.id if facts.server
+                     else None, "memory_model": mem.get("assumptions", {}).get("activation_model", "")},
+        calibration=_calibration_rows(best["assumptions"]["calibration"]),
+        thresholds=th.used(*sorted({t for f in findings for t in f.thresholds})),
+        sources=_sources(facts, best, catalog),
+    )
+    return doc
+
+
+def _job(spec: ModelSpec, job: TrainingJob, tokens: float, cons: PlanConstraints) -> dict[str, Any]:
+    from gpuplan.workload.params import count_params
+
+    return {"model": spec.name, "params": float(count_params(spec).total), "tokens": tokens, "method": job.method,
+            "precision": job.precision, "seq_len": job.seq_len, "global_batch": job.global_batch,
+            "deadline_days": cons.deadline_days, "budget_usd": cons.budget_usd, "market": cons.market,
+            "max_devices": cons.max_devices}
+
+
+def compare_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, accelerators: Sequence[str],
+                     cons: PlanConstraints, *, tokens: float, calibration: Calibration | None = None,
+                     thresholds: Thresholds | None = None, requirements: Requirements | None = None
+                     ) -> dict[str, Any]:
+    """One recommended plan per accelerator with its time, cost, memory headroom, ecosystem risk and findings."""
+    from dataclasses import replace
+
+    from gpuplan.advise.findings import advise_data
+
+    cal = calibration or default_calibration()
+    th = thresholds or default_thresholds()
+    stacks = advise_data("ecosystem")["stacks"]
+    options: list[dict[str, Any]] = []
+    for acc_name in accelerators:
+        acc = catalog.accelerator(acc_name)
+        res = plan_training(spec, job, catalog, replace(cons, accelerators=(acc.id,)), tokens=tokens,
+                            calibration=cal)
+        best = recommend(res.plans, th.value("recommend_cost_tolerance"))
+        risk = stacks.get(acc.software_stack, stacks["other"])["risk"]
+        if best is None:
+            options.append({"accelerator": acc.id, "plan": None, "rejected": res.rejected, "ecosystem_risk": risk,
+                            "findings": []})
+            continue
+        facts = _facts_for(best, spec, job, catalog, cal, th, cons, tokens, requirements)
+        found = advise(facts, th)
+        options.append({"accelerator": acc.id, "plan": plan_summary(best), "rejected": res.rejected,
+                        "memory_headroom": 1 - facts.memory_per_device_bytes / facts.device_memory_bytes,
+                        "ecosystem_risk": risk, "findings": [f.to_json() for f in found],
+                        "tco": _tco(facts, catalog, cal, th, None)})
+    return {"schema": REPORT_SCHEMA, "kind": "compare", "generated": dt.date.today().isoformat(),
+            "gpuplan_version": __version__, "job": _job(spec, job, tokens, cons), "options": options}

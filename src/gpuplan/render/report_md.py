@@ -1,0 +1,116 @@
+"""The Markdown report (the same document as the HTML report, tables instead of charts)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gpuplan.i18n import tr
+from gpuplan.render.report_text import (
+    bottleneck_text,
+    finding_rows,
+    fmt,
+    job_lines,
+    plan_rows,
+    prov,
+    rel_line,
+    tco_lines,
+    tco_rows,
+)
+
+__all__ = ["md_table", "render_markdown"]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(_cell(h) for h in head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _section(key: str, lang: str) -> str:
+    return f"\n## {tr(f'report.section.{key}', lang)}\n"
+
+
+def render_markdown(doc: Mapping[str, Any], lang: str) -> str:
+    """The report document as Markdown in `lang`."""
+    if doc["kind"] == "compare":
+        return _compare(doc, lang)
+    out = [f"# {tr('report.title.train', lang, model=doc['job']['model'])}", "",
+           tr("report.generated", lang, date=doc["generated"], version=doc["gpuplan_version"]),
+           _section("job", lang), *job_lines(doc, lang)]
+    rec = doc.get("recommendation")
+    if rec is None:
+        out += ["", tr("report.no_plan", lang), tr("report.rejected", lang, rejected=doc.get("rejected"))]
+        return "\n".join(out) + "\n"
+    out += [_section("recommendation", lang), md_table(*plan_rows([rec], lang)), "",
+            tr("report.rec.rule", lang, tol=rec["rule"]["recommend_cost_tolerance"]), "",
+            f"{tr('report.col.bottleneck', lang)}: {bottleneck_text(doc['breakdown_s'], lang)}"]
+    if doc["runners_up"]:
+        out += [_section("runners_up", lang), md_table(*plan_rows(doc["runners_up"], lang))]
+    out += [_section("findings", lang), md_table(*finding_rows(doc["findings"], lang))]
+    out += [_section("pareto", lang), md_table(*plan_rows(doc["pareto"], lang))]
+    est = prov("estimated", lang)
+    out += [_section("memory", lang), md_table(
+        [tr("report.col.part", lang), "GiB", tr("report.col.provenance", lang)],
+        [[tr(f"report.part.{k}", lang), fmt(v, ".2f"), est] for k, v in doc["memory_gib"].items()]
+        + [[tr("report.chart.device_memory", lang), fmt(doc["device_memory_gib"], ".1f"), prov("datasheet", lang)]])]
+    out += [_section("step", lang), md_table(
+        [tr("report.col.part", lang), "s", "%", tr("report.col.provenance", lang)],
+        [[tr(f"report.step.{k}", lang), fmt(v, ".3f"), fmt(v / max(sum(doc["breakdown_s"].values()), 1e-12), ".0%"),
+          est] for k, v in doc["breakdown_s"].items() if v])]
+    out += [_section("scaling", lang), md_table(*plan_rows(doc["scaling"], lang))]
+    if doc.get("tco"):
+        out += [_section("tco", lang), md_table(*tco_rows(doc["tco"], lang)), "",
+                *[f"- {line}" for line in tco_lines(doc["tco"], lang)]]
+    rel = doc["reliability"]
+    out += [_section("assumptions", lang),
+            *[f"- {tr('report.assume.line', lang, name=k, value=v)}" for k, v in doc["assumptions"].items()],
+            "- " + rel_line(rel, lang),
+            f"- {tr('report.rejected', lang, rejected=doc.get('rejected'))}"]
+    out += [_section("calibration", lang), md_table(
+        [tr(f"report.col.{c}", lang) for c in ("name", "value", "source", "provenance")],
+        [[c["name"], f"{fmt(c['value'], 'g')} {c['unit']}", c["source"], prov(c["provenance"], lang)]
+         for c in doc["calibration"]])]
+    if doc.get("thresholds"):
+        out += [_section("thresholds", lang), md_table(
+            [tr(f"report.col.{c}", lang) for c in ("name", "value", "source")],
+            [[k, f"{fmt(v['value'], 'g')} {v['unit']}", v["source"]] for k, v in doc["thresholds"].items()])]
+    out += [_section("sources", lang), md_table(
+        [tr(f"report.col.{c}", lang) for c in ("what", "source", "provenance")],
+        [[s["what"], f"{s['source']} {s['as_of']}".strip(), prov(s["kind"], lang)] for s in doc["sources"]])]
+    return "\n".join(out) + "\n"
+
+
+def compare_rows(doc: Mapping[str, Any], lang: str) -> tuple[list[str], list[list[str]]]:
+    cols = ("accelerator", "devices", "days", "cost", "mfu", "headroom", "risk", "findings", "provenance")
+    head = [tr(f"report.col.{c}", lang) for c in cols]
+    rows = []
+    for o in doc["options"]:
+        p = o["plan"]
+        crit = sum(f["severity"] == "critical" for f in o["findings"])
+        warn = sum(f["severity"] == "warn" for f in o["findings"])
+        if p is None:
+            rows.append([o["accelerator"], "-", "-", "-", "-", "-", tr(f"report.risk.{o['ecosystem_risk']}", lang), "-",
+                         str(o["rejected"])])
+            continue
+        rows.append([o["accelerator"], str(p["devices"]), fmt(p["days"]), fmt(p["cost_usd"], ",.0f"),
+                     fmt(p["mfu"], ".1%"), fmt(o["memory_headroom"], ".0%"),
+                     tr(f"report.risk.{o['ecosystem_risk']}", lang),
+                     f"{crit}/{warn}",
+                     prov("estimated", lang)])
+    return head, rows
+
+
+def _compare(doc: Mapping[str, Any], lang: str) -> str:
+    out = [f"# {tr('report.title.compare', lang, model=doc['job']['model'])}", "",
+           tr("report.generated", lang, date=doc["generated"], version=doc["gpuplan_version"]),
+           _section("job", lang), *job_lines(doc, lang), _section("options", lang), md_table(*compare_rows(doc, lang))]
+    for o in doc["options"]:
+        if not o["findings"]:
+            continue
+        out += [f"\n### {o['accelerator']}\n", md_table(*finding_rows(o["findings"], lang))]
+    return "\n".join(out) + "\n"

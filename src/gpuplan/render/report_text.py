@@ -1,0 +1,108 @@
+"""Shared pieces of the Markdown and HTML reports: tables as rows of text, in one language."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gpuplan.i18n import tr
+
+__all__ = ["bottleneck_text", "finding_rows", "fmt", "job_lines", "plan_rows", "prov", "rel_line", "tco_lines",
+           "tco_rows"]
+
+
+def fmt(value: Any, spec: str = ",.1f") -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float | int) and not isinstance(value, bool):
+        return format(value, spec)
+    return str(value)
+
+
+def prov(kind: str, lang: str) -> str:
+    """Provenance label (measured / estimated / datasheet / data) in `lang`."""
+    key = kind.split()[0] if kind else "estimated"
+    return tr(f"report.prov.{key}", lang) if key in ("measured", "estimated", "datasheet", "data") else kind
+
+
+def job_lines(doc: Mapping[str, Any], lang: str) -> list[str]:
+    job = doc["job"]
+    none = tr("report.none", lang)
+    return [
+        tr("report.job.line", lang, model=job["model"], params_b=job["params"] / 1e9, tokens=job["tokens"],
+           method=job["method"], precision=job["precision"], seq_len=job["seq_len"],
+           global_batch=job["global_batch"]),
+        tr("report.job.constraints", lang, deadline=fmt(job.get("deadline_days"), ".0f") if job.get("deadline_days")
+           else none, budget=fmt(job.get("budget_usd"), ",.0f") if job.get("budget_usd") else none,
+           market=job.get("market") or none, max_devices=job.get("max_devices"),
+           candidates=int(doc.get("candidates_evaluated", 0))),
+    ]
+
+
+PLAN_COLS = ("accelerator", "devices", "nodes", "layout", "days", "cost", "mfu", "memory", "provenance")
+
+
+def plan_rows(plans: list[Mapping[str, Any]], lang: str) -> tuple[list[str], list[list[str]]]:
+    head = [tr(f"report.col.{c}", lang) for c in PLAN_COLS]
+    rows = [[p["accelerator"], str(p["devices"]), str(p["nodes"]), p["layout"], fmt(p["days"]),
+             fmt(p["cost_usd"], ",.0f"), fmt(p["mfu"], ".1%"), fmt(p["memory_gib"]), prov("estimated", lang)]
+            for p in plans]
+    return head, rows
+
+
+def finding_rows(findings: list[Mapping[str, Any]], lang: str) -> tuple[list[str], list[list[str]]]:
+    head = [tr(f"report.col.{c}", lang) for c in ("severity", "finding", "fix", "numbers")]
+    rows = []
+    for f in findings:
+        nums = "; ".join(f"{g['name']} = {fmt(g['value'], ',.3g')} {g['unit']} ({prov(g['provenance'], lang)})"
+                         for g in f["figures"])
+        rows.append([tr(f"report.sev.{f['severity']}", lang), f["message"][lang], f["fix"][lang], nums])
+    return head, rows
+
+
+def tco_rows(t: Mapping[str, Any], lang: str) -> tuple[list[str], list[list[str]]]:
+    head = [tr("report.col.option", lang), tr("report.tco.rate", lang), tr("report.tco.job", lang),
+            tr("report.col.provenance", lang)]
+    rows = []
+    for kind in ("on_demand", "monthly", "yearly", "spot", "buy"):
+        if kind not in t["job_cost_usd"]:
+            continue
+        rate = t["usd_per_device_hour"].get(kind)
+        rows.append([tr(f"report.tco.{kind}", lang), fmt(rate, ",.3f"), fmt(t["job_cost_usd"][kind], ",.0f"),
+                     prov("estimated", lang)])
+    return head, rows
+
+
+def tco_lines(t: Mapping[str, Any], lang: str) -> list[str]:
+    out = []
+    if t.get("spot_lost_share") is not None:
+        out.append(tr("report.tco.spot_lost", lang, lost=t["spot_lost_share"]))
+    buy = t.get("buy")
+    if buy is None:
+        out.append(tr("report.tco.no_buy", lang))
+    else:
+        for kind, u in t["break_even_utilization"].items():
+            label = tr(f"report.tco.{kind}", lang)
+            if u is None:
+                out.append(tr("report.tco.never", lang, kind=label))
+            else:
+                out.append(tr("report.tco.break_even", lang, server=buy["server"], price=buy["price_usd"],
+                              kw=buy["power_kw"], years=t["inputs"]["years"], kind=label, u=u))
+    inputs = ", ".join(f"{k}={v}" for k, v in t["inputs"].items() if v not in (None, []))
+    out.append(tr("report.tco.inputs", lang, inputs=inputs))
+    return out
+
+
+def rel_line(rel: Mapping[str, Any], lang: str) -> str:
+    return tr("report.rel.line", lang, ckpt_gb=rel["checkpoint_bytes"] / 1e9, write_s=rel["checkpoint_write_s"],
+              interval_min=rel["checkpoint_interval_s"] / 60, goodput=rel["goodput"])
+
+
+def bottleneck_text(breakdown: Mapping[str, float], lang: str) -> str:
+    """The largest non-compute share of a step, in `lang` (compute-bound below 5%)."""
+    total = sum(breakdown.values()) or 1.0
+    rest = [(k, v) for k, v in breakdown.items() if k != "compute"]
+    name, value = max(rest, key=lambda kv: kv[1]) if rest else ("compute", 0.0)
+    if value / total < 0.05:
+        return tr("report.bottleneck.compute", lang, share=breakdown.get("compute", 0.0) / total)
+    return tr("report.bottleneck.part", lang, part=tr(f"report.step.{name}", lang), share=value / total)
