@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import inspect
 import time
 from typing import Any
 
@@ -142,6 +143,8 @@ def _decode(ctx: BenchContext) -> None:
     b.reset_peak()
     model = build_hf_model(spec, dtype="bfloat16").to(b.device).eval()
     ids = t.randint(0, spec.vocab_size, (batch, prompt), device=b.device)
+    # transformers >= 5.2x names the KV cache `cache` (argument and output); older releases `past_key_values`
+    key = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
     def generate() -> tuple[float, float]:
         with t.no_grad():
@@ -149,12 +152,12 @@ def _decode(ctx: BenchContext) -> None:
             t0 = time.perf_counter()
             out = model(input_ids=ids, use_cache=True)
             nxt = out.logits[:, -1].argmax(-1, keepdim=True)
-            past = out.past_key_values
+            past = getattr(out, key)
             b.sync()
             t1 = time.perf_counter()
             for _ in range(new - 1):
-                out = model(input_ids=nxt, past_key_values=past, use_cache=True)
-                past = out.past_key_values
+                out = model(input_ids=nxt, use_cache=True, **{key: past})
+                past = getattr(out, key)
                 nxt = out.logits[:, -1].argmax(-1, keepdim=True)
             b.sync()
             return t1 - t0, time.perf_counter() - t1

@@ -90,8 +90,9 @@ def _print_summary(result: Any) -> None:
     console.print(st)
     t = Table(title="measured vs predicted", caption=f"predictions for {result.accelerator or 'no catalog part'}: "
                                                      f"{result.accelerator_note}")
-    for col in ("measurement", "measured", "unit", "spread", "predicted", "ratio"):
-        t.add_column(col, justify="right" if col not in ("measurement", "unit") else "left")
+    t.add_column("measurement", overflow="fold")
+    for col in ("measured", "unit", "spread", "predicted", "ratio"):
+        t.add_column(col, justify="right" if col != "unit" else "left")
     for m in _headline(result):
         t.add_row(m.name, _fmt(m.value), m.unit, f"{m.spread:.0%}", _fmt(m.predicted.value),
                   f"{m.ratio:.2f}" if m.ratio is not None else "-")
@@ -128,7 +129,7 @@ def compare(
                     "rows": [{"name": n, **table[n]} for n in names]})
         return
     t = Table(title="gpuplan bench compare", caption="measured (predicted); '-' = not measured there")
-    t.add_column("measurement")
+    t.add_column("measurement", overflow="fold")
     t.add_column("unit")
     for label in labels:
         t.add_column(label, justify="right")
