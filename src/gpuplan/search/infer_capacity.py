@@ -52,7 +52,7 @@ def _step(cost: StepCost, p: float, pairs: float, n: float, kv: float) -> float:
 
 def prefill_s(cost: StepCost, cfg: EngineConfig, tokens: int) -> float:
     """Time to prefill one prompt alone (in token-budget chunks when the engine chunks)."""
-    chunk = cfg.max_batched_tokens if cfg.chunked_prefill and cfg.scheduling != "fcfs" else tokens
+    chunk = cfg.max_batched_tokens if cfg.chunked_prefill else tokens
     total, off = 0.0, 0
     while off < tokens:
         c = min(chunk, tokens - off)

@@ -11,10 +11,11 @@ iteration's wall time comes from a step cost model. Scheduling follows vLLM (Kwo
 - When a running request cannot get its next block, the most recently admitted running
   request is preempted by recompute: its blocks are freed and it re-enters the front of the
   queue; on re-admission its prompt plus the tokens generated so far are prefilled again.
-- chunked prefill (vLLM v1 default): every iteration runs all decodes, then fills the token
-  budget with prompt chunks in FCFS order. Without chunking, `prefill_first` (vLLM v0) runs
-  prefill-only iterations whenever a queued prompt can be admitted, and `fcfs` /
-  `decode_first` add whole prompts to the decode batch while the token budget allows.
+- `decode_first` and `fcfs` (vLLM v1, TensorRT-LLM, LMDeploy): every iteration runs all
+  decodes, then fills the rest of the token budget with prompts in arrival order, split
+  into chunks when `chunked_prefill` is on, else whole (a prompt that does not fit waits).
+  `prefill_first` (vLLM v0, SGLang, MindIE): an iteration with admissible prompts runs only
+  prompts (chunks of the budget when chunking) while the running decodes pause.
 - `batching=False` serves one request at a time (an M/D/1 server for fixed lengths).
 
 Speed: time advances per iteration only while a prompt is being prefilled. Between
@@ -141,20 +142,6 @@ class _DecodeTable:
                          for x in kv], dtype=np.float64)
 
 
-def _steps_to_reach(s0: float, d: float, delta: float) -> int:
-    """Smallest k >= 1 with k*s0 + d*k*(k-1)/2 >= delta (affine step times s0, s0+d, ...)."""
-    if d <= 0.0:
-        k = max(1, math.ceil(delta / s0))
-    else:
-        lin = s0 - d / 2.0
-        k = max(1, math.ceil((-lin + math.sqrt(lin * lin + 2.0 * d * delta)) / d))
-    while k > 1 and (k - 1) * s0 + d * (k - 1) * (k - 2) / 2.0 >= delta:
-        k -= 1
-    while k * s0 + d * k * (k - 1) / 2.0 < delta:
-        k += 1
-    return k
-
-
 def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | None = None, *,
                     max_run_steps: int | None = None) -> RawRun:
     """Simulate one engine replica serving `workload`; raises InputError if a request can never fit.
@@ -168,12 +155,13 @@ def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | N
     cap = cap_tokens // B
     max_seqs = cfg.max_num_seqs if cfg.batching else 1
     budget_max = cfg.max_batched_tokens if cfg.batching else 1 << 62
-    chunked = cfg.chunked_prefill and cfg.batching and cfg.scheduling != "fcfs"
+    chunked = cfg.chunked_prefill and cfg.batching
     prefill_only = (not chunked) and (cfg.scheduling == "prefill_first" or not cfg.batching)
     arr = workload.arrival_s.tolist()
+    arr.append(math.inf)  # sentinel: no arrival after the last
     inp = workload.input_len.tolist()
     out = workload.output_len.tolist()
-    n_req = len(arr)
+    n_req = workload.n
     need_max = int((workload.input_len + workload.output_len).max())
     if -(-need_max // B) > cap:
         raise InputError(field="request length", value=need_max,
@@ -212,6 +200,9 @@ def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | N
     kv_ts = 0.0
     kv_peak = 0
     inf = math.inf
+    heappush, heappop, sqrt, ceil = heapq.heappush, heapq.heappop, math.sqrt, math.ceil
+    coef = table.coef
+    run_cap = max_run_steps if max_run_steps is not None else 1 << 62
 
     def dec_blocks(g: int) -> int:
         s = 0
@@ -223,7 +214,7 @@ def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | N
 
     while done < n_req:
         # arrivals up to now join the queue
-        while nxt < n_req and arr[nxt] <= t:
+        while arr[nxt] <= t:
             waiting.append(nxt)
             nxt += 1
         if not running and not waiting:
@@ -259,6 +250,8 @@ def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | N
                 need = dec_blocks(G) if n_dec else 0
         # 2. prompt work for this iteration
         chunks: list[tuple[int, int, int]] = []  # (id, offset, length)
+        p_tok = 0
+        pairs = 0.0
         free = cap - pf_blocks - need
         with_decodes = True
         budget = budget_max if prefill_only else budget_max - n_dec
@@ -278,6 +271,8 @@ def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | N
                 free -= nb
                 budget -= x
                 chunks.append((i, c, x))
+                p_tok += x
+                pairs += x * c + x * (x + 1) / 2.0  # causal attention pairs of the chunk
         if not preempted and waiting and budget > 0:
             while waiting and len(running) < max_seqs and budget > 0:
                 i = waiting[0]
@@ -304,15 +299,12 @@ def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | N
                 free -= nb
                 budget -= x
                 chunks.append((i, 0, x))
+                p_tok += x
+                pairs += x * (x + 1) / 2.0
         if prefill_only and chunks:
             with_decodes = False  # a prefill-only iteration: running decodes pause
         if chunks:
             # one iteration with prompt work, per-iteration cost call
-            p_tok = 0
-            pairs = 0.0
-            for _, c, x in chunks:
-                p_tok += x
-                pairs += x * c + x * (x + 1) / 2.0  # causal attention pairs of the chunk
             nd = n_dec if with_decodes else 0
             kv = sum_base + n_dec * G if nd else 0
             dt = step_s(prefill_tokens=p_tok, prefill_attn_pairs=pairs, decode_seqs=nd, decode_kv_tokens=kv)
@@ -356,13 +348,15 @@ def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | N
                 cnt[bv % B] += 1
                 sum_base += bv
                 n_dec += 1
-                heapq.heappush(heap, (fin_g[i], i))
+                heappush(heap, (fin_g[i], i))
             kv_ts += dt * (sum_base + n_dec * G + pf_tokens)
         elif n_dec:
             # a run of pure decode steps up to the next event
-            while heap[0][0] != fin_g[heap[0][1]]:
-                heapq.heappop(heap)
-            k = heap[0][0] - G
+            top = heap[0]
+            while top[0] != fin_g[top[1]]:
+                heappop(heap)
+                top = heap[0]
+            k = top[0] - G
             k0 = sum_base + n_dec * G
             # KV overflow: the last step of the run must still fit
             if (k0 + n_dec * (k - 1) + n_dec * (B - 1)) // B + pf_blocks > cap:
@@ -374,20 +368,30 @@ def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | N
                     else:
                         hi = mid - 1
                 k = lo
-            ab = table.get(n_dec)
+            ab = coef[n_dec] if n_dec in coef else table.get(n_dec)
             # an arrival matters only if it could be admitted (FCFS: nothing blocked ahead of it)
-            delta = arr[nxt] - t if (nxt < n_req and not waiting and len(running) < max_seqs) else inf
+            delta = arr[nxt] - t if (not waiting and len(running) < max_seqs) else inf
             if preempted:
                 k = 1
-            elif max_run_steps is not None and k > max_run_steps:
-                k = max_run_steps
+            elif k > run_cap:
+                k = run_cap
             if ab is not None:
                 a, b = ab
                 s0 = a + b * k0
                 d = b * n_dec
-                if k * s0 + d * k * (k - 1) / 2.0 > delta:
-                    k = _steps_to_reach(s0, d, delta)
                 dt = k * s0 + d * k * (k - 1) / 2.0
+                if dt > delta:
+                    # smallest k with k s0 + d k (k - 1) / 2 >= delta (the quadratic's root, then exact)
+                    if d <= 0.0:
+                        k = max(1, ceil(delta / s0))
+                    else:
+                        lin = s0 - d / 2.0
+                        k = max(1, ceil((sqrt(lin * lin + 2.0 * d * delta) - lin) / d))
+                    while k > 1 and (k - 1) * s0 + d * (k - 1) * (k - 2) / 2.0 >= delta:
+                        k -= 1
+                    while k * s0 + d * k * (k - 1) / 2.0 < delta:
+                        k += 1
+                    dt = k * s0 + d * k * (k - 1) / 2.0
                 # time integral of KV tokens: sum_j (s0 + d j)(k0 + n j), j < k
                 s1 = k * (k - 1) / 2.0
                 s2 = (k - 1) * k * (2 * k - 1) / 6.0
@@ -429,7 +433,7 @@ def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | N
             continue
         # completions at counter G
         while heap and heap[0][0] <= G:
-            g_end, i = heapq.heappop(heap)
+            g_end, i = heappop(heap)
             if fin_g[i] != g_end:
                 continue
             fin[i] = t
