@@ -1,0 +1,70 @@
+"""`gpuplan estimate infer` through the CLI: the JSON contract and exit code 2 on bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from gpuplan.cli.main import app
+
+runner = CliRunner()
+BASE = ["estimate", "infer", "-m", "llama3.1-8b", "--accelerator", "h100-sxm5-80gb"]
+
+
+def test_fixed_batch_json_contract() -> None:
+    res = runner.invoke(app, [*BASE, "--input-len", "1024", "--output-len", "128", "--batch", "16", "--engine",
+                              "trtllm", "--weights", "fp8", "--kv-dtype", "fp8", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    for key in ("ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s", "output_tokens_per_s_per_device",
+                "requests_per_s", "max_batch_fits", "memory", "assumptions"):
+        assert key in out, key
+    assert out["provenance"] == "estimated"
+    assert out["assumptions"]["engine"] == "trtllm" and out["assumptions"]["kv_dtype"] == "fp8"
+    assert out["ttft_s"] < out["e2e_s"] and out["max_batch_fits"] >= 16
+
+
+def test_qps_prints_percentiles() -> None:
+    res = runner.invoke(app, [*BASE, "--input-len", "256", "--output-len", "64", "--qps", "4", "--num-requests",
+                              "200", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert set(out["ttft_s"]) >= {"p50", "p90", "p99"}
+    assert out["scenario"] == "server"
+
+
+def test_term_override_is_reported() -> None:
+    res = runner.invoke(app, [*BASE, "--input-len", "256", "--output-len", "64", "--term", "gemm_efficiency=0.5",
+                              "--json"])
+    assert res.exit_code == 0, res.output
+    terms = json.loads(res.stdout)["assumptions"]["engine_terms"]
+    assert terms["gemm_efficiency"]["value"] == 0.5 and terms["gemm_efficiency"]["overridden"]
+
+
+def test_human_table() -> None:
+    res = runner.invoke(app, [*BASE, "--input-len", "256", "--output-len", "64", "--batch", "4"])
+    assert res.exit_code == 0, res.output
+    assert "time to first token" in res.stdout
+
+
+@pytest.mark.parametrize("extra", [
+    ["--input-len", "0", "--output-len", "8"],
+    ["--input-len", "8", "--output-len", "-3"],
+    ["--input-len", "8", "--output-len", "8", "--tp", "3"],
+    ["--input-len", "8", "--output-len", "8", "--engine", "vlm"],
+    ["--input-len", "8", "--output-len", "8", "--term", "gemm_efficiency"],
+    ["--input-len", "8", "--output-len", "8", "--batch", "2", "--qps", "1"],
+])
+def test_bad_input_exits_2_with_one_line(extra: list[str]) -> None:
+    res = runner.invoke(app, [*BASE, *extra])
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output
+
+
+def test_model_that_fits_nowhere_exits_2_with_the_nearest_alternative() -> None:
+    res = runner.invoke(app, ["estimate", "infer", "-m", "llama3.1-405b", "--accelerator", "h100-sxm5-80gb",
+                              "--tp", "2", "--input-len", "128", "--output-len", "128"])
+    assert res.exit_code == 2
+    assert "nearest that fits" in res.output

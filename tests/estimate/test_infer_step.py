@@ -1,0 +1,142 @@
+"""The per-step inference cost model: hand-computed terms, rooflines, KV bytes, vector twin."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuplan.errors import InputError
+from gpuplan.estimate.infer_step import StepCostModel, step_cost_model
+from gpuplan.estimate.kv_cache import kv_bytes_per_token
+from gpuplan.hardware import load_catalog
+from gpuplan.workload.engines import engine
+from gpuplan.workload.jobs import Layout
+from gpuplan.workload.model_spec import ModelSpec
+from gpuplan.workload.presets import get_preset
+
+CAT = load_catalog()
+H100 = CAT.accelerator("h100-sxm5-80gb")
+
+
+def _model(name: str, *, tp: int = 1, ep: int = 1, weights: str = "bf16", kv: str = "bf16",
+           eng: str = "vllm", **terms: float) -> StepCostModel:
+    return step_cost_model(get_preset(name).spec, accelerator=H100, layout=Layout(tp=tp, ep=ep), weights=weights,
+                           kv_dtype=kv, engine=engine(eng, terms=terms or None))
+
+
+def test_tiny_dense_model_by_hand() -> None:
+    # 2 layers, h=1024, 8 heads (MHA), SwiGLU ffn 4096, vocab 1000; no overheads, one GPU, bf16.
+    spec = ModelSpec(name="tiny", num_layers=2, hidden_size=1024, num_heads=8, ffn_hidden_size=4096, vocab_size=1000)
+    prof = engine("generic", terms={"step_overhead_s": 0.0, "layer_overhead_s": 0.0, "request_overhead_s": 0.0})
+    m = step_cost_model(spec, accelerator=H100, layout=Layout(), weights="bf16", kv_dtype="bf16", engine=prof)
+    layer = 4 * 1024 * 1024 + 3 * 1024 * 4096  # q, k, v, o + gate, up, down
+    peak, bw = 989.4e12 * 0.7, 3350e9 * 0.8  # bf16 dense peak x gemm_efficiency, HBM x memory_bw_efficiency
+    assert m.dense_compute_per_token == pytest.approx(2 * 2 * layer / peak)
+    assert m.dense_read == pytest.approx(2 * layer * 2 / bw)
+    assert m.head_read == pytest.approx(1000 * 1024 * 2 / bw)
+    # KV per token: 2 layers x K and V x 8 heads x 128 dims x 2 bytes, read at kv_read_efficiency
+    assert m.kv_bytes_per_token == 2 * 2 * 8 * 128 * 2
+    assert m.decode_kv_read_per_token == pytest.approx(m.kv_bytes_per_token / (3350e9 * 0.65))
+    # one decode token over 100 cached tokens: GEMM groups combine as sqrt(c^2 + m^2), attention is the
+    # larger of its KV reads and its FLOPs
+    expect = (math.hypot(m.dense_compute_per_token, m.dense_read) + math.hypot(m.head_compute_per_row, m.head_read)
+              + 100 * max(m.decode_kv_read_per_token, m.decode_attn_flops_per_token))
+    step = m.step_s(prefill_tokens=0, prefill_attn_pairs=0, decode_seqs=1, decode_kv_tokens=100)
+    assert step == pytest.approx(expect)
+    assert m.step_s(prefill_tokens=0, prefill_attn_pairs=0, decode_seqs=0, decode_kv_tokens=0) == 0.0
+
+
+def test_decode_is_memory_bound_at_batch_1_and_compute_bound_at_large_batch() -> None:
+    m = _model("llama3.1-8b")
+    one = m.breakdown(prefill_tokens=0, prefill_attn_pairs=0, decode_seqs=1, decode_kv_tokens=1024)
+    big = m.breakdown(prefill_tokens=0, prefill_attn_pairs=0, decode_seqs=2048, decode_kv_tokens=2048 * 128)
+    assert one.bound == "memory" and one.weight_read_s > 10 * one.gemm_compute_s
+    assert big.bound == "compute" and big.gemm_compute_s > 3 * big.weight_read_s
+    # memory-bound: doubling a small batch barely moves the step; compute-bound: time grows with the batch
+    s = [m.step_s(prefill_tokens=0, prefill_attn_pairs=0, decode_seqs=b, decode_kv_tokens=b) for b in (1, 2, 4096,
+                                                                                                        8192)]
+    assert s[1] / s[0] < 1.01
+    assert s[3] / s[2] > 1.8
+
+
+def test_breakdown_sums_to_step_time() -> None:
+    m = _model("llama3.1-70b", tp=4, weights="fp8", kv="fp8")
+    kw: dict[str, Any] = {"prefill_tokens": 512, "prefill_attn_pairs": 512 * 513 / 2, "decode_seqs": 64,
+                          "decode_kv_tokens": 64 * 900}
+    bd = m.breakdown(**kw)
+    assert bd.total_s == pytest.approx(m.step_s(**kw))
+    assert bd.tp_comm_s > 0 and bd.pp_comm_s == 0 and bd.provenance == "estimated"
+
+
+@pytest.mark.parametrize(("preset", "per_token"), [
+    # Llama 3.1 70B (GQA): 80 layers x (K + V) x 8 KV heads x 128 dims x 2 bytes
+    ("llama3.1-70b", 80 * 2 * 8 * 128 * 2),
+    # DeepSeek-V3 (MLA): 61 layers x (kv_lora_rank 512 + rope 64) x 2 bytes, one latent for all heads
+    ("deepseek-v3", 61 * (512 + 64) * 2),
+])
+def test_kv_bytes_per_token_match_the_configs(preset: str, per_token: int) -> None:
+    spec = get_preset(preset).spec
+    assert kv_bytes_per_token(spec, "bf16") == per_token
+    m = _model(preset, weights="fp8", tp=8)
+    if spec.mla is not None:  # the latent is replicated on every TP rank
+        assert m.kv_bytes_per_token == per_token
+    else:  # the 8 GQA KV heads split over the 8 TP ranks
+        assert m.kv_bytes_per_token == per_token // 8
+
+
+def test_fp8_kv_halves_kv_reads_and_grows_capacity() -> None:
+    a = _model("llama3.1-8b", kv="bf16")
+    b = _model("llama3.1-8b", kv="fp8")
+    assert b.decode_kv_read_per_token == pytest.approx(a.decode_kv_read_per_token / 2)
+    assert b.kv_capacity_tokens > 1.9 * a.kv_capacity_tokens
+
+
+def test_int4_weights_read_less_and_pay_dequantization() -> None:
+    bf = _model("llama3.1-70b", tp=4)
+    q4 = _model("llama3.1-70b", tp=4, weights="int4")
+    assert q4.dense_read < 0.3 * bf.dense_read
+    assert q4.dense_dequant_per_token > 0 and bf.dense_dequant_per_token == 0
+    assert "dequant_overhead" in q4.terms and "dequant_overhead" not in bf.terms
+
+
+def test_moe_reads_only_touched_experts() -> None:
+    m = _model("mixtral-8x7b", tp=2)
+    s1 = m.breakdown(prefill_tokens=0, prefill_attn_pairs=0, decode_seqs=1, decode_kv_tokens=10)
+    s64 = m.breakdown(prefill_tokens=0, prefill_attn_pairs=0, decode_seqs=64, decode_kv_tokens=640)
+    # one token touches 2 of 8 experts, 64 tokens nearly all: expected distinct E(1 - (1 - k/E)^T)
+    assert (1 - m.moe_untouched_base ** 1) == pytest.approx(2 / 8)
+    assert s64.weight_read_s + s64.gemm_compute_s > 2.5 * (s1.weight_read_s + s1.gemm_compute_s)
+
+
+def test_tensor_parallel_adds_latency_bound_all_reduces() -> None:
+    m1, m8 = _model("llama3.1-8b"), _model("llama3.1-8b", tp=8)
+    assert m1.tp_comm_fixed == 0
+    # 2 all-reduces per layer x 32 layers, 2(n-1) ring steps of the NVLink alpha (3.4 us) x the engine factor
+    assert m8.tp_comm_fixed == pytest.approx(64 * 2 * 7 * 3.4e-6 * engine("vllm").value("allreduce_latency_factor"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(p=st.integers(0, 4096), d=st.integers(0, 512), ctx=st.integers(1, 4096))
+def test_array_twin_matches_scalar(p: int, d: int, ctx: int) -> None:
+    m = _model("mixtral-8x7b", tp=2, weights="fp8")
+    kw: dict[str, Any] = {"prefill_tokens": p, "prefill_attn_pairs": p * (p + 1) / 2, "decode_seqs": d,
+                          "decode_kv_tokens": d * ctx}
+    arr = m.step_s_array(**{k: np.array([v]) for k, v in kw.items()})
+    assert arr[0] == pytest.approx(m.step_s(**kw), rel=1e-12, abs=1e-15)
+
+
+def test_bad_inputs_raise_input_error() -> None:
+    with pytest.raises(InputError) as e:
+        _model("llama3.1-8b", weights="int3")
+    assert e.value.field == "weights"
+    with pytest.raises(InputError) as e:
+        _model("llama3.1-8b", tp=3)
+    assert e.value.field == "tp"
+    with pytest.raises(InputError) as e:
+        _model("mixtral-8x7b", tp=2, ep=4)
+    assert e.value.field == "ep"
