@@ -132,3 +132,22 @@ def test_the_planner_never_imports_torch() -> None:
     code = "import sys, gpuplan, gpuplan.cli.main, gpuplan.bench.calibrate; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_plain_torch_decoder_matches_the_transformers_model(tmp_path: Path) -> None:
+    from gpuplan.bench.e2e import bench_model, build_model, run_decode, run_train
+    from gpuplan.workload.params import count_params
+
+    spec = bench_model(load_model("qwen2.5-7b"), small=True)  # GQA with QKV bias
+    plain, impl = build_model(spec, "float32", prefer_transformers=False)
+    hf, _ = build_model(spec, "float32")
+    assert "plain PyTorch" in impl
+    n_plain = sum(p.numel() for p in plain.parameters())
+    assert n_plain == sum(p.numel() for p in hf.parameters()) == count_params(spec).total
+    ctx = BenchContext(backend=detect_backend("cpu"), predictor=Predictor(None), quick=True,
+                       model=load_model("llama3.1-8b"), tp=2, directory=tmp_path, use_transformers=False)
+    run_train(ctx)
+    run_decode(ctx)
+    by = {m.name: m for m in ctx.measurements}
+    assert by["train.tokens_per_s"].params["implementation"] == impl
+    assert by["decode.tokens_per_s"].value > 0 and by["decode.ttft"].value > 0

@@ -33,6 +33,7 @@ class BenchContext:
     collective_timeout_s: float = 120.0
     dataloader_workers: int = 2
     dataloader_token_rate: float = 1e6  # tokens/s the loader must sustain
+    use_transformers: bool = True  # False: the plain-torch decoder (bench/llama.py) even when transformers exists
     measurements: list[Measurement] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     status: Callable[[str], None] = lambda _msg: None

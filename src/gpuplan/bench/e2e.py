@@ -27,7 +27,7 @@ from gpuplan.workload.jobs import Layout, TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
-__all__ = ["bench_model", "run_decode", "run_train"]
+__all__ = ["bench_model", "build_model", "run_decode", "run_train"]
 
 
 def bench_model(spec: ModelSpec, *, small: bool) -> ModelSpec:
@@ -52,6 +52,20 @@ def _shape(ctx: BenchContext) -> tuple[int, int]:
     return (2, 1024) if ctx.quick else (4, 2048)
 
 
+def build_model(spec: ModelSpec, dtype: str, *, prefer_transformers: bool = True) -> tuple[Any, str]:
+    """(model, implementation): transformers' Llama when installed, else the plain-torch decoder (llama.py)."""
+    if prefer_transformers:
+        try:
+            from gpuplan.validate.torch_probe import build_hf_model
+
+            return build_hf_model(spec, dtype=dtype), "transformers LlamaForCausalLM"
+        except ImportError:
+            pass
+    from gpuplan.bench.llama import build_torch_llama
+
+    return build_torch_llama(spec, dtype=dtype), "gpuplan.bench.llama (plain PyTorch)"
+
+
 def _peak(ctx: BenchContext) -> int:
     return ctx.backend.peak_bytes() or host_peak_bytes()
 
@@ -62,15 +76,14 @@ def run_train(ctx: BenchContext) -> None:
 
 
 def _train(ctx: BenchContext) -> None:
-    from gpuplan.validate.torch_probe import build_hf_model
-
     b = ctx.backend
     t = b.torch
     small = ctx.quick or b.kind == "cpu"
     spec = bench_model(ctx.model, small=small)
     batch, seq = _shape(ctx)
     b.reset_peak()
-    model = build_hf_model(spec, dtype="float32").to(b.device)
+    model, impl = build_model(spec, "float32", prefer_transformers=ctx.use_transformers)
+    model = model.to(b.device)
     opt = t.optim.AdamW(model.parameters(), lr=1e-4, foreach=b.kind != "cpu")
     ids = t.randint(0, spec.vocab_size, (batch, seq), device=b.device)
 
@@ -89,7 +102,7 @@ def _train(ctx: BenchContext) -> None:
     fpt = fl.model_flops_per_token
     params: dict[str, Any] = {"model": spec.name, "from_preset": ctx.model.name, "layers": spec.num_layers,
                               "hidden": spec.hidden_size, "batch": batch, "seq_len": seq,
-                              "params": count_params(spec).total, "flops_per_token": fpt,
+                              "params": count_params(spec).total, "flops_per_token": fpt, "implementation": impl,
                               "precision": "autocast bf16, fp32 master weights, AdamW"}
     ctx.add(benchmark="train", name="train.tokens_per_s", metric="tokens_per_s", value=tps, unit="tokens/s",
             samples=samples, predicted=ctx.predictor.train_tokens_per_s(fpt, "bf16", spec.hidden_size),
@@ -131,8 +144,6 @@ def run_decode(ctx: BenchContext) -> None:
 
 
 def _decode(ctx: BenchContext) -> None:
-    from gpuplan.validate.torch_probe import build_hf_model
-
     b = ctx.backend
     t = b.torch
     small = ctx.quick or b.kind == "cpu"
@@ -141,7 +152,8 @@ def _decode(ctx: BenchContext) -> None:
     prompt = 128 if small else 1024
     new = 16 if small else 128
     b.reset_peak()
-    model = build_hf_model(spec, dtype="bfloat16").to(b.device).eval()
+    model, impl = build_model(spec, "bfloat16", prefer_transformers=ctx.use_transformers)
+    model = model.to(b.device).eval()
     ids = t.randint(0, spec.vocab_size, (batch, prompt), device=b.device)
     # transformers >= 5.2x names the KV cache `cache` (argument and output); older releases `past_key_values`
     key = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
@@ -170,7 +182,8 @@ def _decode(ctx: BenchContext) -> None:
     tps = batch * (new - 1) / med_dec
     weight_bytes = 2.0 * count_params(spec).total
     params: dict[str, Any] = {"model": spec.name, "from_preset": ctx.model.name, "batch": batch,
-                              "prompt_tokens": prompt, "new_tokens": new, "dtype": "bf16", "kv_cache": True}
+                              "prompt_tokens": prompt, "new_tokens": new, "dtype": "bf16", "kv_cache": True,
+                              "implementation": impl}
     ttft_pred = _prefill_prediction(ctx, spec, batch, prompt)
     ctx.add(benchmark="decode", name="decode.ttft", metric="ttft", value=sorted(ttft)[len(ttft) // 2], unit="s",
             samples=ttft, predicted=ttft_pred, params=params)
