@@ -25,7 +25,7 @@ def build_torch_llama(spec: ModelSpec, *, dtype: str = "float32", seed: int = 0)
     fn = torch.nn.functional
     h, heads, kv, d = spec.hidden_size, spec.num_heads, spec.kv_heads, spec.attn_head_dim
 
-    class RMSNorm(nn.Module):  # type: ignore[misc]
+    class RMSNorm(nn.Module):  # type: ignore[misc,name-defined]
         def __init__(self) -> None:
             super().__init__()
             self.weight = nn.Parameter(torch.ones(h))
@@ -42,7 +42,7 @@ def build_torch_llama(spec: ModelSpec, *, dtype: str = "float32", seed: int = 0)
         x1, x2 = x[..., : d // 2], x[..., d // 2:]
         return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1)
 
-    class Block(nn.Module):  # type: ignore[misc]
+    class Block(nn.Module):  # type: ignore[misc,name-defined]
         def __init__(self) -> None:
             super().__init__()
             self.attn_norm, self.mlp_norm = RMSNorm(), RMSNorm()
@@ -69,7 +69,7 @@ def build_torch_llama(spec: ModelSpec, *, dtype: str = "float32", seed: int = 0)
             y = self.mlp_norm(x)
             return x + self.down(fn.silu(self.gate(y)) * self.up(y)), (k, v)
 
-    class Decoder(nn.Module):  # type: ignore[misc]
+    class Decoder(nn.Module):  # type: ignore[misc,name-defined]
         def __init__(self) -> None:
             super().__init__()
             self.embed = nn.Embedding(spec.vocab_size, h)
