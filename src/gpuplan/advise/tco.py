@@ -117,7 +117,7 @@ class TcoResult:
                     "price_source": self.buy.price_source, "power_kw": self.buy.power_kw,
                     "fixed_usd_per_year": self.buy.fixed_usd_per_year,
                     "energy_usd_per_year_at_full_use": self.buy.energy_usd_per_year_at_full_use},
-                "break_even_utilization": self.break_even, "inputs": self.inputs.model_dump(),
+                "break_even_utilization": self.break_even, "inputs": self.inputs.model_dump(mode="json"),
                 "provenance": "estimated from catalog prices (datasheet-like) and advise/data/tco.yaml"}
 
 

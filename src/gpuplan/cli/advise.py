@@ -124,11 +124,15 @@ def compare_cmd(
     head, rows = compare_rows(doc, language)
     t = Table(title=tr("cli.compare.title", language, model=spec.name, tokens=tokens),
               caption=tr("cli.compare.caption", language))
-    for h in (*head, tr("cli.compare.top_finding", language)):
-        t.add_column(h)
-    for row, opt in zip(rows, doc["options"], strict=True):
-        worst = next((f for f in opt["findings"] if f["severity"] != "info"), None)
-        t.add_row(*row, worst["message"][language] if worst else "-")
+    for i, h in enumerate(head[:-1]):  # provenance is in the caption
+        t.add_column(h, no_wrap=i == 0, overflow="fold")
+    for row in rows:
+        t.add_row(*row[:-1])
     console.print(t)
+    for opt in doc["options"]:
+        worst = next((f for f in opt["findings"] if f["severity"] != "info"), None)
+        if worst:
+            console.print(f"{opt['accelerator']} - {tr('cli.compare.top_finding', language)}: "
+                          f"{worst['message'][language]}", highlight=False)
     if report is not None:
         console.print(tr("cli.report.written", language, path=str(report)), highlight=False)

@@ -94,8 +94,8 @@ def compare_rows(doc: Mapping[str, Any], lang: str) -> tuple[list[str], list[lis
         crit = sum(f["severity"] == "critical" for f in o["findings"])
         warn = sum(f["severity"] == "warn" for f in o["findings"])
         if p is None:
-            rows.append([o["accelerator"], "-", "-", "-", "-", "-", tr(f"report.risk.{o['ecosystem_risk']}", lang), "-",
-                         str(o["rejected"])])
+            rows.append([o["accelerator"], "-", "-", "-", "-", "-", tr(f"report.risk.{o['ecosystem_risk']}", lang),
+                         tr("report.rejected", lang, rejected=o["rejected"]), "-"])
             continue
         rows.append([o["accelerator"], str(p["devices"]), fmt(p["days"]), fmt(p["cost_usd"], ",.0f"),
                      fmt(p["mfu"], ".1%"), fmt(o["memory_headroom"], ".0%"),

@@ -1,0 +1,85 @@
+"""CLI: findings and --report/--lang on plan train, gpuplan compare, gpuplan report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from gpuplan.cli.main import app
+
+runner = CliRunner()
+PLAN = ["plan", "train", "-m", "llama3-8b", "--tokens", "1e12", "--max-devices", "64"]
+
+
+def test_plan_train_json_has_findings_and_recommendation() -> None:
+    res = runner.invoke(app, [*PLAN, "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["recommended"]["accelerator"] and out["findings"]
+    f = out["findings"][0]
+    assert {"id", "severity", "message", "fix", "figures"} <= set(f) and set(f["message"]) == {"en", "zh"}
+
+
+def test_plan_train_prints_findings_in_chinese_and_writes_reports(tmp_path: Path) -> None:
+    html = tmp_path / "plan.html"
+    res = runner.invoke(app, [*PLAN, "--report", str(html), "--lang", "zh"])
+    assert res.exit_code == 0, res.output
+    assert "推荐方案的检查结果" in res.output and "训练方案" in res.output and "报告已写入" in res.output
+    assert html.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    saved = tmp_path / "plan.json"
+    assert runner.invoke(app, [*PLAN, "--report", str(saved), "--json"]).exit_code == 0
+    md = tmp_path / "plan.md"
+    res = runner.invoke(app, ["report", str(saved), "-o", str(md), "--lang", "en"])
+    assert res.exit_code == 0, res.output
+    assert md.read_text(encoding="utf-8").startswith("# Training hardware plan")
+
+
+def test_lang_defaults_from_the_locale(monkeypatch: object) -> None:
+    import pytest
+
+    mp = pytest.MonkeyPatch()
+    try:
+        mp.setenv("LC_ALL", "zh_CN.UTF-8")
+        res = runner.invoke(app, ["estimate", "train", "-m", "llama3-8b", "--accelerator", "H100", "--num-accels", "8",
+                                  "--tokens", "1e11"])
+        assert res.exit_code == 0, res.output
+        assert "训练估算" in res.output and "单步时间" in res.output
+    finally:
+        mp.undo()
+
+
+def test_requirements_raise_compliance_findings() -> None:
+    res = runner.invoke(app, [*PLAN, "--json", "--market", "global", "--data-residency", "cn", "--compliance", "mlps3"])
+    assert res.exit_code == 0, res.output
+    ids = {f["id"] for f in json.loads(res.output)["findings"]}
+    assert {"market.residency", "market.compliance"} <= ids
+
+
+def test_compare_table_json_and_report(tmp_path: Path) -> None:
+    base = ["compare", "-m", "llama3-8b", "--tokens", "1e12", "--max-devices", "64",
+            "--accelerators", "h200-sxm-141gb,ascend-910b"]
+    res = runner.invoke(app, [*base, "--lang", "en"])
+    assert res.exit_code == 0, res.output
+    assert "h200-sxm-141gb" in res.output and "ascend-910b" in res.output and "porting" in res.output
+    res = runner.invoke(app, [*base, "--json", "--report", str(tmp_path / "cmp.md")])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert [o["accelerator"] for o in out["options"]] == ["h200-sxm-141gb", "ascend-910b"]
+    assert (tmp_path / "cmp.md").read_text(encoding="utf-8").startswith("# Hardware comparison")
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    cases = [
+        [*PLAN, "--lang", "fr"],
+        [*PLAN, "--report", str(tmp_path / "plan.pdf")],
+        [*PLAN, "--compliance", "mlps9"],
+        ["compare", "-m", "llama3-8b", "--tokens", "1e12", "--accelerators", "h200-sxm-141gb,nosuchgpu"],
+        ["report", str(tmp_path / "missing.json"), "-o", str(tmp_path / "x.html")],
+    ]
+    for args in cases:
+        res = runner.invoke(app, args)
+        assert res.exit_code == 2, (args, res.output)
+        assert "Traceback" not in res.output and "error" in res.output.lower()
+    assert not (tmp_path / "plan.pdf").exists()
