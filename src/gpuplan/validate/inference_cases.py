@@ -32,6 +32,13 @@ INFER_METRICS = ("output_tokens_per_s", "output_tokens_per_s_per_device", "total
 LATENCY_METRICS = ("ttft_ms", "tpot_ms", "e2e_latency_s")
 
 
+_NOT_MODELLED = (
+    (("disaggregat",), "prefill/decode disaggregated deployment over several nodes (wide EP, attention DP): "
+                      "not modelled, gpuplan models one engine replica serving both phases"),
+    (("speculative",), "speculative decoding (draft model) is not modelled"),
+)
+
+
 def _lengths(row: Row) -> tuple[float, float, Dataset | None]:
     """Stated lengths, else the means of the dataset the notes name (then the row is simulated)."""
     i, o = opt_int(row, "input_len"), opt_int(row, "output_len")
@@ -90,7 +97,7 @@ def _simulated(row: Row, model: StepCostModel, eng: EngineProfile, d: Dataset, r
     rate = opt_int(row, "batch")
     if scenario == "server":
         if rate is None:
-            raise GpuplanError("server row states no request rate")
+            raise GpuplanError("server row states no request rate (its concurrency is not stated)")
         load = max(1, round(rate / replicas))
     else:
         load = rate or 0
@@ -141,6 +148,10 @@ def evaluate_inference_row(row: Row, catalog: Catalog,
         raise GpuplanError(f"metric {metric!r} is not an inference metric ({', '.join(INFER_METRICS)})")
     if not row.get("accelerator"):
         raise GpuplanError("the row names no accelerator")
+    notes = row.get("notes", "").lower()
+    for words, reason in _NOT_MODELLED:
+        if all(w in notes for w in words):
+            raise GpuplanError(reason)
     spec = model_for_row(row)
     acc = catalog.accelerator(row["accelerator"])
     eng = (engine_for or engine)(_engine_id(row))
@@ -149,8 +160,9 @@ def evaluate_inference_row(row: Row, catalog: Catalog,
     input_len, output_len, dataset = _lengths(row)
     scenario = row.get("scenario", "")
     if scenario == "server" and dataset is None:
-        raise GpuplanError("server row without a dataset and request rate to simulate")
-    length_src = "stated" if dataset is None else f"{dataset.key} dataset"
+        raise GpuplanError("server row names neither a request rate nor a dataset to simulate (its concurrency "
+                           "is not stated)")
+    length_src = "stated" if dataset is None else dataset.key
     n_devices = opt_int(row, "num_accels") or (opt_int(row, "tp") or 1) * (opt_int(row, "pp") or 1)
     best: tuple[float, InferencePerf, Layout, StepCostModel] | None = None
     reasons: list[str] = []
