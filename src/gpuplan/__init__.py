@@ -7,6 +7,8 @@ from gpuplan.estimate.memory_infer import estimate_inference_memory, max_batch_t
 from gpuplan.estimate.memory_train import estimate_training_memory
 from gpuplan.estimate.records import MemoryBreakdown
 from gpuplan.hardware import Accelerator, Catalog, CatalogError, Instance, Network, Server, load_catalog
+from gpuplan.search.infer_search import plan_inference
+from gpuplan.simulate import simulate_engine
 from gpuplan.workload.jobs import InferenceJob, Layout, TrainingJob
 from gpuplan.workload.model_spec import MLASpec, ModelSpec, MoESpec
 from gpuplan.workload.params import ParamCounts, count_params
@@ -44,4 +46,6 @@ __all__ = [
     "load_catalog",
     "load_model",
     "max_batch_that_fits",
+    "plan_inference",
+    "simulate_engine",
 ]
