@@ -32,8 +32,8 @@ tokens. Per device of the heaviest pipeline stage (docs/inference.md has the der
   all-gather and a combine reduce-scatter of T x hidden values over the ep ranks.
   Attention data parallelism with DeepEP-style all-to-all is not modelled. Pipeline parallelism runs the stages in turn
   (one step's latency) with a point-to-point send of T x hidden values between stages.
-* Fixed costs: `layer_overhead_s` per layer (small kernels) and `step_overhead_s` per
-  iteration (scheduler, sampler, launch).
+* Fixed costs: `layer_overhead_s` per layer (small kernels), `step_overhead_s` per
+  iteration (scheduler, sampler, launch) and `seq_overhead_s` per sequence in it.
 
 Everything is precomputed into plain floats; `step_s` is pure float arithmetic and
 `step_s_array` its numpy twin. All figures are estimates.
@@ -136,6 +136,7 @@ class StepCostModel:
     pp_stages: int  # a step crosses every stage in turn: pp - 1 sends between them
     layer_overhead: float
     step_overhead: float
+    seq_overhead: float  # per sequence in the step (decodes, plus one for the prefill)
     request_overhead: float  # added once to each request's time to first token (not part of a step)
     # memory
     kv_capacity_tokens: int
@@ -166,7 +167,7 @@ class StepCostModel:
         stage += self.ep_comm_fixed + self.ep_comm_per_token * t
         stage += self.layer_overhead
         return (stage + (self.pp_stages - 1) * (self.pp_comm_fixed + self.pp_comm_per_token * t)
-                + self.step_overhead)
+                + self.step_overhead + self.seq_overhead * rows)
 
     def step_s_array(self, *, prefill_tokens: npt.ArrayLike, prefill_attn_pairs: npt.ArrayLike,
                      decode_seqs: npt.ArrayLike, decode_kv_tokens: npt.ArrayLike) -> npt.NDArray[np.float64]:
@@ -188,7 +189,7 @@ class StepCostModel:
         stage = stage + self.ep_comm_fixed + self.ep_comm_per_token * t
         stage = stage + self.layer_overhead
         out = (stage + (self.pp_stages - 1) * (self.pp_comm_fixed + self.pp_comm_per_token * t)
-               + self.step_overhead)
+               + self.step_overhead + self.seq_overhead * rows)
         return np.asarray(np.where(t > 0, out, 0.0), dtype=np.float64)
 
     # -- explanation ------------------------------------------------------------------
@@ -223,7 +224,7 @@ class StepCostModel:
             tp_comm_s=n * (self.tp_comm_fixed + self.tp_comm_per_token * t),
             pp_comm_s=(self.pp_stages - 1) * (self.pp_comm_fixed + self.pp_comm_per_token * t),
             ep_comm_s=n * (self.ep_comm_fixed + self.ep_comm_per_token * t),
-            overhead_s=n * self.layer_overhead + self.step_overhead,
+            overhead_s=n * self.layer_overhead + self.step_overhead + self.seq_overhead * rows,
             bound="memory" if sum(m for *_, m in groups) > sum(c for c, *_ in groups) else "compute",
             terms=self.terms,
         )
@@ -387,6 +388,7 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         pp_stages=pp,
         layer_overhead=e("layer_overhead_s") * n_layers,
         step_overhead=e("step_overhead_s"),
+        seq_overhead=e("seq_overhead_s"),
         request_overhead=e("request_overhead_s"),
         kv_capacity_tokens=fit.max_tokens,
         kv_bytes_per_token=kv_bytes_layer_token * heavy_layers,

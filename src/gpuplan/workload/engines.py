@@ -33,6 +33,7 @@ ENGINE_TERMS = (
     "kv_read_efficiency",
     "attention_efficiency",
     "step_overhead_s",
+    "seq_overhead_s",
     "layer_overhead_s",
     "allreduce_latency_factor",
     "dequant_overhead",
