@@ -32,7 +32,8 @@ def _model(name: str, *, tp: int = 1, ep: int = 1, weights: str = "bf16", kv: st
 def test_tiny_dense_model_by_hand() -> None:
     # 2 layers, h=1024, 8 heads (MHA), SwiGLU ffn 4096, vocab 1000; no overheads, one GPU, bf16.
     spec = ModelSpec(name="tiny", num_layers=2, hidden_size=1024, num_heads=8, ffn_hidden_size=4096, vocab_size=1000)
-    prof = engine("generic", terms={"step_overhead_s": 0.0, "layer_overhead_s": 0.0, "request_overhead_s": 0.0})
+    prof = engine("generic", terms={"step_overhead_s": 0.0, "layer_overhead_s": 0.0, "request_overhead_s": 0.0,
+                                    "seq_overhead_s": 0.0})
     m = step_cost_model(spec, accelerator=H100, layout=Layout(), weights="bf16", kv_dtype="bf16", engine=prof)
     layer = 4 * 1024 * 1024 + 3 * 1024 * 4096  # q, k, v, o + gate, up, down
     peak, bw = 989.4e12 * 0.7, 3350e9 * 0.8  # bf16 dense peak x gemm_efficiency, HBM x memory_bw_efficiency
