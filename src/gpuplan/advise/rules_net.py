@@ -48,7 +48,8 @@ def nics(f: PlanFacts, th: Thresholds) -> list[Finding]:
     loss = f.step_time_s / full - 1 if full else None
     figs = (_est("nics_per_device", per_dev, "NICs/device", "plan hardware"), _est("loss", loss, "fraction", _RE),
             _th(th, "nics_per_device_min"))
-    return [make_finding("net.nics", "warn", figs, ("nics_per_device_min",), per_dev=per_dev, nics=f.nics_per_node,
+    sev: Severity = "warn" if loss is None or loss > th.value("tcp_max_loss") else "info"
+    return [make_finding("net.nics", sev, figs, ("nics_per_device_min",), per_dev=per_dev, nics=f.nics_per_node,
                          gpn=f.gpus_per_node, loss=loss or 0.0)]
 
 

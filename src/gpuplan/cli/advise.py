@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from gpuplan.advise.facts import Requirements
-from gpuplan.advise.findings import default_thresholds
+from gpuplan.advise.findings import load_thresholds
 from gpuplan.advise.report_train import compare_training
 from gpuplan.cli.common import console, fail, print_json
 from gpuplan.errors import GpuplanError, InputError
@@ -23,7 +23,8 @@ from gpuplan.search.train_search import PlanConstraints
 from gpuplan.workload.jobs import TrainingJob, default_global_batch
 from gpuplan.workload.presets import load_model
 
-__all__ = ["compare_cmd", "print_findings", "report_cmd", "requirements", "save_report", "save_report_quiet"]
+__all__ = ["compare_cmd", "parse_pairs", "print_findings", "report_cmd", "requirements", "save_report",
+           "save_report_quiet"]
 
 SEV_STYLE = {"critical": "bold red", "warn": "yellow", "info": "cyan"}
 
@@ -39,6 +40,20 @@ def requirements(data_residency: str | None, compliance: Sequence[str] | None) -
     if data_residency and data_residency not in regions:
         raise InputError(field="data-residency", value=data_residency, allowed=", ".join(regions))
     return Requirements(data_residency=data_residency, compliance=tuple(compliance or ()))
+
+
+def parse_pairs(pairs: Sequence[str] | None, field: str) -> dict[str, float]:
+    """NAME=VALUE options (repeatable) as a dict; InputError on a malformed pair."""
+    out: dict[str, float] = {}
+    for pair in pairs or ():
+        name, sep, value = pair.partition("=")
+        try:
+            if not sep:
+                raise ValueError(pair)
+            out[name.strip()] = float(value)
+        except ValueError:
+            raise InputError(field=field, value=pair, allowed="NAME=VALUE with a number") from None
+    return out
 
 
 def print_findings(findings: Sequence[Mapping[str, Any]], lang: str, limit: int = 8) -> None:
@@ -91,6 +106,7 @@ def compare_cmd(
     provider: str = typer.Option(None),
     data_residency: str = typer.Option(None, help="region the data must stay in (cn)"),
     compliance: list[str] = typer.Option(None, help="required compliance level (mlps3); repeatable"),
+    threshold: list[str] = typer.Option(None, help="override an advisor threshold, NAME=VALUE; repeatable"),
     lang: str = typer.Option(None, "--lang", help="zh or en (default: from LANG/LC_ALL)"),
     report: Path = typer.Option(None, "--report", help="also write FILE.html, FILE.md or FILE.json"),
     catalog_dir: list[Path] = typer.Option(None, "--catalog"),
@@ -113,7 +129,8 @@ def compare_cmd(
         cons = PlanConstraints(deadline_days=deadline, budget_usd=budget, max_devices=max_devices, market=market,
                                provider=provider)
         doc = compare_training(spec, job, cat, names, cons, tokens=tokens,
-                               requirements=requirements(data_residency, compliance), thresholds=default_thresholds())
+                               requirements=requirements(data_residency, compliance),
+                               thresholds=load_thresholds(parse_pairs(threshold, "threshold")))
         if report is not None:
             write_report(doc, report, language)
     except (GpuplanError, ValidationError) as exc:

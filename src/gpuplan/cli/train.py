@@ -10,9 +10,10 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
+from gpuplan.advise.findings import load_thresholds
 from gpuplan.advise.report_train import training_report
 from gpuplan.bench.calibrate import load_user_calibration
-from gpuplan.cli.advise import print_findings, requirements, save_report, save_report_quiet
+from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_report, save_report_quiet
 from gpuplan.cli.common import console, fail, print_json
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import Catalog, load_catalog
@@ -176,6 +177,8 @@ def plan_train(
     data_residency: str = typer.Option(None, help="region the data must stay in (cn)"),
     compliance: list[str] = typer.Option(None, help="required compliance level (mlps3); repeatable"),
     server_price: float = typer.Option(None, help="server purchase price in USD, for rent vs buy"),
+    threshold: list[str] = typer.Option(None, help="override an advisor threshold, NAME=VALUE; repeatable"),
+    tco_input: list[str] = typer.Option(None, "--tco", help="override a TCO input, NAME=VALUE; repeatable"),
 ) -> None:
     """Rank hardware x cluster size x layout for a training job; show the Pareto front, findings and rejections."""
     try:
@@ -195,7 +198,9 @@ def plan_train(
                              hint="relax --deadline/--budget, raise --max-devices, or allow more hardware")
         doc = training_report(spec, job, cat, cons, tokens=tokens, result=res, calibration=cal,
                               requirements=requirements(data_residency, compliance),
-                              tco_overrides={"server_price_usd": server_price} if server_price else None)
+                              thresholds=load_thresholds(parse_pairs(threshold, "threshold")),
+                              tco_overrides={**parse_pairs(tco_input, "tco"),
+                                             **({"server_price_usd": server_price} if server_price else {})})
         if report is not None:
             (save_report_quiet if json_out else save_report)(doc, report, language)
     except (GpuplanError, ValidationError) as exc:

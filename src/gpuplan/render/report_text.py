@@ -85,6 +85,8 @@ def tco_lines(t: Mapping[str, Any], lang: str) -> list[str]:
             label = tr(f"report.tco.{kind}", lang)
             if u is None:
                 out.append(tr("report.tco.never", lang, kind=label))
+            elif u > 1:
+                out.append(tr("report.tco.above_full", lang, server=buy["server"], kind=label, u=u))
             else:
                 out.append(tr("report.tco.break_even", lang, server=buy["server"], price=buy["price_usd"],
                               kw=buy["power_kw"], years=t["inputs"]["years"], kind=label, u=u))
