@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpuplan.bench.predict import Predictor, match_device, predictor_for, reference_terms
+from gpuplan.estimate.calibration import default_calibration
 from gpuplan.hardware import load_catalog
 
 
@@ -15,10 +16,11 @@ def h100() -> Predictor:
 
 def test_gemm_prediction_by_hand(h100: Predictor) -> None:
     p = h100.gemm_tflops("bf16", 8192, 8192, 8192)
-    # 989.4 x 0.80 x 8192 / (8192 + 128)
-    assert p.value == pytest.approx(989.4 * 0.80 * 8192 / 8320)
+    w = default_calibration().value("gemm_half_width")  # 128 when written; retuned with the training model
+    # 989.4 x 0.80 x 8192 / (8192 + w)
+    assert p.value == pytest.approx(989.4 * 0.80 * 8192 / (8192 + w))
     assert p.terms["gemm_reference_efficiency.bf16"] == reference_terms()["gemm_reference_efficiency.bf16"].value
-    assert h100.gemm_tflops("fp8", 4096, 4096, 4096).value == pytest.approx(1978.9 * 0.70 * 4096 / 4224)
+    assert h100.gemm_tflops("fp8", 4096, 4096, 4096).value == pytest.approx(1978.9 * 0.70 * 4096 / (4096 + w))
 
 
 def test_memory_and_pcie_predictions_by_hand(h100: Predictor) -> None:
@@ -42,7 +44,10 @@ def test_collective_busbw_tends_to_the_link_bandwidth(h100: Predictor) -> None:
 def test_training_prediction_uses_the_part_term(h100: Predictor) -> None:
     p = h100.train_tokens_per_s(6e9, "bf16", 4096)
     assert "compute_efficiency.h100-sxm5-80gb.bf16" in p.terms
-    assert p.value == pytest.approx(989.4e12 * 0.45 * 4096 / (4096 + 128) / 6e9)
+    cal = default_calibration()
+    eff, w = cal.value("compute_efficiency.h100-sxm5-80gb.bf16"), cal.value("gemm_half_width")
+    assert p.terms["compute_efficiency.h100-sxm5-80gb.bf16"] == eff
+    assert p.value == pytest.approx(989.4e12 * eff * 4096 / (4096 + w) / 6e9)
 
 
 def test_cpu_and_unknown_devices_get_null_predictions_with_reasons() -> None:
@@ -63,3 +68,13 @@ def test_cpu_and_unknown_devices_get_null_predictions_with_reasons() -> None:
 ])
 def test_device_names_match_catalog_parts(name: str, expected: str) -> None:
     assert match_device(name, load_catalog(use_user_dir=False).accelerators) == expected
+
+
+def test_multi_node_collectives_use_the_scale_out_network() -> None:
+    pred, acc, _ = predictor_for("h100-sxm5-80gb", "cuda", "x", catalog=load_catalog(use_user_dir=False))
+    assert pred.network is not None and pred.network.id == "ib-ndr-400"
+    two = pred.collective("all_reduce", 1 << 30, 16, "busbw", nodes=2)
+    assert two.value is not None and "inter_gbyte_s" in two.terms and "2 nodes" in two.basis
+    # one rank per node: the ring runs over the NICs only, one NDR 400 Gb/s NIC (50 GB/s) per GPU x bw_efficiency
+    spread = pred.collective("all_reduce", 1 << 30, 16, "busbw", nodes=16)
+    assert spread.value is not None and spread.value < 50 < spread.terms["link_gbyte_s"]

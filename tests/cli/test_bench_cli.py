@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from gpuplan.bench.records import BenchResult, load_result, write_result
 from gpuplan.cli.main import app
+from gpuplan.estimate.calibration import default_calibration
 
 runner = CliRunner()
 ESTIMATE = ["estimate", "train", "-m", "llama3-8b", "--accelerator", "h100-sxm5-80gb", "--num-accels", "8",
@@ -57,8 +58,9 @@ def test_calibrate_moves_the_next_estimate(tmp_path: Path, bf16_tflops: float, l
     assert res.exit_code == 0, res.output
     written = json.loads(res.stdout)
     assert Path(written["written"]) == tmp_path / "config" / "gpuplan" / "calibration" / "h100-sxm5-80gb.yaml"
-    # 0.45 (shipped) x (measured / 989.4) / 0.80 (reference)
-    assert written["terms"][TERM]["value"] == pytest.approx(0.45 * bf16_tflops / 989.4 / 0.80, abs=1e-4)
+    shipped = default_calibration().value(TERM)
+    # shipped x (measured / 989.4) / 0.80 (reference)
+    assert written["terms"][TERM]["value"] == pytest.approx(shipped * bf16_tflops / 989.4 / 0.80, abs=1e-4)
     assert written["recorded"]["memory_copy_fraction"]["value"] == pytest.approx(2900 / 3350, abs=1e-4)
     assert written["recorded"]["nvlink_bw_efficiency"]["value"] == pytest.approx(340 / 450, abs=1e-4)
     after = _estimate()

@@ -108,10 +108,11 @@ def add_collective_measurements(ctx: BenchContext, rows: list[dict[str, Any]], d
         if nodes is not None:
             params["nodes"] = nodes
         base = f"collective.{kind}.{n}ranks.{nbytes}B"
+        k = nodes or 1
         ctx.add(benchmark="collectives", name=f"{base}.algbw", metric="algbw", value=alg, unit="GB/s",
-                samples=samples, predicted=ctx.predictor.collective(kind, nbytes, n, "algbw"), params=params)
+                samples=samples, predicted=ctx.predictor.collective(kind, nbytes, n, "algbw", nodes=k), params=params)
         ctx.add(benchmark="collectives", name=f"{base}.busbw", metric="busbw", value=alg * busbw_factor(kind, n),
-                unit="GB/s", samples=samples, predicted=ctx.predictor.collective(kind, nbytes, n, "busbw"),
+                unit="GB/s", samples=samples, predicted=ctx.predictor.collective(kind, nbytes, n, "busbw", nodes=k),
                 params=params)
 
 

@@ -24,8 +24,14 @@ from gpuplan.bench.formulas import busbw_factor, collective_bytes
 from gpuplan.bench.records import Prediction
 from gpuplan.estimate import comm
 from gpuplan.estimate.calibration import Calibration, CalibrationTerm, default_calibration
-from gpuplan.estimate.links import default_link_calibration, host_link, intra_node_link, pcie_gbyte_s
-from gpuplan.hardware import Accelerator
+from gpuplan.estimate.links import (
+    default_link_calibration,
+    host_link,
+    inter_node_link,
+    intra_node_link,
+    pcie_gbyte_s,
+)
+from gpuplan.hardware import Accelerator, Network
 
 __all__ = ["Predictor", "match_device", "predictor_for", "ratio", "reference_terms"]
 
@@ -45,8 +51,9 @@ class Predictor:
     """Predictions for one accelerator (None: no catalog entry, every prediction null with `reason`)."""
 
     def __init__(self, accelerator: Accelerator | None, *, reason: str = "",
-                 calibration: Calibration | None = None) -> None:
+                 calibration: Calibration | None = None, network: Network | None = None) -> None:
         self.acc = accelerator
+        self.network = network  # the scale-out fabric for collectives that span nodes
         self.reason = reason or "no catalog accelerator for this device"
         self.cal = calibration or default_calibration()
 
@@ -102,22 +109,32 @@ class Predictor:
         return Prediction(value=float(link.bandwidth_gbyte_s), unit="GB/s", basis=link.label,
                           terms={"link_gbyte_s": float(link.bandwidth_gbyte_s)})
 
-    def collective(self, kind: str, per_rank_bytes: int, n: int, metric: str) -> Prediction:
-        """Predicted algbw or busbw (GB/s) of a collective among n ranks of this node."""
+    def collective(self, kind: str, per_rank_bytes: int, n: int, metric: str, *, nodes: int = 1) -> Prediction:
+        """Predicted algbw or busbw (GB/s) of a collective among n ranks on `nodes` nodes (evenly spread)."""
         if self.acc is None:
             return self.none("GB/s")
         link = intra_node_link(self.acc) or host_link(self.acc)
         if link is None:
             return self.none("GB/s", f"no intra-node link figure for {self.acc.id}")
         size = collective_bytes(kind, per_rank_bytes, n)
-        if kind == "send_recv":
+        terms = {"link_gbyte_s": float(link.bandwidth_gbyte_s), "alpha_s": float(link.latency_s)}
+        basis = f"alpha-beta {kind} on {link.label}"
+        if nodes > 1:
+            if self.network is None:
+                return self.none("GB/s", "no scale-out network to price a multi-node collective")
+            rpn = max(n // nodes, 1)
+            inter = inter_node_link(self.network, nics_per_node=float(rpn), gpus_per_node=rpn)
+            terms |= {"inter_gbyte_s": float(inter.bandwidth_gbyte_s), "inter_alpha_s": float(inter.latency_s)}
+            basis += f" and {inter.label} ({nodes} nodes, one NIC per GPU assumed)"
+            seconds = float(comm.hier_p2p_s(size, False, link, inter) if kind == "send_recv"
+                            else comm.collective_s(kind, size, n, rpn, link, inter))
+        elif kind == "send_recv":
             seconds = float(comm.p2p_s(size, link))
         else:  # comm's size conventions match nccl-tests' (gathered output, full input, send buffer)
             seconds = float(comm.collective_s(kind, size, n, n, link))
         algbw = size / seconds / 1e9
         value = algbw * busbw_factor(kind, n) if metric == "busbw" else algbw
-        return Prediction(value=value, unit="GB/s", basis=f"alpha-beta {kind} on {link.label}",
-                          terms={"link_gbyte_s": float(link.bandwidth_gbyte_s), "alpha_s": float(link.latency_s)})
+        return Prediction(value=value, unit="GB/s", basis=basis, terms=terms)
 
     def train_tokens_per_s(self, flops_per_token: float, dtype: str, width: int) -> Prediction:
         if self.acc is None:
@@ -163,12 +180,19 @@ def predictor_for(catalog_id: str | None, backend_kind: str, device_name: str,
     cat = catalog or load_catalog()
     if catalog_id is not None:
         acc = cat.accelerator(catalog_id)
-        return Predictor(acc), acc.id, "from --accelerator"
-    guess = match_device(device_name, cat.accelerators)
-    if guess is None:
-        why = f"device {device_name!r} matches no catalog accelerator; pass --accelerator ID"
-        return Predictor(None, reason=why), None, why
-    return Predictor(cat.accelerator(guess)), guess, f"matched from the device name {device_name!r}"
+        note = "from --accelerator"
+    else:
+        guess = match_device(device_name, cat.accelerators)
+        if guess is None:
+            why = f"device {device_name!r} matches no catalog accelerator; pass --accelerator ID"
+            return Predictor(None, reason=why), None, why
+        acc = cat.accelerator(guess)
+        note = f"matched from the device name {device_name!r}"
+    from gpuplan.search.train_eval import default_network
+
+    net_id = default_network(acc.id)
+    network = cat.network(net_id) if net_id in cat.networks else None
+    return Predictor(acc, network=network), acc.id, note
 
 
 def match_device(device_name: str, accelerators: Any) -> str | None:

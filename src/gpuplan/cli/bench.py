@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,8 @@ def bench(
     except KeyboardInterrupt:
         err_console.print(f"interrupted: partial result saved to {out}")
         raise typer.Exit(code=130) from None
+    if int(os.environ.get("RANK", "0")) != 0:  # torchrun: rank 0 reports and writes the file
+        return
     _print_summary(result)
     bad = [s for s in result.benchmarks if s.status in ("failed", "partial")]
     if bad:
