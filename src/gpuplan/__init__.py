@@ -2,6 +2,8 @@
 
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.calibration import Calibration, load_calibration
+from gpuplan.estimate.infer_estimate import estimate_inference
+from gpuplan.estimate.infer_step import step_cost_model
 from gpuplan.estimate.kv_cache import kv_bytes_per_token, kv_cache
 from gpuplan.estimate.memory_infer import estimate_inference_memory, max_batch_that_fits
 from gpuplan.estimate.memory_train import estimate_training_memory
@@ -9,6 +11,7 @@ from gpuplan.estimate.records import MemoryBreakdown
 from gpuplan.hardware import Accelerator, Catalog, CatalogError, Instance, Network, Server, load_catalog
 from gpuplan.search.infer_search import plan_inference
 from gpuplan.simulate import simulate_engine
+from gpuplan.workload.engines import engine
 from gpuplan.workload.jobs import InferenceJob, Layout, TrainingJob
 from gpuplan.workload.model_spec import MLASpec, ModelSpec, MoESpec
 from gpuplan.workload.params import ParamCounts, count_params
@@ -36,6 +39,8 @@ __all__ = [
     "TrainingJob",
     "__version__",
     "count_params",
+    "engine",
+    "estimate_inference",
     "estimate_inference_memory",
     "estimate_training_memory",
     "get_preset",
@@ -48,4 +53,5 @@ __all__ = [
     "max_batch_that_fits",
     "plan_inference",
     "simulate_engine",
+    "step_cost_model",
 ]
