@@ -235,6 +235,7 @@ def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfi
     sim_slo = Slo(ttft_s=slo.ttft_p99_s, tpot_s=slo.tpot_p99_s)
     plans: list[dict[str, Any]] = []
     per_acc: dict[str, int] = {}
+    seen: set[tuple[object, ...]] = set()
     simulated = 0
     tried = 0
 
@@ -249,6 +250,12 @@ def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfi
             break
         if per_acc.get(c.acc.id, 0) >= 2:  # variety: at most two plans per accelerator
             continue
+        # formats with the same speed and size on a part (e.g. fp8 and int8 on H200) give one fleet
+        key = (c.acc.id, c.layout, c.replicas, round(c.usd_per_hour, 6), round(c.cap.requests_per_s, 9),
+               round(c.ttft0, 12), round(c.tpot0, 12))
+        if key in seen:
+            continue
+        seen.add(key)
         tried += 1
 
         def run(r: int, c: _Cand = c) -> SimMetrics:
