@@ -83,3 +83,24 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
         assert res.exit_code == 2, (args, res.output)
         assert "Traceback" not in res.output and "error" in res.output.lower()
     assert not (tmp_path / "plan.pdf").exists()
+
+
+def test_report_from_plan_infer_json_and_inference_compare(tmp_path: Path) -> None:
+    res = runner.invoke(app, ["plan", "infer", "-m", "llama3-8b", "--qps", "20", "--ttft-p99", "2", "--tpot-p99",
+                              "0.05", "--json"])
+    assert res.exit_code == 0, res.output
+    src = tmp_path / "infer.json"
+    src.write_text(res.output, encoding="utf-8")
+    res = runner.invoke(app, ["report", str(src), "-o", str(tmp_path / "infer.md"), "--lang", "zh"])
+    assert res.exit_code == 0, res.output
+    text = (tmp_path / "infer.md").read_text(encoding="utf-8")
+    assert text.startswith("# 推理硬件规划") and "阶段：推理服务" in text
+    res = runner.invoke(app, ["compare", "-m", "llama3-8b", "--qps", "20", "--ttft-p99", "2", "--tpot-p99", "0.05",
+                              "--accelerators", "h100-nvl-94gb,ascend-910b3", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["kind"] == "compare_infer"
+    assert [o["accelerator"] for o in out["options"]] == ["h100-nvl-94gb", "ascend-910b3"]
+    assert all(o["plan"]["usd_per_hour"] > 0 for o in out["options"])
+    res = runner.invoke(app, ["compare", "-m", "llama3-8b", "--qps", "20", "--accelerators", "h100-nvl-94gb"])
+    assert res.exit_code == 2 and "tpot" in res.output.lower()

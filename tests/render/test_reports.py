@@ -130,3 +130,24 @@ def test_html_report_draws_its_charts_in_chromium(tmp_path: Path, lang: str) -> 
     assert "js-plotly-plot" in dom
     console = [line for line in log.splitlines() if "CONSOLE" in line]
     assert console == [], console  # no console errors or messages from the page
+
+
+@pytest.mark.skipif(_chromium() is None, reason="headless Chromium is not installed (apt-get install chromium)")
+def test_inference_and_compare_reports_draw_in_chromium(tmp_path: Path) -> None:
+    from gpuplan.advise.report_infer import inference_report
+    from gpuplan.search.infer_load import InferLoad, InferSlo
+    from gpuplan.search.infer_search import InferConstraints, plan_inference
+    from gpuplan.simulate.lengths import parse_length_dist
+
+    spec = load_model("llama3-8b")
+    load = InferLoad(qps=10.0, input_len=parse_length_dist(1024), output_len=parse_length_dist(256))
+    res = plan_inference(spec, load, InferSlo(ttft_p99_s=2.0, tpot_p99_s=0.05), load_catalog(()),
+                         InferConstraints(accelerators=("h100-nvl-94gb", "l40s-48gb")))
+    run = {"model": spec.name, "load": load.to_json(), "slo": {"ttft_p99_s": 2.0, "tpot_p99_s": 0.05},
+           "engine": "vllm", "plans": res.plans, "rejected": res.rejected, "terms": res.terms}
+    page = write_report(inference_report(run, load_catalog(())), tmp_path / "infer.html", "zh")
+    dom, log = _render_in_chromium(page, tmp_path)
+    for chart in ("chart-cost-latency", "chart-latency", "chart-tco"):
+        start = dom.index(f'id="{chart}"')
+        assert 'class="main-svg"' in dom[start:start + 4000], chart
+    assert [line for line in log.splitlines() if "CONSOLE" in line] == []

@@ -17,11 +17,11 @@ RULES: tuple[Rule, ...] = (*WORK_RULES, *NET_RULES, *MARKET_RULES)
 
 # every id a rule can emit (the message catalog must hold finding.<id>.msg and .fix in every language)
 FINDING_IDS = (
-    "stage.finetune", "stage.pretrain_small", "stage.pretrain_large",
+    "stage.finetune", "stage.pretrain_small", "stage.pretrain_large", "stage.serve",
     "host.cpu", "host.cpu_unknown", "host.ram_low", "host.ram_high", "host.ram_unknown", "host.nvme",
     "host.nvme_unknown", "storage.read", "storage.checkpoint", "storage.parallel_fs",
     "net.rdma_required", "net.rdma_required_unquantified", "net.roce_lossless", "net.nics", "net.rail",
-    "net.oversubscription", "precision.fp32", "precision.fp16", "precision.fp8",
+    "net.oversubscription", "precision.fp32", "precision.fp16", "precision.fp8", "precision.quantized",
     "ecosystem.porting", "market.export", "market.residency", "market.compliance",
     "reliability.ecc", "reliability.cooling", "reliability.power", "reliability.checkpoint",
     "growth.model", "growth.deadline",

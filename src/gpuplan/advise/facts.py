@@ -87,6 +87,9 @@ class PlanFacts:
     provider: str | None = None
     requirements: Requirements = field(default_factory=Requirements)
     calibration: Mapping[str, Any] = field(default_factory=dict)
+    # inference: devices of one replica (the unit that talks over the network) and serving figures
+    replica_devices: int | None = None
+    serving: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def nodes(self) -> int:
@@ -94,4 +97,5 @@ class PlanFacts:
 
     @property
     def multi_node(self) -> bool:
-        return self.devices > self.gpus_per_node
+        """Does one job (training) or one replica (inference) span nodes?"""
+        return (self.replica_devices or self.devices) > self.gpus_per_node

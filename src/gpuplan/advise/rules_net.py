@@ -76,6 +76,11 @@ def oversubscription(f: PlanFacts, th: Thresholds) -> list[Finding]:
 
 def precision(f: PlanFacts, th: Thresholds) -> list[Finding]:
     out: list[Finding] = []
+    if f.kind == "infer" and f.precision in ("int8", "int4", "fp8"):
+        saving = 1 - {"int8": 1.0, "fp8": 1.0, "int4": 0.5}[f.precision] / 2.0
+        qfigs = (_ds("weights", f.precision, "", "inference plan"),
+                 _est("weight_memory_saving_vs_bf16", saving, "fraction", "bytes per parameter (scales excluded)"))
+        out.append(make_finding("precision.quantized", "info", qfigs, (), weights=f.precision, saving=saving))
     if f.precision in ("fp32", "fp16"):
         out.append(make_finding(f"precision.{f.precision}", "warn",
                                 (_ds("precision", f.precision, "", "plan input"),), (), acc=f.accelerator.id))

@@ -37,7 +37,7 @@ def _th(th: Thresholds, name: str) -> Figure:
 def stage(f: PlanFacts, th: Thresholds) -> list[Finding]:
     """Experiments / fine-tuning, pretraining under 10B or above, from the method, tokens and parameters."""
     if f.kind != "train":
-        return []
+        return _serve_stage(f)
     ratio = (f.tokens or 0.0) / f.params_total
     device_hours = f.devices * (f.time_s or 0.0) / 3600.0
     days = (f.time_s or 0.0) / 86400.0
@@ -54,6 +54,20 @@ def stage(f: PlanFacts, th: Thresholds) -> list[Finding]:
     else:
         fid, used = "stage.pretrain_large", ("large_pretrain_params",)
     return [make_finding(fid, "info", figs + tuple(_th(th, u) for u in used), used, **common)]
+
+
+def _serve_stage(f: PlanFacts) -> list[Finding]:
+    sv = f.serving
+    if not sv:
+        return []
+    src = "inference planner (simulation per replica)"
+    figs = (_est("usd_per_hour", sv["usd_per_hour"], "USD/h", src),
+            _est("usd_per_million_tokens", sv["usd_per_million_tokens"], "USD/1M tokens", src),
+            _est("ttft_p99_s", sv["ttft_p99_s"], "s", src), _est("tpot_p99_s", sv["tpot_p99_s"], "s", src),
+            _est("utilization", sv["utilization"], "fraction", src))
+    return [make_finding("stage.serve", "info", figs, (), model=f.model, qps=sv["qps"], tokens_s=f.tokens_per_s,
+                         devices=f.devices, replicas=sv["replicas"], acc=f.accelerator.id, weights=f.precision,
+                         usd_h=sv["usd_per_hour"], usd_m=sv["usd_per_million_tokens"], util=sv["utilization"])]
 
 
 def host_cpu(f: PlanFacts, th: Thresholds) -> list[Finding]:

@@ -141,6 +141,8 @@ def _spot_lost(write_s: float, mtbf_s: float, restart_s: float, preempt_per_s: f
     if rate <= 0:
         return 0.0
     m = 1 / rate
+    if write_s <= 0:  # stateless (serving): each interruption costs only the restart
+        return restart_s / m
     tau = math.sqrt(2 * write_s * m)  # Young 1974
     return write_s / tau + (tau / 2 + restart_s) / m
 

@@ -11,16 +11,18 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from gpuplan.advise.facts import Requirements
-from gpuplan.advise.findings import load_thresholds
+from gpuplan.advise.findings import Thresholds, load_thresholds
+from gpuplan.advise.report_infer import compare_inference, inference_report, is_infer_run
 from gpuplan.advise.report_train import compare_training
 from gpuplan.cli.common import console, fail, print_json
 from gpuplan.errors import GpuplanError, InputError
-from gpuplan.hardware import load_catalog
+from gpuplan.hardware import Catalog, load_catalog
 from gpuplan.i18n import resolve_lang, tr
 from gpuplan.render.report_io import load_report, write_report
-from gpuplan.render.report_md import compare_rows
+from gpuplan.render.report_md import compare_infer_rows, compare_rows
 from gpuplan.search.train_search import PlanConstraints
 from gpuplan.workload.jobs import TrainingJob, default_global_batch
+from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.presets import load_model
 
 __all__ = ["compare_cmd", "parse_pairs", "print_findings", "report_cmd", "requirements", "save_report",
@@ -79,21 +81,34 @@ def save_report_quiet(doc: Mapping[str, Any], path: Path, lang: str) -> None:
 
 
 def report_cmd(
-    source: Path = typer.Argument(..., help="a report JSON saved with --report FILE.json"),
+    source: Path = typer.Argument(..., help="a report JSON saved with --report FILE.json, or plan infer --json output"),
     out: Path = typer.Option(..., "--out", "-o", help="FILE.html (self-contained, charts) or FILE.md"),
     lang: str = typer.Option(None, "--lang", help="zh or en (default: from LANG/LC_ALL)"),
+    data_residency: str = typer.Option(None, help="for a `plan infer --json` input: region the data must stay in"),
+    compliance: list[str] = typer.Option(None, help="for a `plan infer --json` input: required compliance level"),
+    catalog_dir: list[Path] = typer.Option(None, "--catalog"),
 ) -> None:
-    """Render a saved plan or comparison (JSON) as HTML or Markdown, in Chinese or English."""
+    """Render a saved report (--report FILE.json) or a `plan infer --json` result as HTML or Markdown."""
     try:
         language = resolve_lang(lang)
-        save_report(load_report(source), out, language)
+        raw = load_report(source, accept_infer_run=True)
+        if is_infer_run(raw):  # the JSON of `gpuplan plan infer --json`: findings and TCO are computed here
+            raw = inference_report(raw, load_catalog(catalog_dir or ()),
+                                   requirements=requirements(data_residency, compliance))
+        save_report(raw, out, language)
     except (GpuplanError, ValidationError) as exc:
         fail(exc)
 
 
 def compare_cmd(
     model: str = typer.Option(..., "--model", "-m", help="preset id or config.json"),
-    tokens: float = typer.Option(..., help="training tokens"),
+    tokens: float = typer.Option(None, help="training tokens (the training form)"),
+    qps: float = typer.Option(None, help="requests per second (the inference form, with --ttft-p99/--tpot-p99)"),
+    ttft_p99: float = typer.Option(None, help="inference: p99 time to first token limit, seconds"),
+    tpot_p99: float = typer.Option(None, help="inference: p99 time per output token limit, seconds"),
+    input_len: int = typer.Option(1024, help="inference: prompt tokens"),
+    output_len: int = typer.Option(256, help="inference: output tokens"),
+    engine_id: str = typer.Option("vllm", "--engine", help="inference: engine profile"),
     accelerators: str = typer.Option(..., help="comma-separated catalog ids, e.g. h200-sxm-141gb,ascend-910b"),
     seq_len: int = typer.Option(4096),
     global_batch: int = typer.Option(None, help="sequences per step (default: about 4M tokens)"),
@@ -112,18 +127,29 @@ def compare_cmd(
     catalog_dir: list[Path] = typer.Option(None, "--catalog"),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Side by side for one training job: time, cost, memory headroom, porting risk and findings per accelerator."""
+    """Which of these, for this job: time (or latency), cost, memory headroom, porting risk and findings per part."""
     try:
         language = resolve_lang(lang)
-        if tokens <= 0:
-            raise InputError(field="tokens", value=tokens, allowed="a positive number")
         names = [a.strip() for a in accelerators.split(",") if a.strip()]
         if not names:
             raise InputError(field="accelerators", value=accelerators, allowed="comma-separated catalog ids")
         spec = load_model(model)
         cat = load_catalog(catalog_dir or ())
-        for name in names:
-            cat.accelerator(name)
+        names = [cat.accelerator(name).id for name in names]
+        if qps is not None:
+            if tokens is not None:
+                raise InputError(field="tokens", value=tokens, allowed="left out with --qps (the inference form)")
+            doc = _compare_infer(spec, cat, names, qps=qps, ttft_p99=ttft_p99, tpot_p99=tpot_p99,
+                                 input_len=input_len, output_len=output_len, engine_id=engine_id, market=market,
+                                 provider=provider, max_devices=max_devices,
+                                 req=requirements(data_residency, compliance),
+                                 th=load_thresholds(parse_pairs(threshold, "threshold")))
+            if report is not None:
+                write_report(doc, report, language)
+            _print_compare(doc, language, spec.name, f"{qps:g} req/s", json_out, report)
+            return
+        if tokens is None or tokens <= 0:
+            raise InputError(field="tokens", value=tokens, allowed="a positive number (or --qps for inference)")
         job = TrainingJob(method=method, seq_len=seq_len, global_batch=global_batch or default_global_batch(seq_len),
                           precision=precision)
         cons = PlanConstraints(deadline_days=deadline, budget_usd=budget, max_devices=max_devices, market=market,
@@ -135,18 +161,59 @@ def compare_cmd(
             write_report(doc, report, language)
     except (GpuplanError, ValidationError) as exc:
         fail(exc)
+    _print_compare(doc, language, spec.name, f"{tokens:.3g} tokens", json_out, report)
+
+
+def _compare_infer(spec: ModelSpec, cat: Catalog, names: list[str], *, qps: float, ttft_p99: float | None,
+                   tpot_p99: float | None, input_len: int, output_len: int, engine_id: str, market: str | None,
+                   provider: str | None, max_devices: int, req: Requirements, th: Thresholds) -> dict[str, Any]:
+    from gpuplan.search.infer_load import InferLoad, InferSlo
+    from gpuplan.search.infer_search import InferConstraints, plan_inference
+    from gpuplan.simulate.lengths import parse_length_dist
+    from gpuplan.workload.engines import engine
+
+    if ttft_p99 is None or tpot_p99 is None:
+        raise InputError(field="ttft-p99/tpot-p99", value=f"{ttft_p99}/{tpot_p99}",
+                         allowed="both SLO limits in seconds with --qps")
+    load = InferLoad(qps=qps, input_len=parse_length_dist(input_len, field="input-len"),
+                     output_len=parse_length_dist(output_len, field="output-len"))
+    slo = InferSlo(ttft_p99_s=ttft_p99, tpot_p99_s=tpot_p99)
+    prof = engine(engine_id)
+
+    def run_for(acc: str) -> dict[str, Any]:
+        cons = InferConstraints(market=market, provider=provider, max_devices=max_devices, accelerators=(acc,))
+        try:
+            res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof)
+        except InputError as exc:
+            return {"error": str(exc)}
+        return {"model": spec.name, "load": load.to_json(), "slo": {"ttft_p99_s": ttft_p99, "tpot_p99_s": tpot_p99},
+                "engine": prof.id, "plans": res.plans, "rejected": res.rejected, "terms": res.terms}
+
+    lj = load.to_json()
+    job = {"model": spec.name, "engine": prof.id, "qps": qps, "input_len": lj.get("input_len"),
+           "output_len": lj.get("output_len"), "input_len_mean": lj["input_len_mean"],
+           "output_len_mean": lj["output_len_mean"], "ttft_p99_s": ttft_p99, "tpot_p99_s": tpot_p99}
+    return compare_inference(run_for, names, cat, job, thresholds=th, requirements=req)
+
+
+def _print_compare(doc: Mapping[str, Any], language: str, model: str, what: str, json_out: bool,
+                   report: Path | None) -> None:
     if json_out:
         print_json(doc)
         return
-    head, rows = compare_rows(doc, language)
-    t = Table(title=tr("cli.compare.title", language, model=spec.name, tokens=tokens),
-              caption=tr("cli.compare.caption", language))
+    head, rows = (compare_infer_rows if doc["kind"] == "compare_infer" else compare_rows)(doc, language)
+    t = Table(title=tr("cli.compare.title", language, model=model, what=what),
+              caption=tr("cli.compare.caption_infer" if doc["kind"] == "compare_infer" else "cli.compare.caption",
+                         language))
     for i, h in enumerate(head[:-1]):  # provenance is in the caption
         t.add_column(h, no_wrap=i == 0, overflow="fold")
     for row in rows:
         t.add_row(*row[:-1])
     console.print(t)
     for opt in doc["options"]:
+        if opt["plan"] is None:
+            console.print(f"{opt['accelerator']}: {tr('report.rejected', language, rejected=opt['rejected'])}",
+                          highlight=False)
         worst = next((f for f in opt["findings"] if f["severity"] != "info"), None)
         if worst:
             console.print(f"{opt['accelerator']} - {tr('cli.compare.top_finding', language)}: "

@@ -18,11 +18,14 @@ from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
 from gpuplan.i18n import tr
-from gpuplan.render.report_md import compare_rows
+from gpuplan.render.report_md import compare_infer_rows, compare_rows
 from gpuplan.render.report_text import (
     bottleneck_text,
     finding_rows,
     fmt,
+    infer_job_lines,
+    infer_rows,
+    infer_rule_line,
     job_lines,
     plan_rows,
     prov,
@@ -31,7 +34,7 @@ from gpuplan.render.report_text import (
     tco_rows,
 )
 
-__all__ = ["render_html"]
+__all__ = ["render_html", "render_infer_html"]
 
 FONT = "'Noto Sans CJK SC', 'Noto Sans SC', 'PingFang SC', 'Microsoft YaHei', 'Helvetica Neue', Arial, sans-serif"
 CSS = f"""
@@ -142,10 +145,15 @@ def _tco_chart(t: Mapping[str, Any], lang: str) -> go.Figure:
 def _compare_charts(doc: Mapping[str, Any], lang: str) -> list[str]:
     opts = [o for o in doc["options"] if o["plan"] is not None]
     names = [o["accelerator"] for o in opts]
-    fig = make_subplots(rows=1, cols=2, subplot_titles=(tr("report.axis.days", lang), tr("report.axis.cost", lang)))
-    fig.add_trace(go.Bar(x=names, y=[o["plan"]["days"] for o in opts], name=tr("report.col.days", lang)), row=1, col=1)
-    fig.add_trace(go.Bar(x=names, y=[o["plan"]["cost_usd"] for o in opts], name=tr("report.col.cost", lang)),
-                  row=1, col=2)
+    if doc["kind"] == "compare_infer":
+        left, right = ("usd_per_hour", "report.axis.usd_h"), ("tpot_p99_s", "report.axis.tpot_ms")
+    else:
+        left, right = ("days", "report.axis.days"), ("cost_usd", "report.axis.cost")
+    fig = make_subplots(rows=1, cols=2, subplot_titles=(tr(left[1], lang), tr(right[1], lang)))
+    scale = 1e3 if right[0] == "tpot_p99_s" else 1.0
+    fig.add_trace(go.Bar(x=names, y=[o["plan"][left[0]] for o in opts]), row=1, col=1)
+    fig.add_trace(go.Bar(x=names, y=[o["plan"][right[0]] * scale if o["plan"][right[0]] is not None else None
+                                     for o in opts]), row=1, col=2)
     fig.update_layout(title=tr("report.section.options", lang), height=420, showlegend=False)
     return [_chart(fig, "chart-compare")]
 
@@ -170,15 +178,23 @@ def _findings(findings: list[Mapping[str, Any]], lang: str) -> str:
 
 def render_html(doc: Mapping[str, Any], lang: str) -> str:
     """The report document as one self-contained HTML page in `lang`."""
-    kind = "compare" if doc["kind"] == "compare" else "train"
+    if doc["kind"] == "infer":
+        return render_infer_html(doc, lang)
+    kind = "compare" if doc["kind"] in ("compare", "compare_infer") else "train"
+    infer = doc["kind"] == "compare_infer"
     title = tr(f"report.title.{kind}", lang, model=doc["job"]["model"])
     out = [_head(title, lang), f"<h1>{html.escape(title)}</h1>",
            _p(tr("report.generated", lang, date=doc["generated"], version=doc["gpuplan_version"]), "muted"),
-           _p(tr("report.offline", lang), "muted"), _h2("job", lang), *(_p(line) for line in job_lines(doc, lang))]
+           _p(tr("report.offline", lang), "muted"), _h2("job", lang),
+           *(_p(line) for line in (infer_job_lines(doc, lang) if infer else job_lines(doc, lang)))]
     if kind == "compare":
-        out += [_h2("options", lang), _table(*compare_rows(doc, lang)), *_compare_charts(doc, lang)]
+        rows = compare_infer_rows(doc, lang) if infer else compare_rows(doc, lang)
+        out += [_h2("options", lang), _table(*rows), *_compare_charts(doc, lang)]
         for o in doc["options"]:
-            if o["findings"]:
+            if o["plan"] is None:
+                out += [f"<h3>{html.escape(o['accelerator'])}</h3>",
+                        _p(tr("report.rejected", lang, rejected=o["rejected"]))]
+            elif o["findings"]:
                 out += [f"<h3>{html.escape(o['accelerator'])}</h3>", _findings(o["findings"], lang)]
         return "".join(out) + "</body></html>\n"
     rec = doc.get("recommendation")
@@ -218,6 +234,71 @@ def render_html(doc: Mapping[str, Any], lang: str) -> str:
         out += [_h2("thresholds", lang), _table(
             [tr(f"report.col.{c}", lang) for c in ("name", "value", "source")],
             [[k, f"{fmt(v['value'], 'g')} {v['unit']}", v["source"]] for k, v in doc["thresholds"].items()])]
+    out += [_h2("sources", lang), _table(
+        [tr(f"report.col.{c}", lang) for c in ("what", "source", "provenance")],
+        [[s["what"], f"{s['source']} {s['as_of']}".strip(), prov(s["kind"], lang)] for s in doc["sources"]])]
+    return "".join(out) + "</body></html>\n"
+
+
+def _cost_latency_chart(doc: Mapping[str, Any], lang: str) -> go.Figure:
+    fig = go.Figure()
+    by_acc: dict[str, list[Mapping[str, Any]]] = {}
+    for p in doc["plans"]:
+        by_acc.setdefault(p["accelerator"], []).append(p)
+    for acc, ps in by_acc.items():
+        fig.add_trace(go.Scatter(x=[p["tpot_p99_s"] * 1e3 for p in ps], y=[p["usd_per_hour"] for p in ps],
+                                 mode="markers", name=acc, marker={"size": 9},
+                                 text=[f"{acc} {p['layout']} {p['weights']} x{p['replicas']}" for p in ps]))
+    rec = doc["recommendation"]
+    fig.add_trace(go.Scatter(x=[rec["tpot_p99_s"] * 1e3], y=[rec["usd_per_hour"]], mode="markers",
+                             name=tr("report.chart.recommended", lang),
+                             marker={"symbol": "star", "size": 18, "color": "#c53030"}))
+    fig.add_vline(x=doc["job"]["tpot_p99_s"] * 1e3, line_dash="dash", line_color="#627d98",
+                  annotation_text=f"SLO {doc['job']['tpot_p99_s'] * 1e3:g} ms")
+    fig.update_layout(title=tr("report.section.cost_latency", lang), height=440,
+                      xaxis={"title": tr("report.axis.tpot_ms", lang)}, yaxis={"title": tr("report.axis.usd_h", lang)})
+    return fig
+
+
+def _latency_chart(doc: Mapping[str, Any], lang: str) -> go.Figure:
+    fig = go.Figure()
+    for q in ("p50", "p90", "p99"):
+        fig.add_trace(go.Bar(x=[k.removesuffix("_s").upper() for k in doc["latency"]],
+                             y=[v[q] for v in doc["latency"].values()], name=q))
+    fig.update_layout(barmode="group", title=tr("report.section.latency", lang), height=380,
+                      yaxis={"title": tr("report.axis.latency_s", lang), "type": "log"})
+    return fig
+
+
+def render_infer_html(doc: Mapping[str, Any], lang: str) -> str:
+    """The inference report document (kind "infer") as one self-contained HTML page."""
+    title = tr("report.title.infer", lang, model=doc["job"]["model"])
+    out = [_head(title, lang), f"<h1>{html.escape(title)}</h1>",
+           _p(tr("report.generated", lang, date=doc["generated"], version=doc["gpuplan_version"]), "muted"),
+           _p(tr("report.offline", lang), "muted"), _h2("job", lang),
+           *(_p(line) for line in infer_job_lines(doc, lang))]
+    rec = doc.get("recommendation")
+    if rec is None:
+        out += [_p(tr("report.no_plan", lang)), _p(tr("report.rejected", lang, rejected=doc.get("rejected")))]
+        return "".join(out) + "</body></html>\n"
+    out += [_h2("recommendation", lang), _table(*infer_rows([rec], lang)), _p(infer_rule_line(rec, lang), "muted")]
+    if doc["runners_up"]:
+        out += [_h2("runners_up", lang), _table(*infer_rows(doc["runners_up"], lang))]
+    out += [_h2("findings", lang), _findings(doc["findings"], lang)]
+    out += [_h2("cost_latency", lang), _chart(_cost_latency_chart(doc, lang), "chart-cost-latency"),
+            _table(*infer_rows(doc["plans"], lang))]
+    out += [_h2("latency", lang), _chart(_latency_chart(doc, lang), "chart-latency")]
+    if doc.get("tco"):
+        out += [_h2("tco", lang), _chart(_tco_chart(doc["tco"], lang), "chart-tco"),
+                _table(*tco_rows(doc["tco"], lang)), *(_p(line) for line in tco_lines(doc["tco"], lang))]
+    out += [_h2("assumptions", lang), "<ul>",
+            *(f"<li>{html.escape(tr('report.assume.line', lang, name=k, value=v))}</li>"
+              for k, v in doc["assumptions"].items()),
+            f"<li>{html.escape(tr('report.rejected', lang, rejected=doc.get('rejected')))}</li></ul>"]
+    out += [_h2("calibration", lang), _table(
+        [tr(f"report.col.{c}", lang) for c in ("name", "value", "source", "provenance")],
+        [[c["name"], f"{fmt(c['value'], 'g')} {c['unit']}", c["source"], prov(c["provenance"], lang)]
+         for c in doc["calibration"]])]
     out += [_h2("sources", lang), _table(
         [tr(f"report.col.{c}", lang) for c in ("what", "source", "provenance")],
         [[s["what"], f"{s['source']} {s['as_of']}".strip(), prov(s["kind"], lang)] for s in doc["sources"]])]

@@ -54,14 +54,17 @@ def write_report(doc: Mapping[str, Any], path: str | Path, lang: str) -> Path:
     return target
 
 
-def load_report(path: str | Path) -> dict[str, Any]:
-    """A report document saved as JSON (`--report plan.json`)."""
+def load_report(path: str | Path, *, accept_infer_run: bool = False) -> dict[str, Any]:
+    """A report document saved as JSON (`--report plan.json`); with `accept_infer_run`, also the JSON of
+    `gpuplan plan infer --json` (returned as is, for the inference report builder)."""
     p = Path(path)
     try:
         doc = json.loads(p.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise InputError(field="report input", value=str(p), allowed="a report JSON written by gpuplan",
                          hint=str(exc)) from None
+    if accept_infer_run and isinstance(doc, dict) and {"plans", "load", "slo", "model"} <= set(doc):
+        return doc
     if not isinstance(doc, dict) or not str(doc.get("schema", "")).startswith("gpuplan.report/"):
         raise InputError(field="report input", value=str(p), allowed="a report JSON written by gpuplan (schema "
                          "gpuplan.report/1)", hint="save one with: gpuplan plan train ... --report plan.json")

@@ -10,6 +10,9 @@ from gpuplan.render.report_text import (
     bottleneck_text,
     finding_rows,
     fmt,
+    infer_job_lines,
+    infer_rows,
+    infer_rule_line,
     job_lines,
     plan_rows,
     prov,
@@ -37,8 +40,10 @@ def _section(key: str, lang: str) -> str:
 
 def render_markdown(doc: Mapping[str, Any], lang: str) -> str:
     """The report document as Markdown in `lang`."""
-    if doc["kind"] == "compare":
+    if doc["kind"] in ("compare", "compare_infer"):
         return _compare(doc, lang)
+    if doc["kind"] == "infer":
+        return _infer(doc, lang)
     out = [f"# {tr('report.title.train', lang, model=doc['job']['model'])}", "",
            tr("report.generated", lang, date=doc["generated"], version=doc["gpuplan_version"]),
            _section("job", lang), *job_lines(doc, lang)]
@@ -95,7 +100,7 @@ def compare_rows(doc: Mapping[str, Any], lang: str) -> tuple[list[str], list[lis
         warn = sum(f["severity"] == "warn" for f in o["findings"])
         if p is None:
             rows.append([o["accelerator"], "-", "-", "-", "-", "-", tr(f"report.risk.{o['ecosystem_risk']}", lang),
-                         tr("report.rejected", lang, rejected=o["rejected"]), "-"])
+                         tr("report.no_plan_short", lang), "-"])
             continue
         rows.append([o["accelerator"], str(p["devices"]), fmt(p["days"]), fmt(p["cost_usd"], ",.0f"),
                      fmt(p["mfu"], ".1%"), fmt(o["memory_headroom"], ".0%"),
@@ -105,12 +110,71 @@ def compare_rows(doc: Mapping[str, Any], lang: str) -> tuple[list[str], list[lis
     return head, rows
 
 
+def compare_infer_rows(doc: Mapping[str, Any], lang: str) -> tuple[list[str], list[list[str]]]:
+    cols = ("accelerator", "devices", "weights", "usd_h", "usd_m", "ttft", "tpot", "util", "risk", "findings",
+            "provenance")
+    head = [tr(f"report.col.{c}", lang) for c in cols]
+    rows = []
+    for o in doc["options"]:
+        p = o["plan"]
+        risk = tr(f"report.risk.{o['ecosystem_risk']}", lang)
+        if p is None:
+            rows.append([o["accelerator"], "-", "-", "-", "-", "-", "-", "-", risk, tr("report.no_plan_short", lang),
+                         "-"])
+            continue
+        crit = sum(f["severity"] == "critical" for f in o["findings"])
+        warn = sum(f["severity"] == "warn" for f in o["findings"])
+        rows.append([o["accelerator"], str(p["devices"]), p["weights"], fmt(p["usd_per_hour"], ",.2f"),
+                     fmt(p["usd_per_million_tokens"], ",.3f"), fmt(p["ttft_p99_s"], ".3f"),
+                     fmt(p["tpot_p99_s"] * 1e3, ".1f"), fmt(p["utilization"], ".0%"), risk, f"{crit}/{warn}",
+                     prov("estimated", lang)])
+    return head, rows
+
+
 def _compare(doc: Mapping[str, Any], lang: str) -> str:
+    infer = doc["kind"] == "compare_infer"
+    rows = compare_infer_rows(doc, lang) if infer else compare_rows(doc, lang)
     out = [f"# {tr('report.title.compare', lang, model=doc['job']['model'])}", "",
            tr("report.generated", lang, date=doc["generated"], version=doc["gpuplan_version"]),
-           _section("job", lang), *job_lines(doc, lang), _section("options", lang), md_table(*compare_rows(doc, lang))]
+           _section("job", lang), *(infer_job_lines(doc, lang) if infer else job_lines(doc, lang)),
+           _section("options", lang), md_table(*rows)]
     for o in doc["options"]:
-        if not o["findings"]:
-            continue
-        out += [f"\n### {o['accelerator']}\n", md_table(*finding_rows(o["findings"], lang))]
+        if o["plan"] is None:
+            out += [f"\n### {o['accelerator']}\n", tr("report.rejected", lang, rejected=o["rejected"])]
+        elif o["findings"]:
+            out += [f"\n### {o['accelerator']}\n", md_table(*finding_rows(o["findings"], lang))]
+    return "\n".join(out) + "\n"
+
+
+def _infer(doc: Mapping[str, Any], lang: str) -> str:
+    out = [f"# {tr('report.title.infer', lang, model=doc['job']['model'])}", "",
+           tr("report.generated", lang, date=doc["generated"], version=doc["gpuplan_version"]),
+           _section("job", lang), *infer_job_lines(doc, lang)]
+    rec = doc.get("recommendation")
+    if rec is None:
+        out += ["", tr("report.no_plan", lang), tr("report.rejected", lang, rejected=doc.get("rejected"))]
+        return "\n".join(out) + "\n"
+    out += [_section("recommendation", lang), md_table(*infer_rows([rec], lang)), "", infer_rule_line(rec, lang)]
+    if doc["runners_up"]:
+        out += [_section("runners_up", lang), md_table(*infer_rows(doc["runners_up"], lang))]
+    out += [_section("findings", lang), md_table(*finding_rows(doc["findings"], lang))]
+    out += [_section("cost_latency", lang), md_table(*infer_rows(doc["plans"], lang))]
+    lat = doc["latency"]
+    out += [_section("latency", lang), md_table(
+        ["", "mean", "p50", "p90", "p99", tr("report.col.provenance", lang)],
+        [[k.removesuffix("_s").upper(), *(fmt(v[q], ".4f") for q in ("mean", "p50", "p90", "p99")),
+          prov("estimated", lang)] for k, v in lat.items()])]
+    if doc.get("tco"):
+        out += [_section("tco", lang), md_table(*tco_rows(doc["tco"], lang)), "",
+                *[f"- {line}" for line in tco_lines(doc["tco"], lang)]]
+    out += [_section("assumptions", lang),
+            *[f"- {tr('report.assume.line', lang, name=k, value=v)}" for k, v in doc["assumptions"].items()],
+            f"- {tr('report.rejected', lang, rejected=doc.get('rejected'))}"]
+    out += [_section("calibration", lang), md_table(
+        [tr(f"report.col.{c}", lang) for c in ("name", "value", "source", "provenance")],
+        [[c["name"], f"{fmt(c['value'], 'g')} {c['unit']}", c["source"], prov(c["provenance"], lang)]
+         for c in doc["calibration"]])]
+    out += [_section("sources", lang), md_table(
+        [tr(f"report.col.{c}", lang) for c in ("what", "source", "provenance")],
+        [[s["what"], f"{s['source']} {s['as_of']}".strip(), prov(s["kind"], lang)] for s in doc["sources"]])]
     return "\n".join(out) + "\n"

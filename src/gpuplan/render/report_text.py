@@ -7,8 +7,8 @@ from typing import Any
 
 from gpuplan.i18n import tr
 
-__all__ = ["bottleneck_text", "finding_rows", "fmt", "job_lines", "plan_rows", "prov", "rel_line", "tco_lines",
-           "tco_rows"]
+__all__ = ["INFER_COLS", "bottleneck_text", "finding_rows", "fmt", "infer_job_lines", "infer_rows", "infer_rule_line",
+           "job_lines", "plan_rows", "prov", "rel_line", "tco_lines", "tco_rows"]
 
 
 def fmt(value: Any, spec: str = ",.1f") -> str:
@@ -108,3 +108,33 @@ def bottleneck_text(breakdown: Mapping[str, float], lang: str) -> str:
     if value / total < 0.05:
         return tr("report.bottleneck.compute", lang, share=breakdown.get("compute", 0.0) / total)
     return tr("report.bottleneck.part", lang, part=tr(f"report.step.{name}", lang), share=value / total)
+
+
+INFER_COLS = ("accelerator", "devices", "replicas", "layout", "weights", "usd_h", "usd_m", "ttft", "tpot", "util",
+              "tenancy", "provenance")
+
+
+def infer_rows(plans: list[Mapping[str, Any]], lang: str) -> tuple[list[str], list[list[str]]]:
+    head = [tr(f"report.col.{c}", lang) for c in INFER_COLS]
+    rows = [[p["accelerator"], str(p["devices"]), str(p["replicas"]), p["layout"], p["weights"],
+             fmt(p["usd_per_hour"], ",.2f"), fmt(p["usd_per_million_tokens"], ",.3f"), fmt(p["ttft_p99_s"], ".3f"),
+             fmt(p["tpot_p99_s"] * 1e3, ".1f"), fmt(p["utilization"], ".0%"),
+             tr(f"report.tenancy.{p['tenancy']}", lang) if p["tenancy"] in ("dedicated", "shared") else p["tenancy"],
+             prov("estimated", lang)] for p in plans]
+    return head, rows
+
+
+def infer_job_lines(doc: Mapping[str, Any], lang: str) -> list[str]:
+    j = doc["job"]
+    return [tr("report.job.infer", lang, model=j["model"], engine=j.get("engine") or "-", qps=j["qps"],
+               input_len=j.get("input_len") or "-", input_mean=j["input_len_mean"], output_len=j.get("output_len")
+               or "-", output_mean=j["output_len_mean"], ttft=j["ttft_p99_s"], tpot=j["tpot_p99_s"],
+               candidates=int(doc.get("candidates_evaluated", 0)), simulated=int(doc.get("simulated", 0)))]
+
+
+def infer_rule_line(rec: Mapping[str, Any], lang: str) -> str:
+    adv = rec.get("advice", {})
+    tenancy = rec["tenancy"]
+    label = tr(f"report.tenancy.{tenancy}", lang) if tenancy in ("dedicated", "shared") else tenancy
+    return tr("report.rec.infer_rule", lang, tenancy=label, util=float(adv.get("utilization", rec["utilization"])),
+              growth=float(adv.get("p99_growth_at_headroom", 0.0)))
