@@ -141,3 +141,21 @@ def test_bad_inputs_raise_input_error() -> None:
     with pytest.raises(InputError) as e:
         _model("mixtral-8x7b", tp=2, ep=4)
     assert e.value.field == "ep"
+
+
+def test_a_replica_stays_inside_one_node() -> None:
+    with pytest.raises(InputError) as e:
+        step_cost_model(get_preset("llama3.1-70b").spec, accelerator=H100, layout=Layout(tp=8, pp=2),
+                        weights="bf16", kv_dtype="bf16", engine=engine("vllm"))
+    assert "one node" in e.value.allowed
+
+
+def test_bridged_pairs_run_larger_tp_groups_over_pcie() -> None:
+    pcie = CAT.accelerator("h100-pcie-80gb")
+    spec = get_preset("llama3.1-8b").spec
+    two = step_cost_model(spec, accelerator=pcie, layout=Layout(tp=2), weights="bf16", kv_dtype="bf16",
+                          engine=engine("vllm"))
+    four = step_cost_model(spec, accelerator=pcie, layout=Layout(tp=4), weights="bf16", kv_dtype="bf16",
+                           engine=engine("vllm"))
+    assert "nvlink_bridge" in str(two.assumptions["tp_link"])
+    assert "PCIe" in str(four.assumptions["tp_link"])

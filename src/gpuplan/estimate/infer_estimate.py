@@ -34,7 +34,7 @@ from gpuplan.workload.model_spec import ModelSpec
 
 __all__ = ["InferenceEstimate", "estimate_inference", "smallest_fitting_layout"]
 
-TP_CHOICES = (1, 2, 4, 8, 16)
+TP_CHOICES = (1, 2, 4, 8, 16, 32, 64, 72)
 FORMATS_BY_SIZE = ("bf16", "fp8", "int8", "int4")  # largest to smallest weights
 
 

@@ -50,7 +50,7 @@ import numpy.typing as npt
 
 from gpuplan.errors import InputError
 from gpuplan.estimate.calibration import load_calibration
-from gpuplan.estimate.comm import intra_node_link
+from gpuplan.estimate.comm import node_link
 from gpuplan.estimate.kv_cache import kv_bytes_per_token
 from gpuplan.estimate.memory_infer import estimate_inference_memory, matrix_bytes_per_param, max_batch_that_fits
 from gpuplan.estimate.memory_train import stage_layers
@@ -66,6 +66,7 @@ __all__ = ["StepBreakdown", "StepCostModel", "step_cost_model"]
 
 ACT_BYTES = 2.0  # activations travel in 16 bits between layers and ranks
 WEIGHT_ONLY = "int4"
+NODE_DEVICES = 8  # devices per node the catalog assumes (docs/catalog.md)
 WEIGHT_FORMATS = get_args(WeightFormat)
 KV_DTYPES = get_args(KVDtype)  # formats always dequantized to 16 bits inside the GEMM
 
@@ -256,6 +257,10 @@ def _check(spec: ModelSpec, layout: Layout, acc: Accelerator) -> None:
                          hint="a serving replica spreads its experts over its tensor-parallel ranks")
     if acc.hbm_bandwidth_gbps is None:
         raise InputError(field="accelerator", value=acc.id, allowed="a part with a memory bandwidth in the catalog")
+    node = max(NODE_DEVICES, acc.fully_connected_domain or 1)
+    if layout.tp * layout.pp > node:
+        raise InputError(field="tp", value=layout.tp, allowed=f"tp x pp <= {node} (one node of {acc.id})",
+                         hint="a serving replica here stays inside one node; add replicas to use more devices")
 
 
 def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout, weights: str, kv_dtype: str,
@@ -315,7 +320,9 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
     attn_rate = p16 * e("attention_efficiency")
 
     # communication
-    link = intra_node_link(acc) if tp * pp > 1 else None
+    # The replica's ranks share one node; bridged pairs (NVLink bridge, MLU-Link) fall back to PCIe
+    # for larger groups (links.node_link).
+    link = node_link(acc, tp * pp) if tp * pp > 1 else None
     if tp * pp > 1 and link is None:
         raise InputError(field="accelerator", value=acc.id, allowed="a part with a known intra-node link",
                          hint="tensor and pipeline parallelism need the GPU-to-GPU link speed")
