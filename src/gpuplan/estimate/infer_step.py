@@ -265,7 +265,11 @@ def _check(spec: ModelSpec, layout: Layout, acc: Accelerator) -> None:
 
 def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout, weights: str, kv_dtype: str,
                     engine: EngineProfile, catalog: Catalog | None = None) -> StepCostModel:
-    """The per-step cost coefficients of serving `spec` on one replica of `layout` (tp x pp devices)."""
+    """The per-step cost coefficients of serving `spec` on one replica of `layout` (tp x pp devices).
+
+    `catalog` is accepted for callers that hold one (a replica stays inside one node, so the
+    intra-node link of `accelerator` is all the model needs today).
+    """
     acc = accelerator
     _check(spec, layout, acc)
     tp, pp, ep = layout.tp, layout.pp, layout.ep
