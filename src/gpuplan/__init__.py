@@ -1,5 +1,7 @@
 """gpuplan: which GPU servers or cloud instances to rent or buy for LLM work, and why."""
 
+from gpuplan.advise import Finding, PlanFacts
+from gpuplan.advise.engine import advise as advise_plan
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.calibration import Calibration, load_calibration
 from gpuplan.estimate.infer_estimate import estimate_inference
@@ -24,6 +26,7 @@ __all__ = [
     "Calibration",
     "Catalog",
     "CatalogError",
+    "Finding",
     "GpuplanError",
     "InferenceJob",
     "InputError",
@@ -35,9 +38,11 @@ __all__ = [
     "ModelSpec",
     "Network",
     "ParamCounts",
+    "PlanFacts",
     "Server",
     "TrainingJob",
     "__version__",
+    "advise_plan",
     "count_params",
     "engine",
     "estimate_inference",
