@@ -161,6 +161,7 @@ def test_trace_load_is_split_round_robin() -> None:
     load = InferLoad.from_trace(tr)
     assert load.qps == pytest.approx(1.0)
     assert load.input_len.mean == pytest.approx(5.5)
-    w = load.replica_workload(3, load_factor=2.0, num_requests=0)
+    w = load.replica_workload(3, load_factor=2.0, num_requests=None)
     assert w.input_len.tolist() == [1, 4, 7, 10]
     assert w.arrival_s.tolist() == [0.0, 1.5, 3.0, 4.5]
+    assert load.replica_workload(2, load_factor=1.0, num_requests=3).input_len.tolist() == [1, 3, 5]

@@ -85,13 +85,20 @@ class InferLoad:
             return int((self.trace.input_len + self.trace.output_len).max())
         return self.input_len.max + self.output_len.max
 
-    def replica_workload(self, replicas: int, *, load_factor: float, num_requests: int, seed: int = 0) -> Workload:
-        """The stream one of `replicas` replicas sees at `load_factor` x the load (round-robin for a trace)."""
+    def replica_workload(self, replicas: int, *, load_factor: float, num_requests: int | None,
+                         seed: int = 0) -> Workload:
+        """The stream one of `replicas` replicas sees at `load_factor` x the load (round-robin for a trace).
+
+        `num_requests` Poisson requests; for a trace, the replica's share cut to its first
+        `num_requests` (None: all of it).
+        """
         if self.trace is None:
+            if num_requests is None:
+                raise InputError(field="num_requests", value=None, allowed="a positive integer for Poisson load")
             return poisson_workload(qps=self.qps * load_factor / replicas, num_requests=num_requests,
                                     input_len=self.input_len, output_len=self.output_len, seed=seed)
         tr = self.trace
-        idx = np.arange(seed % replicas, tr.n, replicas)
+        idx = np.arange(seed % replicas, tr.n, replicas)[:num_requests]
         return Workload(arrival_s=tr.arrival_s[idx] / load_factor, input_len=tr.input_len[idx],
                         output_len=tr.output_len[idx], label=f"{tr.label} 1/{replicas} x{load_factor:g}")
 
