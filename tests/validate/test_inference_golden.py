@@ -2,7 +2,7 @@
 
 One set of calibration terms per engine profile, nothing fitted per row. Issue 5's target
 is median APE <= 15% and p90 <= 35% on the dev rows; the figures reached (docs/inference.md)
-are median 5.3% and p90 23.5% over 63 rows, so the stated regression tolerance is median
+are median 5.6% and p90 22.0% over 63 rows, so the stated regression tolerance is median
 <= 8% and p90 <= 30%, with at most 10 rows skipped (each with its reason).
 """
 
