@@ -68,3 +68,13 @@ def test_model_that_fits_nowhere_exits_2_with_the_nearest_alternative() -> None:
                               "--tp", "2", "--input-len", "128", "--output-len", "128"])
     assert res.exit_code == 2
     assert "nearest that fits" in res.output
+
+
+def test_setting_override_reaches_the_engine() -> None:
+    res = runner.invoke(app, [*BASE, "--input-len", "512", "--output-len", "256", "--setting", "max_num_seqs=1024",
+                              "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["assumptions"]["engine_settings"]["max_num_seqs"] == 1024
+    bad = runner.invoke(app, [*BASE, "--input-len", "512", "--output-len", "256", "--setting", "max_num_seqs=abc"])
+    assert bad.exit_code == 2

@@ -36,6 +36,16 @@ def _terms(items: list[str] | None) -> dict[str, float]:
     return out
 
 
+def _settings(items: list[str] | None) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not value.strip():
+            raise InputError(field="setting", value=item, allowed="NAME=VALUE, e.g. max_num_seqs=1024")
+        out[name.strip()] = value.strip()  # validated (and converted) by the engine profile
+    return out
+
+
 @estimate_app.command("infer")
 def estimate_infer(
     model: str = typer.Option(..., "--model", "-m", help="preset id or config.json"),
@@ -53,6 +63,7 @@ def estimate_infer(
     qps: float = typer.Option(None, help="Poisson request rate over the deployment (simulated: p50/p90/p99)"),
     num_requests: int = typer.Option(2000, help="requests simulated with --qps"),
     term: list[str] = typer.Option(None, help="override an engine term, NAME=VALUE (e.g. gemm_efficiency=0.6)"),
+    setting: list[str] = typer.Option(None, help="override an engine setting, NAME=VALUE (e.g. max_num_seqs=1024)"),
     catalog_dir: list[Path] = typer.Option(None, "--catalog", help="extra catalog folder(s)"),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -61,7 +72,7 @@ def estimate_infer(
         spec = load_model(model)
         cat = load_catalog(catalog_dir or ())
         acc = cat.accelerator(accelerator)
-        prof = engine(engine_id, terms=_terms(term))
+        prof = engine(engine_id, terms=_terms(term), settings=_settings(setting))
         est = estimate_inference(spec, accelerator=acc, engine=prof, input_len=input_len, output_len=output_len,
                                  num_accels=num_accels, tp=tp, pp=pp, ep=ep, weights=weights, kv_dtype=kv_dtype,
                                  batch=batch, qps=qps, num_requests=num_requests, catalog=cat)
