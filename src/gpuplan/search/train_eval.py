@@ -44,7 +44,7 @@ from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
 __all__ = ["BREAKDOWN_KEYS", "ClusterHardware", "Evaluation", "cluster_hardware", "default_network",
-           "evaluate_training"]
+           "evaluate_training", "hf_kernels"]
 
 BREAKDOWN_KEYS = ("compute", "tp_comm", "dp_comm", "pp_bubble", "pp_comm", "ep_comm", "cp_comm", "other")
 
@@ -175,7 +175,7 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     if spec.moe is not None:  # narrow experts (fine-grained MoE) run their grouped GEMMs less efficiently
         fe = spec.moe.expert_ffn_size
         moe_eff *= fe / (fe + cal.value("moe_expert_half_width"))
-    attn_eff = eff16 * cal.value("attention_kernel_efficiency")
+    attn_eff = eff16 * _attention_eff(cal, acc.id, hf_kernels(job, c))
     # Flash-attention kernels skip the masked half of causal attention: the executed core is
     # half the full-s^2 count that MFU uses (Dao 2023), sliding windows aside.
     core_exec = forward_flops(spec, s, causal=True).attention_core
@@ -280,6 +280,27 @@ def _elementwise_s(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Ca
     moe_n = spec.num_moe_layers / c.pp
     bytes_mb = (dense_n * b[:, 0] + moe_n * b[:, 1]) * c.micro_batch * c.microbatches
     return rc_scale * cal.value("elementwise_passes") * bytes_mb / (acc.hbm_bandwidth_gbps * 1e9)
+
+
+def hf_kernels(job: TrainingJob, c: Candidates) -> np.ndarray:
+    """Per candidate: does it run HF modules with FlashAttention-2 (not Megatron-class fused kernels)?"""
+    if job.kernels != "auto":
+        return np.full(len(c), job.kernels == "hf")
+    out: np.ndarray = (c.tp == 1) & (c.pp == 1)  # the rule of `activations.uses_fused_kernels`
+    return out
+
+
+def _attention_eff(cal: Calibration, accelerator: str, hf: np.ndarray) -> Any:
+    """Attention kernel efficiency relative to the GEMMs; FlashAttention-2 on some parts has its own term.
+
+    FlashAttention-2 reaches about 35% of the H100 peak against 70% on A100 (Shah et al. 2024,
+    FlashAttention-3, sec. 1); Megatron-class frameworks run cuDNN/FA3-class kernels on Hopper.
+    """
+    base = cal.value("attention_kernel_efficiency")
+    name = f"attention_kernel_efficiency.{accelerator}.hf"
+    if name not in cal.terms:
+        return base
+    return np.where(hf, cal.value(name), base)
 
 
 def _eff(cal: Calibration, accelerator: str, dtype: str) -> float:
