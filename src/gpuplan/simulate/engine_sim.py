@@ -42,6 +42,8 @@ from gpuplan.simulate.arrivals import Workload
 
 __all__ = ["EngineConfig", "RawRun", "StepCost", "simulate_engine"]
 
+_NO_CHUNKS: list[tuple[int, int, int]] = []  # never appended to (the fast path's empty prompt work)
+
 
 @runtime_checkable
 class StepCost(Protocol):
@@ -220,89 +222,95 @@ def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | N
         if not running and not waiting:
             t = arr[nxt]
             continue
-        # 1. decodes need their next block; preempt the latest admitted until they fit
-        preempted = False
-        need = 0
-        exact = True  # `need` is exact, else an upper bound (sum of ceilings <= (sum + n (B-1)) / B)
-        if n_dec:
-            need = (sum_base + n_dec * G + n_dec * (B - 1)) // B
-            exact = False
-            if need + pf_blocks > cap:
-                need = dec_blocks(G)
-                exact = True
-            while need + pf_blocks > cap:
-                v, _ = running.popitem()
-                preempted = True
-                npre[v] += 1
-                if fin_g[v] >= 0:
-                    gen[v] = out[v] - (fin_g[v] - G)
-                    bv = base[v]
-                    cnt[bv % B] -= 1
-                    sum_base -= bv
-                    n_dec -= 1
-                    fin_g[v] = -1
-                else:
-                    c = prefilling.pop(v)
-                    pf_blocks -= -(-c // B)
-                    pf_tokens -= c
-                target[v] = inp[v] + gen[v]
-                waiting.appendleft(v)
-                need = dec_blocks(G) if n_dec else 0
-        # 2. prompt work for this iteration
-        chunks: list[tuple[int, int, int]] = []  # (id, offset, length)
-        p_tok = 0
-        pairs = 0.0
-        free = cap - pf_blocks - need
-        with_decodes = True
-        budget = budget_max if prefill_only else budget_max - n_dec
-        if chunked:
-            for i, c in prefilling.items():
-                if budget <= 0:
-                    break
-                x = min(target[i] - c, budget)
-                nb = -(-(c + x) // B) - (-(-c // B))
-                if nb > free and not exact:
+        if (not waiting and not prefilling and n_dec
+                and (sum_base + n_dec * (G + B - 1)) // B + pf_blocks <= cap):
+            # fast path: nothing to admit and the decodes' next blocks surely fit
+            preempted = False
+            chunks = _NO_CHUNKS
+        else:
+            # 1. decodes need their next block; preempt the latest admitted until they fit
+            preempted = False
+            need = 0
+            exact = True  # `need` is exact, else an upper bound (sum of ceilings <= (sum + n (B-1)) / B)
+            if n_dec:
+                need = (sum_base + n_dec * G + n_dec * (B - 1)) // B
+                exact = False
+                if need + pf_blocks > cap:
+                    need = dec_blocks(G)
                     exact = True
-                    e = dec_blocks(G)
-                    free += need - e
-                    need = e
-                if nb > free:
-                    break
-                free -= nb
-                budget -= x
-                chunks.append((i, c, x))
-                p_tok += x
-                pairs += x * c + x * (x + 1) / 2.0  # causal attention pairs of the chunk
-        if not preempted and waiting and budget > 0:
-            while waiting and len(running) < max_seqs and budget > 0:
-                i = waiting[0]
-                x = target[i] if target[i] else inp[i]
-                if not chunked and x > budget and (chunks or (n_dec and not prefill_only)):
-                    break
-                if chunked:
-                    x = min(x, budget)
-                nb = -(-x // B)
-                if nb > free and not exact:
-                    exact = True
-                    e = dec_blocks(G)
-                    free += need - e
-                    need = e
-                if nb > free:
-                    break
-                waiting.popleft()
-                if target[i] == 0:
-                    target[i] = inp[i]
-                if sched[i] != sched[i]:
-                    sched[i] = t
-                running[i] = None
-                prefilling[i] = 0
-                free -= nb
-                budget -= x
-                chunks.append((i, 0, x))
-                p_tok += x
-                pairs += x * (x + 1) / 2.0
-        if prefill_only and chunks:
-            with_decodes = False  # a prefill-only iteration: running decodes pause
+                while need + pf_blocks > cap:
+                    v, _ = running.popitem()
+                    preempted = True
+                    npre[v] += 1
+                    if fin_g[v] >= 0:
+                        gen[v] = out[v] - (fin_g[v] - G)
+                        bv = base[v]
+                        cnt[bv % B] -= 1
+                        sum_base -= bv
+                        n_dec -= 1
+                        fin_g[v] = -1
+                    else:
+                        c = prefilling.pop(v)
+                        pf_blocks -= -(-c // B)
+                        pf_tokens -= c
+                    target[v] = inp[v] + gen[v]
+                    waiting.appendleft(v)
+                    need = dec_blocks(G) if n_dec else 0
+            # 2. prompt work for this iteration
+            chunks = []  # (id, offset, length)
+            p_tok = 0
+            pairs = 0.0
+            free = cap - pf_blocks - need
+            with_decodes = True
+            budget = budget_max if prefill_only else budget_max - n_dec
+            if chunked:
+                for i, c in prefilling.items():
+                    if budget <= 0:
+                        break
+                    x = min(target[i] - c, budget)
+                    nb = -(-(c + x) // B) - (-(-c // B))
+                    if nb > free and not exact:
+                        exact = True
+                        e = dec_blocks(G)
+                        free += need - e
+                        need = e
+                    if nb > free:
+                        break
+                    free -= nb
+                    budget -= x
+                    chunks.append((i, c, x))
+                    p_tok += x
+                    pairs += x * c + x * (x + 1) / 2.0  # causal attention pairs of the chunk
+            if not preempted and waiting and budget > 0:
+                while waiting and len(running) < max_seqs and budget > 0:
+                    i = waiting[0]
+                    x = target[i] if target[i] else inp[i]
+                    if not chunked and x > budget and (chunks or (n_dec and not prefill_only)):
+                        break
+                    if chunked:
+                        x = min(x, budget)
+                    nb = -(-x // B)
+                    if nb > free and not exact:
+                        exact = True
+                        e = dec_blocks(G)
+                        free += need - e
+                        need = e
+                    if nb > free:
+                        break
+                    waiting.popleft()
+                    if target[i] == 0:
+                        target[i] = inp[i]
+                    if sched[i] != sched[i]:
+                        sched[i] = t
+                    running[i] = None
+                    prefilling[i] = 0
+                    free -= nb
+                    budget -= x
+                    chunks.append((i, 0, x))
+                    p_tok += x
+                    pairs += x * (x + 1) / 2.0
+            if prefill_only and chunks:
+                with_decodes = False  # a prefill-only iteration: running decodes pause
         if chunks:
             # one iteration with prompt work, per-iteration cost call
             nd = n_dec if with_decodes else 0
