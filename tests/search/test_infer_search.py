@@ -165,3 +165,14 @@ def test_trace_load_is_split_round_robin() -> None:
     assert w.input_len.tolist() == [1, 4, 7, 10]
     assert w.arrival_s.tolist() == [0.0, 1.5, 3.0, 4.5]
     assert load.replica_workload(2, load_factor=1.0, num_requests=3).input_len.tolist() == [1, 3, 5]
+
+
+def test_slo_met_unloaded_but_not_under_load_names_the_closest_fleet() -> None:
+    spec = load_model("llama3.1-8b")
+    cons = InferConstraints(accelerators=("h200-sxm-141gb",))
+    loose = plan_inference(spec, _load(), InferSlo(ttft_p99_s=5.0, tpot_p99_s=0.2), _catalog(), cons)
+    best = loose.best_unloaded["ttft_s"]
+    # a TTFT limit 2% above the idle prompt time: no fleet keeps 99% of requests from waiting for a step
+    with pytest.raises(InputError, match=r"closest simulated fleet, \d+ x h200-sxm-141gb .* reached p99 TTFT") as exc:
+        plan_inference(spec, _load(), InferSlo(ttft_p99_s=best * 1.02, tpot_p99_s=0.2), _catalog(), cons)
+    assert exc.value.field == "slo"

@@ -172,8 +172,8 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
                 try:
                     cm = step_cost_model(spec, accelerator=acc, layout=lay, weights=weights, kv_dtype=cons.kv_dtype,
                                          engine=prof, catalog=catalog)
-                except GpuplanError:
-                    _bump(rejected, "layout_invalid")
+                except GpuplanError as exc:  # an incomplete catalog entry, or a layout the model cannot split
+                    _bump(rejected, "missing_data" if getattr(exc, "field", "") == "accelerator" else "layout_invalid")
                     continue
                 if cm.kv_capacity_tokens <= 0:
                     _bump(rejected, "out_of_memory")
@@ -213,19 +213,22 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
         int4_bytes = counts.total * matrix_bytes_per_param(spec, InferenceJob(weights="int4"))
         _no_plan(spec, slo, cons, rejected, best, int4_bytes, largest, considered)
     cands.sort(key=lambda c: (c.usd_per_hour, c.replicas * c.layout.tp * c.layout.pp, c.tpot0))
-    plans, simulated = _verify(cands, load, slo, cfg, cal, prof, rejected, cons.max_devices)
+    plans, simulated, near = _verify(cands, load, slo, cfg, cal, prof, rejected, cons.max_devices)
     if not plans:
+        closest = (f"the closest simulated fleet, {near['on']}, reached p99 TTFT {near['ttft_p99_s']:.3f} s and "
+                   f"TPOT {near['tpot_p99_s']:.4f} s at the headroom load" if near else "no fleet fit --max-devices")
         raise InputError(field="slo", value=f"ttft-p99={slo.ttft_p99_s:g}s tpot-p99={slo.tpot_p99_s:g}s",
-                         allowed="an SLO that a simulated fleet meets",
-                         hint=f"best achievable unloaded p99-prompt TTFT {best.get('ttft_s', math.nan):.3f} s "
-                              f"on {best.get('ttft_on')}; relax the SLO or raise --max-devices")
+                         allowed="an SLO that a simulated fleet meets under the load",
+                         hint=f"nearest feasible: {closest}; unloaded, the best p99-prompt TTFT is "
+                              f"{best.get('ttft_s', math.nan):.3f} s on {best.get('ttft_on')}; relax the SLO")
     plans.sort(key=lambda p: (p["cost_usd_per_hour"], p["devices"]))
     return InferPlanResult(plans=plans, candidates_evaluated=evaluated, simulated=simulated, rejected=rejected,
                            hardware_considered=considered, best_unloaded=best, terms=cal.used(*TERMS_USED))
 
 
 def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfig, cal: Calibration,
-            prof: EngineProfile, rejected: dict[str, int], max_devices: int) -> tuple[list[dict[str, Any]], int]:
+            prof: EngineProfile, rejected: dict[str, int],
+            max_devices: int) -> tuple[list[dict[str, Any]], int, dict[str, Any]]:
     """Simulate the cheapest candidates; add replicas where the p99 SLO is missed."""
     headroom = cal.value("load_headroom")
     n_sim = int(cal.value("sim_requests"))
@@ -236,6 +239,7 @@ def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfi
     plans: list[dict[str, Any]] = []
     per_acc: dict[str, int] = {}
     seen: set[tuple[object, ...]] = set()
+    near_miss: dict[str, Any] = {}
     simulated = 0
     tried = 0
 
@@ -261,9 +265,16 @@ def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfi
         def run(r: int, c: _Cand = c) -> SimMetrics:
             return sim(c, r, 1.0 + headroom)
 
-        found = _min_replicas(run, c.replicas, slo)
+        tried_sims: dict[int, SimMetrics] = {}
+        found = _min_replicas(run, c.replicas, slo, seen=tried_sims)
         if found is None:
             _bump(rejected, "simulated_slo")
+            r_max = max(tried_sims)
+            m_max = tried_sims[r_max]
+            score = max(m_max.ttft_s.p99 / slo.ttft_p99_s, m_max.tpot_s.p99 / slo.tpot_p99_s)
+            if score < near_miss.get("score", math.inf):
+                near_miss.update(score=score, on=f"{r_max} x {_label(c)}", ttft_p99_s=m_max.ttft_s.p99,
+                                 tpot_p99_s=m_max.tpot_s.p99)
             continue
         r, m_head = found
         if r * c.layout.tp * c.layout.pp > max_devices:
@@ -276,13 +287,16 @@ def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfi
         m = sim(c, r, 1.0)
         per_acc[c.acc.id] = per_acc.get(c.acc.id, 0) + 1
         plans.append(_plan_record(c, r, usd, offer, n_inst, m, m_head, load, cal, prof))
-    return plans, simulated
+    return plans, simulated, near_miss
 
 
-def _min_replicas(run: Callable[[int], SimMetrics], r0: int, slo: InferSlo,
-                  max_sims: int = 7) -> tuple[int, SimMetrics] | None:
-    """The fewest replicas (near r0) whose simulation meets the SLO: bracket geometrically, then bisect."""
-    seen: dict[int, SimMetrics] = {}
+def _min_replicas(run: Callable[[int], SimMetrics], r0: int, slo: InferSlo, max_sims: int = 7,
+                  seen: dict[int, SimMetrics] | None = None) -> tuple[int, SimMetrics] | None:
+    """The fewest replicas (near r0) whose simulation meets the SLO: bracket geometrically, then bisect.
+
+    `seen` (if given) receives every simulation by replica count.
+    """
+    seen = {} if seen is None else seen
 
     def ok(r: int) -> bool:
         if r not in seen:
