@@ -78,3 +78,8 @@ def test_multi_node_collectives_use_the_scale_out_network() -> None:
     # one rank per node: the ring runs over the NICs only, one NDR 400 Gb/s NIC (50 GB/s) per GPU x bw_efficiency
     spread = pred.collective("all_reduce", 1 << 30, 16, "busbw", nodes=16)
     assert spread.value is not None and spread.value < 50 < spread.terms["link_gbyte_s"]
+
+
+def test_dtypes_without_a_reference_get_null(h100: Predictor) -> None:
+    p = h100.gemm_tflops("fp32", 512, 512, 512)  # a CPU run attributed to a GPU with --accelerator
+    assert p.value is None and "fp32" in (p.reason or "")

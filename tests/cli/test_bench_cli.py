@@ -130,3 +130,18 @@ def test_bench_failure_exits_1_with_a_partial_result(tmp_path: Path) -> None:
     assert "partial result saved" in res.stderr and "not a directory" in res.stderr
     saved = load_result(out)
     assert not saved.complete and any(m.name == "memory.copy" for m in saved.measurements)
+
+
+def test_bench_without_torch_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    real = importlib.import_module
+
+    def no_torch(name: str, package: str | None = None) -> Any:
+        if name == "torch":
+            raise ImportError("No module named 'torch'")
+        return real(name, package)
+
+    monkeypatch.setattr(importlib, "import_module", no_torch)
+    res = runner.invoke(app, ["bench", "--device", "cpu"])
+    assert res.exit_code == 2 and "needs PyTorch" in res.stderr and "pip install torch" in res.stderr

@@ -66,6 +66,8 @@ class Predictor:
         peak = self.acc.dense_tflops(dtype)
         if peak is None:
             return self.none("TFLOP/s", f"the catalog has no dense {dtype} peak for {self.acc.id}")
+        if f"gemm_reference_efficiency.{dtype}" not in reference_terms():
+            return self.none("TFLOP/s", f"no gemm_reference_efficiency for {dtype} (bench/data/reference.yaml)")
         eff = _ref(f"gemm_reference_efficiency.{dtype}")
         w = self.cal.value("gemm_half_width")
         narrow = min(m, n, k)
