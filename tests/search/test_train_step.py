@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -9,11 +11,11 @@ from hypothesis import strategies as st
 
 from gpuplan.estimate import comm
 from gpuplan.estimate.activations import activation_breakdown
-from gpuplan.estimate.calibration import default_calibration
+from gpuplan.estimate.calibration import default_calibration, load_calibration
 from gpuplan.estimate.flops import forward_flops
 from gpuplan.hardware import load_catalog
 from gpuplan.search.candidates import LayoutChoices, generate
-from gpuplan.search.train_eval import cluster_hardware, evaluate_training
+from gpuplan.search.train_eval import cluster_hardware, data_loading_s, evaluate_training
 from gpuplan.search.train_planner import best_layout, plan_figures, reliability
 from gpuplan.search.train_search import PlanConstraints, plan_training
 from gpuplan.workload.jobs import Layout, TrainingJob
@@ -138,3 +140,20 @@ def test_plan_training_respects_constraints() -> None:
     tight = plan_training(spec, job, CAT, PlanConstraints(max_devices=256, deadline_days=1.0), tokens=1e12)
     assert all(p["time_to_train_days"] <= 1.0 for p in tight.plans)
     assert tight.rejected.get("deadline", 0) > 0
+
+
+def test_data_loader_stall_only_beyond_the_step() -> None:
+    """Online tokenization on a starved host stalls the step by the loader time beyond it."""
+    hw = cluster_hardware(CAT, "h100-sxm5-80gb", None)
+    c = generate(LLAMA, _one(), seq_len=4096, global_batch=64)
+    fed = evaluate_training(LLAMA, JOB, hw, c)
+    assert data_loading_s(LLAMA, JOB, hw, fed.tokens_per_step, 8, default_calibration())[0] < fed.step_s[0]
+    slow = load_calibration({"tokenizer_tokens_per_s_per_core": 1e4})  # a slow tokenizer
+    starved = replace(hw, host_cpu_cores=9)  # one free core after the 8 training processes
+    job = JOB.model_copy(update={"data_loading": "online"})
+    ev = evaluate_training(LLAMA, job, starved, c, calibration=slow)
+    load = 64 * 4096 / 1e4  # one node, one free core
+    busy = sum(float(fed.breakdown_s[k][0]) for k in fed.breakdown_s)
+    assert load > busy
+    assert ev.step_s[0] == pytest.approx(load)
+    assert ev.breakdown_s["other"][0] == pytest.approx(fed.breakdown_s["other"][0] + load - busy)

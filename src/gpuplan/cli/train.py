@@ -38,10 +38,19 @@ def _catalog(dirs: list[Path] | None) -> Catalog:
     return load_catalog(dirs or ())
 
 
-def _job(method: str, seq_len: int, global_batch: int, precision: str, micro_batch: int | None = None) -> TrainingJob:
+Kernels = Literal["auto", "hf", "fused"]
+DataLoading = Literal["pretokenized", "online"]
+# Megatron-class frameworks run fused (Transformer Engine / MindSpeed / Paddle fused) kernels
+FRAMEWORK_KERNELS = {"megatron": "fused", "mindspeed": "fused", "paddle": "fused", "deepspeed": "auto"}
+KERNELS_HELP = "layer kernels: hf (HF modules), fused (Megatron/TE), auto (fused with TP or PP)"
+DATA_HELP = "pretokenized (read token ids) or online (tokenize on the host CPU)"
+
+
+def _job(method: str, seq_len: int, global_batch: int, precision: str, micro_batch: int | None = None, *,
+         kernels: str = "auto", data_loading: str = "pretokenized") -> TrainingJob:
     return TrainingJob(method="full" if method in ("pretrain", "full_ft") else method,
                        seq_len=seq_len, global_batch=global_batch, precision=precision,
-                       micro_batch=micro_batch or 1)
+                       micro_batch=micro_batch or 1, kernels=kernels, data_loading=data_loading)
 
 
 def _pin(v: int | None, default: list[int]) -> list[int]:
@@ -66,6 +75,8 @@ def estimate_train(
     global_batch: int = typer.Option(None, help="sequences per step (default: about 4M tokens)"),
     micro_batch: int = typer.Option(None),
     tokens: float = typer.Option(None, help="training tokens, for time, device-hours and cost"),
+    kernels: Kernels = typer.Option("auto", help=KERNELS_HELP),
+    data_loading: DataLoading = typer.Option("pretokenized", help=DATA_HELP),
     catalog_dir: list[Path] = typer.Option(None, "--catalog", help="extra catalog folder(s)"),
     json_out: bool = typer.Option(False, "--json"),
     lang: str = typer.Option(None, "--lang", help="zh or en (default: from LANG/LC_ALL)"),
@@ -80,7 +91,7 @@ def estimate_train(
         if num_accels <= 0:
             raise InputError(field="num-accels", value=num_accels, allowed="a positive integer")
         gb = global_batch or default_global_batch(seq_len, num_accels)
-        job = _job(method, seq_len, gb, precision, micro_batch)
+        job = _job(method, seq_len, gb, precision, micro_batch, kernels=kernels, data_loading=data_loading)
         fixed = [x for x in (tp, pp, dp, cp) if x is not None]
         if len(fixed) == 4 and tp * pp * dp * cp != num_accels:
             raise InputError(field="tp*pp*dp*cp", value=tp * pp * dp * cp,
@@ -169,6 +180,8 @@ def plan_train(
     provider: str = typer.Option(None),
     domestic_only: bool = typer.Option(False, "--domestic-only"),
     framework: Literal["megatron", "deepspeed", "mindspeed", "paddle"] | None = typer.Option(None),
+    kernels: Kernels | None = typer.Option(None, help=KERNELS_HELP + "; default from --framework"),
+    data_loading: DataLoading = typer.Option("pretokenized", help=DATA_HELP),
     top: int = typer.Option(10, help="plans shown in the table"),
     catalog_dir: list[Path] = typer.Option(None, "--catalog"),
     json_out: bool = typer.Option(False, "--json"),
@@ -188,7 +201,8 @@ def plan_train(
         spec = load_model(model)
         cat = _catalog(catalog_dir)
         gb = global_batch or default_global_batch(seq_len)
-        job = _job(method, seq_len, gb, precision)
+        job = _job(method, seq_len, gb, precision,
+                   kernels=kernels or FRAMEWORK_KERNELS.get(framework or "", "auto"), data_loading=data_loading)
         cons = PlanConstraints(deadline_days=deadline, budget_usd=budget, max_devices=max_devices, market=market,
                                vendor=vendor, provider=provider, domestic_only=domestic_only, framework=framework)
         cal = load_user_calibration()

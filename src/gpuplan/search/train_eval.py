@@ -19,7 +19,8 @@
   backward, per MoE layer and micro-batch (Megatron-Core MoE; DeepSeek-V3 report).
 * CP: ring exchange of each chunk's K and V, (cp - 1) steps forward and twice backward
   per layer (Liu et al. 2023, ring attention), `cp_overlap` hidden.
-* other: the optimizer step, memory-bound over the local optimizer shard.
+* other: the optimizer step, memory-bound over the local optimizer shard, plus any data-loader
+  stall: the loader prefetches during the step, so only its time beyond the step shows.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
 __all__ = ["BREAKDOWN_KEYS", "ClusterHardware", "Evaluation", "cluster_hardware", "default_network",
-           "evaluate_training", "hf_kernels"]
+           "data_loading_s", "evaluate_training", "hf_kernels"]
 
 BREAKDOWN_KEYS = ("compute", "tp_comm", "dp_comm", "pp_bubble", "pp_comm", "ep_comm", "cp_comm", "other")
 
@@ -57,6 +58,8 @@ class ClusterHardware:
     network: Network | None  # None: single node
     gpus_per_node: int
     nics_per_node: float
+    host_cpu_cores: int | None = None  # per node; None: the calibration default
+    host_cores_source: str = "calibration: host_cpu_cores_per_node"
 
     def peak_flops(self, dtype: str) -> float:
         value = self.accelerator.dense_tflops(dtype)
@@ -96,8 +99,14 @@ def cluster_hardware(catalog: Catalog, accelerator: str, network: str | None, *,
     acc = catalog.accelerator(accelerator)
     net = catalog.network(network) if network else None
     g = gpus_per_node or 8  # an 8-device node unless told; bridged or PCIe parts fall back to PCIe (node_link)
+    # host CPU: the catalog server that holds this part (the first by id that states its cores)
+    hosts = [sv for sv in catalog.servers.values() if sv.accelerator == acc.id and sv.cpu_cores]
+    host = min(hosts, key=lambda sv: sv.id) if hosts else None
     return ClusterHardware(accelerator=acc, network=net, gpus_per_node=g,
-                           nics_per_node=nics_per_node if nics_per_node else float(g))
+                           nics_per_node=nics_per_node if nics_per_node else float(g),
+                           host_cpu_cores=host.cpu_cores if host else None,
+                           host_cores_source=f"catalog server {host.id}" if host else
+                           "calibration: host_cpu_cores_per_node")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -247,6 +256,9 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
 
     breakdown = {"compute": compute, "tp_comm": tp, "dp_comm": dp, "pp_bubble": bubble, "pp_comm": pp_comm,
                  "ep_comm": ep, "cp_comm": cp, "other": other}
+    busy = sum(breakdown.values())
+    # data loader workers prefetch the next step while this one runs: only a slower loader shows
+    breakdown["other"] = other + np.maximum(data_loading_s(spec, job, hw, tokens_step, n, cal) - busy, 0.0)
     step = sum(breakdown.values())
     # memory does not depend on the hardware: the planner computes it once per candidate set
     memory = memory_bytes if memory_bytes is not None else candidate_memory_bytes(spec, job, c, calibration=cal)
@@ -280,6 +292,24 @@ def _elementwise_s(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Ca
     moe_n = spec.num_moe_layers / c.pp
     bytes_mb = (dense_n * b[:, 0] + moe_n * b[:, 1]) * c.micro_batch * c.microbatches
     return rc_scale * cal.value("elementwise_passes") * bytes_mb / (acc.hbm_bandwidth_gbps * 1e9)
+
+
+def data_loading_s(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, tokens_step: Any, devices: Any,
+                   cal: Calibration) -> Any:
+    """Seconds one node's data loader needs for its share of a step's tokens.
+
+    Pre-tokenized ids are read at the storage rate per node (`storage_read_gbyte_s_per_node`);
+    online tokenization runs on the host cores (`tokenizer_tokens_per_s_per_core`), the
+    catalog server's core count less one core per accelerator for the training processes.
+    """
+    nodes = np.maximum(np.ceil(devices / hw.gpus_per_node), 1)
+    per_node = tokens_step / nodes
+    if job.data_loading == "online":
+        cores = float(hw.host_cpu_cores or cal.value("host_cpu_cores_per_node"))
+        free = max(cores - hw.gpus_per_node, 1.0)
+        return per_node / (free * cal.value("tokenizer_tokens_per_s_per_core"))
+    token_bytes = 4 if spec.vocab_size > 65535 else 2  # ids stored as uint32 / uint16
+    return per_node * token_bytes / (cal.value("storage_read_gbyte_s_per_node") * 1e9)
 
 
 def hf_kernels(job: TrainingJob, c: Candidates) -> np.ndarray:

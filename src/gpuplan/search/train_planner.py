@@ -106,18 +106,28 @@ def reliability(spec: ModelSpec, job: TrainingJob, devices: int, gpus_per_node: 
             "checkpoint_interval_s": interval_s, "goodput": 1.0 / (1.0 + lost)}
 
 
-def data_pipeline(spec: ModelSpec, tokens_per_s: float, devices: int, hw: ClusterHardware,
+def data_pipeline(spec: ModelSpec, job: TrainingJob, tokens_per_s: float, devices: int, hw: ClusterHardware,
                   cal: Calibration) -> dict[str, Any]:
     """The token rate the job needs against storage reads and host CPU (tokenizing on the fly)."""
     token_bytes = 4 if spec.vocab_size > 65535 else 2  # pre-tokenized ids stored as uint32 / uint16
     nodes = max(1, math.ceil(devices / hw.gpus_per_node))
     per_node = tokens_per_s / nodes
     cores = per_node / cal.value("tokenizer_tokens_per_s_per_core")
+    host = float(hw.host_cpu_cores or cal.value("host_cpu_cores_per_node"))
+    read = per_node * token_bytes / 1e6
+    storage = cal.value("storage_read_gbyte_s_per_node") * 1e3
     return {
+        "mode": job.data_loading,
         "tokens_per_s_needed": tokens_per_s,
         "pretokenized_read_mbyte_s": tokens_per_s * token_bytes / 1e6,
+        "pretokenized_read_mbyte_s_per_node": read,
+        "storage_read_mbyte_s_per_node": storage,
         "cpu_cores_per_node_to_tokenize_online": cores,
-        "note": "pre-tokenized data needs only this read bandwidth; tokenizing online needs these cores per node",
+        "host_cpu_cores_per_node": host,
+        "host_cpu_cores_source": hw.host_cores_source,
+        "loader_utilization": (cores / max(host - hw.gpus_per_node, 1.0) if job.data_loading == "online"
+                               else read / storage),
+        "note": "the loader prefetches during the step; a utilization above 1 stalls the step (in breakdown other)",
     }
 
 
@@ -152,7 +162,7 @@ def plan_figures(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Cand
         "layout": {**layout.model_dump(), "micro_batch": row["micro_batch"], "recompute": row["recompute"],
                    "devices": n, "gpus_per_node": hw.gpus_per_node, "microbatches": row["microbatches"]},
         "reliability": rel,
-        "data_pipeline": data_pipeline(spec, tps, n, hw, cal),
+        "data_pipeline": data_pipeline(spec, job, tps, n, hw, cal),
     }
     price = price or device_price(catalog, hw.accelerator.id, market=market, provider=provider)
     if tokens:

@@ -32,6 +32,8 @@ Attention = Literal["flash", "eager"]
 # fp32 copy, SwiGLU keeps three tensors); "fused" = Megatron-Core / Transformer Engine fused norm+linear and
 # SwiGLU; "auto" = fused when the layout uses TP or PP (only Megatron-class frameworks offer them), else hf.
 Kernels = Literal["auto", "hf", "fused"]
+# Training data: token ids read from pre-tokenized files (Megatron indexed datasets), or text tokenized online.
+DataLoading = Literal["pretokenized", "online"]
 TrainPrecision = Literal["bf16", "fp16", "fp32", "fp8"]
 WeightFormat = Literal["bf16", "fp16", "fp8", "int8", "int4"]
 KVDtype = Literal["bf16", "fp16", "fp8", "int8"]
@@ -73,6 +75,7 @@ class TrainingJob(BaseModel):
     recompute: Recompute = "none"
     attention: Attention = "flash"
     kernels: Kernels = "auto"
+    data_loading: DataLoading = "pretokenized"
     lora_rank: int = Field(default=16, gt=0)
     lora_targets: tuple[str, ...] = LORA_TARGETS
 
