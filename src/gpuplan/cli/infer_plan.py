@@ -68,6 +68,7 @@ def plan_infer(
     tpot_p99: float = typer.Option(..., help="p99 time per output token limit, seconds"),
     engine_id: str = typer.Option("vllm", "--engine", help="engine profile (vllm, sglang, trtllm, ...)"),
     weights: list[str] = typer.Option(None, help=f"weight formats to consider (default all: {', '.join(WEIGHTS)})"),
+    kv_dtype: Literal["bf16", "fp16", "fp8", "int8"] = typer.Option("bf16", help="KV-cache element type"),
     market: Literal["cn", "global"] | None = typer.Option(None),
     vendor: str = typer.Option(None),
     provider: str = typer.Option(None),
@@ -86,7 +87,8 @@ def plan_infer(
         cat = load_catalog(catalog_dir or ())
         prof = engine(engine_id)
         cons = InferConstraints(market=market, vendor=vendor, provider=provider, domestic_only=domestic_only,
-                                max_devices=max_devices, weights=tuple(weights) if weights else WEIGHTS)
+                                max_devices=max_devices, weights=tuple(weights) if weights else WEIGHTS,
+                                kv_dtype=kv_dtype)
         res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, terms=planner_terms(_terms(term)))
     except (GpuplanError, ValidationError) as exc:
         fail(exc)

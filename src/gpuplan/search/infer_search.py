@@ -2,8 +2,8 @@
 
 For every accelerator that passes the policy filters (the training planner's `_allowed`:
 market, vendor, provider, domestic-only), every weight format it runs (bf16, fp8 where the
-part has 8-bit float tensor cores, int8, int4) and every replica layout (TP within a node,
-PP across nodes only when TP 8 is not enough, EP over the TP ranks for MoE models):
+part has 8-bit float tensor cores, int8, int4) and every replica layout inside one node (TP, PP
+only where TP cannot grow because the heads do not divide, EP over the TP ranks for MoE models):
 
 1. memory: weights must fit and the KV cache must hold the longest request;
 2. closed forms (`infer_capacity`): the unloaded p99-prompt TTFT and lone TPOT must meet
@@ -23,7 +23,7 @@ from typing import Any
 
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.calibration import Calibration
-from gpuplan.estimate.infer_step import StepCostModel, step_cost_model
+from gpuplan.estimate.infer_step import NODE_DEVICES, StepCostModel, step_cost_model
 from gpuplan.estimate.memory_infer import matrix_bytes_per_param
 from gpuplan.hardware import Accelerator, Catalog
 from gpuplan.search.infer_capacity import Capacity, capacity, length_moments, unloaded_latency
@@ -41,6 +41,7 @@ from gpuplan.workload.params import count_params
 __all__ = ["InferConstraints", "InferPlanResult", "plan_inference"]
 
 WEIGHTS = ("bf16", "fp8", "int8", "int4")
+KV_DTYPES = ("bf16", "fp16", "fp8", "int8")
 TERMS_USED = ("load_headroom", "tpot_p99_over_mean", "dedicated_utilization", "dedicated_p99_growth", "sim_requests",
               "sim_warmup_fraction", "finalists", "plans_wanted")
 
@@ -62,6 +63,8 @@ class InferConstraints:
         bad = [w for w in self.weights if w not in WEIGHTS]
         if bad or not self.weights:
             raise InputError(field="weights", value=",".join(bad) or "(none)", allowed=", ".join(WEIGHTS))
+        if self.kv_dtype not in KV_DTYPES:
+            raise InputError(field="kv-dtype", value=self.kv_dtype, allowed=", ".join(KV_DTYPES))
 
     def policy(self) -> PlanConstraints:
         return PlanConstraints(market=self.market, vendor=self.vendor, provider=self.provider,
@@ -101,10 +104,13 @@ def _layouts(spec: ModelSpec, max_node: int) -> list[Layout]:
     for tp in tps:
         eps = [1, tp] if spec.moe is not None and tp > 1 and spec.moe.num_experts % tp == 0 else [1]
         out += [Layout(tp=tp, ep=ep) for ep in eps]
-    if tps and tps[-1] == max_node:
-        for pp in (2, 4, 8):
-            if pp <= spec.num_layers:
-                out.append(Layout(tp=tps[-1], pp=pp))
+    # a replica stays inside one node (the step cost model's rule); pipeline stages fill the node
+    # only where tensor parallelism cannot grow further (the heads do not divide)
+    if tps and tps[-1] * 2 <= max_node:
+        pp = 2
+        while tps[-1] * pp <= max_node and pp <= spec.num_layers:
+            out.append(Layout(tp=tps[-1], pp=pp))
+            pp *= 2
     return out
 
 
@@ -151,7 +157,9 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
             _bump(rejected, "no_price")
             continue
         considered.append(acc.id)
-        max_node = max(o.accelerator_count for o in offers)
+        # a replica lives in one instance and one node (infer_step: NODE_DEVICES or the part's NVLink domain)
+        node = max(NODE_DEVICES, acc.fully_connected_domain or 1)
+        max_node = min(max(o.accelerator_count for o in offers), node)
         mem = float(acc.memory_gib or 0.0) * GIB * prof.gpu_memory_fraction
         largest = max(largest, (mem, acc.id))
         for weights in cons.weights:
