@@ -89,3 +89,28 @@ def test_cpu_sampler_reads_host_counters() -> None:
     s.start()
     tele = s.stop()
     assert tele.source.startswith("host") and tele.peak["rss_bytes"] > 0 and "rss" in s.describe()
+
+
+def test_inner_calls_are_averaged_per_call() -> None:
+    calls: list[int] = []
+    fake_cuda = types.SimpleNamespace(Event=_Event, synchronize=lambda: None)
+    backend = Backend("cuda", 1, types.SimpleNamespace(cuda=fake_cuda))
+    samples = time_op(lambda: calls.append(1), backend, warmup=0, repeats=2, inner=4)
+    assert samples == [0.0005, 0.0005] and len(calls) == 8  # 2 ms per sample / 4 calls
+
+
+def test_tf32_switch_restores_the_previous_setting() -> None:
+    from gpuplan.bench.compute import _set_tf32
+
+    new_api = types.SimpleNamespace(fp32_precision="ieee")
+    t = types.SimpleNamespace(backends=types.SimpleNamespace(cuda=types.SimpleNamespace(matmul=new_api)))
+    restore = _set_tf32(t, True)
+    assert new_api.fp32_precision == "tf32"
+    restore()
+    assert new_api.fp32_precision == "ieee"
+    legacy = types.SimpleNamespace(allow_tf32=False)
+    t = types.SimpleNamespace(backends=types.SimpleNamespace(cuda=types.SimpleNamespace(matmul=legacy)))
+    restore = _set_tf32(t, True)
+    assert legacy.allow_tf32 is True
+    restore()
+    assert legacy.allow_tf32 is False

@@ -138,11 +138,11 @@ def detect_backend(requested: str = "auto") -> Backend:
     return Backend("cpu", 1, torch)
 
 
-def time_op(fn: Callable[[], Any], backend: Backend, *, warmup: int, repeats: int) -> list[float]:
-    """Seconds of each of `repeats` calls of `fn` after `warmup` untimed calls.
+def time_op(fn: Callable[[], Any], backend: Backend, *, warmup: int, repeats: int, inner: int = 1) -> list[float]:
+    """Seconds per call of `fn`: `repeats` samples, each timing `inner` back-to-back calls, after `warmup` calls.
 
-    CUDA/NPU: device events around each call (queue time excluded), one synchronize per call;
-    CPU: perf_counter around each call.
+    CUDA/NPU: device events around each sample (host launch gaps hidden by the queue), one
+    synchronize per sample; CPU: perf_counter around each sample.
     """
     for _ in range(warmup):
         fn()
@@ -153,14 +153,16 @@ def time_op(fn: Callable[[], Any], backend: Backend, *, warmup: int, repeats: in
         if mod is not None:
             start, end = mod.Event(enable_timing=True), mod.Event(enable_timing=True)
             start.record()
-            fn()
+            for _ in range(inner):
+                fn()
             end.record()
             end.synchronize()
-            out.append(float(start.elapsed_time(end)) / 1e3)  # elapsed_time is in ms
+            out.append(float(start.elapsed_time(end)) / 1e3 / inner)  # elapsed_time is in ms
         else:
             t0 = time.perf_counter()
-            fn()
-            out.append(time.perf_counter() - t0)
+            for _ in range(inner):
+                fn()
+            out.append((time.perf_counter() - t0) / inner)
     return out
 
 

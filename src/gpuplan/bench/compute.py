@@ -59,19 +59,45 @@ def run_gemm(ctx: BenchContext, dtypes: tuple[str, ...] = ("bf16", "fp16", "tf32
         if b.kind == "cpu" and dtype == "fp16":  # no fast fp16 GEMM kernel on CPUs: 0.5 GFLOP/s measured here
             shapes = [("square128", 128, 128, 128)]
             ctx.note("gemm fp16 on CPU: only a 128^3 shape (the CPU has no fast fp16 GEMM kernel)")
-        for label, m, n, k in shapes:
-            run = _gemm_fn(t, b.device, dtype, m, n, k)
-            samples = ctx.time(run)
-            med = sorted(samples)[len(samples) // 2]
-            tflops = gemm_flops(m, n, k) / med / 1e12
-            pred = ctx.predictor.gemm_tflops(label_dtype, m, n, k)
-            ctx.add(benchmark="gemm", name=f"gemm.{label_dtype}.{label}", metric="tflops", value=tflops,
-                    unit="TFLOP/s", samples=samples, predicted=pred,
-                    params={"dtype": label_dtype, "m": m, "n": n, "k": k, "shape": label, "flops": gemm_flops(m, n, k)})
-            del run
-        if dtype == "tf32" and b.kind == "cuda":
-            t.backends.cuda.matmul.allow_tf32 = False
+        restore = _set_tf32(t, True) if (dtype == "tf32" and b.kind == "cuda") else None
+        try:
+            for label, m, n, k in shapes:
+                _one_gemm(ctx, dtype, label_dtype, label, m, n, k)
+        finally:
+            if restore is not None:
+                restore()
         b.free()
+
+
+def _one_gemm(ctx: BenchContext, dtype: str, label_dtype: str, label: str, m: int, n: int, k: int) -> None:
+    b = ctx.backend
+    run = _gemm_fn(b.torch, b.device, dtype, m, n, k)
+    flops = gemm_flops(m, n, k)
+    # on a device, time a batch of calls per sample (>= ~2 TFLOP, at most 200 calls) so launch overhead
+    # and event resolution do not dominate small shapes; the value is per call
+    inner = 1 if b.kind == "cpu" else max(1, min(200, int(2e12 // flops)))
+    samples = ctx.time(run, inner=inner)
+    med = sorted(samples)[len(samples) // 2]
+    ctx.add(benchmark="gemm", name=f"gemm.{label_dtype}.{label}", metric="tflops", value=flops / med / 1e12,
+            unit="TFLOP/s", samples=samples, predicted=ctx.predictor.gemm_tflops(label_dtype, m, n, k),
+            params={"dtype": label_dtype, "m": m, "n": n, "k": k, "shape": label, "flops": flops,
+                    "calls_per_sample": inner})
+
+
+def _set_tf32(t: Any, on: bool) -> Any:
+    """Allow TF32 tensor cores for fp32 matmuls; returns a function restoring the previous setting.
+
+    torch >= 2.9 has `fp32_precision` ("tf32"/"ieee") and rejects mixing it with the legacy
+    `allow_tf32` flag, so only the API the installed torch has is used.
+    """
+    mm = t.backends.cuda.matmul
+    if hasattr(mm, "fp32_precision"):
+        prev = mm.fp32_precision
+        mm.fp32_precision = "tf32" if on else "ieee"
+        return lambda: setattr(mm, "fp32_precision", prev)
+    prev_flag = mm.allow_tf32
+    mm.allow_tf32 = on
+    return lambda: setattr(mm, "allow_tf32", prev_flag)
 
 
 def _gemm_fn(t: Any, device: str, dtype: str, m: int, n: int, k: int) -> Any:
@@ -80,8 +106,6 @@ def _gemm_fn(t: Any, device: str, dtype: str, m: int, n: int, k: int) -> Any:
         bt = t.randn(n, k, device=device).to(t.float8_e4m3fn).t()  # column-major B, as cuBLASLt needs
         one = t.ones((), device=device, dtype=t.float32)
         return lambda: t._scaled_mm(a, bt, scale_a=one, scale_b=one, out_dtype=t.bfloat16)
-    if dtype == "tf32" and device.startswith("cuda"):
-        t.backends.cuda.matmul.allow_tf32 = True
     tdt = getattr(t, _DTYPES[dtype])
     a = t.randn(m, k, device=device, dtype=tdt)
     bb = t.randn(k, n, device=device, dtype=tdt)

@@ -46,9 +46,10 @@ class BenchContext:
     def repeats(self) -> int:
         return 3 if self.quick else 10
 
-    def time(self, fn: Callable[[], Any], *, warmup: int | None = None, repeats: int | None = None) -> list[float]:
+    def time(self, fn: Callable[[], Any], *, warmup: int | None = None, repeats: int | None = None,
+             inner: int = 1) -> list[float]:
         return time_op(fn, self.backend, warmup=self.warmup if warmup is None else warmup,
-                       repeats=self.repeats if repeats is None else repeats)
+                       repeats=self.repeats if repeats is None else repeats, inner=inner)
 
     def add(self, *, benchmark: str, name: str, metric: str, value: float, unit: str, samples: list[float],
             predicted: Prediction, params: dict[str, Param] | None = None) -> Measurement:
