@@ -158,7 +158,7 @@ def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | N
     max_seqs = cfg.max_num_seqs if cfg.batching else 1
     budget_max = cfg.max_batched_tokens if cfg.batching else 1 << 62
     chunked = cfg.chunked_prefill and cfg.batching
-    prefill_only = (not chunked) and (cfg.scheduling == "prefill_first" or not cfg.batching)
+    prefill_only = cfg.scheduling == "prefill_first" or not cfg.batching
     arr = workload.arrival_s.tolist()
     arr.append(math.inf)  # sentinel: no arrival after the last
     inp = workload.input_len.tolist()
