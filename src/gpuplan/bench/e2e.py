@@ -180,7 +180,10 @@ def _decode(ctx: BenchContext) -> None:
     decode = [r[1] for r in runs]
     med_dec = sorted(decode)[len(decode) // 2]
     tps = batch * (new - 1) / med_dec
-    weight_bytes = 2.0 * count_params(spec).total
+    pc = count_params(spec)
+    # bytes read per decode step: every bf16 weight except the embedding table (one row per token is
+    # gathered), the LM head included (tied: the shared table is read as the head)
+    weight_bytes = 2.0 * (pc.total - (pc.embedding if pc.lm_head else 0))
     params: dict[str, Any] = {"model": spec.name, "from_preset": ctx.model.name, "batch": batch,
                               "prompt_tokens": prompt, "new_tokens": new, "dtype": "bf16", "kv_cache": True,
                               "implementation": impl}
