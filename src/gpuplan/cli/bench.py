@@ -79,7 +79,9 @@ def _headline(result: Any) -> list[Any]:
 def _fmt(v: float | None) -> str:
     if v is None:
         return "-"
-    return f"{v:,.3g}" if abs(v) < 1e6 else f"{v:.3e}"
+    if abs(v) >= 1e6:
+        return f"{v:.3e}"
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
 
 def _print_summary(result: Any) -> None:
@@ -115,7 +117,7 @@ def compare(
         loaded = [load_result(p) for p in results]
     except GpuplanError as exc:
         fail(exc)
-    labels = [f"{r.machine.devices[0].name if r.machine.devices else r.machine.hostname} [{p.name}]"
+    labels = [f"{r.machine.devices[0].name if r.machine.devices else r.machine.hostname} ({p.name})"
               for r, p in zip(loaded, results, strict=True)]
     names: list[str] = []
     table: dict[str, dict[str, Any]] = {}
