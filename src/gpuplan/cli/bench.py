@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from gpuplan.cli.common import console, err_console, fail, print_json
@@ -52,8 +53,8 @@ def bench(
     _print_summary(result)
     bad = [s for s in result.benchmarks if s.status in ("failed", "partial")]
     if bad:
-        err_console.print(f"[yellow]partial result saved to {out}[/]: " + "; ".join(f"{s.name}: {s.error}"
-                                                                                  for s in bad), soft_wrap=True)
+        err_console.print(f"[yellow]partial result saved to {escape(str(out))}[/]: "
+                          + escape("; ".join(f"{s.name}: {s.error}" for s in bad)), soft_wrap=True)
         raise typer.Exit(code=1)
     console.print(f"result saved to {out}")
 
@@ -90,8 +91,8 @@ def _print_summary(result: Any) -> None:
     for col in ("benchmark", "status", "s", "figures", "error / notes"):
         st.add_column(col)
     for s in result.benchmarks:
-        st.add_row(s.name, s.status, f"{s.seconds:.1f}", str(s.measurements), "; ".join(
-            [x for x in (s.error,) if x] + list(s.notes)))
+        st.add_row(s.name, s.status, f"{s.seconds:.1f}", str(s.measurements), escape("; ".join(
+            [x for x in (s.error,) if x] + list(s.notes))))
     console.print(st)
     t = Table(title="measured vs predicted", caption=f"predictions for {result.accelerator or 'no catalog part'}: "
                                                      f"{result.accelerator_note}")
