@@ -98,7 +98,7 @@ def plan_infer(
                     "engine": prof.id, "candidates_evaluated": res.candidates_evaluated,
                     "simulated": res.simulated, "plans": res.plans, "rejected": res.rejected,
                     "hardware_considered": res.hardware_considered, "best_unloaded": res.best_unloaded,
-                    "terms": res.terms})
+                    "terms": res.terms, "engine_terms": prof.used()})
         return
     _table(spec.name, load, slo, res.plans[:top], res.candidates_evaluated, res.simulated, res.rejected)
 

@@ -300,7 +300,8 @@ def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfi
 
 def _min_replicas(run: Callable[[int], SimMetrics], r0: int, slo: InferSlo, max_sims: int = 7,
                   seen: dict[int, SimMetrics] | None = None) -> tuple[int, SimMetrics] | None:
-    """The fewest replicas (near r0) whose simulation meets the SLO: bracket geometrically, then bisect.
+    """The fewest replicas (near r0) whose simulation meets the SLO: bracket geometrically (x1.25 per try,
+    x2 while the p99s are over 1.5 x the limits), then bisect.
 
     `seen` (if given) receives every simulation by replica count.
     """
@@ -328,7 +329,9 @@ def _min_replicas(run: Callable[[int], SimMetrics], r0: int, slo: InferSlo, max_
     else:
         lo, hi = r0, 0
         while len(seen) < max_sims:
-            r = max(lo + 1, math.ceil(lo * 1.25))
+            m = seen[lo]
+            far = max(m.ttft_s.p99 / slo.ttft_p99_s, m.tpot_s.p99 / slo.tpot_p99_s) > 1.5
+            r = max(lo + 1, math.ceil(lo * (2.0 if far else 1.25)))  # far from the SLO: double
             if ok(r):
                 hi = r
                 break
