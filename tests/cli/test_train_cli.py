@@ -66,6 +66,20 @@ def test_plan_train_impossible_deadline_exits_2() -> None:
     res = runner.invoke(app, ["plan", "train", "-m", "llama3-70b", "--tokens", "1e13", "--max-devices", "16",
                               "--deadline", "1"])
     assert res.exit_code == 2 and "deadline" in res.output
+    # the nearest feasible alternative: the quickest plan that fits, with the deadline it needs
+    assert "fastest plan that fits takes" in res.output and "--deadline" in res.output
+
+
+def test_plan_train_over_budget_names_the_cheapest_plan() -> None:
+    res = runner.invoke(app, ["plan", "train", "-m", "llama3-8b", "--tokens", "1e12", "--max-devices", "64",
+                              "--budget", "1"])
+    assert res.exit_code == 2 and "cheapest plan that fits costs" in res.output
+
+
+def test_plan_train_model_too_big_for_the_cluster_names_the_smallest_fit() -> None:
+    res = runner.invoke(app, ["plan", "train", "-m", "llama3.1-405b", "--tokens", "1e12", "--max-devices", "8"])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "smallest cluster that fits is" in res.output
 
 
 @pytest.mark.skipif(not (SHARED / "memory.csv").exists(), reason="shared ground truth absent")

@@ -209,7 +209,8 @@ def plan_train(
         res = plan_training(spec, job, cat, cons, tokens=tokens, calibration=cal)
         if not res.plans:
             raise InputError(field="constraints", value=res.rejected, allowed="at least one feasible plan",
-                             hint="relax --deadline/--budget, raise --max-devices, or allow more hardware")
+                             hint=(f"Nearest: {res.nearest}. " if res.nearest else "")
+                             + "Relax --deadline/--budget, raise --max-devices, or allow more hardware")
         doc = training_report(spec, job, cat, cons, tokens=tokens, result=res, calibration=cal,
                               requirements=requirements(data_residency, compliance),
                               thresholds=load_thresholds(parse_pairs(threshold, "threshold")),

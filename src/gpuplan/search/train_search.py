@@ -51,6 +51,7 @@ class PlanResult:
     candidates_evaluated: int
     rejected: dict[str, int] = field(default_factory=dict)
     hardware_considered: list[str] = field(default_factory=list)
+    nearest: str | None = None  # when no plan passes: the closest feasible alternative, in words
 
 
 def bottleneck(breakdown: dict[str, float]) -> str:
@@ -105,6 +106,8 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
     evaluated = 0
     considered = []
     cache: dict[Any, Any] = {}
+    fastest: tuple[float, str, int] | None = None  # the quickest plan a deadline rejected
+    cheapest: tuple[float, str, int, float] | None = None  # the cheapest plan a budget rejected
     for acc in catalog.accelerators.values():
         why = _allowed(acc, cons)
         if why:
@@ -137,7 +140,12 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
             cost = fig["cost"].get("usd_on_demand") or fig["cost"].get("usd_monthly_commitment")
             if cons.deadline_days is not None and days > cons.deadline_days:
                 rejected["deadline"] = rejected.get("deadline", 0) + 1
+                if fastest is None or days < fastest[0]:
+                    fastest = (days, acc.id, n)
                 continue
+            if cons.budget_usd is not None and cost is not None and cost > cons.budget_usd and (
+                    cheapest is None or cost < cheapest[0]):
+                cheapest = (cost, acc.id, n, days)
             if cons.budget_usd is not None and (cost is None or cost > cons.budget_usd):
                 rejected["budget" if cost is not None else "no_price"] = rejected.get(
                     "budget" if cost is not None else "no_price", 0) + 1
@@ -155,5 +163,38 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
         if p["cost_usd"] < best_cost:
             pareto.append(p)
             best_cost = p["cost_usd"]
+    nearest = None
+    if not plans:
+        if fastest is not None:
+            nearest = (f"the fastest plan that fits takes {fastest[0]:.1f} days on {fastest[2]} x {fastest[1]} "
+                       f"(--deadline {fastest[0]:.1f} or more)")
+        elif cheapest is not None:
+            nearest = (f"the cheapest plan that fits costs {cheapest[0]:,.0f} USD on {cheapest[2]} x {cheapest[1]}, "
+                       f"{cheapest[3]:.1f} days (--budget {cheapest[0]:,.0f} or more)")
+        elif considered and rejected.get("out_of_memory"):
+            nearest = _smallest_fit(spec, job, catalog, considered, cons, cal)
+        elif not considered:
+            nearest = "no catalog accelerator passes the policy filters (market, vendor, provider, framework)"
     return PlanResult(plans=plans, pareto=pareto, candidates_evaluated=evaluated, rejected=rejected,
-                      hardware_considered=considered)
+                      hardware_considered=considered, nearest=nearest)
+
+
+def _smallest_fit(spec: ModelSpec, job: TrainingJob, catalog: Catalog, considered: list[str],
+                  cons: PlanConstraints, cal: Calibration) -> str:
+    """The smallest cluster (beyond --max-devices) on which the job fits, on the roomiest parts."""
+    roomy = sorted(considered, key=lambda a: -float(catalog.accelerator(a).memory_gib or 0))[:3]
+    best: tuple[int, str] | None = None
+    for acc_id in roomy:
+        hw = cluster_hardware(catalog, acc_id, default_network(acc_id))
+        wider = PlanConstraints(min_devices=cons.max_devices * 2, max_devices=max(cons.max_devices * 64, 65536))
+        choices = LayoutChoices(devices=_sizes(wider, hw.gpus_per_node), max_tp=hw.gpus_per_node)
+        c, ev, _, _ = best_layout(spec, job, hw, choices, calibration=cal)
+        limit = float(catalog.accelerator(acc_id).memory_gib or 0) * GIB * cal.value("usable_memory_fraction")
+        fits = ev.memory_bytes <= limit if len(c) else np.zeros(0, dtype=bool)
+        if fits.any():
+            n = int(c.devices[fits].min())
+            if best is None or n < best[0]:
+                best = (n, acc_id)
+    if best is None:
+        return "the job fits on no catalog accelerator even at 64x --max-devices; try LoRA/QLoRA or recomputation"
+    return f"the smallest cluster that fits is {best[0]} x {best[1]} (--max-devices {best[0]})"
