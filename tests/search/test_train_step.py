@@ -157,3 +157,26 @@ def test_data_loader_stall_only_beyond_the_step() -> None:
     assert load > busy
     assert ev.step_s[0] == pytest.approx(load)
     assert ev.breakdown_s["other"][0] == pytest.approx(fed.breakdown_s["other"][0] + load - busy)
+
+
+@settings(max_examples=20, deadline=None)
+@given(preset=st.sampled_from(["llama3-8b", "qwen2.5-7b", "mixtral-8x7b"]),
+       acc=st.sampled_from(["h100-sxm5-80gb", "a100-sxm4-80gb", "ascend-910b", "h20-96gb", "l40s-48gb"]),
+       devices=st.sampled_from([8, 16, 64]), tokens=st.floats(min_value=1e9, max_value=1e13),
+       precision=st.sampled_from(["bf16", "fp8"]))
+def test_times_costs_and_energy_are_never_negative(preset: str, acc: str, devices: int, tokens: float,
+                                                   precision: str) -> None:
+    spec = get_preset(preset).spec
+    hw = cluster_hardware(CAT, acc, "roce-200" if devices > 8 else None)
+    if precision == "fp8" and hw.accelerator.fp8_dense_tflops is None:
+        precision = "bf16"
+    job = TrainingJob(seq_len=4096, global_batch=256, precision=precision)  # type: ignore[arg-type]
+    c, ev, best, _ = best_layout(spec, job, hw, LayoutChoices(devices=[devices], max_tp=8))
+    assert all(bool((v >= 0).all()) for v in ev.breakdown_s.values())
+    if best is None:
+        return
+    fig = plan_figures(spec, job, hw, c, ev, best, catalog=CAT, tokens=tokens)
+    assert fig["step_time_s"] > 0 and fig["time_to_train_s"] > 0 and fig["device_hours"] > 0
+    for key in ("usd_on_demand", "usd_spot", "usd_monthly_commitment"):
+        assert fig["cost"][key] is None or fig["cost"][key] >= 0
+    assert fig["energy_mwh"] is None or fig["energy_mwh"] >= 0
