@@ -24,3 +24,17 @@ def test_quick_gpu_gemm_memory_transfer_against_the_catalog(tmp_path: Path) -> N
         assert all(0.05 < (m.ratio or 0) < 2.0 for m in gemm if str(m.params["shape"]).startswith("square8192"))
     peak = next(m for m in res.measurements if m.name == "train.peak_memory")
     assert peak.params["source"] == "max_memory_allocated" and peak.value > 0
+
+
+def test_local_nccl_collectives_on_two_or_more_gpus(tmp_path: Path) -> None:
+    import torch
+
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs two local GPUs")
+    from gpuplan.bench.suite import SuiteOptions, run_suite
+
+    res = run_suite(SuiteOptions(device="cuda", quick=True, only=("collectives", "d2d"), directory=tmp_path,
+                                 out=tmp_path / "r.json", progress=False, collective_timeout_s=300))
+    assert {s.name: s.status for s in res.benchmarks} == {"collectives": "ok", "d2d": "ok"}
+    busbw = [m for m in res.measurements if m.metric == "busbw" and m.params["kind"] == "all_reduce"]
+    assert busbw and all(m.params["dist_backend"] == "nccl" for m in busbw)
