@@ -19,8 +19,8 @@ PRESETS = ["llama3-8b", "qwen2.5-7b", "mixtral-8x7b", "deepseek-v2-lite", "chatg
 def test_more_devices_never_raise_per_device_memory_under_zero3(preset: str, seq: int, mb: int, method: str,
                                                                 recompute: str, kernels: str) -> None:
     spec = get_preset(preset).spec
-    job = TrainingJob(method=method, seq_len=seq, micro_batch=mb, recompute=recompute,  # type: ignore[arg-type]
-                      kernels=kernels)  # type: ignore[arg-type]
+    job = TrainingJob(method=method, seq_len=seq, micro_batch=mb, recompute=recompute,
+                      kernels=kernels)
     totals = [estimate_training_memory(spec, job, Layout(dp=d, zero_stage=3)).total_bytes for d in (1, 2, 4, 8, 64)]
     # going from 1 to 2 devices adds the collective buffers (a fixed 0.5 GiB): compare from 2 on
     assert all(a >= b for a, b in zip(totals[1:], totals[2:], strict=False))

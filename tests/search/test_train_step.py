@@ -170,7 +170,7 @@ def test_times_costs_and_energy_are_never_negative(preset: str, acc: str, device
     hw = cluster_hardware(CAT, acc, "roce-200" if devices > 8 else None)
     if precision == "fp8" and hw.accelerator.fp8_dense_tflops is None:
         precision = "bf16"
-    job = TrainingJob(seq_len=4096, global_batch=256, precision=precision)  # type: ignore[arg-type]
+    job = TrainingJob(seq_len=4096, global_batch=256, precision=precision)
     c, ev, best, _ = best_layout(spec, job, hw, LayoutChoices(devices=[devices], max_tp=8))
     assert all(bool((v >= 0).all()) for v in ev.breakdown_s.values())
     if best is None:
