@@ -16,8 +16,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpuplan.estimate.calibration import override_terms
 from gpuplan.i18n import both
+from gpuplan.terms import override_terms
 
 __all__ = ["SEVERITIES", "Figure", "Finding", "Provenance", "Severity", "Threshold", "Thresholds", "advise_data",
            "default_thresholds", "load_thresholds", "make_finding"]

@@ -6,15 +6,15 @@ that a user sees every factor that is not a plain formula.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from functools import cache
 from importlib import resources
-from typing import TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpuplan.errors import unknown_name
+from gpuplan.terms import override_terms
 
 __all__ = ["Calibration", "CalibrationTerm", "default_calibration", "load_calibration", "override_terms"]
 
@@ -56,27 +56,6 @@ class Calibration(BaseModel):
 def default_calibration() -> Calibration:
     path = resources.files("gpuplan.estimate") / "data" / "calibration.yaml"
     return Calibration.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
-
-
-T = TypeVar("T", bound=BaseModel)
-
-
-def override_terms(terms: Mapping[str, T], overrides: Mapping[str, float], *, label: str,
-                   check: Callable[[str, float], None] | None = None) -> dict[str, T]:
-    """`terms` with each override's value set and marked `overridden` (source "user override").
-
-    Shared by every calibration file (these terms, the link terms); unknown names raise
-    InputError with close matches; `check` may reject a value.
-    """
-    out = dict(terms)
-    for name, value in overrides.items():
-        if name not in out:
-            raise unknown_name(label, name, out)
-        if check is not None:
-            check(name, float(value))
-        out[name] = out[name].model_copy(update={"value": float(value), "overridden": True,
-                                                 "source": "user override"})
-    return out
 
 
 def load_calibration(overrides: Mapping[str, float] | None = None) -> Calibration:

@@ -31,9 +31,9 @@ from numpy.typing import ArrayLike, NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpuplan.errors import InputError, unknown_name
-from gpuplan.estimate.calibration import override_terms
 from gpuplan.hardware.schema_devices import Accelerator
 from gpuplan.hardware.schema_offers import Network
+from gpuplan.terms import override_terms
 
 __all__ = [
     "BRIDGE_KINDS",

@@ -17,9 +17,10 @@ import numpy as np
 import yaml
 
 from gpuplan.errors import InputError
-from gpuplan.estimate.calibration import Calibration, override_terms
+from gpuplan.estimate.calibration import Calibration
 from gpuplan.simulate.arrivals import Workload, poisson_workload
 from gpuplan.simulate.lengths import LengthDist
+from gpuplan.terms import override_terms
 
 __all__ = ["InferLoad", "InferSlo", "planner_terms"]
 

@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gpuplan.errors import InputError, unknown_name
-from gpuplan.estimate.calibration import override_terms
+from gpuplan.terms import override_terms
 
 __all__ = ["ENGINE_TERMS", "EngineProfile", "EngineTerm", "Scheduling", "engine", "engine_ids", "load_engines"]
 
