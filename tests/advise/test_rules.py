@@ -223,3 +223,19 @@ def test_every_finding_is_bilingual_with_provenance() -> None:
             assert all(x.message[lang] and x.fix[lang] for lang in LANGS)
             assert all(g.provenance in ("measured", "estimated", "datasheet", "data") and g.source
                        for g in x.figures)
+
+
+def test_unknown_host_data_asks_for_the_figure() -> None:
+    f = plan_facts("llama3-8b", H100, 8)
+    found = ids(replace(f, server=None))
+    assert {"host.cpu_unknown", "host.ram_unknown", "host.nvme_unknown"} <= set(found)
+    assert not {"host.cpu_unknown", "host.ram_unknown", "host.nvme_unknown"} & set(ids(f))
+    assert fig(found["host.ram_unknown"], "accelerator_memory_per_node") == pytest.approx(8 * 80)
+
+
+def test_rdma_finding_without_a_quantified_loss_and_fp16() -> None:
+    f = plan_facts("llama3-70b", H100, 16, "eth-25-tcp", 1)
+    blind = ids(replace(f, step_s_rdma=None))
+    assert blind["net.rdma_required_unquantified"].severity == "critical" and "net.rdma_required" not in blind
+    assert "precision.fp16" in ids(replace(f, precision="fp16"))
+    assert "precision.fp16" not in ids(f)

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from gpuplan import __version__
 from gpuplan.advise.adapt_train import training_facts
 from gpuplan.advise.engine import advise
 from gpuplan.advise.facts import PlanFacts, Requirements
-from gpuplan.advise.findings import Thresholds, default_thresholds
+from gpuplan.advise.findings import Thresholds, advise_data, default_thresholds
 from gpuplan.advise.rules_market import node_power_kw
 from gpuplan.advise.tco import tco, tco_inputs
 from gpuplan.estimate.calibration import Calibration, default_calibration
@@ -32,6 +33,7 @@ from gpuplan.search.train_search import PlanConstraints, PlanResult, plan_traini
 from gpuplan.units import GIB
 from gpuplan.workload.jobs import TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
+from gpuplan.workload.params import count_params
 
 __all__ = ["REPORT_SCHEMA", "compare_training", "plan_summary", "recommend", "training_report"]
 
@@ -178,8 +180,6 @@ def training_report(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: P
 
 
 def _job(spec: ModelSpec, job: TrainingJob, tokens: float, cons: PlanConstraints) -> dict[str, Any]:
-    from gpuplan.workload.params import count_params
-
     return {"model": spec.name, "params": float(count_params(spec).total), "tokens": tokens, "method": job.method,
             "precision": job.precision, "seq_len": job.seq_len, "global_batch": job.global_batch,
             "deadline_days": cons.deadline_days, "budget_usd": cons.budget_usd, "market": cons.market,
@@ -191,10 +191,6 @@ def compare_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, accele
                      thresholds: Thresholds | None = None, requirements: Requirements | None = None
                      ) -> dict[str, Any]:
     """One recommended plan per accelerator with its time, cost, memory headroom, ecosystem risk and findings."""
-    from dataclasses import replace
-
-    from gpuplan.advise.findings import advise_data
-
     cal = calibration or default_calibration()
     th = thresholds or default_thresholds()
     stacks = advise_data("ecosystem")["stacks"]
