@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from gpuplan.bench.predict import Predictor, match_device, predictor_for, reference_terms
@@ -83,3 +86,17 @@ def test_multi_node_collectives_use_the_scale_out_network() -> None:
 def test_dtypes_without_a_reference_get_null(h100: Predictor) -> None:
     p = h100.gemm_tflops("fp32", 512, 512, 512)  # a CPU run attributed to a GPU with --accelerator
     assert p.value is None and "fp32" in (p.reason or "")
+
+
+def test_predictions_use_the_measured_terms_of_gpuplan_calibrate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  make_gpu_result: Any) -> None:
+    from gpuplan.bench.calibrate import calibration_from_result, write_calibration
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    cat = load_catalog(use_user_dir=False)
+    before, _, _ = predictor_for("h100-sxm5-80gb", "cuda", "x", catalog=cat)
+    write_calibration(calibration_from_result(make_gpu_result(bf16_tflops=300.0), cat, result_path="r.json"))
+    after, _, _ = predictor_for("h100-sxm5-80gb", "cuda", "x", catalog=cat)
+    b, a = before.train_tokens_per_s(6e9, "bf16", 4096), after.train_tokens_per_s(6e9, "bf16", 4096)
+    assert a.value is not None and b.value is not None
+    assert a.value == pytest.approx(b.value * 300.0 / 989.4 / 0.80, rel=1e-3)  # the term scaled by measured/reference

@@ -190,11 +190,13 @@ def predictor_for(catalog_id: str | None, backend_kind: str, device_name: str,
             return Predictor(None, reason=why), None, why
         acc = cat.accelerator(guess)
         note = f"matched from the device name {device_name!r}"
+    from gpuplan.bench.calibrate import load_user_calibration
     from gpuplan.search.train_eval import default_network
 
     net_id = default_network(acc.id)
     network = cat.network(net_id) if net_id in cat.networks else None
-    return Predictor(acc, network=network), acc.id, note
+    # the terms later estimates use, measured ones (gpuplan calibrate) included
+    return Predictor(acc, network=network, calibration=load_user_calibration()), acc.id, note
 
 
 def match_device(device_name: str, accelerators: Any) -> str | None:
