@@ -135,18 +135,26 @@ def test_min_replicas_brackets_and_bisects() -> None:
 
     def run(r: int) -> SimMetrics:
         calls.append(r)
-        return _fake(ok=r >= 7)
+        return _fake(0.5 if r >= 7 else 1.0 + 5.0 / r)
 
     for r0 in (1, 3, 7, 12, 40):
         calls.clear()
         found = _min_replicas(run, r0, InferSlo(ttft_p99_s=1.0, tpot_p99_s=1.0), max_sims=12)
         assert found is not None and found[0] == 7, (r0, calls)
+    # a latency floor above the SLO: more replicas barely help, so the search gives up early
+    floor: list[int] = []
+
+    def stuck(r: int) -> SimMetrics:
+        floor.append(r)
+        return _fake(1.2)
+
+    assert _min_replicas(stuck, 2, InferSlo(ttft_p99_s=1.0, tpot_p99_s=1.0)) is None
+    assert floor == [2, 3]
 
 
-def _fake(ok: bool) -> SimMetrics:
+def _fake(v: float) -> SimMetrics:
     from gpuplan.simulate.metrics import Percentiles, Slo
 
-    v = 0.5 if ok else 2.0
     pc = Percentiles(mean=v, p50=v, p90=v, p99=v)
     return SimMetrics(requests=1, requests_measured=1, makespan_s=1.0, ttft_s=pc, tpot_s=pc, e2e_s=pc, queue_s=pc,
                       requests_per_s=1.0, input_tokens_per_s=1.0, output_tokens_per_s=1.0, goodput_fraction=1.0,

@@ -42,8 +42,8 @@ __all__ = ["InferConstraints", "InferPlanResult", "plan_inference"]
 
 WEIGHTS = ("bf16", "fp8", "int8", "int4")
 KV_DTYPES = ("bf16", "fp16", "fp8", "int8")
-TERMS_USED = ("load_headroom", "tpot_p99_over_mean", "dedicated_utilization", "dedicated_p99_growth", "sim_requests",
-              "sim_warmup_fraction", "finalists", "plans_wanted")
+TERMS_USED = ("load_headroom", "tpot_p99_over_mean", "max_simulations", "dedicated_utilization",
+              "dedicated_p99_growth", "sim_requests", "sim_warmup_fraction", "finalists", "plans_wanted")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,6 +125,11 @@ def _bump(rejected: dict[str, int], why: str, n: int = 1) -> None:
 
 def _meets(m: SimMetrics, slo: InferSlo) -> bool:
     return m.ttft_s.p99 <= slo.ttft_p99_s and m.tpot_s.p99 <= slo.tpot_p99_s
+
+
+def _score(m: SimMetrics, slo: InferSlo) -> float:
+    """How far a simulation is from the SLO (<= 1: met)."""
+    return max(m.ttft_s.p99 / slo.ttft_p99_s, m.tpot_s.p99 / slo.tpot_p99_s)
 
 
 def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog,
@@ -243,6 +248,7 @@ def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfi
     warm = cal.value("sim_warmup_fraction")
     finalists = int(cal.value("finalists"))
     wanted = int(cal.value("plans_wanted"))
+    max_sims = int(cal.value("max_simulations"))
     sim_slo = Slo(ttft_s=slo.ttft_p99_s, tpot_s=slo.tpot_p99_s)
     plans: list[dict[str, Any]] = []
     per_acc: dict[str, int] = {}
@@ -258,7 +264,7 @@ def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfi
         return summarize(simulate_engine(w, c.cost, cfg), sim_slo, warmup_fraction=warm)
 
     for c in cands:
-        if tried >= finalists or len(plans) >= wanted:
+        if tried >= finalists or len(plans) >= wanted or (plans and simulated >= max_sims):
             break
         if per_acc.get(c.acc.id, 0) >= 2:  # variety: at most two plans per accelerator
             continue
@@ -279,7 +285,7 @@ def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfi
             _bump(rejected, "simulated_slo")
             r_max = max(tried_sims)
             m_max = tried_sims[r_max]
-            score = max(m_max.ttft_s.p99 / slo.ttft_p99_s, m_max.tpot_s.p99 / slo.tpot_p99_s)
+            score = _score(m_max, slo)
             if score < near_miss.get("score", math.inf):
                 near_miss.update(score=score, on=f"{r_max} x {_label(c)}", ttft_p99_s=m_max.ttft_s.p99,
                                  tpot_p99_s=m_max.tpot_s.p99)
@@ -329,12 +335,13 @@ def _min_replicas(run: Callable[[int], SimMetrics], r0: int, slo: InferSlo, max_
     else:
         lo, hi = r0, 0
         while len(seen) < max_sims:
-            m = seen[lo]
-            far = max(m.ttft_s.p99 / slo.ttft_p99_s, m.tpot_s.p99 / slo.tpot_p99_s) > 1.5
-            r = max(lo + 1, math.ceil(lo * (2.0 if far else 1.25)))  # far from the SLO: double
+            score = _score(seen[lo], slo)
+            r = max(lo + 1, math.ceil(lo * (2.0 if score > 1.5 else 1.25)))  # far from the SLO: double
             if ok(r):
                 hi = r
                 break
+            if _score(seen[r], slo) > 0.95 * score:  # more replicas barely help: a latency floor
+                return None
             lo = r
         if not hi:
             return None
