@@ -34,6 +34,12 @@ Attention = Literal["flash", "eager"]
 Kernels = Literal["auto", "hf", "fused"]
 # Training data: token ids read from pre-tokenized files (Megatron indexed datasets), or text tokenized online.
 DataLoading = Literal["pretokenized", "online"]
+# QLoRA frozen-base format: bitsandbytes NF4 with double quantization (Dettmers et al. 2023) or GPTQ int4
+# checkpoints run through auto-gptq (Frantar et al. 2023), which dequantize each weight to fp16 for a matmul.
+QuantFormat = Literal["nf4", "gptq"]
+# Who shards and steps the optimizer: "torch" (DDP/FSDP + torch.optim) or "deepspeed" (the ZeRO optimizer,
+# which flattens the local gradient partition into an fp32 copy at the step and keeps bucket buffers).
+ZeroImpl = Literal["torch", "deepspeed"]
 TrainPrecision = Literal["bf16", "fp16", "fp32", "fp8"]
 WeightFormat = Literal["bf16", "fp16", "fp8", "int8", "int4"]
 KVDtype = Literal["bf16", "fp16", "fp8", "int8"]
@@ -78,6 +84,8 @@ class TrainingJob(BaseModel):
     data_loading: DataLoading = "pretokenized"
     lora_rank: int = Field(default=16, gt=0)
     lora_targets: tuple[str, ...] = LORA_TARGETS
+    quant_format: QuantFormat = Field(default="nf4", description="QLoRA base weights: nf4 (bitsandbytes) or gptq")
+    zero_impl: ZeroImpl = Field(default="torch", description="optimizer runtime: torch (FSDP/DDP) or deepspeed")
 
     def num_microbatches(self, layout: Layout) -> int:
         """Micro-batches per step per pipeline; without a global batch, enough to fill the pipeline."""
