@@ -141,25 +141,27 @@ def _ffn(spec: ModelSpec, t: float, ffn: float, e: float, e_lin: float, fused: b
     return e * t * ffn + e_lin * t * ffn
 
 
-def _moe(spec: ModelSpec, t: float, tp: int, e: float, e_lin: float, fused: bool) -> dict[str, float]:
+def _moe(spec: ModelSpec, t: float, tp: int, e: float, e_lin: float, fused: bool, seq_div: float) -> dict[str, float]:
     assert spec.moe is not None
     m = spec.moe
     tk = t * m.top_k  # token-expert pairs; EP moves them but each rank keeps about its own count
+    # With sequence parallelism each TP rank routes and dispatches its own t/tp tokens
+    # (Megatron-Core MoE token dispatcher); the expert FFN below is charged as tk x f/tp.
     out = {
         # router scores (fp32), top-k indices and weights, sort/scatter indices, expert counts
-        "router_and_dispatch": FP32 * t * m.num_experts + tk * (INDEX * 4 + FP32 * 2) + FP32 * t,
-        "expert_input": e_lin * tk * spec.hidden_size,
+        "router_and_dispatch": (FP32 * t * m.num_experts + tk * (INDEX * 4 + FP32 * 2) + FP32 * t) / seq_div,
+        "expert_input": e_lin * tk * spec.hidden_size / seq_div,
         "expert_ffn": _ffn(spec, tk, m.expert_ffn_size / tp, e, e_lin, fused),
-        "expert_output": e * tk * spec.hidden_size,
+        "expert_output": e * tk * spec.hidden_size / seq_div,
     }
     if spec.family == "deepseek_v3":
         # DeepSeek-V3's router runs in fp32: fp32 copies of the input and of the router weight,
         # plus group-limited top-k masks and indices (HF DeepseekV3TopkRouter / MoE.route_tokens)
-        out["router_fp32_input"] = FP32 * t * spec.hidden_size
+        out["router_fp32_input"] = FP32 * t * spec.hidden_size / seq_div
         out["router_fp32_weight"] = FP32 * spec.hidden_size * m.num_experts
-        out["router_group_select"] = t * (m.num_experts + 3 * INDEX)
+        out["router_group_select"] = t * (m.num_experts + 3 * INDEX) / seq_div
     if m.num_shared_experts:
-        out["shared_input"] = e_lin * t * spec.hidden_size
+        out["shared_input"] = e_lin * t * spec.hidden_size / seq_div
         out["shared_ffn"] = _ffn(spec, t, m.shared_ffn_total / tp, e, e_lin, fused)
     return out
 
@@ -178,7 +180,7 @@ def activation_breakdown(spec: ModelSpec, job: TrainingJob, layout: Layout) -> A
     attn = _attention(spec, job, b, s, s_full, tp, e, e_lin, seq_div, fused)
     mlp_norm = {"mlp_norm": _norm(spec, t, h, e, fused) / seq_div, "mlp_input": e_lin * t * h / seq_div}
     dense = {**attn, **mlp_norm, "mlp": _ffn(spec, t, spec.ffn_hidden_size / tp, e, e_lin, fused)}
-    moe = {**attn, **mlp_norm, **_moe(spec, t, tp, e, e_lin, fused)} if spec.moe is not None else {}
+    moe = {**attn, **mlp_norm, **_moe(spec, t, tp, e, e_lin, fused, seq_div)} if spec.moe is not None else {}
 
     full_layer = max(sum(dense.values()), sum(moe.values()))
     recompute_working = 0.0
