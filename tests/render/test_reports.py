@@ -37,6 +37,12 @@ def test_recommendation_rule() -> None:
     assert recommend(plans, 0.50) is plans[2]
     assert recommend([{"cost_usd": None, "time_to_train_s": 3.0}], 0.1) == {"cost_usd": None, "time_to_train_s": 3.0}
     assert recommend([], 0.1) is None
+    # with a target time: the smallest near-cheapest cluster that finishes in time
+    sized = [{"cost_usd": 100.0, "time_to_train_s": 40 * 86400.0, "devices": 8},
+             {"cost_usd": 101.0, "time_to_train_s": 20 * 86400.0, "devices": 16},
+             {"cost_usd": 104.0, "time_to_train_s": 1 * 86400.0, "devices": 512}]
+    assert recommend(sized, 0.10, 30) is sized[1]
+    assert recommend(sized, 0.10, 0.5) is sized[2]  # none in time: the fastest
 
 
 def test_document_holds_every_section_with_provenance() -> None:

@@ -7,9 +7,9 @@ memory and step-time breakdowns, the scaling curve (the planner re-run at every 
 the recommended part), findings, TCO, assumptions, calibration terms and sources. Every number
 carries its provenance (measured / estimated / datasheet / data).
 
-Recommendation rule: the fastest plan on the Pareto front that costs at most
-`recommend_cost_tolerance` more than the cheapest plan (thresholds.yaml); without prices, the
-planner's first plan.
+Recommendation rule: among plans that cost at most `recommend_cost_tolerance` more than the
+cheapest, the smallest cluster that finishes within the deadline (or `recommend_target_days`
+without one), else the fastest of them (thresholds.yaml); without prices, the planner's first plan.
 """
 
 from __future__ import annotations
@@ -42,13 +42,20 @@ MEMORY_PARTS = ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activati
                 "other_bytes")
 
 
-def recommend(plans: Sequence[dict[str, Any]], tolerance: float) -> dict[str, Any] | None:
-    """The fastest plan within `tolerance` of the lowest cost (priced plans), else the first plan."""
+def recommend(plans: Sequence[dict[str, Any]], tolerance: float,
+              target_days: float | None = None) -> dict[str, Any] | None:
+    """Among priced plans within `tolerance` of the lowest cost: the smallest cluster that finishes
+    within `target_days` (fewer devices are easier to rent and fail less often), else the fastest;
+    without prices, the planner's first plan."""
     priced = [p for p in plans if p.get("cost_usd") is not None]
     if not priced:
         return plans[0] if plans else None
     cheapest = min(p["cost_usd"] for p in priced)
     near = [p for p in priced if p["cost_usd"] <= cheapest * (1 + tolerance)]
+    if target_days is not None:
+        soon = [p for p in near if p["time_to_train_s"] <= target_days * 86400.0]
+        if soon:
+            return min(soon, key=lambda p: (p.get("devices", 0), p["cost_usd"], p["time_to_train_s"]))
     return min(near, key=lambda p: (p["time_to_train_s"], p["cost_usd"]))
 
 
@@ -131,7 +138,8 @@ def training_report(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: P
     th = thresholds or default_thresholds()
     res = result or plan_training(spec, job, catalog, cons, tokens=tokens, calibration=cal)
     tol = th.value("recommend_cost_tolerance")
-    best = recommend(res.plans, tol)
+    target = cons.deadline_days or th.value("recommend_target_days")
+    best = recommend(res.plans, tol, target)
     doc: dict[str, Any] = {"schema": REPORT_SCHEMA, "kind": "train", "generated": dt.date.today().isoformat(),
                            "gpuplan_version": __version__, "job": _job(spec, job, tokens, cons),
                            "candidates_evaluated": res.candidates_evaluated, "rejected": res.rejected}
@@ -142,7 +150,7 @@ def training_report(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: P
     for p in res.plans:
         if p["accelerator"] != best["accelerator"]:
             others.setdefault(p["accelerator"], []).append(p)
-    runners = [r for r in (recommend(v, tol) for v in others.values()) if r is not None]
+    runners = [r for r in (recommend(v, tol, target) for v in others.values()) if r is not None]
     runners.sort(key=lambda p: (p.get("cost_usd") is None, p.get("cost_usd") or 0.0, p["time_to_train_s"]))
     facts = _facts_for(best, spec, job, catalog, cal, th, cons, tokens, requirements)
     findings = advise(facts, th)
@@ -155,7 +163,7 @@ def training_report(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: P
         scaling = [plan_summary(p) for p in sorted(alone.plans, key=lambda p: p["devices"])]
     mem = best["memory"]
     doc.update(
-        recommendation={**plan_summary(best), "rule": {"recommend_cost_tolerance": tol}},
+        recommendation={**plan_summary(best), "rule": {"recommend_cost_tolerance": tol, "target_days": target}},
         runners_up=[plan_summary(p) for p in runners[:runners_up]],
         pareto=[plan_summary(p) for p in res.pareto],
         plans=[{"accelerator": p["accelerator"], "devices": p["devices"], "days": p["time_to_train_s"] / 86400.0,
@@ -199,7 +207,8 @@ def compare_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, accele
         acc = catalog.accelerator(acc_name)
         res = plan_training(spec, job, catalog, replace(cons, accelerators=(acc.id,)), tokens=tokens,
                             calibration=cal)
-        best = recommend(res.plans, th.value("recommend_cost_tolerance"))
+        best = recommend(res.plans, th.value("recommend_cost_tolerance"),
+                         cons.deadline_days or th.value("recommend_target_days"))
         risk = stacks.get(acc.software_stack, stacks["other"])["risk"]
         if best is None:
             options.append({"accelerator": acc.id, "plan": None, "rejected": res.rejected, "ecosystem_risk": risk,
