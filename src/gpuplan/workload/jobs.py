@@ -43,6 +43,12 @@ ZeroImpl = Literal["torch", "deepspeed"]
 TrainPrecision = Literal["bf16", "fp16", "fp32", "fp8"]
 WeightFormat = Literal["bf16", "fp16", "fp8", "int8", "int4"]
 KVDtype = Literal["bf16", "fp16", "fp8", "int8"]
+# How the KV cache is held: a preallocated pool (vLLM/SGLang/TRT-LLM paged blocks, a static cache) or tensors
+# re-allocated one token longer per decode step by torch.cat (Hugging Face transformers generate, dynamic cache).
+KVLayout = Literal["pool", "concat"]
+# Which matrices a quantized weight format covers: every projection, or the MLP/expert ones only (attention
+# projections kept 16-bit, as in Meta's Llama 3.1 FP8 checkpoints).
+QuantScope = Literal["all", "mlp"]
 
 # LoRA target names: attention q/k/v/o projections, FFN gate/up/down projections.
 LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")
@@ -105,6 +111,9 @@ class InferenceJob(BaseModel):
     context: int = Field(default=4096, gt=0, description="tokens per request (prompt + output)")
     int4_group_size: int = Field(default=128, gt=0, description="weights per scale group (GPTQ/AWQ)")
     memory_fraction: float = Field(default=0.9, gt=0, le=1, description="engine's share of device memory")
+    quant_scope: QuantScope = Field(default="all", description="matrices in the weight format: all or mlp only")
+    kv_layout: KVLayout = Field(default="pool", description="KV cache preallocated (pool) or grown by torch.cat")
+    generated: int = Field(default=0, ge=0, description="tokens of `context` produced by decoding")
 
     @property
     def kv_cache_dtype(self) -> str:
