@@ -92,6 +92,8 @@ class TrainingJob(BaseModel):
     lora_targets: tuple[str, ...] = LORA_TARGETS
     quant_format: QuantFormat = Field(default="nf4", description="QLoRA base weights: nf4 (bitsandbytes) or gptq")
     zero_impl: ZeroImpl = Field(default="torch", description="optimizer runtime: torch (FSDP/DDP) or deepspeed")
+    loss_upcast: bool = Field(default=True, description="the loss upcasts the logits to fp32 (HF loss, autocast); "
+                              "False: cross-entropy of the 16-bit logits (pure fp16/bf16 without autocast)")
 
     def num_microbatches(self, layout: Layout) -> int:
         """Micro-batches per step per pipeline; without a global batch, enough to fill the pipeline."""
