@@ -40,6 +40,8 @@ def test_plan_infer_trace(tmp_path: Path) -> None:
     out = json.loads(res.stdout)
     assert out["load"]["qps"] == pytest.approx(4.0)
     assert out["plans"]
+    clash = runner.invoke(app, [*BASE, "--trace", str(f), "--input-len", "100"])
+    assert clash.exit_code == 2 and "left out with --trace" in clash.output
 
 
 @pytest.mark.parametrize(("args", "needle"), [

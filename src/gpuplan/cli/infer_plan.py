@@ -28,6 +28,10 @@ def _load(qps: float | None, trace: Path | None, input_len: int | None, output_l
     if trace is not None:
         if qps is not None:
             raise InputError(field="qps", value=qps, allowed="left out with --trace (the trace sets the load)")
+        for name, v in (("input-len", input_len), ("output-len", output_len), ("input-dist", input_dist),
+                        ("output-dist", output_dist)):
+            if v is not None:
+                raise InputError(field=name, value=v, allowed="left out with --trace (the trace sets the lengths)")
         return InferLoad.from_trace(read_trace(trace))
     if qps is None:
         raise InputError(field="qps", value=None, allowed="a positive number, or --trace FILE")
