@@ -112,6 +112,10 @@ def test_best_layout_fits_and_figures_are_consistent() -> None:
     assert fig["device_hours"] == pytest.approx(64 * fig["time_to_train_s"] / 3600)
     for k in ("usd_on_demand", "usd_spot", "usd_monthly_commitment"):
         assert fig["cost"][k] is None or fig["cost"][k] >= 0
+    monthly = fig["cost"]["usd_per_device_hour"]["monthly"]
+    if monthly is not None:  # whole months per device
+        months = -(-fig["time_to_train_s"] // (730 * 3600))
+        assert fig["cost"]["usd_monthly_commitment"] == pytest.approx(monthly * 730 * 64 * months)
     assert set(fig["breakdown_s"]) == {"compute", "tp_comm", "dp_comm", "pp_bubble", "pp_comm", "ep_comm",
                                        "cp_comm", "other"}
 

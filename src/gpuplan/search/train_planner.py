@@ -28,7 +28,9 @@ from gpuplan.workload.jobs import Layout, TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
-__all__ = ["TrainingPlan", "best_layout", "plan_figures", "reliability"]
+__all__ = ["HOURS_PER_MONTH", "TrainingPlan", "best_layout", "plan_figures", "reliability"]
+
+HOURS_PER_MONTH = 730.0  # the cloud billing month (365 x 24 / 12)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -173,10 +175,12 @@ def plan_figures(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Cand
         tdp = hw.accelerator.tdp_w
         out["energy_mwh"] = tdp * hours * cal.value("pue") / 1e6 if tdp else None
         spot_overhead = 1.0 + rel["checkpoint_write_s"] / max(rel["checkpoint_interval_s"], 1.0)
+        months = math.ceil(time_s / 3600.0 / HOURS_PER_MONTH)
         out["cost"] = {
             "usd_on_demand": price.on_demand * hours if price.on_demand else None,
             "usd_spot": price.spot * hours * spot_overhead if price.spot else None,
-            "usd_monthly_commitment": price.monthly * hours if price.monthly else None,
+            # a monthly commitment bills whole months (730 h) per device
+            "usd_monthly_commitment": (price.monthly * HOURS_PER_MONTH * n * months if price.monthly else None),
             **price.to_json(),
         }
     else:
