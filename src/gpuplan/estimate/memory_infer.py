@@ -4,7 +4,13 @@ Weight formats: bf16/fp16 2 bytes; fp8 and int8 (W8A8, SmoothQuant, Xiao et al. 
 1 byte plus one fp32 scale per output channel; int4 weight-only (GPTQ, Frantar et al.
 2023; AWQ, Lin et al. 2024) 0.5 byte plus an fp16 scale and a 4-bit zero point per group
 of `int4_group_size` weights. Embeddings, norms, routers and the LM head stay 16-bit, as
-in the common GPTQ/AWQ/FP8 checkpoints. The largest batch that fits follows vLLM's
+in the common GPTQ/AWQ/FP8 checkpoints; with quant_scope="mlp" the attention projections stay
+16-bit too (Meta's Llama 3.1 FP8 checkpoints quantize the feed-forward weights only). A KV
+cache grown by torch.cat at every decode step (Hugging Face generate) leaves the caching
+allocator holding the freed, one-token-shorter blocks it cannot reuse for the next, longer
+request: `concat_kv_reserved_extra` of the generated part of the cache on top of it (PyTorch
+CUDA semantics docs, "expandable_segments": allocations whose size changes step to step
+fragment the cache). The largest batch that fits follows vLLM's
 budget: device memory x gpu_memory_utilization, minus weights, the activation peak of
 one forward pass and non-torch memory, left to the paged KV cache.
 """
@@ -44,8 +50,11 @@ def _weights_on_rank(spec: ModelSpec, counts: ParamCounts, job: InferenceJob, la
     for lp, n in ((counts.dense_layer, dense_n), (counts.moe_layer, moe_n)):
         if lp is None or n == 0:
             continue
-        matrix += n * ((lp.attention_matrix + lp.mlp_matrix + lp.shared_matrix) / tp
-                       + lp.experts_matrix / (ep * tp))
+        matrix += n * ((lp.mlp_matrix + lp.shared_matrix) / tp + lp.experts_matrix / (ep * tp))
+        if job.quant_scope == "all":
+            matrix += n * lp.attention_matrix / tp
+        else:  # attention projections kept 16-bit
+            other += n * lp.attention_matrix / tp
         other += n * (lp.attention_other + lp.norms + lp.mlp_other + lp.router)
     if rank == 0:
         other += counts.embedding / tp + counts.position_embedding
@@ -85,6 +94,9 @@ def estimate_inference_memory(spec: ModelSpec, job: InferenceJob, layout: Layout
         ws_tokens = min(job.batch * job.context, cal.value("inference_workspace_tokens"))
         act = _workspace(spec, job, layout, ws_tokens)
         other = {"runtime_context": cal.value("runtime_context_gib") * GIB}
+        if job.kv_layout == "concat" and job.generated:
+            grown = kv.bytes_total * min(job.generated, job.context) / job.context
+            other["kv_concat_fragmentation"] = cal.value("concat_kv_reserved_extra") * grown
         if layout.tp * layout.pp * layout.ep > 1:
             other["collective_buffers"] = cal.value("collective_buffers_gib") * GIB
         m = MemoryBreakdown(
@@ -114,7 +126,11 @@ def estimate_inference_memory(spec: ModelSpec, job: InferenceJob, layout: Layout
         "pipeline_rank_totals_bytes": totals,
         "matrix_bytes_per_param": matrix_bytes_per_param(spec, job),
         "int4_group_size": job.int4_group_size if job.weights == "int4" else None,
-        "calibration": cal.used("runtime_context_gib", "collective_buffers_gib", "inference_workspace_tokens"),
+        "quant_scope": job.quant_scope,
+        "kv_layout": job.kv_layout,
+        "generated": job.generated,
+        "calibration": cal.used("runtime_context_gib", "collective_buffers_gib", "inference_workspace_tokens",
+                                *(("concat_kv_reserved_extra",) if job.kv_layout == "concat" else ())),
         "notes": ["embeddings, norms, routers and LM head kept in 16-bit",
                   "KV heads replicated when tp exceeds them; MLA latent replicated on every TP rank"],
     }

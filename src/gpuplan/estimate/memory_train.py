@@ -10,7 +10,14 @@ the LM head on the last stage (Narayanan et al. 2021); expert parallelism splits
 routed experts. LoRA (Hu et al. 2021) trains rank-r adapters on frozen 16-bit weights;
 QLoRA (Dettmers et al. 2023) stores the frozen linear weights in NF4 with block-wise
 quantization constants (sec. 3: block 64; double quantization: 8-bit constants with an
-fp32 second level per 256 blocks).
+fp32 second level per 256 blocks), or as GPTQ int4 checkpoints (Frantar et al. 2023) run by
+auto-gptq, whose QuantLinear dequantizes each weight to fp16 for torch.matmul once a call has
+at least kernel_switch_threshold (128) tokens (auto_gptq/nn_modules/qlinear/qlinear_cuda_old.py),
+so autograd keeps that fp16 weight for the backward pass.
+
+The optimizer step runs after the last backward pass, when activations are freed: its
+temporaries (torch foreach AdamW's sqrt(v) list; DeepSpeed's flattened fp32 gradient
+partition) count only where they exceed the backward working set.
 """
 
 from __future__ import annotations
@@ -20,7 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from gpuplan.estimate.activations import ActivationBreakdown, activation_breakdown, uses_fused_kernels
+from gpuplan.estimate.activations import (
+    ActivationBreakdown,
+    activation_breakdown,
+    compute_bytes,
+    uses_fused_kernels,
+)
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.estimate.optimizers import get_optimizer
 from gpuplan.estimate.records import MemoryBreakdown
@@ -30,6 +42,7 @@ from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import ParamCounts, count_params
 
 __all__ = [
+    "GPTQ_BYTES_PER_PARAM",
     "NF4_BYTES_PER_PARAM",
     "RankGeometry",
     "estimate_training_memory",
@@ -43,7 +56,14 @@ __all__ = [
 
 # NF4 with double quantization: 4 bits + 8-bit absmax per 64 + fp32 per 256*64 (QLoRA sec. 3).
 NF4_BYTES_PER_PARAM = 0.5 + 1 / 64 + 4 / (64 * 256)
+# GPTQ int4, group 128 (Qwen-*-Int4, TheBloke GPTQ checkpoints): packed 4-bit weight + fp16 scale and
+# packed 4-bit zero point per group (auto-gptq QuantLinear qweight/scales/qzeros); g_idx (int32 per
+# input feature) is under 0.1% and left out.
+GPTQ_GROUP = 128
+GPTQ_BYTES_PER_PARAM = 0.5 + (2 + 0.5) / GPTQ_GROUP
+DEQUANT_BYTES = 2.0  # auto-gptq dequantizes to fp16 (weight = scales * (weight - zeros))
 ADAPTER_BYTES = 4.0  # PEFT keeps LoRA adapters in fp32 (autocast_adapter_dtype default)
+LOSS_FP32 = 4.0  # bytes of the fp32 log-probabilities and upcast logits of the HF loss
 
 
 def stage_layers(spec: ModelSpec, layout: Layout) -> list[tuple[int, int]]:
@@ -158,6 +178,7 @@ def rank_terms(spec: ModelSpec, counts: ParamCounts, job: TrainingJob, cal: Cali
     ex: Any = 0.0
     ad: Any = 0.0
     largest: Any = 0.0
+    largest_matrix: Any = 0.0
     for lp, n, is_moe in ((counts.dense_layer, g.dense_n, False), (counts.moe_layer, g.moe_n, True)):
         if lp is None:
             continue
@@ -166,6 +187,7 @@ def rank_terms(spec: ModelSpec, counts: ParamCounts, job: TrainingJob, cal: Cali
         e = lp.experts_matrix / experts_split
         dm, do, ex = dm + n * m, do + n * o, ex + n * e
         largest = np.maximum(largest, np.where(n > 0, m + o + e, 0.0))
+        largest_matrix = np.maximum(largest_matrix, np.where(n > 0, m + e, 0.0))
         if job.method != "full":
             ad = ad + n * lora_params_per_layer(spec, job.lora_rank, job.lora_targets, is_moe) / g.tp
     do = do + np.where(first, counts.embedding / g.tp + counts.position_embedding, 0.0)
@@ -184,6 +206,8 @@ def rank_terms(spec: ModelSpec, counts: ParamCounts, job: TrainingJob, cal: Cali
     grads: dict[str, Any] = {}
     optim: dict[str, Any] = {}
     master = 4.0 if (opt.fp32_master_weights and pbytes < 4) else 0.0
+    quant = (GPTQ_BYTES_PER_PARAM if job.quant_format == "gptq" else NF4_BYTES_PER_PARAM) \
+        if job.method == "qlora" else pbytes
     if job.method == "full":
         weights["trainable"] = sharded((dm + do) * pbytes, ex * pbytes, 3)
         grads["trainable"] = sharded((dm + do) * pbytes, ex * pbytes, 2)
@@ -191,30 +215,59 @@ def rank_terms(spec: ModelSpec, counts: ParamCounts, job: TrainingJob, cal: Cali
         if master:
             optim["fp32_master"] = sharded((dm + do) * master, ex * master, 1)
     else:
-        base_matrix = NF4_BYTES_PER_PARAM if job.method == "qlora" else pbytes
-        weights["frozen_base"] = sharded(dm * base_matrix + do * pbytes, ex * base_matrix, 3)
+        weights["frozen_base"] = sharded(dm * quant + do * pbytes, ex * quant, 3)
         weights["adapters"] = sharded(ad * ADAPTER_BYTES, 0.0, 3)
         grads["adapters"] = sharded(ad * ADAPTER_BYTES, 0.0, 2)
         optim["states"] = sharded(ad * opt.state_bytes_per_param, 0.0, 1)
 
     other: dict[str, Any] = {}
-    unit = largest * (NF4_BYTES_PER_PARAM if job.method == "qlora" else pbytes)
+    unit = largest * quant
     other["zero3_gathered_layers"] = np.where((g.zero == 3) & (shard_dense > 1),
                                               cal.value("zero3_prefetch_layers") * unit, 0.0)
+    if job.method == "qlora" and job.quant_format == "gptq":
+        # torch.matmul keeps the fp16 dequantized weight of every GPTQ linear for backward: one layer's
+        # worth while full recomputation rebuilds it (recompute_working > 0), else every layer on the rank
+        other["gptq_dequantized_weights"] = DEQUANT_BYTES * np.where(g.recompute_working > 0, largest_matrix,
+                                                                     dm + ex)
     n_flight = _in_flight(g)
+    loss_16bit: Any = 0.0
+    if not job.loss_upcast:
+        # cross-entropy of the 16-bit logits without an fp32 upcast (no autocast, model code such as Qwen's
+        # modeling_qwen.py: CrossEntropyLoss()(lm_logits[..., :-1, :].contiguous(), ...)): the saved
+        # log-probabilities and the logits' second copy (the shifted slice) are 16-bit instead of fp32.
+        # activations.py sizes the transient as (e + 4) x tokens x vocab/tp, which gives tokens x vocab/tp.
+        e = compute_bytes(job.precision)[0]
+        loss_16bit = (LOSS_FP32 - e) * g.logits_transient / (e + LOSS_FP32)
     act = {
         "dense_layers": n_flight * g.dense_n * g.act_dense_layer,
         "moe_layers": n_flight * g.moe_n * g.act_moe_layer,
         "embedding_side": np.where(first, n_flight * g.act_first_extra, 0.0),
-        "loss_side": np.where(last, g.act_last_extra, 0.0),
+        "loss_side": np.where(last, g.act_last_extra - loss_16bit, 0.0),
     }
-    other["logits_transient"] = np.where(last, g.logits_transient, 0.0)
+    other["logits_transient"] = np.where(last, g.logits_transient - loss_16bit, 0.0)
     other["recompute_working_layer"] = g.recompute_working + 0.0 * g.tp
     transient = sum(other.values())
     other["allocator_fragmentation"] = cal.value("allocator_fragmentation") * (sum(act.values()) + transient)
+    # -- the optimizer step, after the last backward: activations and transients are free by then
+    if job.method == "full":
+        train_dense, train_expert = dm + do, ex
+    else:
+        train_dense, train_expert = ad, 0.0
+    if job.zero_impl == "deepspeed":
+        # DeepSpeed ZeRO-1/2 step (runtime/zero/stage_1_and_2.py step()): the local 16-bit gradient
+        # partition is flattened (a copy) and cast to an fp32 copy for the fp32 master update; ZeRO-3
+        # casts its flat 16-bit partition to fp32 per sub-group (stage3.py _prepare_fp32_grad_for_sub_group)
+        per_param = np.where(g.zero == 3, 4.0, min(pbytes, 2.0) + 4.0)
+    else:
+        per_param = opt.step_temp_bytes_per_param + 0.0 * g.tp
+    step = sharded(train_dense * per_param, train_expert * per_param, 1)
+    other["optimizer_step_excess"] = np.maximum(step - (sum(act.values()) + transient), 0.0)
     other["runtime_context"] = cal.value("runtime_context_gib") * GIB + 0.0 * g.tp
     n_devices = g.tp * g.pp * g.dp * g.cp
     other["collective_buffers"] = np.where(n_devices > 1, cal.value("collective_buffers_gib") * GIB, 0.0)
+    if job.zero_impl == "deepspeed":
+        # contiguous-gradient and all-gather bucket buffers with overlap_comm (stage 1/2)
+        other["deepspeed_buckets"] = np.where(g.zero <= 2, cal.value("deepspeed_buckets_gib") * GIB, 0.0)
     return {"weights": weights, "gradients": grads, "optimizer": optim, "activations": act, "other": other}
 
 
@@ -292,8 +345,15 @@ def estimate_training_memory(
         "activation_model": ("saved-tensor inventory of fused Megatron-Core/Transformer Engine layers"
                              if uses_fused_kernels(job, layout) else
                              "saved-tensor inventory of Hugging Face transformers layers") + " (docs/memory.md)",
+        "quant_format": job.quant_format if job.method == "qlora" else None,
+        "zero_impl": job.zero_impl,
+        "loss_upcast": job.loss_upcast,
+        "optimizer_step": ("DeepSpeed ZeRO step: flattened 16-bit and fp32 copies of the local gradient partition"
+                           if job.zero_impl == "deepspeed" else
+                           f"{get_optimizer(job.optimizer).step_temp_source}"),
         "calibration": cal.used("runtime_context_gib", "collective_buffers_gib", "allocator_fragmentation",
-                                "zero3_prefetch_layers"),
+                                "zero3_prefetch_layers",
+                                *(("deepspeed_buckets_gib",) if job.zero_impl == "deepspeed" else ())),
         "notes": _notes(spec, job, layout),
     }
     return MemoryBreakdown(
@@ -315,9 +375,13 @@ def _notes(spec: ModelSpec, job: TrainingJob, layout: Layout) -> list[str]:
     notes = []
     if job.method != "full":
         notes.append("LoRA adapters, their gradients and optimizer states in fp32; base weights frozen")
-    if job.method == "qlora":
+    if job.method == "qlora" and job.quant_format == "gptq":
+        notes.append(f"frozen linear weights in GPTQ int4, group {GPTQ_GROUP}: {GPTQ_BYTES_PER_PARAM * 8:.3f} "
+                     "bits/param; auto-gptq dequantizes each weight to fp16 and autograd keeps it for backward")
+    elif job.method == "qlora":
         notes.append(f"frozen linear weights in NF4 with double quantization: {NF4_BYTES_PER_PARAM * 8:.3f} "
                      "bits/param; embeddings, norms and LM head stay 16-bit")
+    notes.append("optimizer-step temporaries count only beyond the activations and transients freed before it")
     if spec.moe is not None and layout.ep > 1:
         notes.append("expert activations assume balanced routing: each EP rank keeps about its own "
                      "tokens x top-k")

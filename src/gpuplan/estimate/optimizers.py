@@ -18,6 +18,9 @@ class OptimizerSpec(BaseModel):
 
     state_bytes_per_param: float = Field(ge=0)
     fp32_master_weights: bool
+    # temporaries live during the step, bytes per trainable parameter of the local optimizer shard
+    step_temp_bytes_per_param: float = Field(ge=0)
+    step_temp_source: str = Field(min_length=1)
     source: str = Field(min_length=1)
     note: str = ""
 

@@ -6,10 +6,27 @@ full activation checkpointing, the default of the common fine-tuning recipes (to
 `enable_activation_checkpointing`, the HF Trainer `--gradient_checkpointing` in model
 authors' fine-tuning scripts); pretraining takes the cheapest recomputation that fits
 the device (none, then selective, then full). Attention is flash; the optimizer AdamW.
+
+Recipe facts a row states are mapped to job settings (`recipe_settings`), never fitted:
+- "GPTQ" in the precision/notes text: the QLoRA base is a GPTQ int4 checkpoint (quant_format=gptq).
+- "DeepSpeed" in the quote/notes: the DeepSpeed ZeRO optimizer runtime (zero_impl=deepspeed).
+- A row from the QwenLM/Qwen README profiling table (its `source`) ran Qwen's finetune.py through
+  the scripts of that repository (finetune/*.sh, read at commit 00dceeb): LoRA rank 64 on c_attn,
+  c_proj, w1, w2, i.e. every linear (LoraArguments defaults; the scripts pass no --lora_r);
+  Q-LoRA and full-parameter runs go through DeepSpeed ZeRO-2 with finetune/ds_config_zero2.json
+  (finetune_qlora_single_gpu.sh and finetune_ds.sh pass --deepspeed; reduce/allgather buckets
+  2e8, overlap_comm), single-GPU LoRA through the HF Trainer with torch AdamW (optim adamw_torch).
+  DeepSpeed runs the module in 16-bit without torch autocast and modeling_qwen.py takes the
+  cross-entropy of the 16-bit logits (loss_upcast=False); the HF Trainer's amp keeps the fp32 loss.
+- Inference rows: "HuggingFace transformers" in the notes: the KV cache grows by torch.cat
+  (kv_layout=concat); "generating N tokens" sets the decoded share of the context (generated=N);
+  "attention/embeddings bf16" in the precision text: only the MLP matrices are in the weight
+  format (quant_scope=mlp, Meta's FP8 release).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from gpuplan.errors import GpuplanError
@@ -21,7 +38,7 @@ from gpuplan.units import GIB
 from gpuplan.validate.cases import Row, model_for_row, opt_int
 from gpuplan.workload.jobs import InferenceJob, Layout, TrainingJob
 
-__all__ = ["CaseResult", "device_memory_gib", "evaluate_memory_row"]
+__all__ = ["CaseResult", "device_memory_gib", "evaluate_memory_row", "inference_settings", "recipe_settings"]
 
 METRICS = ("peak_mem_gib_per_device", "model_states_gib", "activations_gib", "kv_cache_gib")
 
@@ -58,11 +75,52 @@ def _metric(mem: MemoryBreakdown, metric: str) -> float:
     return mem.kv_cache_bytes / GIB
 
 
-def _layout(row: Row) -> Layout:
+QWEN_PROFILING_SOURCE = "github.com/QwenLM/Qwen/blob/main/README.md#profiling-of-memory-and-speed"
+QWEN_LORA_RANK = 64  # finetune.py LoraArguments.lora_r default
+
+
+def recipe_settings(row: Row) -> tuple[dict[str, object], int | None]:
+    """(TrainingJob settings, ZeRO stage or None) that the row's stated recipe fixes (module docstring)."""
+    text = " ".join(row.get(k, "") for k in ("precision", "quote", "notes")).lower()
+    method = row.get("method", "")
+    job: dict[str, object] = {}
+    zero: int | None = None
+    if method == "qlora" and "gptq" in text:
+        job["quant_format"] = "gptq"
+    if "deepspeed" in text:
+        job["zero_impl"] = "deepspeed"
+    if QWEN_PROFILING_SOURCE in row.get("source", ""):
+        if method in ("lora", "qlora") and not row.get("lora_rank"):
+            job["lora_rank"] = QWEN_LORA_RANK
+        if method in ("qlora", "full_ft") and not row.get("zero_stage"):
+            job["zero_impl"] = "deepspeed"
+            zero = 2  # finetune/ds_config_zero2.json
+            # DeepSpeed's fp16/bf16 engine runs the module in 16-bit without torch autocast (the README: "we
+            # have to use DeepSpeed for mixed-precision training due to ... errors caused by torch amp"), and
+            # modeling_qwen.py takes CrossEntropyLoss of the 16-bit logits
+            job["loss_upcast"] = False
+    return job, zero
+
+
+def inference_settings(row: Row) -> dict[str, object]:
+    """InferenceJob settings that the row's stated serving stack fixes (module docstring)."""
+    notes = row.get("notes", "").lower()
+    job: dict[str, object] = {}
+    if "huggingface transformers" in notes or "hugging face transformers" in notes:
+        job["kv_layout"] = "concat"
+        made = re.search(r"generating (\d+) tokens", notes)
+        if made:
+            job["generated"] = int(made.group(1))
+    if "attention/embeddings bf16" in notes:
+        job["quant_scope"] = "mlp"
+    return job
+
+
+def _layout(row: Row, zero_default: int | None = None) -> Layout:
     tp, pp = opt_int(row, "tp") or 1, opt_int(row, "pp") or 1
     n = opt_int(row, "num_accels") or tp * pp
     dp = opt_int(row, "dp") or max(n // (tp * pp), 1)
-    zero = opt_int(row, "zero_stage") or 0
+    zero = opt_int(row, "zero_stage") or zero_default or 0
     return Layout(tp=tp, pp=pp, dp=dp, zero_stage=zero)
 
 
@@ -72,7 +130,8 @@ def evaluate_memory_row(row: Row, catalog: Catalog) -> CaseResult:
     if metric not in METRICS:
         raise GpuplanError(f"metric {metric!r} is not a memory metric ({', '.join(METRICS)})")
     spec = model_for_row(row)
-    layout = _layout(row)
+    recipe, zero_default = recipe_settings(row)
+    layout = _layout(row, zero_default)
     device = device_memory_gib(catalog, row.get("accelerator", ""))
     seq = opt_int(row, "seq_len")
     method = row.get("method") or "pretrain"
@@ -85,9 +144,14 @@ def evaluate_memory_row(row: Row, catalog: Catalog) -> CaseResult:
             job = InferenceJob(weights=weights, context=seq or 4096)
             fit = max_batch_that_fits(spec, job, device * GIB, layout)
             return _result(row, metric, fit.kv_budget_bytes / GIB, "engine KV pool at memory fraction 0.9")
-        job = InferenceJob(weights=weights, batch=batch or 1, context=seq or 4096)
+        stack = inference_settings(row)
+        context = seq or 4096
+        if "generated" in stack:
+            stack["generated"] = min(int(str(stack["generated"])), context)
+        job = InferenceJob.model_validate({"weights": weights, "batch": batch or 1, "context": context, **stack})
         served = estimate_inference_memory(spec, job, layout)
-        return _result(row, metric, _metric(served, metric), f"inference {weights}")
+        how = " ".join([f"inference {weights}", *(f"{k}={v}" for k, v in stack.items())])
+        return _result(row, metric, _metric(served, metric), how)
     if seq is None:
         raise GpuplanError("a training memory row needs seq_len")
     base = {
@@ -97,6 +161,7 @@ def evaluate_memory_row(row: Row, catalog: Catalog) -> CaseResult:
         "precision": row.get("precision") or "bf16",
         "optimizer": row.get("optimizer") or "adamw",
         "lora_rank": opt_int(row, "lora_rank") or 16,
+        **recipe,
     }
     stated = row.get("recompute", "")
     if stated:
@@ -107,11 +172,12 @@ def evaluate_memory_row(row: Row, catalog: Catalog) -> CaseResult:
         choices = ["none", "selective", "full"]
     mem: MemoryBreakdown | None = None
     for rc in choices:
-        mem = estimate_training_memory(spec, TrainingJob(**base, recompute=rc), layout)
+        mem = estimate_training_memory(spec, TrainingJob.model_validate({**base, "recompute": rc}), layout)
         if device is None or mem.total_bytes <= device * GIB:
             break
     assert mem is not None
-    return _result(row, metric, _metric(mem, metric), f"recompute={mem.assumptions['recompute']}")
+    parts = [f"recompute={mem.assumptions['recompute']}", *(f"{k}={v}" for k, v in recipe.items())]
+    return _result(row, metric, _metric(mem, metric), " ".join(parts))
 
 
 def _result(row: Row, metric: str, predicted: float, detail: str) -> CaseResult:
