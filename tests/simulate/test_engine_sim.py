@@ -130,3 +130,23 @@ def test_goodput_counts_requests_meeting_both_limits() -> None:
 def test_config_rejects_bad_values() -> None:
     with pytest.raises(InputError, match="max_num_seqs"):
         EngineConfig(max_num_seqs=0)
+
+
+def test_jumps_exact_with_the_real_step_cost_model() -> None:
+    from gpuplan.estimate.infer_step import step_cost_model
+    from gpuplan.hardware import load_catalog
+    from gpuplan.workload.engines import engine
+    from gpuplan.workload.jobs import Layout
+    from gpuplan.workload.presets import load_model
+
+    cat = load_catalog(use_user_dir=False)
+    for eid in ("vllm", "sglang", "trtllm"):
+        prof = engine(eid)
+        cost = step_cost_model(load_model("llama3.1-8b"), accelerator=cat.accelerator("h100-sxm5-80gb"),
+                               layout=Layout(tp=1), weights="bf16", kv_dtype="bf16", engine=prof, catalog=cat)
+        cfg = EngineConfig.from_profile(prof)
+        w = _load(12.0, n=400)
+        fast = simulate_engine(w, cost, cfg)
+        slow = simulate_engine(w, cost, cfg, max_run_steps=1)
+        assert fast.iterations == slow.iterations
+        assert np.allclose(fast.finish_s, slow.finish_s, rtol=1e-9)
