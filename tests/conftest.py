@@ -20,3 +20,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_user_config(tmp_path_factory: pytest.TempPathFactory) -> object:
+    """Point the user config folder (catalog overrides, `gpuplan calibrate` output) at an empty
+    temporary folder, so files on a developer's machine never change test results."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))
+        yield None
