@@ -2,10 +2,11 @@
 
 Rows with confidence 'low' are the authors' own estimates, not measurements, and are left
 out. Each row's error is printed (run pytest -s, or benchmarks/memory_accuracy.py).
-Stated tolerance: median APE <= 25% over the evaluated rows and every row within 80%,
-except rows listed in UNKNOWABLE (an unstated input decides them) or DEFERRED (they need
-a model that a later issue builds), each with its reason. Those are printed, not asserted.
-The figures are recorded in docs/validation.md.
+Stated tolerance (issue 4 acceptance): median APE <= 10% over ALL evaluated rows (23 rows:
+7.1% recorded); over the rows that are not UNKNOWABLE (an unstated input decides them) or
+DEFERRED (they need a model that a later issue builds) the median stays <= 7% (5.7%
+recorded) and every row within 50% (worst: M018, 46%). The figures are recorded in
+docs/validation.md.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import pytest
 from gpuplan.validate.run import validate_file
 
 CASES = Path(__file__).resolve().parents[2].parent / "shared" / "ground-truth" / "memory.csv"
-MEDIAN_TOLERANCE = 0.25
-ROW_TOLERANCE = 0.80
+ALL_ROWS_MEDIAN_TOLERANCE = 0.10
+MEDIAN_TOLERANCE = 0.07
+ROW_TOLERANCE = 0.50
 UNKNOWABLE = {
     # torchtune's single-device full fine-tune fits 8B in 18.9 GiB with a paged 8-bit AdamW
     # run inside backward (no gradient buffer); the row leaves the optimizer unstated.
@@ -46,10 +48,33 @@ def test_memory_rows_within_stated_tolerance() -> None:
         print(f"{rid}: measured {measured:.2f} GiB predicted {predicted:.2f} GiB APE {ape:.1%}")
     for s in skipped:
         print("skipped", s)
-    assert len(done) >= 20
+    assert len(done) >= 23
+    all_rows = statistics.median(d[3] for d in done)
+    print(f"median APE {all_rows:.1%} over all {len(done)} evaluated rows")
+    assert all_rows <= ALL_ROWS_MEDIAN_TOLERANCE
     scored = [d for d in done if d[0] not in UNKNOWABLE and d[0] not in DEFERRED]
     median = statistics.median(d[3] for d in scored)
     print(f"median APE {median:.1%} over {len(scored)} rows")
     assert median <= MEDIAN_TOLERANCE
     worst = [d for d in scored if d[3] > ROW_TOLERANCE]
     assert not worst, worst
+
+
+def test_recipe_facts_the_rows_state_map_to_job_settings() -> None:
+    from gpuplan.validate.cases import read_rows
+    from gpuplan.validate.memory_cases import inference_settings, recipe_settings
+
+    rows = {r["id"]: r for r in read_rows(CASES)}
+    # Qwen profiling table: Q-LoRA = GPTQ-Int4 base through DeepSpeed ZeRO-2 fp16, LoRA rank 64
+    assert recipe_settings(rows["M047"]) == ({"quant_format": "gptq", "lora_rank": 64, "zero_impl": "deepspeed",
+                                              "loss_upcast": False}, 2)
+    # single-GPU LoRA: HF Trainer, torch AdamW, amp (fp32 loss)
+    assert recipe_settings(rows["M037"]) == ({"lora_rank": 64}, None)
+    # the 72B row states DeepSpeed ZeRO-3 and its layout column says stage 3
+    assert recipe_settings(rows["M046"]) == ({"zero_impl": "deepspeed", "lora_rank": 64}, None)
+    # rows from other sources keep the defaults
+    assert recipe_settings(rows["M018"]) == ({}, None)
+    assert inference_settings(rows["M054"]) == {"kv_layout": "concat", "generated": 8192}
+    assert inference_settings(rows["M049"]) == {"kv_layout": "concat"}
+    assert inference_settings(rows["M031"]) == {"quant_scope": "mlp"}
+    assert inference_settings(rows["M069"]) == {}
