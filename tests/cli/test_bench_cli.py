@@ -61,8 +61,11 @@ def test_calibrate_moves_the_next_estimate(tmp_path: Path, bf16_tflops: float, l
     shipped = default_calibration().value(TERM)
     # shipped x (measured / 989.4) / 0.80 (reference)
     assert written["terms"][TERM]["value"] == pytest.approx(shipped * bf16_tflops / 989.4 / 0.80, abs=1e-4)
-    assert written["recorded"]["memory_copy_fraction"]["value"] == pytest.approx(2900 / 3350, abs=1e-4)
+    # measured copy fraction over the reference copy fraction (0.85); busbw over the shipped NVLink term
+    assert written["terms"]["hbm_bandwidth_scale.h100-sxm5-80gb"]["value"] == pytest.approx(
+        2900 / 3350 / 0.85, abs=1e-4)
     assert written["recorded"]["nvlink_bw_efficiency"]["value"] == pytest.approx(340 / 450, abs=1e-4)
+    assert written["terms"]["link_bw_scale.h100-sxm5-80gb"]["value"] == pytest.approx(340 / 450 / 0.80, abs=1e-4)
     after = _estimate()
     term = after["assumptions"]["calibration"][TERM]
     assert term["overridden"] is True and term["source"].startswith("gpuplan calibrate: h100.json")
@@ -70,6 +73,27 @@ def test_calibrate_moves_the_next_estimate(tmp_path: Path, bf16_tflops: float, l
     assert (after["breakdown_s"]["compute"] > before["breakdown_s"]["compute"]) is longer
     table = runner.invoke(app, ESTIMATE[:-1])
     assert "calibrated" in table.stdout and "(measured)" in table.stdout
+
+
+def test_measured_memory_and_link_bandwidth_move_their_terms(tmp_path: Path) -> None:
+    """A slower measured copy lengthens the memory-bound terms; a slower all-reduce the TP traffic."""
+    tp8 = [*ESTIMATE]
+    tp8[tp8.index("--tp") + 1], tp8[tp8.index("--dp") + 1] = "8", "1"
+    before = json.loads(runner.invoke(app, tp8).stdout)
+    res = gpu_result()
+    slow = tuple(m.model_copy(update={"value": m.value / 2})
+                 if m.name == "memory.copy" or (m.benchmark == "collectives" and m.metric == "busbw") else m
+                 for m in res.measurements)
+    path = write_result(res.model_copy(update={"measurements": slow}), tmp_path / "slow.json")
+    assert runner.invoke(app, ["calibrate", str(path)]).exit_code == 0
+    after = json.loads(runner.invoke(app, tp8).stdout)
+    # half the bandwidth: the bandwidth part of the TP all-reduces doubles, the latency part stays
+    tp_before, tp_after = before["breakdown_s"]["tp_comm"], after["breakdown_s"]["tp_comm"]
+    assert 1.7 * tp_before < tp_after < 2 * tp_before
+    assert after["breakdown_s"]["other"] > before["breakdown_s"]["other"]
+    used = after["assumptions"]["calibration"]
+    assert used["link_bw_scale.h100-sxm5-80gb"]["overridden"] is True
+    assert used["hbm_bandwidth_scale.h100-sxm5-80gb"]["source"].startswith("gpuplan calibrate: slow.json")
 
 
 def test_calibrate_refuses_cpu_results_and_names_bad_files(tmp_path: Path) -> None:

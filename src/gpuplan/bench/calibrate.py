@@ -9,10 +9,11 @@ Applied to estimates:
     compute_efficiency.<acc>.<bf16|fp8> = current term x (measured GEMM efficiency /
         gemm_reference_efficiency), measured efficiency = TFLOP/s of the largest square
         GEMM / datasheet dense peak. A GEMM below the reference lengthens the step.
-Recorded (shown, not yet used by the step-time model):
-    memory_copy_fraction  = measured copy GB/s / hbm_bandwidth_gbps
-    <link kind>_bw_efficiency = busbw of the largest all-reduce / per-direction link peak
-    train_mfu = the end-to-end MFU of the bench model
+    hbm_bandwidth_scale.<acc> = (measured copy GB/s / hbm_bandwidth_gbps) / memory_copy_fraction
+        (reference); divides the memory-bound step terms.
+    link_bw_scale.<acc> = (busbw of the largest intra-node all-reduce / per-direction link peak)
+        / the shipped <link kind>_bw_efficiency; scales this part's intra-node link bandwidth.
+Recorded (shown): the raw <link kind>_bw_efficiency and train_mfu (end-to-end MFU of the bench model).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from gpuplan.bench.predict import reference_terms
 from gpuplan.bench.records import BenchResult, Measurement
 from gpuplan.errors import InputError
 from gpuplan.estimate.calibration import Calibration, CalibrationTerm, default_calibration
+from gpuplan.estimate.links import default_link_calibration
 from gpuplan.hardware import Accelerator, Catalog
 from gpuplan.hardware.overrides import user_catalog_dir
 
@@ -113,13 +115,24 @@ def calibration_from_result(result: BenchResult, catalog: Catalog, *, accelerato
             note="measured; replaces the shipped value for this part", overridden=True)
     copy = next((m for m in ms if m.name == "memory.copy"), None)
     if copy is not None and acc.hbm_bandwidth_gbps:
-        recorded["memory_copy_fraction"] = RecordedFigure(
-            value=round(copy.value / acc.hbm_bandwidth_gbps, 4), unit="fraction of hbm_bandwidth_gbps",
-            source=f"{origin}: copy {copy.value:.0f} GB/s of {acc.hbm_bandwidth_gbps:g}",
-            note="not yet used by the step-time model (its optimizer term uses the datasheet bandwidth)")
+        fraction = copy.value / acc.hbm_bandwidth_gbps
+        ref = reference_terms()["memory_copy_fraction"].value
+        terms[f"hbm_bandwidth_scale.{acc.id}"] = CalibrationTerm(
+            value=round(min(max(fraction / ref, 0.05), 2.0), 4), unit="measured / reference memory bandwidth",
+            applies_to=("train",),
+            source=f"{origin}: copy {copy.value:.0f} GB/s = {fraction:.3f} of {acc.hbm_bandwidth_gbps:g} vs "
+                   f"reference {ref:g}",
+            note="measured; scales the memory-bound step terms (elementwise kernels, optimizer update)",
+            overridden=True)
     link = _link_efficiency(ms, acc, origin)
     if link is not None:
         recorded[link[0]] = link[1]
+        kind_eff = default_link_calibration().value(link[0])
+        terms[f"link_bw_scale.{acc.id}"] = CalibrationTerm(
+            value=round(min(max(link[1].value / kind_eff, 0.05), 2.0), 4),
+            unit="measured / shipped intra-node link efficiency", applies_to=("train",),
+            source=f"{link[1].source}; shipped {link[0]} {kind_eff:g}",
+            note="measured; scales this part's intra-node link bandwidth in the collectives", overridden=True)
     mfu = next((m for m in ms if m.name == "train.mfu"), None)
     if mfu is not None:
         recorded["train_mfu"] = RecordedFigure(value=round(mfu.value, 4), unit="fraction of the bf16 peak",
@@ -144,7 +157,7 @@ def _link_efficiency(ms: list[Measurement], acc: Accelerator, origin: str) -> tu
         value=round(big.value / peak, 4), unit="fraction of the per-direction peak",
         source=f"{origin}: all-reduce busbw {big.value:.0f} GB/s at {big.params.get('bytes_per_rank')} B, "
                f"{big.params.get('ranks')} ranks, of {peak:g} GB/s",
-        note="links.yaml term for every part with this link kind; not yet applied per part")
+        note="the measured value of the links.yaml term; applied to this part through link_bw_scale")
 
 
 def write_calibration(cf: CalibrationFile, directory: Path | None = None) -> Path:

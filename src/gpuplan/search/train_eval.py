@@ -25,7 +25,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -45,7 +45,8 @@ from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
 __all__ = ["BREAKDOWN_KEYS", "ClusterHardware", "Evaluation", "cluster_hardware", "default_network",
-           "data_loading_s", "evaluate_training", "hf_kernels"]
+           "data_loading_s", "evaluate_training", "hbm_scale", "hf_kernels",
+           "measured_hardware"]
 
 BREAKDOWN_KEYS = ("compute", "tp_comm", "dp_comm", "pp_bubble", "pp_comm", "ep_comm", "cp_comm", "other")
 
@@ -60,6 +61,7 @@ class ClusterHardware:
     nics_per_node: float
     host_cpu_cores: int | None = None  # per node; None: the calibration default
     host_cores_source: str = "calibration: host_cpu_cores_per_node"
+    intra_bw_scale: float = 1.0  # measured intra-node link efficiency / the shipped one (gpuplan calibrate)
 
     def peak_flops(self, dtype: str) -> float:
         value = self.accelerator.dense_tflops(dtype)
@@ -77,6 +79,9 @@ class ClusterHardware:
             raise InputError(field="accelerator", value=self.accelerator.id,
                              allowed="an accelerator with a known intra-node link",
                              hint="add intra_node_link_gbps to its catalog entry")
+        if self.intra_bw_scale != 1.0:
+            link = replace(link, bandwidth_gbyte_s=link.bandwidth_gbyte_s * self.intra_bw_scale,
+                           terms=(*link.terms, f"link_bw_scale.{self.accelerator.id}"))
         return link
 
     def inter(self) -> Link | None:
@@ -148,6 +153,7 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
                       calibration: Calibration | None = None, memory_bytes: np.ndarray | None = None) -> Evaluation:
     """Memory and step-time breakdown of every candidate layout on `hw`."""
     cal = calibration or default_calibration()
+    hw = measured_hardware(hw, cal)
     acc = hw.accelerator
     g = hw.gpus_per_node
     s = job.seq_len
@@ -252,7 +258,7 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     if acc.hbm_bandwidth_gbps is None:
         raise InputError(field="accelerator", value=acc.id, allowed="an accelerator with a known memory bandwidth",
                          hint="add hbm_bandwidth_gbps to its catalog entry")
-    other = opt_bytes / (acc.hbm_bandwidth_gbps * 1e9)
+    other = opt_bytes / (acc.hbm_bandwidth_gbps * 1e9 * hbm_scale(cal, acc.id))
 
     breakdown = {"compute": compute, "tp_comm": tp, "dp_comm": dp, "pp_bubble": bubble, "pp_comm": pp_comm,
                  "ep_comm": ep, "cp_comm": cp, "other": other}
@@ -291,7 +297,8 @@ def _elementwise_s(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Ca
     dense_n = (spec.num_layers - spec.num_moe_layers) / c.pp
     moe_n = spec.num_moe_layers / c.pp
     bytes_mb = (dense_n * b[:, 0] + moe_n * b[:, 1]) * c.micro_batch * c.microbatches
-    return rc_scale * cal.value("elementwise_passes") * bytes_mb / (acc.hbm_bandwidth_gbps * 1e9)
+    return rc_scale * cal.value("elementwise_passes") * bytes_mb / (acc.hbm_bandwidth_gbps * 1e9
+                                                                    * hbm_scale(cal, acc.id))
 
 
 def data_loading_s(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, tokens_step: Any, devices: Any,
@@ -310,6 +317,21 @@ def data_loading_s(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, token
         return per_node / (free * cal.value("tokenizer_tokens_per_s_per_core"))
     token_bytes = 4 if spec.vocab_size > 65535 else 2  # ids stored as uint32 / uint16
     return per_node * token_bytes / (cal.value("storage_read_gbyte_s_per_node") * 1e9)
+
+
+def hbm_scale(cal: Calibration, accelerator: str) -> float:
+    """Measured memory bandwidth relative to the shipped assumption (`gpuplan calibrate` writes
+    `hbm_bandwidth_scale.<accelerator>` = measured copy fraction / reference fraction); 1 if none."""
+    name = f"hbm_bandwidth_scale.{accelerator}"
+    return cal.value(name) if name in cal.terms else 1.0
+
+
+def measured_hardware(hw: ClusterHardware, cal: Calibration) -> ClusterHardware:
+    """`hw` with a measured intra-node link scale (`link_bw_scale.<accelerator>`) applied, if any."""
+    name = f"link_bw_scale.{hw.accelerator.id}"
+    if name not in cal.terms:
+        return hw
+    return replace(hw, intra_bw_scale=cal.value(name))
 
 
 def hf_kernels(job: TrainingJob, c: Candidates) -> np.ndarray:
