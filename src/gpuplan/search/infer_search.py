@@ -1,6 +1,6 @@
 """Plan inference: the cheapest fleet of catalog instances that meets a p99 TTFT/TPOT SLO under a load.
 
-For every accelerator that passes the policy filters (the training planner's `_allowed`:
+For every accelerator that passes the policy filters (the training planner's `policy_rejection`:
 market, vendor, provider, domestic-only), every weight format it runs (bf16, fp8 where the
 part has 8-bit float tensor cores, int8, int4) and every replica layout inside one node (TP, PP
 only where TP cannot grow because the heads do not divide, EP over the TP ranks for MoE models):
@@ -29,7 +29,7 @@ from gpuplan.hardware import Accelerator, Catalog
 from gpuplan.search.infer_capacity import Capacity, capacity, length_moments, unloaded_latency
 from gpuplan.search.infer_fleet import Offer, advice, fleet_offers, price_fleet
 from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms
-from gpuplan.search.train_search import PlanConstraints, _allowed
+from gpuplan.search.train_search import PlanConstraints, policy_rejection
 from gpuplan.simulate.engine_sim import EngineConfig, simulate_engine
 from gpuplan.simulate.metrics import SimMetrics, Slo, summarize
 from gpuplan.units import GIB
@@ -153,7 +153,7 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
     evaluated = 0
     policy = cons.policy()
     for acc in catalog.accelerators.values():
-        why = _allowed(acc, policy)
+        why = policy_rejection(acc, policy)
         if why:
             _bump(rejected, why)
             continue

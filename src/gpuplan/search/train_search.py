@@ -24,7 +24,7 @@ from gpuplan.units import GIB
 from gpuplan.workload.jobs import TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 
-__all__ = ["PlanConstraints", "PlanResult", "bottleneck", "plan_training"]
+__all__ = ["PlanConstraints", "PlanResult", "bottleneck", "plan_training", "policy_rejection"]
 
 DOMESTIC_VENDORS = ("Huawei", "Hygon", "Cambricon", "Kunlunxin", "Moore Threads", "Biren", "Iluvatar", "MetaX")
 FRAMEWORK_FIELD = {"megatron": "megatron", "deepspeed": "deepspeed", "mindspeed": "megatron", "paddle": "paddle"}
@@ -69,7 +69,7 @@ def bottleneck(breakdown: dict[str, float]) -> str:
     return f"{words.get(name, name)}: {share:.0%} of the step"
 
 
-def _allowed(acc: Accelerator, cons: PlanConstraints) -> str | None:
+def policy_rejection(acc: Accelerator, cons: PlanConstraints) -> str | None:
     """None if the accelerator passes the policy filters, else the reason."""
     if cons.accelerators and acc.id not in cons.accelerators:
         return "policy"
@@ -109,7 +109,7 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
     fastest: tuple[float, str, int] | None = None  # the quickest plan a deadline rejected
     cheapest: tuple[float, str, int, float] | None = None  # the cheapest plan a budget rejected
     for acc in catalog.accelerators.values():
-        why = _allowed(acc, cons)
+        why = policy_rejection(acc, cons)
         if why:
             rejected[why] = rejected.get(why, 0) + 1
             continue
