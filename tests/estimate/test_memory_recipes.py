@@ -66,8 +66,8 @@ def _step_temp_bytes(params: list[object], **kw: object) -> int:
 
 
 @pytest.mark.parametrize(("name", "dtype_bytes", "kw"), [
-    ("adamw", 4, {"foreach": True}),
-    ("adamw_fused", 4, {"fused": True}),
+    ("adamw_foreach", 4, {"foreach": True}),
+    ("adamw", 4, {"fused": True}),
     ("adamw_bf16", 2, {"foreach": True}),
     ("sgd", 4, {"foreach": True, "momentum": 0.9}),
 ])
@@ -88,22 +88,22 @@ def test_optimizer_step_temporaries_match_torch(name: str, dtype_bytes: int, kw:
 
 def test_foreach_step_excess_is_beyond_the_backward_working_set() -> None:
     # full fine-tune, full recompute, 128 tokens: the 4 B/param sqrt(v) list dwarfs the activations
-    job = TrainingJob(seq_len=128, recompute="full", kernels="hf")
+    job = TrainingJob(seq_len=128, recompute="full", kernels="hf", optimizer="adamw_foreach")
     m = estimate_training_memory(LLAMA, job)
     assert m.details["other"]["optimizer_step_excess"] == pytest.approx(4.0 * N - _backward_working_set(m))
-    fused = estimate_training_memory(LLAMA, job.model_copy(update={"optimizer": "adamw_fused"}))
+    fused = estimate_training_memory(LLAMA, job.model_copy(update={"optimizer": "adamw"}))
     assert "optimizer_step_excess" not in fused.details["other"]
     assert m.total_bytes - fused.total_bytes == pytest.approx(4.0 * N - _backward_working_set(m))
 
 
 def test_step_excess_vanishes_under_long_sequences() -> None:
     # LoRA on 8B: 4 B per adapter parameter is far below the 32k-token activations
-    job = TrainingJob(method="lora", seq_len=32768, recompute="none", kernels="hf")
+    job = TrainingJob(method="lora", seq_len=32768, recompute="none", kernels="hf", optimizer="adamw_foreach")
     assert "optimizer_step_excess" not in estimate_training_memory(LLAMA, job).details["other"]
 
 
 def test_zero1_shards_the_foreach_temporaries() -> None:
-    job = TrainingJob(seq_len=128, recompute="full", kernels="hf")
+    job = TrainingJob(seq_len=128, recompute="full", kernels="hf", optimizer="adamw_foreach")
     m = estimate_training_memory(LLAMA, job, Layout(dp=8, zero_stage=1))
     assert m.details["other"]["optimizer_step_excess"] == pytest.approx(4.0 * N / 8 - _backward_working_set(m))
 
@@ -180,7 +180,8 @@ def test_loss_without_upcast_keeps_16bit_log_probs() -> None:
 @pytest.mark.parametrize("update", [
     {"method": "qlora", "quant_format": "gptq", "zero_impl": "deepspeed", "loss_upcast": False},
     {"method": "full", "zero_impl": "deepspeed"},
-    {"method": "lora", "optimizer": "adamw_fused", "lora_rank": 64},
+    {"method": "lora", "optimizer": "adamw_foreach", "lora_rank": 64},
+    {"method": "full", "optimizer": "adamw_foreach"},
 ])
 def test_vector_memory_matches_scalar_with_recipe_fields(update: dict[str, object]) -> None:
     spec = get_preset("qwen2.5-7b").spec

@@ -69,7 +69,7 @@ def test_recipe_facts_the_rows_state_map_to_job_settings() -> None:
     assert recipe_settings(rows["M047"]) == ({"quant_format": "gptq", "lora_rank": 64, "zero_impl": "deepspeed",
                                               "loss_upcast": False}, 2)
     # single-GPU LoRA: HF Trainer, torch AdamW, amp (fp32 loss)
-    assert recipe_settings(rows["M037"]) == ({"lora_rank": 64}, None)
+    assert recipe_settings(rows["M037"]) == ({"lora_rank": 64, "optimizer": "adamw_foreach"}, None)
     # the 72B row states DeepSpeed ZeRO-3 and its layout column says stage 3
     assert recipe_settings(rows["M046"]) == ({"zero_impl": "deepspeed", "lora_rank": 64}, None)
     # rows from other sources keep the defaults

@@ -15,7 +15,8 @@ Recipe facts a row states are mapped to job settings (`recipe_settings`), never 
   c_proj, w1, w2, i.e. every linear (LoraArguments defaults; the scripts pass no --lora_r);
   Q-LoRA and full-parameter runs go through DeepSpeed ZeRO-2 with finetune/ds_config_zero2.json
   (finetune_qlora_single_gpu.sh and finetune_ds.sh pass --deepspeed; reduce/allgather buckets
-  2e8, overlap_comm), single-GPU LoRA through the HF Trainer with torch AdamW (optim adamw_torch).
+  2e8, overlap_comm), single-GPU LoRA through the HF Trainer with torch AdamW (optim adamw_torch,
+  foreach on CUDA: optimizer=adamw_foreach).
   DeepSpeed runs the module in 16-bit without torch autocast and modeling_qwen.py takes the
   cross-entropy of the 16-bit logits (loss_upcast=False); the HF Trainer's amp keeps the fp32 loss.
 - Inference rows: "HuggingFace transformers" in the notes: the KV cache grows by torch.cat
@@ -92,6 +93,8 @@ def recipe_settings(row: Row) -> tuple[dict[str, object], int | None]:
     if QWEN_PROFILING_SOURCE in row.get("source", ""):
         if method in ("lora", "qlora") and not row.get("lora_rank"):
             job["lora_rank"] = QWEN_LORA_RANK
+        if method == "lora" and "deepspeed" not in text:
+            job["optimizer"] = "adamw_foreach"  # HF Trainer optim adamw_torch: torch AdamW, foreach on CUDA
         if method in ("qlora", "full_ft") and not row.get("zero_stage"):
             job["zero_impl"] = "deepspeed"
             zero = 2  # finetune/ds_config_zero2.json
