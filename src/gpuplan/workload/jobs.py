@@ -116,6 +116,9 @@ class InferenceJob(BaseModel):
     quant_scope: QuantScope = Field(default="all", description="matrices in the weight format: all or mlp only")
     kv_layout: KVLayout = Field(default="pool", description="KV cache preallocated (pool) or grown by torch.cat")
     generated: int = Field(default=0, ge=0, description="tokens of `context` produced by decoding")
+    prompt_logits: Literal["last", "all"] = Field(
+        default="last", description="prefill computes LM-head logits for the last prompt token (serving engines) "
+        "or for every prompt token (Hugging Face generate before num_logits_to_keep, remote-code models)")
 
     @property
     def kv_cache_dtype(self) -> str:
