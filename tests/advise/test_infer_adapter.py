@@ -68,6 +68,68 @@ def test_inference_report_document_and_rendering() -> None:
     assert doc["tco"]["usd_per_device_hour"] and doc["findings"]
     assert {"ttft_s", "tpot_s", "e2e_s"} == set(doc["latency"])
     page = render_report(doc, "html", "en")
-    assert all(f'id="{c}"' in page for c in ("chart-cost-latency", "chart-latency", "chart-tco"))
+    assert all(f'id="{c}"' in page for c in ("chart-cost-latency", "chart-latency", "chart-memory", "chart-tco"))
     md = render_report(doc, "md", "zh")
     assert md.startswith("# 推理硬件规划") and "p99 TTFT" in md
+
+
+def _with_growth(g: dict[str, Any] | None) -> Any:
+    f = inference_facts(run("h100-nvl-94gb"), run("h100-nvl-94gb")["plans"][0], catalog=catalog())
+    return replace(f, serving={**f.serving, **({"growth": g} if g else {})})
+
+
+def test_serve_growth_rule_triggers_and_stays_quiet() -> None:
+    assert not any(x.id.startswith("growth.") for x in advise(_with_growth(None)))  # not computed: silent
+    f = _with_growth({"factor": 2.0, "qps": 40.0, "holds": False, "devices": 6, "replicas": 6,
+                      "accelerator": "h100-nvl-94gb", "usd_per_hour": 30.0, "utilization": 0.8})
+    g = {x.id: x for x in advise(f)}["growth.serve"]
+    assert g.severity == "warn" and "6 x h100-nvl-94gb" in g.message["en"] and "6 张" in g.message["zh"]
+    more = 30.0 / f.serving["usd_per_hour"] - 1
+    assert f"{more:+.0%}" in g.message["en"]
+    assert {fig.name for fig in g.figures} >= {"grown_qps", "grown_devices", "grown_usd_per_hour", "growth_factor"}
+    ok = {x.id: x for x in advise(_with_growth({"factor": 2.0, "qps": 40.0, "holds": True, "devices": 1,
+                                                "replicas": 1, "accelerator": "h100-nvl-94gb",
+                                                "usd_per_hour": 1.0, "utilization": 0.5}))}
+    assert "growth.serve" not in ok and ok["growth.serve_ok"].severity == "info"
+    none = {x.id for x in advise(_with_growth({"factor": 2.0, "qps": 40.0, "holds": False, "devices": None}))}
+    assert "growth.serve_none" in none and "growth.serve" not in none
+
+
+def test_report_replans_at_twice_the_load() -> None:
+    busy = inference_report(run("h100-nvl-94gb"), catalog())  # 20 req/s: the fleet is sized to the load
+    g = busy["growth"]
+    assert g["factor"] == 2.0 and g["qps"] == pytest.approx(40.0)
+    assert g["holds"] is False and g["devices"] > busy["recommendation"]["devices"]
+    assert "growth.serve" in {f["id"] for f in busy["findings"]}
+    # one replica at a tenth of its capacity: doubling the load still meets the SLO on the same fleet
+    spec = load_model("llama3-8b")
+    load = InferLoad(qps=0.5, input_len=parse_length_dist(512), output_len=parse_length_dist(128))
+    res = plan_inference(spec, load, InferSlo(ttft_p99_s=2.0, tpot_p99_s=0.05), catalog(),
+                         InferConstraints(accelerators=("h100-nvl-94gb",)))
+    quiet = {"model": spec.name, "load": load.to_json(), "slo": {"ttft_p99_s": 2.0, "tpot_p99_s": 0.05},
+             "engine": "vllm", "plans": res.plans, "rejected": res.rejected, "terms": res.terms}
+    doc = inference_report(quiet, catalog())
+    assert doc["growth"]["holds"] is True and doc["recommendation"]["replicas"] == 1
+    ids = {f["id"] for f in doc["findings"]}
+    assert "growth.serve_ok" in ids and "growth.serve" not in ids
+    assert "growth.serve" not in {f["id"] for f in inference_report(run("h100-nvl-94gb"), catalog(),
+                                                                     growth=False)["findings"]}
+
+
+def test_inference_memory_breakdown() -> None:
+    r = run("h100-nvl-94gb")
+    best = r["plans"][0]
+    mem = inference_report(r, catalog())["memory"]
+    parts = mem["parts_gib"]
+    assert set(parts) == {"weights", "kv_cache", "kv_free", "workspace", "other"}
+    assert mem["device_memory_gib"] == catalog().accelerator("h100-nvl-94gb").memory_gib
+    # the engine preallocates its whole budget: the parts fill it exactly (the KV pool takes what is left)
+    assert sum(parts.values()) == pytest.approx(mem["engine_budget_gib"], rel=1e-9)
+    assert mem["engine_budget_gib"] == pytest.approx(0.9 * mem["device_memory_gib"])
+    # weights: about 8.0e9 params over tp devices at the plan's bytes per parameter
+    bpp = {"bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": 0.5}[best["weights"]]
+    assert parts["weights"] == pytest.approx(8.03e9 * bpp / best["layout"]["tp"] / 2**30, rel=0.15)
+    pool = parts["kv_cache"] + parts["kv_free"]
+    assert parts["kv_cache"] == pytest.approx(pool * best["kv_used_mean_fraction"], rel=1e-9)
+    md = render_report(inference_report(r, catalog()), "md", "en")
+    assert "## Memory per device" in md and "KV pool reserved" in md and "## Growth headroom" in md

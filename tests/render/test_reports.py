@@ -153,7 +153,7 @@ def test_inference_and_compare_reports_draw_in_chromium(tmp_path: Path) -> None:
            "engine": "vllm", "plans": res.plans, "rejected": res.rejected, "terms": res.terms}
     page = write_report(inference_report(run, load_catalog(())), tmp_path / "infer.html", "zh")
     dom, log = _render_in_chromium(page, tmp_path)
-    for chart in ("chart-cost-latency", "chart-latency", "chart-tco"):
+    for chart in ("chart-cost-latency", "chart-latency", "chart-memory", "chart-tco"):
         start = dom.index(f'id="{chart}"')
         assert 'class="main-svg"' in dom[start:start + 4000], chart
     assert [line for line in log.splitlines() if "CONSOLE" in line] == []

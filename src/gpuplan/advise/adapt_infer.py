@@ -26,8 +26,10 @@ __all__ = ["inference_facts"]
 
 
 def inference_facts(run: Mapping[str, Any], plan: Mapping[str, Any], *, catalog: Catalog,
-                    calibration: Calibration | None = None, requirements: Requirements | None = None) -> PlanFacts:
-    """PlanFacts of one inference plan; `run` is the whole `plan infer --json` object (model, load, slo, engine)."""
+                    calibration: Calibration | None = None, requirements: Requirements | None = None,
+                    growth: Mapping[str, Any] | None = None) -> PlanFacts:
+    """PlanFacts of one inference plan; `run` is the whole `plan infer --json` object (model, load, slo, engine).
+    `growth` is the re-plan at the grown load (report_infer.serve_growth), read by the growth rule."""
     cal = calibration or default_calibration()
     acc = catalog.accelerator(plan["accelerator"])
     inst = catalog.instances[plan["instance"]]
@@ -61,5 +63,5 @@ def inference_facts(run: Mapping[str, Any], plan: Mapping[str, Any], *, catalog:
                  "ttft_p99_s": float(plan["ttft_s"]["p99"]), "tpot_p99_s": float(plan["tpot_s"]["p99"]),
                  "utilization": float(plan["utilization"]), "replicas": int(plan["replicas"]),
                  "engine": str(run.get("engine", "")), "memory_fraction": fraction,
-                 "billed_devices": billed},
+                 "billed_devices": billed, **({"growth": dict(growth)} if growth else {})},
     )

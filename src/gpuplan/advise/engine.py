@@ -8,12 +8,13 @@ from gpuplan.advise.facts import PlanFacts
 from gpuplan.advise.findings import SEVERITIES, Finding, Thresholds, default_thresholds
 from gpuplan.advise.rules_market import MARKET_RULES
 from gpuplan.advise.rules_net import NET_RULES
+from gpuplan.advise.rules_serve import SERVE_RULES
 from gpuplan.advise.rules_work import WORK_RULES
 
 __all__ = ["FINDING_IDS", "RULES", "advise"]
 
 Rule = Callable[[PlanFacts, Thresholds], list[Finding]]
-RULES: tuple[Rule, ...] = (*WORK_RULES, *NET_RULES, *MARKET_RULES)
+RULES: tuple[Rule, ...] = (*WORK_RULES, *NET_RULES, *MARKET_RULES, *SERVE_RULES)
 
 # every id a rule can emit (the message catalog must hold finding.<id>.msg and .fix in every language)
 FINDING_IDS = (
@@ -24,7 +25,7 @@ FINDING_IDS = (
     "net.oversubscription", "precision.fp32", "precision.fp16", "precision.fp8", "precision.quantized",
     "ecosystem.porting", "market.export", "market.residency", "market.compliance",
     "reliability.ecc", "reliability.cooling", "reliability.power", "reliability.checkpoint",
-    "growth.model", "growth.deadline",
+    "growth.model", "growth.deadline", "growth.serve", "growth.serve_ok", "growth.serve_none",
 )
 
 

@@ -3,13 +3,21 @@
 The inference planner ranks verified fleets cheapest first; the recommendation is its first plan,
 the runners-up are the first plan of each other accelerator. Findings come from the inference
 adapter (adapt_infer). TCO treats serving as running all year: device-hours = devices x 8760.
+
+Memory per device of the recommended deployment comes from the inference memory model
+(estimate/memory_infer.py, as `gpuplan estimate infer` uses it): weights, workspace and other at
+the simulated mean batch; the engine preallocates the rest of its budget (memory fraction of the
+device) as the KV-cache pool, of which the simulation's mean used fraction is in use.
+Growth: the planner is re-run at `growth_factor` x the load on the recommended accelerator and
+weight format; the fleet holds when a grown plan with the same layout needs no more replicas.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuplan import __version__
 from gpuplan.advise.adapt_infer import inference_facts
@@ -19,10 +27,20 @@ from gpuplan.advise.findings import Thresholds, advise_data, default_thresholds
 from gpuplan.advise.report_train import REPORT_SCHEMA
 from gpuplan.advise.rules_market import node_power_kw
 from gpuplan.advise.tco import HOURS_PER_YEAR, tco, tco_inputs
-from gpuplan.estimate.calibration import default_calibration
+from gpuplan.errors import GpuplanError
+from gpuplan.estimate.calibration import default_calibration, load_calibration
+from gpuplan.estimate.memory_infer import estimate_inference_memory
 from gpuplan.hardware import Catalog
+from gpuplan.units import GIB
+from gpuplan.workload.engines import engine
+from gpuplan.workload.jobs import InferenceJob, Layout
+from gpuplan.workload.presets import load_model
 
-__all__ = ["compare_inference", "infer_summary", "inference_report", "is_infer_run", "risk_of"]
+if TYPE_CHECKING:
+    from gpuplan.search.infer_load import InferLoad
+
+__all__ = ["INFER_MEMORY_PARTS", "compare_inference", "infer_summary", "inference_report", "is_infer_run", "risk_of",
+           "serve_growth", "serving_memory"]
 
 
 def is_infer_run(obj: Mapping[str, Any]) -> bool:
@@ -38,6 +56,98 @@ def infer_summary(p: Mapping[str, Any]) -> dict[str, Any]:
             "usd_per_hour": p["cost_usd_per_hour"], "usd_per_million_tokens": p["cost_usd_per_million_tokens"],
             "ttft_p99_s": p["ttft_s"]["p99"], "tpot_p99_s": p["tpot_s"]["p99"], "utilization": p["utilization"],
             "tenancy": p["advice"]["tenancy"], "provenance": "estimated"}
+
+
+INFER_MEMORY_PARTS = ("weights", "kv_cache", "kv_free", "workspace", "other")
+
+
+def serving_memory(run: Mapping[str, Any], plan: Mapping[str, Any], catalog: Catalog) -> dict[str, Any] | None:
+    """Per-device memory (GiB) of one inference plan: weights, KV cache in use, KV pool left free, workspace,
+    other; with the device memory and the engine's budget. None when the model is not a preset or config."""
+    try:
+        spec = load_model(str(run["model"]))
+    except GpuplanError:
+        return None
+    prof = engine(str(run.get("engine") or "vllm"))
+    acc = catalog.accelerator(plan["accelerator"])
+    lay = plan["layout"]
+    layout = Layout(tp=int(lay["tp"]), pp=int(lay["pp"]), ep=int(lay["ep"]))
+    load = run["load"]
+    tokens = max(1, round(float(load["input_len_mean"]) + float(load["output_len_mean"])))
+    batch = max(1, math.ceil(float(plan.get("batch_mean") or 1.0)))
+    cal = load_calibration({"runtime_context_gib": prof.runtime_overhead_gib,
+                            "inference_workspace_tokens": float(prof.max_batched_tokens)})
+    job = InferenceJob(weights=plan["weights"], kv_dtype=str(run.get("kv_dtype") or "bf16"), batch=batch,
+                       context=tokens, memory_fraction=prof.gpu_memory_fraction)
+    mem = estimate_inference_memory(spec, job, layout, calibration=cal)
+    device = float(acc.memory_gib or 0.0)
+    budget = device * prof.gpu_memory_fraction
+    fixed = (mem.weights_bytes + mem.activations_bytes + mem.other_bytes) / GIB
+    pool = max(0.0, budget - fixed)  # the engine preallocates the rest of its budget for KV blocks
+    used = pool * min(1.0, max(0.0, float(plan.get("kv_used_mean_fraction") or 0.0)))
+    parts = {"weights": mem.weights_bytes / GIB, "kv_cache": used, "kv_free": pool - used,
+             "workspace": mem.activations_bytes / GIB, "other": mem.other_bytes / GIB}
+    return {"parts_gib": parts, "device_memory_gib": device, "engine_budget_gib": budget,
+            "memory_fraction": prof.gpu_memory_fraction, "batch": batch, "context": tokens,
+            "kv_used_fraction": plan.get("kv_used_mean_fraction"),
+            "calibration": {k: v["value"] for k, v in mem.assumptions["calibration"].items()}}
+
+
+def _load_of(run: Mapping[str, Any]) -> InferLoad | None:
+    """The load of a `plan infer --json` run rebuilt from its labels (None for a trace: pass the load)."""
+    from gpuplan.search.infer_load import InferLoad
+    from gpuplan.simulate.lengths import parse_length_dist
+
+    load = run["load"]
+    if load.get("trace") or not load.get("input_len") or not load.get("output_len"):
+        return None
+    try:
+        return InferLoad(qps=float(load["qps"]), input_len=parse_length_dist(str(load["input_len"])),
+                         output_len=parse_length_dist(str(load["output_len"])))
+    except GpuplanError:
+        return None
+
+
+def serve_growth(run: Mapping[str, Any], plan: Mapping[str, Any], catalog: Catalog, *, factor: float,
+                 load: InferLoad | None = None, max_devices: int = 1024) -> dict[str, Any] | None:
+    """Re-plan at `factor` x the load on the plan's accelerator and weight format: does the fleet hold,
+    and if not, the cheapest fleet that meets the SLO and its hourly cost. None when the load is unknown."""
+    from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms
+    from gpuplan.search.infer_search import InferConstraints, plan_inference
+    from gpuplan.simulate.arrivals import Workload
+
+    base = load or _load_of(run)
+    if base is None:
+        return None
+    if base.trace is not None:
+        t = base.trace
+        grown = InferLoad.from_trace(Workload(arrival_s=t.arrival_s / factor, input_len=t.input_len,
+                                              output_len=t.output_len, label=f"{t.label} x{factor:g}"))
+    else:
+        grown = InferLoad(qps=base.qps * factor, input_len=base.input_len, output_len=base.output_len)
+    out: dict[str, Any] = {"factor": factor, "qps": grown.qps, "holds": False, "devices": None}
+    try:
+        spec = load_model(str(run["model"]))
+        terms = {k: float(v["value"]) for k, v in run.get("terms", {}).items()}
+        res = plan_inference(spec, grown, InferSlo(ttft_p99_s=float(run["slo"]["ttft_p99_s"]),
+                                                   tpot_p99_s=float(run["slo"]["tpot_p99_s"])), catalog,
+                             InferConstraints(accelerators=(str(plan["accelerator"]),), weights=(str(plan["weights"]),),
+                                              kv_dtype=str(run.get("kv_dtype") or "bf16"),
+                                              max_devices=max(max_devices, int(plan["devices"]))),
+                             engine_profile=engine(str(run.get("engine") or "vllm")), terms=planner_terms(terms))
+    except GpuplanError:
+        return out
+    if not res.plans:
+        return out
+    same = [p for p in res.plans if p["layout"] == plan["layout"] and p["replicas"] <= plan["replicas"]]
+    cheapest = res.plans[0]
+    out.update(holds=bool(same), devices=cheapest["devices"], replicas=cheapest["replicas"],
+               accelerator=cheapest["accelerator"], layout=cheapest["layout"],
+               usd_per_hour=cheapest["cost_usd_per_hour"], utilization=cheapest["utilization"])
+    if same:  # the planned fleet at the grown load: its utilization of the SLO-bound capacity
+        cap = float(plan.get("capacity_requests_per_s_per_replica") or 0.0) * int(plan["replicas"])
+        out["utilization"] = grown.qps / cap if cap else same[0]["utilization"]
+    return out
 
 
 def _tco(facts: PlanFacts, catalog: Catalog, th: Thresholds) -> dict[str, Any]:
@@ -70,8 +180,10 @@ def _sources(facts: PlanFacts, catalog: Catalog, instances: Sequence[str]) -> li
 
 
 def inference_report(run: Mapping[str, Any], catalog: Catalog, *, thresholds: Thresholds | None = None,
-                     requirements: Requirements | None = None, runners_up: int = 4) -> dict[str, Any]:
-    """The report document (kind "infer") of a `plan infer --json` result."""
+                     requirements: Requirements | None = None, runners_up: int = 4, infer_load: InferLoad | None = None,
+                     growth: bool = True, max_devices: int = 1024) -> dict[str, Any]:
+    """The report document (kind "infer") of a `plan infer --json` result. `infer_load` is the planned load (needed for
+    the growth re-plan of a trace; rebuilt from the labels otherwise); `growth=False` skips the re-plan."""
     th = thresholds or default_thresholds()
     plans = list(run["plans"])
     load, slo = run["load"], run["slo"]
@@ -93,7 +205,9 @@ def inference_report(run: Mapping[str, Any], catalog: Catalog, *, thresholds: Th
         if p["accelerator"] not in seen:
             seen.add(p["accelerator"])
             runners.append(p)
-    facts = inference_facts(run, best, catalog=catalog, requirements=requirements)
+    grow = serve_growth(run, best, catalog, factor=th.value("growth_factor"), load=infer_load,
+                        max_devices=max_devices) if growth else None
+    facts = inference_facts(run, best, catalog=catalog, requirements=requirements, growth=grow)
     findings = advise(facts, th)
     doc.update(
         recommendation={**infer_summary(best), "advice": best["advice"]},
@@ -101,6 +215,8 @@ def inference_report(run: Mapping[str, Any], catalog: Catalog, *, thresholds: Th
         plans=[infer_summary(p) for p in plans],
         latency={k: best[k] for k in ("ttft_s", "tpot_s", "e2e_s")},
         at_headroom=best.get("at_headroom", {}),
+        memory=serving_memory(run, best, catalog),
+        growth=grow,
         findings=[f.to_json() for f in findings],
         tco=_tco(facts, catalog, th),
         assumptions={"engine": run.get("engine"), "memory_fraction": facts.serving.get("memory_fraction"),

@@ -23,7 +23,9 @@ from gpuplan.render.report_text import (
     bottleneck_text,
     finding_rows,
     fmt,
+    growth_line,
     infer_job_lines,
+    infer_memory_rows,
     infer_rows,
     infer_rule_line,
     job_lines,
@@ -270,6 +272,23 @@ def _latency_chart(doc: Mapping[str, Any], lang: str) -> go.Figure:
     return fig
 
 
+def _infer_memory_chart(doc: Mapping[str, Any], lang: str) -> go.Figure:
+    mem = doc["memory"]
+    fig = go.Figure()
+    rec = doc["recommendation"]
+    label = [f"{rec['accelerator']} {rec['layout']} {rec['weights']}"]
+    for part, gib in mem["parts_gib"].items():
+        fig.add_trace(go.Bar(x=label, y=[gib], name=tr(f"report.part.{part}", lang)))
+    fig.add_hline(y=mem["device_memory_gib"], line_dash="dash", line_color="#c53030",
+                  annotation_text=f"{tr('report.chart.device_memory', lang)} {mem['device_memory_gib']:.0f} GiB")
+    fig.add_hline(y=mem["engine_budget_gib"], line_dash="dot", line_color="#627d98",
+                  annotation_text=f"{tr('report.chart.engine_budget', lang)} {mem['engine_budget_gib']:.1f} GiB",
+                  annotation_position="bottom right")
+    fig.update_layout(barmode="stack", title=tr("report.section.memory", lang), height=420,
+                      yaxis={"title": tr("report.axis.gib", lang)})
+    return fig
+
+
 def render_infer_html(doc: Mapping[str, Any], lang: str) -> str:
     """The inference report document (kind "infer") as one self-contained HTML page."""
     title = tr("report.title.infer", lang, model=doc["job"]["model"])
@@ -288,6 +307,13 @@ def render_infer_html(doc: Mapping[str, Any], lang: str) -> str:
     out += [_h2("cost_latency", lang), _chart(_cost_latency_chart(doc, lang), "chart-cost-latency"),
             _table(*infer_rows(doc["plans"], lang))]
     out += [_h2("latency", lang), _chart(_latency_chart(doc, lang), "chart-latency")]
+    if doc.get("memory"):
+        head, rows, line = infer_memory_rows(doc["memory"], lang)
+        out += [_h2("memory", lang), _chart(_infer_memory_chart(doc, lang), "chart-memory"), _table(head, rows),
+                _p(line, "muted")]
+    grow = growth_line(doc, lang)
+    if grow:
+        out += [_h2("growth", lang), _p(grow)]
     if doc.get("tco"):
         out += [_h2("tco", lang), _chart(_tco_chart(doc["tco"], lang), "chart-tco"),
                 _table(*tco_rows(doc["tco"], lang)), *(_p(line) for line in tco_lines(doc["tco"], lang))]

@@ -10,7 +10,9 @@ from gpuplan.render.report_text import (
     bottleneck_text,
     finding_rows,
     fmt,
+    growth_line,
     infer_job_lines,
+    infer_memory_rows,
     infer_rows,
     infer_rule_line,
     job_lines,
@@ -164,6 +166,12 @@ def _infer(doc: Mapping[str, Any], lang: str) -> str:
         ["", "mean", "p50", "p90", "p99", tr("report.col.provenance", lang)],
         [[k.removesuffix("_s").upper(), *(fmt(v[q], ".4f") for q in ("mean", "p50", "p90", "p99")),
           prov("estimated", lang)] for k, v in lat.items()])]
+    if doc.get("memory"):
+        head, rows, line = infer_memory_rows(doc["memory"], lang)
+        out += [_section("memory", lang), md_table(head, rows), "", line]
+    grow = growth_line(doc, lang)
+    if grow:
+        out += [_section("growth", lang), grow]
     if doc.get("tco"):
         out += [_section("tco", lang), md_table(*tco_rows(doc["tco"], lang)), "",
                 *[f"- {line}" for line in tco_lines(doc["tco"], lang)]]

@@ -7,8 +7,9 @@ from typing import Any
 
 from gpuplan.i18n import tr
 
-__all__ = ["INFER_COLS", "bottleneck_text", "finding_rows", "fmt", "infer_job_lines", "infer_rows", "infer_rule_line",
-           "job_lines", "plan_rows", "prov", "rel_line", "tco_lines", "tco_rows"]
+__all__ = ["INFER_COLS", "bottleneck_text", "finding_rows", "fmt", "growth_line", "infer_job_lines",
+           "infer_memory_rows", "infer_rows", "infer_rule_line", "job_lines", "plan_rows", "prov", "rel_line",
+           "tco_lines", "tco_rows"]
 
 
 def fmt(value: Any, spec: str = ",.1f") -> str:
@@ -138,3 +139,29 @@ def infer_rule_line(rec: Mapping[str, Any], lang: str) -> str:
     label = tr(f"report.tenancy.{tenancy}", lang) if tenancy in ("dedicated", "shared") else tenancy
     return tr("report.rec.infer_rule", lang, tenancy=label, util=float(adv.get("utilization", rec["utilization"])),
               growth=float(adv.get("p99_growth_at_headroom", 0.0)))
+
+
+def infer_memory_rows(mem: Mapping[str, Any], lang: str) -> tuple[list[str], list[list[str]], str]:
+    """The per-device memory table of an inference report, and the line explaining it."""
+    head = [tr("report.col.part", lang), "GiB", tr("report.col.provenance", lang)]
+    est = prov("estimated", lang)
+    rows = [[tr(f"report.part.{k}", lang), fmt(v, ".2f"), est] for k, v in mem["parts_gib"].items()]
+    rows += [[tr("report.chart.engine_budget", lang), fmt(mem["engine_budget_gib"], ".1f"), prov("data", lang)],
+             [tr("report.chart.device_memory", lang), fmt(mem["device_memory_gib"], ".1f"), prov("datasheet", lang)]]
+    line = tr("report.mem.infer_line", lang, batch=mem["batch"], context=mem["context"],
+              fraction=mem["memory_fraction"], budget=mem["engine_budget_gib"], used=mem.get("kv_used_fraction") or 0.0)
+    return head, rows, line
+
+
+def growth_line(doc: Mapping[str, Any], lang: str) -> str | None:
+    """One sentence on the re-plan at the grown load of an inference report (None when not computed)."""
+    g = doc.get("growth")
+    if not g:
+        return None
+    if g.get("holds"):
+        return tr("report.growth.holds", lang, factor=g["factor"], qps=g["qps"],
+                  usd_h=doc["recommendation"]["usd_per_hour"])
+    if g.get("devices") is None:
+        return tr("report.growth.none", lang, factor=g["factor"], qps=g["qps"])
+    return tr("report.growth.replan", lang, factor=g["factor"], qps=g["qps"], devices=g["devices"],
+              acc=g["accelerator"], replicas=g["replicas"], grown_usd_h=g["usd_per_hour"])
