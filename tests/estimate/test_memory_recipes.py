@@ -223,3 +223,13 @@ def test_concat_kv_growth_adds_the_generated_share_of_the_cache() -> None:
     assert grown.other_bytes - pool.other_bytes == pytest.approx(kv * 8191 / 8192)
     prompt = estimate_inference_memory(LLAMA, InferenceJob(context=8192, kv_layout="concat", generated=0))
     assert prompt.total_bytes == pytest.approx(pool.total_bytes)
+
+
+def test_prompt_logits_for_every_prompt_token() -> None:
+    last = estimate_inference_memory(LLAMA, InferenceJob(context=2048))
+    every = estimate_inference_memory(LLAMA, InferenceJob(context=2048, prompt_logits="all"))
+    assert every.details["activations"]["prompt_logits"] == pytest.approx(2 * 2048 * LLAMA.vocab_size)
+    assert every.total_bytes - last.total_bytes == pytest.approx(2 * 2048 * LLAMA.vocab_size)
+    # a decode-only request (one prompt token) holds one token's logits
+    gen = estimate_inference_memory(LLAMA, InferenceJob(context=2048, generated=2048, prompt_logits="all"))
+    assert gen.details["activations"]["prompt_logits"] == pytest.approx(2 * LLAMA.vocab_size)

@@ -10,7 +10,8 @@ cache grown by torch.cat at every decode step (Hugging Face generate) leaves the
 allocator holding the freed, one-token-shorter blocks it cannot reuse for the next, longer
 request: `concat_kv_reserved_extra` of the generated part of the cache on top of it (PyTorch
 CUDA semantics docs, "expandable_segments": allocations whose size changes step to step
-fragment the cache). The largest batch that fits follows vLLM's
+fragment the cache). With prompt_logits="all" the prefill's LM head returns 16-bit logits for
+every prompt token, not only the last. The largest batch that fits follows vLLM's
 budget: device memory x gpu_memory_utilization, minus weights, the activation peak of
 one forward pass and non-torch memory, left to the paged KV cache.
 """
@@ -71,10 +72,16 @@ def _workspace(spec: ModelSpec, job: InferenceJob, layout: Layout, tokens: float
         ffn = max(ffn, spec.moe.expert_ffn_size * spec.moe.top_k + spec.moe.shared_ffn_total)
     qkv = (spec.num_heads + 2 * spec.kv_heads) * spec.attn_head_dim
     per_token = 2.0 * (2 * h + qkv / tp + 3 * ffn / tp)  # residual in/out, qkv, gate+up and product
-    return {
+    out = {
         "forward_activations": tokens * per_token,
         "sampler_logits": job.batch * spec.vocab_size / tp * 4.0,
     }
+    if job.prompt_logits == "all":
+        # the LM head runs over every prompt token at prefill and returns 16-bit logits for all of them
+        # (HF generate before num_logits_to_keep, transformers 4.45; Qwen's modeling_qwen.py lm_head(hidden_states))
+        prompt = max(job.context - job.generated, 1)
+        out["prompt_logits"] = 2.0 * job.batch * prompt * spec.vocab_size / tp
+    return out
 
 
 def estimate_inference_memory(spec: ModelSpec, job: InferenceJob, layout: Layout | None = None, *,
@@ -129,6 +136,7 @@ def estimate_inference_memory(spec: ModelSpec, job: InferenceJob, layout: Layout
         "quant_scope": job.quant_scope,
         "kv_layout": job.kv_layout,
         "generated": job.generated,
+        "prompt_logits": job.prompt_logits,
         "calibration": cal.used("runtime_context_gib", "collective_buffers_gib", "inference_workspace_tokens",
                                 *(("concat_kv_reserved_extra",) if job.kv_layout == "concat" else ())),
         "notes": ["embeddings, norms, routers and LM head kept in 16-bit",

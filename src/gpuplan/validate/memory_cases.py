@@ -20,7 +20,9 @@ Recipe facts a row states are mapped to job settings (`recipe_settings`), never 
   DeepSpeed runs the module in 16-bit without torch autocast and modeling_qwen.py takes the
   cross-entropy of the 16-bit logits (loss_upcast=False); the HF Trainer's amp keeps the fp32 loss.
 - Inference rows: "HuggingFace transformers" in the notes: the KV cache grows by torch.cat
-  (kv_layout=concat); "generating N tokens" sets the decoded share of the context (generated=N);
+  (kv_layout=concat) and the prefill returns logits for every prompt token (prompt_logits=all;
+  transformers before 4.45 and remote-code models such as modeling_qwen.py);
+  "generating N tokens" sets the decoded share of the context (generated=N);
   "attention/embeddings bf16" in the precision text: only the MLP matrices are in the weight
   format (quant_scope=mlp, Meta's FP8 release).
 """
@@ -111,6 +113,7 @@ def inference_settings(row: Row) -> dict[str, object]:
     job: dict[str, object] = {}
     if "huggingface transformers" in notes or "hugging face transformers" in notes:
         job["kv_layout"] = "concat"
+        job["prompt_logits"] = "all"
         made = re.search(r"generating (\d+) tokens", notes)
         if made:
             job["generated"] = int(made.group(1))
