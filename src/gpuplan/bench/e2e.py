@@ -3,11 +3,14 @@
 * model: the preset's architecture (gpuplan.workload presets), scaled down: on the CPU and
   with --quick a narrow 2-layer copy with the preset's head and FFN ratios; on a GPU the
   preset's full width with at most 4 layers, so the GEMMs have the real shapes.
-* train: AdamW steps under torch.autocast (bf16 GEMMs, fp32 master weights, the PyTorch AMP
-  recipe); tokens/s = batch x seq / median step time; model TFLOP/s = FLOPs per token
-  (gpuplan.estimate.flops, 3 x forward, full s x s attention as in MFU) x tokens/s;
-  MFU = that / dense bf16 peak of the catalog part. Peak memory: max_memory_allocated
-  (device) or the process's peak RSS (CPU).
+* train: the planned layout's training step (layout.py picks it with gpuplan's planner,
+  train_dist.py runs it through torchrun, one process per local device; two gloo processes
+  on a CPU): AdamW under torch.autocast (bf16 GEMMs, fp32 master weights, the PyTorch AMP
+  recipe) with DDP, ZeroRedundancyOptimizer or FSDP and activation checkpointing as planned.
+  tokens/s = global batch x seq / median step time (slowest rank); model TFLOP/s per device
+  = FLOPs per token (gpuplan.estimate.flops, 3 x forward, full s x s attention as in MFU) x
+  tokens/s / devices; MFU = that / dense bf16 peak of the catalog part. Peak memory: max
+  over ranks of max_memory_allocated (device) or of the process's peak RSS (CPU).
 * decode: prefill of a prompt (TTFT = prefill forward + first token), then one token per
   step with the KV cache; tokens/s = batch x new tokens / decode time.
 """
@@ -18,12 +21,13 @@ import inspect
 import time
 from typing import Any
 
-from gpuplan.bench.backend import host_peak_bytes
+from gpuplan.bench.backend import BenchUnavailable, host_peak_bytes
 from gpuplan.bench.context import BenchContext
+from gpuplan.bench.layout import LayoutPlan, layout_label, plan_bench_layout
 from gpuplan.bench.records import Prediction
+from gpuplan.bench.train_dist import TrainRun, launch_train
+from gpuplan.errors import GpuplanError
 from gpuplan.estimate.flops import forward_flops, step_flops
-from gpuplan.estimate.memory_train import estimate_training_memory
-from gpuplan.workload.jobs import Layout, TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
@@ -46,7 +50,7 @@ def bench_model(spec: ModelSpec, *, small: bool) -> ModelSpec:
 
 
 def _shape(ctx: BenchContext) -> tuple[int, int]:
-    """(batch, seq_len) of the training step."""
+    """(sequences per device per step, seq_len) of the training step."""
     if ctx.backend.kind == "cpu":
         return (2, 128) if ctx.quick else (4, 512)
     return (2, 1024) if ctx.quick else (4, 2048)
@@ -75,67 +79,96 @@ def run_train(ctx: BenchContext) -> None:
     ctx.backend.free()
 
 
+_STRATEGY = {0: "DDP", 1: "DDP + ZeroRedundancyOptimizer (ZeRO-1)", 3: "FSDP fully_shard (ZeRO-3)"}
+
+
+def _plan(ctx: BenchContext, spec: ModelSpec, devices: int, seq: int, global_batch: int) -> LayoutPlan:
+    acc = ctx.predictor.acc
+    catalog = None
+    if acc is not None:
+        from gpuplan.hardware import load_catalog
+
+        catalog = load_catalog()
+    try:
+        return plan_bench_layout(spec, devices=devices, seq_len=seq, global_batch=global_batch, accelerator=acc,
+                                 catalog=catalog, calibration=ctx.predictor.cal, no_plan_reason=ctx.predictor.reason)
+    except GpuplanError as exc:  # e.g. a part without a memory size: run without a plan
+        return plan_bench_layout(spec, devices=devices, seq_len=seq, global_batch=global_batch, accelerator=None,
+                                 no_plan_reason=f"the planner could not plan {acc.id if acc else ''}: {exc}")
+
+
 def _train(ctx: BenchContext) -> None:
     b = ctx.backend
-    t = b.torch
     small = ctx.quick or b.kind == "cpu"
     spec = bench_model(ctx.model, small=small)
-    batch, seq = _shape(ctx)
-    b.reset_peak()
-    model, impl = build_model(spec, "float32", prefer_transformers=ctx.use_transformers)
-    model = model.to(b.device)
-    opt = t.optim.AdamW(model.parameters(), lr=1e-4, foreach=b.kind != "cpu")
-    ids = t.randint(0, spec.vocab_size, (batch, seq), device=b.device)
+    per_device, seq = _shape(ctx)
+    devices = 2 if b.kind == "cpu" else b.count  # one process per local device; two gloo processes on a CPU
+    plan = _plan(ctx, spec, devices, seq, per_device * devices)
+    run = plan.run
+    ctx.note(f"train: planned layout {plan.planned_label}; ran {layout_label(run.to_dict())} "
+             f"({_STRATEGY[run.zero]}{', activation checkpointing' if run.recompute == 'full' else ''}, "
+             f"{devices} processes)")
+    if plan.fallback:
+        ctx.note(f"train: {plan.fallback}")
+    ctx.status(f"torchrun {devices} x {b.dist_backend}: {layout_label(run.to_dict())}")
+    res = launch_train(b, spec.model_dump_json(), run, seq_len=seq, warmup=1 if ctx.quick else 2,
+                       repeats=3 if ctx.quick else 8, timeout_s=ctx.collective_timeout_s,
+                       use_transformers=ctx.use_transformers)
+    if res.samples:
+        _add_train(ctx, spec, plan, res)
+    if res.error:
+        raise BenchUnavailable(f"{res.error} (after {len(res.samples)} timed steps)")
 
-    def step() -> None:
-        with t.autocast(device_type=b.kind, dtype=t.bfloat16):
-            loss = model(input_ids=ids, labels=ids, use_cache=False).loss
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
 
-    samples = ctx.time(step, warmup=1 if ctx.quick else 2, repeats=3 if ctx.quick else 8)
+def _add_train(ctx: BenchContext, spec: ModelSpec, plan: LayoutPlan, res: TrainRun) -> None:
+    run, samples = plan.run, res.samples
     med = sorted(samples)[len(samples) // 2]
-    tokens = batch * seq
+    tokens = run.global_batch * plan.seq_len
     tps = tokens / med
-    fl = step_flops(spec, seq_len=seq, tokens=tokens)
-    fpt = fl.model_flops_per_token
-    params: dict[str, Any] = {"model": spec.name, "from_preset": ctx.model.name, "layers": spec.num_layers,
-                              "hidden": spec.hidden_size, "batch": batch, "seq_len": seq,
-                              "params": count_params(spec).total, "flops_per_token": fpt, "implementation": impl,
-                              "precision": "autocast bf16, fp32 master weights, AdamW"}
+    fpt = step_flops(spec, seq_len=plan.seq_len, tokens=tokens).model_flops_per_token
+    params: dict[str, Any] = {
+        "model": spec.name, "from_preset": ctx.model.name, "layers": spec.num_layers, "hidden": spec.hidden_size,
+        "seq_len": plan.seq_len, "global_batch": run.global_batch, "dp": run.dp, "zero": run.zero,
+        "micro_batch": run.micro_batch, "microbatches": run.microbatches, "recompute": run.recompute,
+        "strategy": _STRATEGY[run.zero], "processes": res.nproc, "dist_backend": res.dist_backend,
+        "planned_layout": plan.planned_label, "run_layout": layout_label(run.to_dict()),
+        "layout_fallback": plan.fallback is not None, "params": count_params(spec).total, "flops_per_token": fpt,
+        "implementation": res.implementation, "precision": "autocast bf16, fp32 master weights, AdamW"}
+
+    def pred(key: str, unit: str, why: str | None = None) -> Prediction:
+        if not plan.predicted or why:
+            return ctx.predictor.none(unit, why or plan.reason)
+        acc = ctx.predictor.acc
+        return Prediction(value=plan.predicted[key], unit=unit, terms=plan.terms,
+                          basis=f"gpuplan estimate train (the planner) for the layout run, "
+                                f"{layout_label(run.to_dict())} on {plan.devices} x {acc.id if acc else '?'}: {key}")
+
+    ctx.add(benchmark="train", name="train.step_time", metric="step_time", value=med, unit="s", samples=samples,
+            predicted=pred("step_time_s", "s"), params=params)
     ctx.add(benchmark="train", name="train.tokens_per_s", metric="tokens_per_s", value=tps, unit="tokens/s",
-            samples=samples, predicted=ctx.predictor.train_tokens_per_s(fpt, "bf16", spec.hidden_size),
-            params=params)
-    achieved = fpt * tps / 1e12
-    ctx.add(benchmark="train", name="train.model_tflops", metric="model_tflops", value=achieved, unit="TFLOP/s",
-            samples=samples, predicted=_scale(ctx.predictor.train_tokens_per_s(fpt, "bf16", spec.hidden_size),
-                                              fpt / 1e12, "TFLOP/s"), params=params)
+            samples=samples, predicted=pred("tokens_per_s", "tokens/s"), params=params)
+    per_device = fpt * tps / res.nproc / 1e12
+    ctx.add(benchmark="train", name="train.model_tflops", metric="model_tflops", value=per_device,
+            unit="TFLOP/s", samples=samples, predicted=pred("tflops_per_device", "TFLOP/s"),
+            params={**params, "per": "device"})
     acc = ctx.predictor.acc
     peak = acc.dense_tflops("bf16") if acc is not None else None
     if peak:
-        mfu_pred = _scale(ctx.predictor.train_tokens_per_s(fpt, "bf16", spec.hidden_size), fpt / 1e12 / peak, "")
-        ctx.add(benchmark="train", name="train.mfu", metric="mfu", value=achieved / peak, unit="fraction",
-                samples=samples, predicted=mfu_pred, params={**params, "bf16_dense_tflops": peak})
+        ctx.add(benchmark="train", name="train.mfu", metric="mfu", value=per_device / peak, unit="fraction",
+                samples=samples, predicted=pred("mfu", ""), params={**params, "bf16_dense_tflops": peak})
     else:
         ctx.note("train: MFU not reported (no catalog dense bf16 peak for this device); see train.model_tflops")
-    job = TrainingJob(seq_len=seq, micro_batch=batch, precision="bf16")
-    mem = estimate_training_memory(spec, job, Layout())
-    visible = mem.weights_bytes + mem.gradients_bytes + mem.optimizer_bytes + mem.activations_bytes
-    mem_pred = (Prediction(value=visible, unit="bytes", basis="gpuplan memory train: weights + gradients + "
-                           "optimizer + activations (allocator-visible; no runtime context)",
-                           terms={k: float(v) for k, v in mem.terms().items()})
-                if b.kind != "cpu" else ctx.predictor.none("bytes", "CPU: peak RSS includes the Python and torch "
-                                                                    "libraries, not comparable to a device estimate"))
-    ctx.add(benchmark="train", name="train.peak_memory", metric="peak_memory", value=float(_peak(ctx)), unit="bytes",
-            samples=samples, predicted=mem_pred,
-            params={**params, "source": "max_memory_allocated" if b.kind != "cpu" else "process peak RSS"})
-
-
-def _scale(p: Prediction, factor: float, unit: str) -> Prediction:
-    if p.value is None:
-        return p.model_copy(update={"unit": unit})
-    return p.model_copy(update={"value": p.value * factor, "unit": unit})
+    if res.peak_bytes:
+        cpu = ctx.backend.kind == "cpu"
+        mem_params = {**params, "source": "max over ranks of " + ("process peak RSS" if cpu else
+                                                                  "max_memory_allocated")}
+        if plan.predicted:
+            mem_params["planned_memory_bytes"] = plan.predicted["memory_bytes"]
+        ctx.add(benchmark="train", name="train.peak_memory", metric="peak_memory", value=float(res.peak_bytes),
+                unit="bytes", samples=samples, params=mem_params,
+                predicted=pred("memory_bytes", "bytes", "CPU: peak RSS includes the Python and torch libraries, not "
+                                                        "comparable to a device estimate (see planned_memory_bytes)"
+                               if cpu else None))
 
 
 def run_decode(ctx: BenchContext) -> None:

@@ -1,0 +1,150 @@
+"""The layout the end-to-end training benchmark runs: gpuplan's plan for the bench model on this machine.
+
+torch-free. The planner (`gpuplan.search.train_planner.best_layout`, the search of
+`gpuplan estimate train`) is asked for the fastest fitting layout of the bench model on the
+local devices of the catalog accelerator (one node, `gpus_per_node` = the device count).
+The bench runs data parallelism only, so the layout it runs follows this rule:
+
+* the planned layout is run as is when it is data parallel (tp = pp = cp = ep = 1) with
+  ZeRO stage 0 (DDP), 1 (DDP + ZeroRedundancyOptimizer) or 3 (FSDP) and recomputation
+  none or full (activation checkpointing of every decoder layer);
+* otherwise (TP, PP, CP, EP or selective recomputation) it is reported as "not run by the
+  bench", and the bench runs the nearest layout it can: the planner's fastest fitting
+  layout among dp = devices, ZeRO 0/1/3, every micro-batch size and recomputation none or
+  full (the same search restricted to those axes);
+* without a catalog accelerator (a CPU run without --accelerator) there is no plan and no
+  prediction: the bench runs plain DDP with the whole per-rank batch in one micro-batch.
+
+The prediction next to the measurement is the planner's figure for the layout RUN (step
+time, tokens/s, MFU, memory per device), never the planned one when they differ.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuplan.estimate.calibration import Calibration
+from gpuplan.hardware import Accelerator, Catalog
+from gpuplan.search.candidates import LayoutChoices
+from gpuplan.search.train_eval import cluster_hardware
+from gpuplan.search.train_planner import best_layout, plan_figures
+from gpuplan.workload.jobs import TrainingJob
+from gpuplan.workload.model_spec import ModelSpec
+
+__all__ = ["RUN_RECOMPUTE", "RUN_ZERO", "BenchLayout", "LayoutPlan", "layout_label", "plan_bench_layout",
+           "runnable"]
+
+RUN_ZERO = (0, 1, 3)  # DDP, DDP + ZeroRedundancyOptimizer, FSDP (fully_shard)
+RUN_RECOMPUTE = ("none", "full")  # full: torch.utils.checkpoint around every decoder layer
+_TERMS = ("compute_efficiency.default.bf16", "gemm_half_width", "dp_overlap", "zero3_overlap")  # shown with the figures
+
+
+@dataclass(frozen=True, kw_only=True)
+class BenchLayout:
+    """A data-parallel layout the bench can run (one process per device)."""
+
+    dp: int
+    zero: int
+    micro_batch: int
+    microbatches: int  # gradient-accumulation steps per optimizer step
+    recompute: str
+
+    def __post_init__(self) -> None:
+        if self.zero not in RUN_ZERO or self.recompute not in RUN_RECOMPUTE or min(
+                self.dp, self.micro_batch, self.microbatches) < 1:
+            raise ValueError(f"not a layout the bench runs: {self}")
+
+    @property
+    def global_batch(self) -> int:
+        return self.dp * self.micro_batch * self.microbatches
+
+    def to_dict(self) -> dict[str, int | str]:
+        return {"dp": self.dp, "zero": self.zero, "micro_batch": self.micro_batch,
+                "microbatches": self.microbatches, "recompute": self.recompute}
+
+
+@dataclass(frozen=True, kw_only=True)
+class LayoutPlan:
+    """The planned layout, the layout run, and the planner's figures for the layout run."""
+
+    devices: int
+    seq_len: int
+    global_batch: int
+    planned: dict[str, Any] | None  # the planner's row (tp, pp, dp, cp, ep, vpp, zero, micro_batch, recompute, ...)
+    run: BenchLayout
+    fallback: str | None = None  # why the layout run differs from the planned one
+    predicted: dict[str, float] = field(default_factory=dict)  # step_time_s, tokens_per_s, mfu, ... (run layout)
+    terms: dict[str, float] = field(default_factory=dict)  # catalog figures, calibration terms, breakdown
+    reason: str = ""  # why there is no plan or prediction
+
+    @property
+    def planned_label(self) -> str:
+        return layout_label(self.planned) if self.planned is not None else "none (no catalog accelerator)"
+
+
+def layout_label(row: dict[str, Any]) -> str:
+    """'tp1 pp2 dp1 cp1 ep1 zero0 mb2x2 recompute=none' for a planner row or BenchLayout.to_dict()."""
+    axes = " ".join(f"{k}{row.get(k, 1)}" for k in ("tp", "pp", "dp", "cp", "ep"))
+    zero = row.get("zero", row.get("zero_stage", 0))
+    return f"{axes} zero{zero} mb{row['micro_batch']}x{row['microbatches']} recompute={row['recompute']}"
+
+
+def runnable(row: dict[str, Any]) -> str | None:
+    """None if the bench runs this planner row as is, else what it cannot run."""
+    missing = [f"{k.upper()}={row[k]}" for k in ("tp", "pp", "cp", "ep") if int(row.get(k, 1)) > 1]
+    if int(row.get("zero", 0)) not in RUN_ZERO:
+        missing.append(f"ZeRO-{row['zero']}")
+    if row.get("recompute") not in RUN_RECOMPUTE:
+        missing.append(f"{row['recompute']} recomputation")
+    return ", ".join(missing) or None
+
+
+def _as_run(row: dict[str, Any]) -> BenchLayout:
+    return BenchLayout(dp=int(row["dp"]), zero=int(row["zero"]), micro_batch=int(row["micro_batch"]),
+                       microbatches=int(row["microbatches"]), recompute=str(row["recompute"]))
+
+
+def plan_bench_layout(spec: ModelSpec, *, devices: int, seq_len: int, global_batch: int,
+                      accelerator: Accelerator | None, catalog: Catalog | None = None,
+                      calibration: Calibration | None = None, no_plan_reason: str = "") -> LayoutPlan:
+    """Plan `spec` on `devices` local devices of `accelerator` and choose the layout the bench runs."""
+    if accelerator is None or catalog is None:
+        per_rank = max(global_batch // devices, 1)
+        run = BenchLayout(dp=devices, zero=0, micro_batch=per_rank, microbatches=1, recompute="none")
+        return LayoutPlan(devices=devices, seq_len=seq_len, global_batch=run.global_batch, planned=None, run=run,
+                          reason=no_plan_reason or "no catalog accelerator: no planned layout and no prediction")
+    job = TrainingJob(seq_len=seq_len, global_batch=global_batch, precision="bf16")
+    hw = cluster_hardware(catalog, accelerator.id, None, gpus_per_node=devices)  # one node: the local devices
+    full = LayoutChoices(devices=[devices], tp=[t for t in (1, 2, 4, 8) if t <= devices], zero=RUN_ZERO,
+                         max_tp=devices)  # the choices of `gpuplan estimate train`
+    c, ev, best, _ = best_layout(spec, job, hw, full, calibration=calibration)
+    planned = c.row(best) if best is not None else None
+    why = runnable(planned) if planned is not None else "no layout fits in device memory"
+    if why is None:
+        rc, rev, ri = c, ev, best
+    else:
+        bench_axes = LayoutChoices(devices=[devices], tp=[1], pp=[1], cp=[1], ep=[1], vpp=[1], zero=RUN_ZERO,
+                                   recompute=RUN_RECOMPUTE, max_tp=devices)
+        rc, rev, ri, _ = best_layout(spec, job, hw, bench_axes, calibration=calibration)
+        if ri is None:  # nothing fits: the layout needing least memory (the run may then fail out of memory)
+            ri = int(rev.memory_bytes.argmin())
+    assert ri is not None
+    row = rc.row(ri)
+    run = _as_run(row)
+    fallback = None
+    if why is not None:
+        fallback = (f"planned layout {layout_label(planned) if planned else '-'} not run by the bench ({why}); "
+                    f"ran the planner's fastest data-parallel layout instead: {layout_label(row)}")
+    fig = plan_figures(spec, job, hw, rc, rev, ri, catalog=catalog, tokens=None, calibration=calibration)
+    mem = fig["memory"]
+    visible = float(mem["weights_bytes"] + mem["gradients_bytes"] + mem["optimizer_bytes"] + mem["activations_bytes"])
+    predicted = {"step_time_s": float(fig["step_time_s"]), "tokens_per_s": float(fig["tokens_per_s"]),
+                 "mfu": float(fig["mfu"]), "tflops_per_device": float(fig["tflops_per_device"]),
+                 "memory_bytes": visible, "memory_total_bytes": float(mem["total_bytes"])}
+    terms = {"bf16_dense_tflops": float(hw.peak_flops("bf16") / 1e12), "devices": float(devices),
+             **{f"breakdown_s.{k}": float(v) for k, v in fig["breakdown_s"].items() if v},
+             **{name: float(t["value"]) for name, t in fig["assumptions"]["calibration"].items()
+                if name in _TERMS or name == f"compute_efficiency.{accelerator.id}.bf16"}}
+    return LayoutPlan(devices=devices, seq_len=seq_len, global_batch=run.global_batch, planned=planned, run=run,
+                      fallback=fallback, predicted=predicted, terms=terms)
