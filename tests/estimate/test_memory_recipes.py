@@ -122,6 +122,12 @@ def test_deepspeed_zero2_step_flattens_and_upcasts_the_gradient_partition() -> N
     assert m.gradients_bytes == pytest.approx(2 * N / 4)
 
 
+def test_deepspeed_fp32_training_only_flattens() -> None:
+    job = TrainingJob(seq_len=128, recompute="full", kernels="hf", zero_impl="deepspeed", precision="fp32")
+    m = estimate_training_memory(LLAMA, job, Layout(dp=4, zero_stage=2))
+    assert m.details["other"]["optimizer_step_excess"] == pytest.approx(4.0 * N / 4 - _backward_working_set(m))
+
+
 def test_deepspeed_zero3_casts_only_to_fp32_and_has_no_stage2_buckets() -> None:
     job = TrainingJob(seq_len=128, recompute="full", kernels="hf", zero_impl="deepspeed")
     m = estimate_training_memory(LLAMA, job, Layout(dp=4, zero_stage=3))
