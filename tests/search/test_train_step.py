@@ -19,6 +19,7 @@ from gpuplan.search.train_eval import cluster_hardware, data_loading_s, evaluate
 from gpuplan.search.train_planner import best_layout, plan_figures, reliability
 from gpuplan.search.train_search import PlanConstraints, plan_training
 from gpuplan.workload.jobs import Layout, TrainingJob
+from gpuplan.workload.params import count_params
 from gpuplan.workload.presets import get_preset
 
 CAT = load_catalog(use_user_dir=False)
@@ -184,3 +185,20 @@ def test_times_costs_and_energy_are_never_negative(preset: str, acc: str, device
     for key in ("usd_on_demand", "usd_spot", "usd_monthly_commitment"):
         assert fig["cost"][key] is None or fig["cost"][key] >= 0
     assert fig["energy_mwh"] is None or fig["energy_mwh"] >= 0
+
+
+def test_dp_gradient_buckets_each_pay_the_ring_latency() -> None:
+    """dp_comm (nothing overlapped) = one all-reduce of the gradients + (buckets - 1) x its latency."""
+    hw = cluster_hardware(CAT, "a100-sxm4-80gb", "ib-hdr-200")
+    c = generate(LLAMA, _one(devices=512), seq_len=4096, global_batch=1024)
+    job = JOB.model_copy(update={"global_batch": 1024})
+    cal = load_calibration({"dp_overlap": 0.0, "dp_bucket_mbyte": 25.0})
+    ev = evaluate_training(LLAMA, job, hw, c, calibration=cal)
+    grad_bytes = count_params(LLAMA).total * 2.0
+    inter, intra = hw.inter(), hw.intra(8)
+    assert inter is not None
+    one = comm.collective_s("all_reduce", grad_bytes, 512, 8, intra, inter)
+    latency = comm.collective_s("all_reduce", 1.0, 512, 8, intra, inter)
+    buckets = -(-grad_bytes // 25e6)
+    assert ev.breakdown_s["dp_comm"][0] == pytest.approx(float(one + (buckets - 1) * latency), rel=1e-9)
+    assert (buckets - 1) * latency > 0.1  # 300+ buckets over a 64-node ring: a tenth of a second of latency

@@ -219,12 +219,20 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
         local_params = trainable_params(spec, counts, job) / (c.tp * c.pp)
     grad_bytes = local_params * cal.value("grad_reduce_bytes")
     dp_group = c.dp * c.cp
-    dp_time = np.where(dp_group > 1, _collective("all_reduce", grad_bytes, dp_group, c.tp, hw), 0.0)
+    # gradients are reduced in buckets (PyTorch DDP bucket_cap_mb, Megatron DDP buckets, DeepSpeed
+    # reduce_bucket_size): each bucket pays the collective's latency, which grows with the ring length
+    buckets = np.maximum(np.ceil(grad_bytes / (cal.value("dp_bucket_mbyte") * 1e6)), 1.0)
+    latency = _collective("all_reduce", np.ones(len(c)), dp_group, c.tp, hw)
+    dp_time = np.where(dp_group > 1, _collective("all_reduce", grad_bytes, dp_group, c.tp, hw)
+                       + (buckets - 1) * latency, 0.0)
     backward_last = compute * (bwd / passes) / np.maximum(m, 1)
     dp_exposed = np.maximum(dp_time - cal.value("dp_overlap") * backward_last, 0.0)
     z3_bytes = local_params * e
+    # FSDP/ZeRO-3 gathers and reduces one wrapped layer at a time: three collectives per layer and micro-batch
+    z3_latency = 3 * (layers_rank - 1) * _collective("all_gather", np.ones(len(c)), dp_group, c.tp, hw)
     z3_time = np.where(dp_group > 1, m * (2 * _collective("all_gather", z3_bytes, dp_group, c.tp, hw)
-                                          + _collective("reduce_scatter", grad_bytes, dp_group, c.tp, hw)), 0.0)
+                                          + _collective("reduce_scatter", grad_bytes, dp_group, c.tp, hw)
+                                          + z3_latency), 0.0)
     z3_exposed = np.maximum(z3_time - cal.value("zero3_overlap") * compute, 0.0)
     dp = np.where(c.zero == 3, z3_exposed, dp_exposed)
 
