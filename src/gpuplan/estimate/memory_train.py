@@ -255,11 +255,11 @@ def rank_terms(spec: ModelSpec, counts: ParamCounts, job: TrainingJob, cal: Cali
         train_dense, train_expert = ad, 0.0
     if job.zero_impl == "deepspeed":
         # DeepSpeed ZeRO-1/2 step (runtime/zero/stage_1_and_2.py step()): the local 16-bit gradient
-        # partition is flattened (a copy) and cast to an fp32 copy for the fp32 master update; ZeRO-3
-        # casts its flat 16-bit partition to fp32 per sub-group (stage3.py _prepare_fp32_grad_for_sub_group)
-        # (fp32 training: the cast is a no-op, only the flattened copy remains)
-        upcast = 4.0 if pbytes < 4 else 0.0
-        per_param = np.where(g.zero == 3, upcast, pbytes + upcast)
+        # partition is flattened (a copy) and cast to an fp32 copy for the fp32 master update
+        # (self.flatten(self.averaged_gradients[i]).to(fp32)); ZeRO-3 does the same per sub-group
+        # (stage3.py _prepare_fp32_grad_for_sub_group; sub_group_size 1e9 by default, not capped here).
+        # fp32 training: the cast is a no-op, only the flattened copy remains.
+        per_param = pbytes + (4.0 if pbytes < 4 else 0.0) + 0.0 * g.tp
     else:
         per_param = opt.step_temp_bytes_per_param + 0.0 * g.tp
     step = sharded(train_dense * per_param, train_expert * per_param, 1)
