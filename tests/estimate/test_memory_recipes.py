@@ -239,3 +239,41 @@ def test_prompt_logits_for_every_prompt_token() -> None:
     # a decode-only request (one prompt token) holds one token's logits
     gen = estimate_inference_memory(LLAMA, InferenceJob(context=2048, generated=2048, prompt_logits="all"))
     assert gen.details["activations"]["prompt_logits"] == pytest.approx(2 * LLAMA.vocab_size)
+
+
+# --- the saved tensors behind the GPTQ and 16-bit-loss terms, seen by autograd on the CPU -------------------
+
+def _saved_bytes(fn: object) -> int:
+    torch = pytest.importorskip("torch")
+    seen: dict[int, int] = {}
+
+    def pack(t: object) -> object:
+        assert isinstance(t, torch.Tensor)
+        if not isinstance(t, torch.nn.Parameter):
+            seen[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn()  # type: ignore[operator]
+    return sum(seen.values())
+
+
+def test_matmul_with_a_dequantized_weight_keeps_the_16bit_weight() -> None:
+    torch = pytest.importorskip("torch")
+    # auto-gptq (qlinear_cuda_old, >= 128 tokens): weight = scales * (w_int - zeros); torch.matmul(x.half(), weight)
+    x = torch.randn(256, 512, dtype=torch.bfloat16, requires_grad=True)
+    w_int = torch.randint(0, 16, (512, 384), dtype=torch.int8)
+    scales = torch.rand(1, 384, dtype=torch.bfloat16)
+    saved = _saved_bytes(lambda: torch.matmul(x, scales * (w_int - 8)))
+    assert saved == 512 * 384 * 2  # the dequantized 16-bit weight (x is the leaf input: not an activation)
+
+
+def test_cross_entropy_of_16bit_logits_saves_16bit_log_probs() -> None:
+    torch = pytest.importorskip("torch")
+    t, v = 64, 1000
+    logits = torch.randn(t, v, dtype=torch.bfloat16, requires_grad=True)
+    labels = torch.randint(0, v, (t,))
+    down = _saved_bytes(lambda: torch.nn.functional.cross_entropy(logits, labels))
+    up = _saved_bytes(lambda: torch.nn.functional.cross_entropy(logits.float(), labels))
+    assert down == pytest.approx(2 * t * v, rel=0.01)  # bf16 log-softmax output (+ the int64 labels)
+    assert up == pytest.approx(4 * t * v, rel=0.01)  # fp32 log-softmax output
