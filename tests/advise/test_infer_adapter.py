@@ -80,12 +80,16 @@ def _with_growth(g: dict[str, Any] | None) -> Any:
 
 def test_serve_growth_rule_triggers_and_stays_quiet() -> None:
     assert not any(x.id.startswith("growth.") for x in advise(_with_growth(None)))  # not computed: silent
+    now = float(_with_growth(None).serving["usd_per_hour"])
     f = _with_growth({"factor": 2.0, "qps": 40.0, "holds": False, "devices": 6, "replicas": 6,
-                      "accelerator": "h100-nvl-94gb", "usd_per_hour": 30.0, "utilization": 0.8})
+                      "accelerator": "h100-nvl-94gb", "usd_per_hour": 1.5 * now, "utilization": 0.8})
     g = {x.id: x for x in advise(f)}["growth.serve"]
     assert g.severity == "warn" and "6 x h100-nvl-94gb" in g.message["en"] and "6 张" in g.message["zh"]
-    more = 30.0 / f.serving["usd_per_hour"] - 1
-    assert f"{more:+.0%}" in g.message["en"]
+    assert "+50%" in g.message["en"] and "+50%" in g.message["zh"]
+    spare = {x.id: x for x in advise(_with_growth({"factor": 2.0, "qps": 40.0, "holds": False, "devices": 2,
+                                                   "replicas": 2, "accelerator": "h100-nvl-94gb",
+                                                   "usd_per_hour": now, "utilization": 0.8}))}
+    assert "growth.serve" not in spare and spare["growth.serve_spare"].severity == "info"
     assert {fig.name for fig in g.figures} >= {"grown_qps", "grown_devices", "grown_usd_per_hour", "growth_factor"}
     ok = {x.id: x for x in advise(_with_growth({"factor": 2.0, "qps": 40.0, "holds": True, "devices": 1,
                                                 "replicas": 1, "accelerator": "h100-nvl-94gb",

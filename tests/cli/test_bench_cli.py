@@ -169,3 +169,16 @@ def test_bench_without_torch_is_one_line(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(importlib, "import_module", no_torch)
     res = runner.invoke(app, ["bench", "--device", "cpu"])
     assert res.exit_code == 2 and "needs PyTorch" in res.stderr and "pip install torch" in res.stderr
+
+
+def test_bench_compare_and_calibrate_follow_lang(tmp_path: Path) -> None:
+    gpu = _gpu_result(tmp_path, "gpu.json")
+    zh = runner.invoke(app, ["bench", "compare", str(gpu), str(gpu), "--lang", "zh"])
+    assert zh.exit_code == 0 and "gpuplan bench 对比" in zh.stdout and "测量项" in zh.stdout
+    en = runner.invoke(app, ["bench", "compare", str(gpu), str(gpu), "--lang", "en"])
+    assert "measurement" in en.stdout and "测量项" not in en.stdout
+    cal = runner.invoke(app, ["calibrate", str(gpu), "--lang", "zh", "--dir", str(tmp_path / "cal")])
+    assert cal.exit_code == 0, cal.output
+    assert "的校准" in cal.stdout and "用于估算" in cal.stdout
+    bad = runner.invoke(app, ["calibrate", str(tmp_path / "nope.json"), "--lang", "zh"])
+    assert bad.exit_code == 2 and bad.stderr.startswith("错误：")

@@ -34,7 +34,7 @@ def test_infer_json_and_table() -> None:
     assert out["kv_cache_bytes"] == 4 * 8192 * 61 * 576 * 2  # MLA latent, replicated over TP
     assert out["max_batch_fits"] > 0
     table = runner.invoke(app, ["memory", "infer", "-m", "llama3-8b"])
-    assert table.exit_code == 0 and "kv_cache" in table.stdout
+    assert table.exit_code == 0 and "KV cache" in table.stdout
 
 
 def test_train_table_shows_breakdown_and_calibration() -> None:

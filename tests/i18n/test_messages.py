@@ -10,7 +10,14 @@ import pytest
 
 from gpuplan.advise import FINDING_IDS
 from gpuplan.advise.findings import advise_data
+from gpuplan.advise.report_infer import INFER_MEMORY_PARTS
 from gpuplan.advise.report_train import MEMORY_PARTS
+from gpuplan.cli import bench as bench_cli
+from gpuplan.cli import catalog as catalog_cli
+from gpuplan.cli import infer as infer_cli
+from gpuplan.cli import infer_plan as infer_plan_cli
+from gpuplan.cli import model as model_cli
+from gpuplan.cli import validate as validate_cli
 from gpuplan.errors import InputError
 from gpuplan.i18n import LANGS, both, default_lang, messages, resolve_lang, tr
 from gpuplan.render.report_text import PLAN_COLS
@@ -18,6 +25,8 @@ from gpuplan.search.train_eval import BREAKDOWN_KEYS
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "gpuplan"
 KEY_CALL = re.compile(r"""\b(?:tr|both|_t)\(\s*["']([a-z0-9_.]+)["']""")
+# a key built at run time: tr(f"prefix.{name}", ...) (the families below list every name)
+PREFIX_CALL = re.compile(r"""\b(?:tr|both|_t)\(\s*f["']([a-z0-9_.]+)\{""")
 
 
 def _fields(template: str) -> set[str]:
@@ -43,6 +52,19 @@ def test_every_key_used_in_code_exists() -> None:
     used |= {f"finding.{fid}.{part}" for fid in FINDING_IDS for part in ("msg", "fix")}
     used |= {f"report.step.{k}" for k in BREAKDOWN_KEYS}
     used |= {f"report.part.{k.removesuffix('_bytes')}" for k in MEMORY_PARTS}
+    used |= {f"report.part.{k}" for k in INFER_MEMORY_PARTS}
+    used |= {f"report.growth.{k}" for k in ("holds", "replan", "none")}
+    used |= {f"report.tenancy.{k}" for k in ("dedicated", "shared")}
+    # the CLI's tables: column headers and row labels built from the modules' own lists
+    used |= {f"cli.catalog.col.{c}" for cols in catalog_cli._HEADERS.values() for c in cols}
+    used |= {f"cli.catalog.col.{c}" for c in ("conf", "field", "value", "source", "as_of")}
+    used |= {f"cli.catalog.{form}.{k}" for form in ("kind", "one") for k in catalog_cli.KINDS}
+    used |= {f"cli.pinfer.col.{c}" for c in infer_plan_cli.COLS}
+    used |= {f"cli.einfer.{c}" for c in infer_cli.FIGURES}
+    used |= {f"cli.model.col.{c}" for c in model_cli.LIST_COLS}
+    used |= {f"cli.validate.col.{c}" for c in validate_cli.COLS}
+    used |= {f"cli.bench.col.{c}" for c in (*bench_cli.SUMMARY_COLS, *bench_cli.VS_COLS)}
+    used |= {f"cli.calibrate.col.{c}" for c in bench_cli.CALIBRATE_COLS}
     used |= {f"report.sev.{k}" for k in ("info", "warn", "critical")}
     used |= {f"report.prov.{k}" for k in ("measured", "estimated", "datasheet", "data")}
     used |= {f"report.risk.{v['risk']}" for v in advise_data("ecosystem")["stacks"].values()}
@@ -54,6 +76,13 @@ def test_every_key_used_in_code_exists() -> None:
     assert len(used) > 60
     missing = sorted(k for k in used if k not in messages())
     assert missing == []
+    # every run-time prefix in code is one of the families above
+    prefixes = set()
+    for path in SRC.rglob("*.py"):
+        prefixes |= set(PREFIX_CALL.findall(path.read_text(encoding="utf-8")))
+    assert "cli.catalog.col." in prefixes and "cli.einfer." in prefixes
+    orphan = sorted(p for p in prefixes if not any(k.startswith(p) for k in used))
+    assert orphan == []
 
 
 def test_chinese_keeps_technical_terms() -> None:

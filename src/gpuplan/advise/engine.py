@@ -25,7 +25,8 @@ FINDING_IDS = (
     "net.oversubscription", "precision.fp32", "precision.fp16", "precision.fp8", "precision.quantized",
     "ecosystem.porting", "market.export", "market.residency", "market.compliance",
     "reliability.ecc", "reliability.cooling", "reliability.power", "reliability.checkpoint",
-    "growth.model", "growth.deadline", "growth.serve", "growth.serve_ok", "growth.serve_none",
+    "growth.model", "growth.deadline", "growth.serve", "growth.serve_ok", "growth.serve_spare",
+    "growth.serve_none",
 )
 
 

@@ -34,6 +34,10 @@ def serve_growth(f: PlanFacts, th: Thresholds) -> list[Finding]:
                              base_qps=qps, devices=f.devices, acc=f.accelerator.id)]
     figs: tuple[Figure, ...] = (*base, _est("grown_devices", g["devices"], "devices", _SRC),
                                 _est("grown_usd_per_hour", g["usd_per_hour"], "USD/h", _SRC))
+    if usd_h and g["usd_per_hour"] <= usd_h * (1 + 1e-9):  # the re-plan fits the instances already billed
+        return [make_finding("growth.serve_spare", "info", figs, used, factor=g["factor"], qps=g["qps"],
+                             devices=f.devices, acc=f.accelerator.id, need=g["devices"], grown_acc=g["accelerator"],
+                             replicas=g["replicas"], usd_h=usd_h)]
     return [make_finding("growth.serve", "warn", figs, used, factor=g["factor"], qps=g["qps"], devices=f.devices,
                          acc=f.accelerator.id, need=g["devices"], grown_acc=g["accelerator"], replicas=g["replicas"],
                          usd_h=usd_h, grown_usd_h=g["usd_per_hour"], more=g["usd_per_hour"] / usd_h - 1 if usd_h

@@ -97,7 +97,7 @@ def report_cmd(
                                    requirements=requirements(data_residency, compliance))
         save_report(raw, out, language)
     except (GpuplanError, ValidationError) as exc:
-        fail(exc)
+        fail(exc, lang)
 
 
 def compare_cmd(
@@ -160,7 +160,7 @@ def compare_cmd(
         if report is not None:
             write_report(doc, report, language)
     except (GpuplanError, ValidationError) as exc:
-        fail(exc)
+        fail(exc, lang)
     _print_compare(doc, language, spec.name, f"{tokens:.3g} tokens", json_out, report)
 
 

@@ -10,8 +10,14 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from gpuplan.cli.common import console, err_console, fail, print_json
+from gpuplan.cli.common import LANG_OPT, console, err_console, fail, print_json, ui_lang
 from gpuplan.errors import GpuplanError
+from gpuplan.i18n import resolve_lang, tr
+
+# column headers: cli.bench.col.<name>, cli.calibrate.col.<name>
+SUMMARY_COLS = ("benchmark", "status", "seconds", "figures", "notes")
+VS_COLS = ("measurement", "measured", "unit", "spread", "predicted", "ratio")
+CALIBRATE_COLS = ("term", "value", "used", "source")
 
 app = typer.Typer(help="Measure this machine (GEMM, memory, links, collectives, storage, training, decode) "
                        "and compare with gpuplan's prediction.", invoke_without_command=True)
@@ -32,11 +38,13 @@ def bench(
     workers: int = typer.Option(2, help="data-loader worker processes"),
     token_rate: float = typer.Option(1e6, help="tokens/s the data loader must sustain"),
     timeout: float = typer.Option(120.0, help="seconds before a collective run is killed"),
+    lang: str = LANG_OPT,
 ) -> None:
     """Run the benchmark suite and write one JSON result (docs/bench.md)."""
     if ctx.invoked_subcommand is not None:
         return
     try:
+        language = resolve_lang(lang)
         from gpuplan.bench.suite import SuiteOptions, run_suite
 
         opts = SuiteOptions(device=device, quick=quick, only=tuple(x.strip() for x in only.split(",") if x.strip()),
@@ -44,19 +52,19 @@ def bench(
                             workers=workers, token_rate=token_rate, collective_timeout_s=timeout)
         result = run_suite(opts, command=_command(ctx))
     except GpuplanError as exc:
-        fail(exc)
+        fail(exc, lang)
     except KeyboardInterrupt:
-        err_console.print(f"interrupted: partial result saved to {out}")
+        err_console.print(tr("cli.bench.interrupted", ui_lang(lang), path=str(out)), markup=False)
         raise typer.Exit(code=130) from None
     if int(os.environ.get("RANK", "0")) != 0:  # torchrun: rank 0 reports and writes the file
         return
-    _print_summary(result)
+    _print_summary(result, language)
     bad = [s for s in result.benchmarks if s.status in ("failed", "partial")]
     if bad:
-        err_console.print(f"[yellow]partial result saved to {escape(str(out))}[/]: "
+        err_console.print(f"[yellow]{escape(tr('cli.bench.partial', language, path=str(out)))}[/]: "
                           + escape("; ".join(f"{s.name}: {s.error}" for s in bad)), soft_wrap=True)
         raise typer.Exit(code=1)
-    console.print(f"result saved to {out}")
+    console.print(tr("cli.bench.saved", language, path=str(out)), markup=False, highlight=False)
 
 
 def _command(ctx: typer.Context) -> str:
@@ -85,20 +93,21 @@ def _fmt(v: float | None) -> str:
     return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
 
-def _print_summary(result: Any) -> None:
-    st = Table(title=f"gpuplan bench - {result.machine.devices[0].name if result.machine.devices else ''} "
-                     f"({result.machine.backend})")
-    for col in ("benchmark", "status", "s", "figures", "error / notes"):
-        st.add_column(col)
+def _print_summary(result: Any, lang: str = "en") -> None:
+    st = Table(title=tr("cli.bench.title", lang, device=result.machine.devices[0].name if result.machine.devices
+                        else "", backend=result.machine.backend))
+    for col in SUMMARY_COLS:
+        st.add_column(tr(f"cli.bench.col.{col}", lang))
     for s in result.benchmarks:
         st.add_row(s.name, s.status, f"{s.seconds:.1f}", str(s.measurements), escape("; ".join(
             [x for x in (s.error,) if x] + list(s.notes))))
     console.print(st)
-    t = Table(title="measured vs predicted", caption=f"predictions for {result.accelerator or 'no catalog part'}: "
-                                                     f"{result.accelerator_note}")
-    t.add_column("measurement", overflow="fold")
-    for col in ("measured", "unit", "spread", "predicted", "ratio"):
-        t.add_column(col, justify="right" if col != "unit" else "left")
+    t = Table(title=tr("cli.bench.vs", lang), caption=tr("cli.bench.vs_caption", lang, acc=result.accelerator
+                                                         or tr("cli.bench.no_part", lang),
+                                                         note=result.accelerator_note))
+    t.add_column(tr("cli.bench.col.measurement", lang), overflow="fold")
+    for col in VS_COLS[1:]:
+        t.add_column(tr(f"cli.bench.col.{col}", lang), justify="right" if col != "unit" else "left")
     for m in _headline(result):
         t.add_row(m.name, _fmt(m.value), m.unit, f"{m.spread:.0%}", _fmt(m.predicted.value),
                   f"{m.ratio:.2f}" if m.ratio is not None else "-")
@@ -110,14 +119,16 @@ def compare(
     results: list[Path] = typer.Argument(..., help="result JSON files of gpuplan bench"),
     benchmark: str = typer.Option("", help="only this benchmark (gemm, memory, collectives, ...)"),
     json_out: bool = typer.Option(False, "--json"),
+    lang: str = LANG_OPT,
 ) -> None:
     """Put machines side by side: one column per result, measured (and predicted) values."""
     try:
         from gpuplan.bench.records import load_result
 
+        language = resolve_lang(lang)
         loaded = [load_result(p) for p in results]
     except GpuplanError as exc:
-        fail(exc)
+        fail(exc, lang)
     labels = [f"{r.machine.devices[0].name if r.machine.devices else r.machine.hostname} ({p.name})"
               for r, p in zip(loaded, results, strict=True)]
     names: list[str] = []
@@ -134,9 +145,9 @@ def compare(
         print_json({"results": [str(p) for p in results], "columns": labels,
                     "rows": [{"name": n, **table[n]} for n in names]})
         return
-    t = Table(title="gpuplan bench compare", caption="measured (predicted); '-' = not measured there")
-    t.add_column("measurement", overflow="fold")
-    t.add_column("unit")
+    t = Table(title=tr("cli.bench.compare", language), caption=tr("cli.bench.compare_caption", language))
+    t.add_column(tr("cli.bench.col.measurement", language), overflow="fold")
+    t.add_column(tr("cli.bench.col.unit", language))
     for label in labels:
         t.add_column(label, justify="right")
     for n in names:
@@ -156,9 +167,11 @@ def calibrate_cmd(
     calibration_dir: Path = typer.Option(None, "--dir", help="folder to write (default: the user calibration folder)"),
     catalog_dir: list[Path] = typer.Option(None, "--catalog", help="extra catalog folder(s)"),
     json_out: bool = typer.Option(False, "--json"),
+    lang: str = LANG_OPT,
 ) -> None:
     """Write measured efficiencies of RESULT as calibration terms that later estimates for that part use."""
     try:
+        language = resolve_lang(lang)
         from gpuplan.bench.calibrate import calibration_from_result, write_calibration
         from gpuplan.bench.records import load_result
         from gpuplan.hardware import load_catalog
@@ -168,15 +181,15 @@ def calibrate_cmd(
                                      result_path=str(result))
         path = write_calibration(cf, calibration_dir)
     except GpuplanError as exc:
-        fail(exc)
+        fail(exc, lang)
     if json_out:
         print_json({"written": str(path), **cf.model_dump(mode="json")})
         return
-    t = Table(title=f"calibration for {cf.accelerator} -> {path}")
-    for col in ("term", "value", "used by estimates", "source"):
-        t.add_column(col, overflow="fold")
+    t = Table(title=tr("cli.calibrate.title", language, acc=cf.accelerator, path=str(path)))
+    for col in CALIBRATE_COLS:
+        t.add_column(tr(f"cli.calibrate.col.{col}", language), overflow="fold")
     for name, term in cf.terms.items():
-        t.add_row(name, f"{term.value:g}", "yes", term.source)
+        t.add_row(name, f"{term.value:g}", tr("cli.calibrate.yes", language), term.source)
     for name, fig in cf.recorded.items():
-        t.add_row(name, f"{fig.value:g}", "no (recorded)", fig.source)
+        t.add_row(name, f"{fig.value:g}", tr("cli.calibrate.recorded", language), fig.source)
     console.print(t)

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from gpuplan.cli.common import console, fail, print_json
+from gpuplan.cli.common import LANG_OPT, console, fail, print_json, ui_lang
 from gpuplan.errors import GpuplanError, unknown_name
 from gpuplan.hardware.catalog import Catalog
 from gpuplan.hardware.issues import CatalogError
@@ -29,6 +29,7 @@ from gpuplan.hardware.query import (
 from gpuplan.hardware.schema_base import Sourced
 from gpuplan.hardware.schema_devices import Accelerator, Server
 from gpuplan.hardware.schema_offers import Instance, Network, Storage
+from gpuplan.i18n import resolve_lang, tr
 
 app = typer.Typer(
     help="The hardware catalog: accelerators, servers, networks, cloud instances, storage.",
@@ -44,11 +45,11 @@ CATALOG_OPT = typer.Option(
 JSON_OPT = typer.Option(False, "--json", help="print JSON")
 
 
-def _load(dirs: list[Path] | None) -> Catalog:
+def _load(dirs: list[Path] | None, lang: str | None = None) -> Catalog:
     try:
         return load_catalog(dirs or ())
     except CatalogError as exc:
-        fail(exc)
+        fail(exc, lang)
 
 
 def _conf(level: str) -> str:
@@ -56,11 +57,11 @@ def _conf(level: str) -> str:
     return f"[{style}]{level}[/]" if style else level
 
 
-def _id_cell(cat: Catalog, record: Sourced) -> str:
+def _id_cell(cat: Catalog, record: Sourced, lang: str = "en") -> str:
     origin = cat.origin(record.id)
     if origin.layer != "user":
         return record.id
-    tag = "user, replaces built-in" if origin.replaces_builtin else "user"
+    tag = tr("cli.catalog.user_replaces" if origin.replaces_builtin else "cli.catalog.user", lang)
     return f"{record.id} [cyan]({tag})[/]"
 
 
@@ -142,23 +143,14 @@ def _row(cat: Catalog, r: Sourced) -> list[str]:
     return []
 
 
+# column headers: message keys cli.catalog.col.<name> (technical units such as GiB, BF16, FP8 stay as written)
 _HEADERS = {
-    "accelerators": ["vendor", "GiB", "mem GB/s", "BF16", "FP8", "link GB/s", "dom", "TDP W", "market"],
-    "servers": ["accelerators", "topology", "scale-out", "CPU cores", "RAM GiB"],
-    "networks": ["kind", "Gbit/s per NIC", "latency us", "alpha us", "bw efficiency", "achievable GB/s"],
-    "instances": [
-        "provider",
-        "accelerators",
-        "tenancy",
-        "RDMA",
-        "on demand",
-        "~USD/h",
-        "spot",
-        "monthly",
-        "market",
-        "as_of",
-    ],
-    "storage": ["provider", "kind", "MB/s per TiB", "max GB/s", "price", "market"],
+    "accelerators": ["vendor", "gib", "mem_gbs", "bf16", "fp8", "link_gbs", "dom", "tdp", "market"],
+    "servers": ["accelerators", "topology", "scale_out", "cpu_cores", "ram_gib"],
+    "networks": ["kind", "nic_gbit", "latency_us", "alpha_us", "bw_efficiency", "achievable_gbs"],
+    "instances": ["provider", "accelerators", "tenancy", "rdma", "on_demand", "usd_h", "spot", "monthly", "market",
+                  "as_of"],
+    "storage": ["provider", "kind", "mb_s_tib", "max_gbs", "price", "market"],
 }
 
 
@@ -173,17 +165,19 @@ def list_cmd(
     min_memory_gib: float | None = typer.Option(None, "--min-memory-gib", help="memory per accelerator, GiB"),
     catalog: list[Path] | None = CATALOG_OPT,
     json_out: bool = JSON_OPT,
+    lang: str | None = LANG_OPT,
 ) -> None:
     """List catalog records of one kind, with filters."""
     try:
+        language = resolve_lang(lang)
         if kind not in KINDS:
             raise unknown_name("kind", kind, KINDS)
-        cat = _load(catalog)
+        cat = _load(catalog, lang)
         rows = filter_records(
             cat, kind, vendor=vendor, market=market, provider=provider, min_memory_gib=min_memory_gib
         )
     except GpuplanError as exc:
-        fail(exc)
+        fail(exc, lang)
     if json_out:
         print_json(
             {
@@ -194,27 +188,21 @@ def list_cmd(
             }
         )
         return
-    t = Table(title=f"{kind} ({len(rows)})", caption=_caption(cat, kind))
+    t = Table(title=f"{tr(f'cli.catalog.kind.{kind}', language)} ({len(rows)})", caption=_caption(cat, kind, language))
     t.add_column("id", no_wrap=True)
     for col in (*_HEADERS[kind], "conf"):
-        t.add_column(col)
+        t.add_column(tr(f"cli.catalog.col.{col}", language))
     for r in rows:
-        t.add_row(_id_cell(cat, r), *_row(cat, r), _conf(r.confidence))  # _row escapes data text
+        t.add_row(_id_cell(cat, r, language), *_row(cat, r), _conf(r.confidence))  # _row escapes data text
     console.print(t)
 
 
-def _caption(cat: Catalog, kind: str) -> str:
-    parts = ["? = value individually low-confidence; `gpuplan catalog show ID` gives each value's source"]
+def _caption(cat: Catalog, kind: str, lang: str = "en") -> str:
+    parts = [tr("cli.catalog.caption", lang)]
     if kind == "instances":
-        parts.append(
-            f"~USD/h converts at {cat.rates.cny_per_usd} CNY/USD ({cat.rates.as_of}, overridable); "
-            "(m) = monthly price / 730 h"
-        )
+        parts.append(tr("cli.catalog.caption_instances", lang, rate=cat.rates.cny_per_usd, as_of=cat.rates.as_of))
     if kind == "accelerators":
-        parts.append(
-            "BF16/FP8 = dense peak TFLOPS; link GB/s = GPU-to-GPU per device, both directions summed "
-            "(pcie = no NVLink); dom = fully connected domain"
-        )
+        parts.append(tr("cli.catalog.caption_accelerators", lang))
     return "\n".join(parts)
 
 
@@ -223,13 +211,15 @@ def show_cmd(
     record_id: str = typer.Argument(..., metavar="ID", help="id or alias of any catalog record"),
     catalog: list[Path] | None = CATALOG_OPT,
     json_out: bool = JSON_OPT,
+    lang: str | None = LANG_OPT,
 ) -> None:
     """Show one record: every value with its source, confidence and date."""
-    cat = _load(catalog)
+    cat = _load(catalog, lang)
     try:
+        language = resolve_lang(lang)
         record = cat.get(record_id)
     except GpuplanError as exc:
-        fail(exc)
+        fail(exc, lang)
     kind = cat.kind_of(record.id)
     values = field_values(record)
     if json_out:
@@ -245,22 +235,24 @@ def show_cmd(
         )
         return
     origin = cat.origin(record.id)
-    where = f"user override {origin.path}:{origin.line}" if origin.layer == "user" else "built-in"
+    where = (tr("cli.catalog.user_override", language, path=origin.path, line=origin.line) if origin.layer == "user"
+             else tr("cli.catalog.builtin", language))
     conf = _conf(record.confidence)
-    t = Table(title=f"{record.id} ({kind[:-1]}, {where}) - confidence {conf}, as of {record.as_of}")
+    t = Table(title=tr("cli.catalog.show_title", language, id=record.id, kind=tr(f"cli.catalog.one.{kind}", language),
+                       where=where, conf=conf, as_of=record.as_of))
     for col in ("field", "value", "source", "conf"):
-        t.add_column(col, overflow="fold")
+        t.add_column(tr(f"cli.catalog.col.{col}", language), overflow="fold")
     for v in values:
         t.add_row(
             v.field,
             escape(v.text),
-            escape(v.source) if v.source != record.source else "[dim](record source)[/]",
+            escape(v.source) if v.source != record.source else f"[dim]{tr('cli.catalog.record_source', language)}[/]",
             _conf(v.confidence),
         )
     console.print(t)
-    console.print(f"[bold]source:[/] {escape(record.source)}", highlight=False)
+    console.print(f"[bold]{tr('cli.catalog.source', language)}[/] {escape(record.source)}", highlight=False)
     if record.notes:
-        console.print(f"[bold]notes:[/] {escape(record.notes)}", highlight=False)
+        console.print(f"[bold]{tr('cli.catalog.notes', language)}[/] {escape(record.notes)}", highlight=False)
 
 
 @app.command("compare")
@@ -268,16 +260,18 @@ def compare_cmd(
     record_ids: list[str] = typer.Argument(..., metavar="ID ID...", help="two or more ids of one kind"),
     catalog: list[Path] | None = CATALOG_OPT,
     json_out: bool = JSON_OPT,
+    lang: str | None = LANG_OPT,
 ) -> None:
     """Compare records side by side, each value with its source."""
-    cat = _load(catalog)
+    cat = _load(catalog, lang)
     try:
+        language = resolve_lang(lang)
         if len(record_ids) < 2:
             raise unknown_name("ids", " ".join(record_ids), ["at least two ids"])
         records = [cat.get(i) for i in record_ids]
         rows = compare_rows(records)
     except GpuplanError as exc:
-        fail(exc)
+        fail(exc, lang)
     kind = cat.kind_of(records[0].id)
     if json_out:
         print_json(
@@ -298,10 +292,10 @@ def compare_cmd(
             sources.append(src)
         return sources.index(src) + 1
 
-    t = Table(title=f"compare {kind}")
-    t.add_column("field")
+    t = Table(title=tr("cli.catalog.compare_title", language, kind=tr(f"cli.catalog.kind.{kind}", language)))
+    t.add_column(tr("cli.catalog.col.field", language))
     for r in records:
-        t.add_column(_id_cell(cat, r), overflow="fold")
+        t.add_column(_id_cell(cat, r, language), overflow="fold")
     for field, vals in rows:
         cells = []
         for v in vals:
@@ -311,10 +305,10 @@ def compare_cmd(
             mark = " [yellow]?[/]" if v.confidence in ("low", "none") else ""
             cells.append(f"{escape(v.text)}{mark} [dim]\\[{note(v.source)}][/]")
         t.add_row(field, *cells)
-    t.add_row("confidence", *[_conf(r.confidence) for r in records])
-    t.add_row("as_of", *[r.as_of for r in records])
+    t.add_row(tr("cli.catalog.confidence", language), *[_conf(r.confidence) for r in records])
+    t.add_row(tr("cli.catalog.col.as_of", language), *[r.as_of for r in records])
     console.print(t)
-    legend = Table(title="sources", show_header=False)
+    legend = Table(title=tr("cli.catalog.sources", language), show_header=False)
     legend.add_column("n")
     legend.add_column("source", overflow="fold")
     for i, src in enumerate(sources, 1):
@@ -326,12 +320,19 @@ def compare_cmd(
 def validate_cmd(
     directory: Path = typer.Argument(..., metavar="DIR", help="directory of catalog YAML files"),
     json_out: bool = JSON_OPT,
+    lang: str | None = LANG_OPT,
 ) -> None:
     """Check a catalog directory (as an override on the built-in data); list every problem.
 
     Exit code 0 when valid, 1 when problems were found. Nothing is loaded when any
     problem exists.
     """
+    language = ui_lang(lang)
+    if lang is not None:
+        try:
+            resolve_lang(lang)
+        except GpuplanError as exc:
+            fail(exc, lang)
     issues, cat = check_dir(directory)
     if json_out:
         payload: dict[str, Any] = {
@@ -345,19 +346,21 @@ def validate_cmd(
     elif issues:
         for i in issues:
             console.print(f"[red]{escape(str(i))}[/]", highlight=False, soft_wrap=True)
-        console.print(f"{len(issues)} problem(s) in {directory}; nothing loaded.", highlight=False)
+        console.print(tr("cli.catalog.problems", language, n=len(issues), dir=str(directory)), markup=False,
+                      highlight=False)
     else:
         assert cat is not None
         recs = _user_records(cat)
         replaced = sum(1 for r in recs if r["replaces_builtin"])
         console.print(
-            f"[green]OK[/]: {directory} adds {len(recs) - replaced} record(s) and replaces "
-            f"{replaced} built-in one(s).",
+            "[green]OK[/]: " + escape(tr("cli.catalog.ok", language, dir=str(directory), added=len(recs) - replaced,
+                                         replaced=replaced)),
             highlight=False,
         )
         for r in recs:
             console.print(
-                f"  {r['kind']}: {r['id']}" + (" (replaces built-in)" if r["replaces_builtin"] else ""),
+                escape(f"  {r['kind']}: {r['id']}" + (tr("cli.catalog.replaces", language) if r["replaces_builtin"]
+                                                      else "")),
                 highlight=False,
             )
     if issues:

@@ -1,4 +1,5 @@
-"""Shared CLI plumbing: one-line errors with exit code 2, JSON output, the console."""
+"""Shared CLI plumbing: one-line errors with exit code 2 (framed in the --lang language), JSON output, the console,
+the `--lang` option."""
 
 from __future__ import annotations
 
@@ -11,8 +12,12 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from gpuplan.errors import InputError
+from gpuplan.hardware.issues import CatalogError
+from gpuplan.i18n import LANGS, default_lang, tr
 
-__all__ = ["console", "fail", "input_error_from_validation", "print_json"]
+__all__ = ["LANG_OPT", "console", "error_line", "fail", "input_error_from_validation", "print_json", "ui_lang"]
+
+LANG_OPT = typer.Option(None, "--lang", help="zh or en (default: from LANG/LC_ALL)")
 
 console = Console()
 err_console = Console(stderr=True)
@@ -27,11 +32,30 @@ def input_error_from_validation(exc: ValidationError, prefix: str = "") -> Input
     return InputError(field=field, value=first.get("input"), allowed=msg)
 
 
-def fail(exc: Exception) -> NoReturn:
-    """Print one line naming the problem and exit with code 2."""
+def ui_lang(lang: str | None) -> str:
+    """The language for human-facing text: `lang` when it is a catalog language, else the locale's.
+
+    Never raises (an invalid --lang is reported by resolve_lang, in the locale's language)."""
+    return lang if lang in LANGS else default_lang()
+
+
+def error_line(exc: Exception, lang: str) -> str:
+    """The one-line error text in `lang`: the frame is translated; field, value, allowed and hint are kept."""
     if isinstance(exc, ValidationError):
         exc = input_error_from_validation(exc)
-    err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+    if isinstance(exc, InputError):
+        hint = tr("cli.error.hint", lang, hint=exc.hint) if exc.hint else ""
+        return tr("cli.error.input", lang, field=exc.field, value=repr(exc.value), allowed=exc.allowed, hint=hint)
+    if isinstance(exc, CatalogError) and exc.issues:
+        n = len(exc.issues)
+        more = tr("cli.error.catalog_more", lang, more=n - 1) if n > 1 else ""
+        return tr("cli.error.catalog", lang, n=n, first=str(exc.issues[0]), more=more)
+    return tr("cli.error.other", lang, text=str(exc))
+
+
+def fail(exc: Exception, lang: str | None = None) -> NoReturn:
+    """Print one line naming the problem (framed in `lang`, default the locale's) and exit with code 2."""
+    err_console.print(error_line(exc, ui_lang(lang)), markup=False, highlight=False, soft_wrap=True, style="red")
     raise typer.Exit(code=2)
 
 

@@ -9,15 +9,20 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
-from gpuplan.cli.common import console, fail, print_json
+from gpuplan.cli.common import LANG_OPT, console, fail, print_json
 from gpuplan.cli.train import estimate_app
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.infer_estimate import InferenceEstimate, estimate_inference
 from gpuplan.hardware import load_catalog
+from gpuplan.i18n import resolve_lang, tr
 from gpuplan.workload.engines import engine
 from gpuplan.workload.presets import load_model
 
-__all__ = ["estimate_infer"]
+__all__ = ["FIGURES", "estimate_infer"]
+
+# row labels: cli.einfer.<name>
+FIGURES = ("ttft", "tpot", "e2e", "out_tokens_s", "out_tokens_s_dev", "requests_s", "in_flight", "max_batch",
+           "memory", "bound")
 
 Weights = Literal["bf16", "fp16", "fp8", "int8", "int4"]
 KV = Literal["bf16", "fp16", "fp8", "int8"]
@@ -66,9 +71,11 @@ def estimate_infer(
     setting: list[str] = typer.Option(None, help="override an engine setting, NAME=VALUE (e.g. max_num_seqs=1024)"),
     catalog_dir: list[Path] = typer.Option(None, "--catalog", help="extra catalog folder(s)"),
     json_out: bool = typer.Option(False, "--json"),
+    lang: str = LANG_OPT,
 ) -> None:
     """TTFT, TPOT, e2e latency, throughput and memory of one deployment (without --batch/--qps: offline)."""
     try:
+        language = resolve_lang(lang)
         spec = load_model(model)
         cat = load_catalog(catalog_dir or ())
         acc = cat.accelerator(accelerator)
@@ -77,11 +84,11 @@ def estimate_infer(
                                  num_accels=num_accels, tp=tp, pp=pp, ep=ep, weights=weights, kv_dtype=kv_dtype,
                                  batch=batch, qps=qps, num_requests=num_requests, catalog=cat)
     except (GpuplanError, ValidationError) as exc:
-        fail(exc)
+        fail(exc, lang)
     if json_out:
         print_json(est.to_json())
         return
-    _table(est)
+    _table(est, language)
 
 
 def _ms(v: Any) -> str:
@@ -90,30 +97,33 @@ def _ms(v: Any) -> str:
     return f"{float(v) * 1e3:,.1f} ms"
 
 
-def _table(est: InferenceEstimate) -> None:
+def _table(est: InferenceEstimate, lang: str = "en") -> None:
     d = est.to_json()
     a = d["assumptions"]
     lay = d["layout"]
-    t = Table(title=f"{a['model']} on {d['num_accels']} x {a['accelerator']} ({a['engine']}, {a['weights']} weights, "
-                    f"{a['kv_dtype']} KV, tp{lay['tp']} pp{lay['pp']} ep{lay['ep']}, {d['replicas']} replica(s))",
-              caption=f"{d['scenario']}: input {a['input_len']}, output {a['output_len']} tokens; all figures "
-                      "estimated (per-step roofline model, docs/inference.md)")
-    t.add_column("figure")
-    t.add_column("value", justify="right")
+    t = Table(title=tr("cli.einfer.title", lang, model=a["model"], devices=d["num_accels"], acc=a["accelerator"],
+                       engine=a["engine"], weights=a["weights"], kv=a["kv_dtype"],
+                       layout=f"tp{lay['tp']} pp{lay['pp']} ep{lay['ep']}", replicas=d["replicas"]),
+              caption=tr("cli.einfer.caption", lang, scenario=d["scenario"], input=a["input_len"],
+                         output=a["output_len"]))
+    t.add_column(tr("cli.est.figure", lang))
+    t.add_column(tr("cli.est.value", lang), justify="right")
     rows = [
-        ("time to first token", _ms(d["ttft_s"])),
-        ("time per output token", _ms(d["tpot_s"])),
-        ("end-to-end latency", _ms(d["e2e_s"])),
-        ("output tokens/s", f"{d['output_tokens_per_s']:,.0f}"),
-        ("output tokens/s per device", f"{d['output_tokens_per_s_per_device']:,.0f}"),
-        ("requests/s", f"{d['requests_per_s']:,.2f}"),
-        ("sequences in flight per replica", str(d["batch_per_replica"])),
-        ("max batch that fits per replica", str(d["max_batch_fits"])),
-        ("memory per device", f"{d['memory']['total_bytes'] / 2**30:,.1f} GiB of {d['memory']['device_memory_gib']:g}"),
-        ("decode step bound", str(d["decode_step"].get("bound", "-"))),
+        ("ttft", _ms(d["ttft_s"])),
+        ("tpot", _ms(d["tpot_s"])),
+        ("e2e", _ms(d["e2e_s"])),
+        ("out_tokens_s", f"{d['output_tokens_per_s']:,.0f}"),
+        ("out_tokens_s_dev", f"{d['output_tokens_per_s_per_device']:,.0f}"),
+        ("requests_s", f"{d['requests_per_s']:,.2f}"),
+        ("in_flight", str(d["batch_per_replica"])),
+        ("max_batch", str(d["max_batch_fits"])),
+        ("memory", tr("cli.einfer.memory_value", lang, gib=d["memory"]["total_bytes"] / 2**30,
+                      device=d["memory"]["device_memory_gib"])),
+        ("bound", str(d["decode_step"].get("bound", "-"))),
     ]
+    assert tuple(k for k, _ in rows) == FIGURES
     for k, v in rows:
-        t.add_row(k, v)
+        t.add_row(tr(f"cli.einfer.{k}", lang), v)
     console.print(t)
     for w in a.get("warnings", []):
-        console.print(f"[yellow]warning:[/] {w}", highlight=False)
+        console.print(f"[yellow]{tr('cli.warning', lang)}[/] {w}", highlight=False)

@@ -9,10 +9,15 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
+from gpuplan.advise.findings import load_thresholds
+from gpuplan.advise.report_infer import inference_report
+from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_report, save_report_quiet
 from gpuplan.cli.common import console, fail, print_json
 from gpuplan.cli.train import plan_app
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import load_catalog
+from gpuplan.i18n import resolve_lang, tr
+from gpuplan.render.report_text import infer_rule_line
 from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms
 from gpuplan.search.infer_search import WEIGHTS, InferConstraints, plan_inference
 from gpuplan.simulate.arrivals import read_trace
@@ -20,7 +25,9 @@ from gpuplan.simulate.lengths import parse_length_dist
 from gpuplan.workload.engines import engine
 from gpuplan.workload.presets import load_model
 
-__all__ = ["plan_infer"]
+__all__ = ["COLS", "plan_infer"]
+
+COLS = ("hardware", "fleet", "usd_h", "usd_m", "util", "latency", "tenancy")  # cli.pinfer.col.<name>
 
 
 def _load(qps: float | None, trace: Path | None, input_len: int | None, output_len: int | None,
@@ -82,9 +89,17 @@ def plan_infer(
     top: int = typer.Option(10, help="plans shown in the table"),
     catalog_dir: list[Path] = typer.Option(None, "--catalog", help="extra catalog folder(s)"),
     json_out: bool = typer.Option(False, "--json"),
+    lang: str = typer.Option(None, "--lang", help="zh or en (default: from LANG/LC_ALL)"),
+    report: Path = typer.Option(None, "--report", help="write FILE.html (charts, offline), FILE.md or FILE.json"),
+    data_residency: str = typer.Option(None, help="region the data must stay in (cn)"),
+    compliance: list[str] = typer.Option(None, help="required compliance level (mlps3); repeatable"),
+    threshold: list[str] = typer.Option(None, help="override an advisor threshold, NAME=VALUE; repeatable"),
 ) -> None:
     """Search instances, TP/PP/EP, weight format and replicas for the cheapest fleet meeting the SLO."""
     try:
+        language = resolve_lang(lang)
+        req = requirements(data_residency, compliance)
+        th = load_thresholds(parse_pairs(threshold, "threshold"))
         load = _load(qps, trace, input_len, output_len, input_dist, output_dist)
         slo = InferSlo(ttft_p99_s=ttft_p99, tpot_p99_s=tpot_p99)
         spec = load_model(model)
@@ -94,36 +109,51 @@ def plan_infer(
                                 max_devices=max_devices, weights=tuple(weights) if weights else WEIGHTS,
                                 kv_dtype=kv_dtype)
         res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, terms=planner_terms(_terms(term)))
+        run = {"model": spec.name, "load": load.to_json(),
+               "slo": {"ttft_p99_s": slo.ttft_p99_s, "tpot_p99_s": slo.tpot_p99_s},
+               "engine": prof.id, "candidates_evaluated": res.candidates_evaluated,
+               "simulated": res.simulated, "plans": res.plans, "rejected": res.rejected,
+               "hardware_considered": res.hardware_considered, "best_unloaded": res.best_unloaded,
+               "terms": res.terms, "engine_terms": prof.used(), "kv_dtype": kv_dtype}
+        doc = None
+        if report is not None or not json_out:  # findings, memory and the growth re-plan (one more planner run)
+            doc = inference_report(run, cat, thresholds=th, requirements=req, infer_load=load,
+                                   max_devices=max_devices)
+        if report is not None and doc is not None:
+            (save_report_quiet if json_out else save_report)(doc, report, language)
     except (GpuplanError, ValidationError) as exc:
-        fail(exc)
+        fail(exc, lang)
     if json_out:
-        print_json({"model": spec.name, "load": load.to_json(),
-                    "slo": {"ttft_p99_s": slo.ttft_p99_s, "tpot_p99_s": slo.tpot_p99_s},
-                    "engine": prof.id, "candidates_evaluated": res.candidates_evaluated,
-                    "simulated": res.simulated, "plans": res.plans, "rejected": res.rejected,
-                    "hardware_considered": res.hardware_considered, "best_unloaded": res.best_unloaded,
-                    "terms": res.terms, "engine_terms": prof.used()})
+        print_json(run)
         return
-    _table(spec.name, load, slo, res.plans[:top], res.candidates_evaluated, res.simulated, res.rejected)
+    _table(spec.name, load, slo, res.plans[:top], res.candidates_evaluated, res.simulated, res.rejected, language)
+    if doc is not None and doc.get("recommendation"):
+        print_findings(doc["findings"], language)
+
+
+def _tenancy(value: str, lang: str) -> str:
+    return tr(f"report.tenancy.{value}", lang) if value in ("dedicated", "shared") else value
 
 
 def _table(name: str, load: InferLoad, slo: InferSlo, plans: list[dict[str, Any]], evaluated: int, simulated: int,
-           rejected: dict[str, int]) -> None:
-    t = Table(title=f"Inference plans - {name}, {load.qps:g} req/s, in {load.input_len.label}, "
-                    f"out {load.output_len.label}; SLO p99 TTFT {slo.ttft_p99_s:g} s, TPOT {slo.tpot_p99_s:g} s",
-              caption=f"{evaluated} candidates evaluated, {simulated} simulations; rejected: {rejected}. "
-                      "Latencies estimated by simulation; prices from the catalog.")
-    for col in ("hardware", "fleet", "USD/h", "USD/M in|out", "util", "p99 TTFT|TPOT", "advice"):
-        t.add_column(col)
+           rejected: dict[str, int], lang: str = "en") -> None:
+    t = Table(title=tr("cli.pinfer.title", lang, model=name, qps=load.qps, input=load.input_len.label,
+                       output=load.output_len.label, ttft=slo.ttft_p99_s, tpot=slo.tpot_p99_s),
+              caption=tr("cli.pinfer.caption", lang, candidates=evaluated, simulated=simulated, rejected=rejected))
+    for col in COLS:
+        t.add_column(tr(f"cli.pinfer.col.{col}", lang))
     for p in plans:
         lay = p["layout"]
         t.add_row(f"{p['accelerator']} tp{lay['tp']}" + (f" pp{lay['pp']}" if lay["pp"] > 1 else "")
                   + (f" ep{lay['ep']}" if lay["ep"] > 1 else "") + f" {p['weights']}",
-                  f"{p['replicas']} repl. on {p['instances']} x {p['instance']}", f"{p['cost_usd_per_hour']:,.2f}",
+                  tr("cli.pinfer.fleet", lang, replicas=p["replicas"], instances=p["instances"],
+                     instance=p["instance"]), f"{p['cost_usd_per_hour']:,.2f}",
                   f"{p['cost_usd_per_million_input_tokens']:.2f}|{p['cost_usd_per_million_output_tokens']:.2f}",
                   f"{p['utilization']:.0%}", f"{p['ttft_s']['p99']:.2f} s|{p['tpot_s']['p99'] * 1e3:.0f} ms",
-                  p["advice"]["tenancy"])
+                  _tenancy(p["advice"]["tenancy"], lang))
     console.print(t)
     if plans:
-        console.print(f"[bold]Recommendation:[/] {plans[0]['accelerator']} - {plans[0]['advice']['reason']}",
+        best = plans[0]
+        rec = {"tenancy": best["advice"]["tenancy"], "utilization": best["utilization"], "advice": best["advice"]}
+        console.print(tr("cli.pinfer.recommended", lang, acc=best["accelerator"], rule=infer_rule_line(rec, lang)),
                       highlight=False)

@@ -7,10 +7,11 @@ from typing import Literal
 import typer
 from pydantic import ValidationError
 
-from gpuplan.cli.common import console, fail, print_json
+from gpuplan.cli.common import LANG_OPT, console, fail, print_json
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.memory_infer import estimate_inference_memory, max_batch_that_fits
 from gpuplan.estimate.memory_train import estimate_training_memory
+from gpuplan.i18n import resolve_lang, tr
 from gpuplan.render.memory_table import memory_tables
 from gpuplan.units import GIB
 from gpuplan.workload.jobs import LORA_TARGETS, InferenceJob, Layout, TrainingJob
@@ -65,9 +66,11 @@ def train_cmd(
     accelerator: str = typer.Option(None, help="catalog id: compare the total with its memory"),
     device_memory_gib: float = typer.Option(None, help="device memory to compare against"),
     json_out: bool = typer.Option(False, "--json", help="print the JSON contract"),
+    lang: str = LANG_OPT,
 ) -> None:
     """Training memory per device (the most loaded pipeline rank)."""
     try:
+        language = resolve_lang(lang)
         spec = load_model(model)
         targets = tuple(t.strip() for t in lora_targets.split(",") if t.strip())
         for t in targets:
@@ -83,7 +86,7 @@ def train_cmd(
         mem = estimate_training_memory(spec, job, layout)
         device = _device_memory(accelerator, device_memory_gib)
     except (GpuplanError, ValidationError) as exc:
-        fail(exc)
+        fail(exc, lang)
     if json_out:
         out = mem.to_json()
         if device is not None:
@@ -91,8 +94,8 @@ def train_cmd(
             out["fits"] = mem.total_bytes <= device
         print_json(out)
         return
-    console.print(memory_tables(mem, title=f"Training memory per device - {spec.name}",
-                                device_memory_bytes=device))
+    console.print(memory_tables(mem, title=tr("cli.mem.title_train", language, model=spec.name),
+                                device_memory_bytes=device, lang=language))
 
 
 @app.command("infer")
@@ -111,9 +114,11 @@ def infer_cmd(
     accelerator: str = typer.Option(None, help="catalog id: compute the largest batch that fits"),
     device_memory_gib: float = typer.Option(None, help="device memory for the largest batch that fits"),
     json_out: bool = typer.Option(False, "--json", help="print the JSON contract"),
+    lang: str = LANG_OPT,
 ) -> None:
     """Inference memory per device, and the largest batch that fits a device."""
     try:
+        language = resolve_lang(lang)
         spec = load_model(model)
         job = InferenceJob(weights=weights, kv_dtype=kv_dtype, batch=batch, context=context,
                            int4_group_size=group_size, memory_fraction=memory_fraction)
@@ -122,7 +127,7 @@ def infer_cmd(
         device = _device_memory(accelerator, device_memory_gib)
         fit = max_batch_that_fits(spec, job, device, layout) if device else None
     except (GpuplanError, ValidationError) as exc:
-        fail(exc)
+        fail(exc, lang)
     if json_out:
         out = mem.to_json()
         if fit is not None:
@@ -132,9 +137,8 @@ def infer_cmd(
             out["max_kv_tokens_fit"] = fit.max_tokens
         print_json(out)
         return
-    console.print(memory_tables(mem, title=f"Inference memory per device - {spec.name}",
-                                device_memory_bytes=device))
+    console.print(memory_tables(mem, title=tr("cli.mem.title_infer", language, model=spec.name),
+                                device_memory_bytes=device, lang=language))
     if fit is not None:
-        console.print(f"Largest batch of {context}-token requests within {memory_fraction:.0%} of "
-                      f"{fit.device_memory_bytes / GIB:.1f} GiB: [bold]{fit.max_batch}[/] "
-                      f"({fit.max_tokens:,} KV tokens)")
+        console.print(tr("cli.mem.max_batch", language, context=context, fraction=memory_fraction,
+                         gib=fit.device_memory_bytes / GIB, batch=f"[bold]{fit.max_batch}[/]", tokens=fit.max_tokens))

@@ -122,7 +122,7 @@ def estimate_train(
                                   f"(layout needing least: {c.row(least)})")
         fig = plan_figures(spec, job, hw, c, ev, best, catalog=cat, tokens=tokens, calibration=cal)
     except (GpuplanError, ValidationError) as exc:
-        fail(exc)
+        fail(exc, lang)
     fig["bottleneck"] = bottleneck(fig["breakdown_s"])
     fig["candidates_evaluated"] = len(c)
     fig["rejected"] = rejected
@@ -219,7 +219,7 @@ def plan_train(
         if report is not None:
             (save_report_quiet if json_out else save_report)(doc, report, language)
     except (GpuplanError, ValidationError) as exc:
-        fail(exc)
+        fail(exc, lang)
     best_per_hw: dict[str, dict[str, Any]] = {}
     for p in res.plans:
         best_per_hw.setdefault(p["accelerator"], p)

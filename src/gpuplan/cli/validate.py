@@ -7,32 +7,37 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from gpuplan.cli.common import console, fail, print_json
+from gpuplan.cli.common import LANG_OPT, console, fail, print_json
 from gpuplan.errors import GpuplanError
+from gpuplan.i18n import resolve_lang, tr
 from gpuplan.validate.run import validate_file
+
+COLS = ("id", "metric", "measured", "predicted", "ape", "how")  # cli.validate.col.<name>
 
 
 def validate_cmd(
     cases: Path = typer.Argument(..., help="a case CSV in the ground-truth format (training or memory rows)"),
     json_out: bool = typer.Option(False, "--json"),
     include_low: bool = typer.Option(False, "--include-low-confidence", help="also score the authors' estimates"),
+    lang: str = LANG_OPT,
 ) -> None:
     """Predict each row's metric; print predicted, measured, APE, the median and the 90th percentile."""
     try:
+        language = resolve_lang(lang)
         report = validate_file(cases, include_low_confidence=include_low)
     except GpuplanError as exc:
-        fail(exc)
+        fail(exc, lang)
     if json_out:
         print_json(report.to_json())
         return
-    t = Table(title=f"Validation - {cases.name}")
-    for col in ("id", "metric", "measured", "predicted", "APE", "how"):
-        t.add_column(col)
+    t = Table(title=tr("cli.validate.title", language, name=cases.name))
+    for col in COLS:
+        t.add_column(tr(f"cli.validate.col.{col}", language))
     for c in report.cases:
         t.add_row(c.id, c.metric, f"{c.measured:,.4g}", f"{c.predicted:,.4g}", f"{c.ape:.1%}", c.detail)
     console.print(t)
     if report.cases:
-        console.print(f"rows {len(report.cases)}  median APE {report.median_ape:.1%}  p90 APE {report.p90_ape:.1%}  "
-                      f"skipped {len(report.skipped)}")
+        console.print(tr("cli.validate.summary", language, rows=len(report.cases), median=report.median_ape,
+                         p90=report.p90_ape, skipped=len(report.skipped)))
     for rid, reason in report.skipped:
-        console.print(f"skipped {rid}: {reason}", highlight=False)
+        console.print(tr("cli.validate.skipped", language, id=rid, reason=reason), highlight=False)

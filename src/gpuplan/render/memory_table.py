@@ -8,6 +8,7 @@ from rich.console import Group
 from rich.table import Table
 
 from gpuplan.estimate.records import MemoryBreakdown
+from gpuplan.i18n import messages, tr
 from gpuplan.units import GIB
 
 __all__ = ["memory_tables"]
@@ -17,40 +18,47 @@ def _gib(x: float) -> str:
     return f"{x / GIB:,.2f}"
 
 
-def memory_tables(m: MemoryBreakdown, *, title: str, device_memory_bytes: float | None = None) -> Group:
-    """Breakdown table (term, GiB, share, parts) and an assumptions table."""
+def _term(name: str, lang: str) -> str:
+    key = f"report.part.{name}"
+    return tr(key, lang) if key in messages() else name
+
+
+def memory_tables(m: MemoryBreakdown, *, title: str, device_memory_bytes: float | None = None,
+                  lang: str = "en") -> Group:
+    """Breakdown table (term, GiB, share, parts) and an assumptions table, labelled in `lang`."""
     total = m.total_bytes
-    t = Table(title=title, caption="GiB = 2^30 bytes; all figures estimated (docs/memory.md)")
-    t.add_column("term")
+    t = Table(title=title, caption=tr("cli.mem.caption", lang))
+    t.add_column(tr("cli.mem.col.term", lang))
     t.add_column("GiB", justify="right")
-    t.add_column("share", justify="right")
-    t.add_column("parts (GiB)")
+    t.add_column(tr("cli.mem.col.share", lang), justify="right")
+    t.add_column(tr("cli.mem.col.parts", lang))
     for name, value in m.terms().items():
         parts = m.details.get(name, {})
         if name == "kv_cache":
             parts = {}
         shown = ", ".join(f"{k} {_gib(v)}" for k, v in parts.items() if v)
         if value or name in ("weights", "activations"):
-            t.add_row(name, _gib(value), f"{value / total:.1%}" if total else "-", shown)
-    t.add_row("[bold]total per device[/]", f"[bold]{_gib(total)}[/]", "100%", "")
+            t.add_row(_term(name, lang), _gib(value), f"{value / total:.1%}" if total else "-", shown)
+    t.add_row(f"[bold]{tr('cli.mem.total', lang)}[/]", f"[bold]{_gib(total)}[/]", "100%", "")
     if device_memory_bytes:
         free = device_memory_bytes - total
-        verdict = "[green]fits[/]" if free >= 0 else "[red]does not fit[/]"
-        t.add_row("device memory", _gib(device_memory_bytes), "", f"{verdict}: headroom {_gib(free)} GiB")
-    a = Table(title="Assumptions", show_header=False)
+        verdict = f"[green]{tr('cli.mem.fits', lang)}[/]" if free >= 0 else f"[red]{tr('cli.mem.no_fit', lang)}[/]"
+        t.add_row(tr("report.chart.device_memory", lang), _gib(device_memory_bytes), "",
+                  tr("cli.mem.headroom", lang, verdict=verdict, gib=_gib(free)))
+    a = Table(title=tr("report.section.assumptions", lang), show_header=False)
     a.add_column("key")
     a.add_column("value")
-    a.add_row("parameters", f"total {m.params_total:,}; active {m.params_active:,}; "
-              f"trainable {m.params_trainable:,}")
+    a.add_row(tr("cli.mem.params", lang), tr("cli.mem.params_value", lang, total=m.params_total,
+                                             active=m.params_active, trainable=m.params_trainable))
     skip = {"calibration", "notes", "pipeline_rank_totals_bytes"}
     for k, v in m.assumptions.items():
         if k not in skip and v is not None:
             a.add_row(k, _fmt(v))
     for name, term in m.assumptions.get("calibration", {}).items():
-        flag = " (user override)" if term["overridden"] else ""
-        a.add_row(f"calibration: {name}", f"{term['value']} {term['unit']}{flag}")
+        flag = tr("cli.mem.overridden", lang) if term["overridden"] else ""
+        a.add_row(tr("cli.mem.calibration", lang, name=name), f"{term['value']} {term['unit']}{flag}")
     for note in m.assumptions.get("notes", []):
-        a.add_row("note", note)
+        a.add_row(tr("cli.mem.note", lang), note)
     return Group(t, a)
 
 
