@@ -11,13 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
 
 from gpuplan.i18n import both
-from gpuplan.terms import override_terms
+from gpuplan.terms import Term, TermTable
 
 __all__ = ["SEVERITIES", "Figure", "Finding", "Provenance", "Severity", "Threshold", "Thresholds", "advise_data",
            "default_thresholds", "load_thresholds", "make_finding"]
@@ -76,31 +75,18 @@ def make_finding(fid: str, severity: Severity, figures: tuple[Figure, ...] = (),
                    fix=both(f"finding.{fid}.fix", **params), figures=figures, thresholds=thresholds)
 
 
-class Threshold(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    value: float
-    unit: str
-    source: str = Field(min_length=1)
-    note: str = ""
-    overridden: bool = False
+class Threshold(Term):
+    """One advisor threshold (a Term: value, unit, source, note, overridden)."""
 
 
-class Thresholds(BaseModel):
+class Thresholds(TermTable):
     """The advisor's thresholds (advise/data/thresholds.yaml), user-overridable."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    schema_version: int
-    as_of: str
+    label: ClassVar[str] = "advisor threshold"
     terms: dict[str, Threshold]
 
-    def value(self, name: str) -> float:
-        return self.terms[name].value
-
     def used(self, *names: str) -> dict[str, dict[str, Any]]:
-        return {n: {"value": self.terms[n].value, "unit": self.terms[n].unit, "source": self.terms[n].source,
-                    "as_of": self.as_of, "overridden": self.terms[n].overridden} for n in names}
+        return {n: {**self.terms[n].describe(), "as_of": self.as_of} for n in names}
 
 
 @cache
@@ -110,10 +96,7 @@ def default_thresholds() -> Thresholds:
 
 def load_thresholds(overrides: Mapping[str, float] | None = None) -> Thresholds:
     """Default thresholds with `overrides` applied (unknown names raise InputError with close matches)."""
-    base = default_thresholds()
-    if not overrides:
-        return base
-    return base.model_copy(update={"terms": override_terms(base.terms, overrides, label="advisor threshold")})
+    return default_thresholds().with_overrides(overrides)
 
 
 @cache

@@ -23,17 +23,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias
 
 import numpy as np
 import yaml
 from numpy.typing import ArrayLike, NDArray
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from gpuplan.errors import InputError, unknown_name
+from gpuplan.errors import InputError
 from gpuplan.hardware.schema_devices import Accelerator
 from gpuplan.hardware.schema_offers import Network
-from gpuplan.terms import override_terms
+from gpuplan.terms import Term, TermTable
 
 __all__ = [
     "BRIDGE_KINDS",
@@ -108,44 +108,25 @@ def select_link(use_first: ArrayLike, first: Link, second: Link) -> Link:
 
 
 # --- calibration terms ------------------------------------------------------------------
-class LinkTerm(BaseModel):
+class LinkTerm(Term):
     """A named, sourced factor of the intra-node link model."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     value: float = Field(ge=0)
     unit: str = Field(min_length=1)
     confidence: Literal["high", "medium", "low", "none"] = "medium"
-    source: str = Field(min_length=1)
-    note: str = ""
-    overridden: bool = False
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "confidence": self.confidence}
 
 
-class LinkCalibration(BaseModel):
+class LinkCalibration(TermTable):
     """The terms of `data/links.yaml` (plus the PCIe per-lane rates they apply to)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    schema_version: int
-    as_of: str
+    label: ClassVar[str] = "link calibration term"
     pcie_gbyte_s_per_lane: dict[str, float]
     pcie_default_lanes: int = Field(ge=1, le=32)
     pcie_source: str
     terms: dict[str, LinkTerm]
-
-    def value(self, name: str) -> float:
-        try:
-            return self.terms[name].value
-        except KeyError:
-            raise unknown_name("link calibration term", name, self.terms) from None
-
-    def used(self, *names: str) -> dict[str, dict[str, object]]:
-        """The named terms as plain dicts, for an estimate's `assumptions`."""
-        return {
-            n: {"value": self.terms[n].value, "unit": self.terms[n].unit, "source": self.terms[n].source,
-                "confidence": self.terms[n].confidence, "overridden": self.terms[n].overridden}
-            for n in names
-        }
 
 
 @cache
@@ -166,8 +147,7 @@ def load_link_calibration(overrides: Mapping[str, float] | None = None) -> LinkC
         if value < 0:
             raise InputError(field=name, value=value, allowed="a value >= 0")
 
-    terms = override_terms(base.terms, overrides, label="link calibration term", check=check)
-    return base.model_copy(update={"terms": terms})
+    return base.with_overrides(overrides, check=check)
 
 
 # --- intra-node ---------------------------------------------------------------------------

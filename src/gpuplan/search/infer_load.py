@@ -20,7 +20,6 @@ from gpuplan.errors import InputError
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.simulate.arrivals import Workload, poisson_workload
 from gpuplan.simulate.lengths import LengthDist
-from gpuplan.terms import override_terms
 
 __all__ = ["InferLoad", "InferSlo", "planner_terms"]
 
@@ -33,10 +32,7 @@ def _default_terms() -> Calibration:
 
 def planner_terms(overrides: Mapping[str, float] | None = None) -> Calibration:
     """The planner's terms with `overrides` (name -> value) applied and marked."""
-    base = _default_terms()
-    if not overrides:
-        return base
-    return base.model_copy(update={"terms": override_terms(base.terms, overrides, label="planner term")})
+    return _default_terms().with_overrides(overrides)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
