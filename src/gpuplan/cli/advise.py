@@ -146,7 +146,8 @@ def compare_cmd(
                                  th=load_thresholds(parse_pairs(threshold, "threshold")))
             if report is not None:
                 write_report(doc, report, language)
-            _print_compare(doc, language, spec.name, f"{qps:g} req/s", json_out, report)
+            _print_compare(doc, language, spec.name, tr("cli.compare.what_qps", language, qps=qps), json_out,
+                           report)
             return
         if tokens is None or tokens <= 0:
             raise InputError(field="tokens", value=tokens, allowed="a positive number (or --qps for inference)")
@@ -161,7 +162,8 @@ def compare_cmd(
             write_report(doc, report, language)
     except (GpuplanError, ValidationError) as exc:
         fail(exc, lang)
-    _print_compare(doc, language, spec.name, f"{tokens:.3g} tokens", json_out, report)
+    _print_compare(doc, language, spec.name, tr("cli.compare.what_tokens", language, tokens=tokens), json_out,
+                   report)
 
 
 def _compare_infer(spec: ModelSpec, cat: Catalog, names: list[str], *, qps: float, ttft_p99: float | None,

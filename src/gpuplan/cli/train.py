@@ -156,7 +156,8 @@ def _print_estimate(model: str, acc: str, fig: dict[str, Any], lang: str = "en")
         cost = fig["cost"]
         for k in ("usd_on_demand", "usd_spot", "usd_monthly_commitment"):
             if cost.get(k):
-                t.add_row(tr("cli.est.cost", lang, kind=k[4:]), f"${cost[k]:,.0f}")
+                kind = tr(f"report.tco.{k[4:].removesuffix('_commitment')}", lang)
+                t.add_row(tr("cli.est.cost", lang, kind=kind), f"${cost[k]:,.0f}")
     for name, term in fig["assumptions"]["calibration"].items():
         if str(term["source"]).startswith("gpuplan calibrate"):  # measured on this hardware (gpuplan calibrate)
             t.add_row(tr("cli.est.calibrated", lang, name=name),
