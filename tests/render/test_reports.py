@@ -138,22 +138,58 @@ def test_html_report_draws_its_charts_in_chromium(tmp_path: Path, lang: str) -> 
     assert console == [], console  # no console errors or messages from the page
 
 
-@pytest.mark.skipif(_chromium() is None, reason="headless Chromium is not installed (apt-get install chromium)")
-def test_inference_and_compare_reports_draw_in_chromium(tmp_path: Path) -> None:
-    from gpuplan.advise.report_infer import inference_report
+INFER_CHARTS = ("chart-cost-latency", "chart-latency", "chart-memory", "chart-tco")
+
+
+@cache
+def infer_docs() -> tuple[dict[str, Any], dict[str, Any]]:
+    """An inference report (two accelerators) and the inference comparison of the same job."""
+    from gpuplan.advise.report_infer import compare_inference, inference_report
     from gpuplan.search.infer_load import InferLoad, InferSlo
     from gpuplan.search.infer_search import InferConstraints, plan_inference
     from gpuplan.simulate.lengths import parse_length_dist
 
     spec = load_model("llama3-8b")
+    cat = load_catalog(())
     load = InferLoad(qps=10.0, input_len=parse_length_dist(1024), output_len=parse_length_dist(256))
-    res = plan_inference(spec, load, InferSlo(ttft_p99_s=2.0, tpot_p99_s=0.05), load_catalog(()),
-                         InferConstraints(accelerators=("h100-nvl-94gb", "l40s-48gb")))
-    run = {"model": spec.name, "load": load.to_json(), "slo": {"ttft_p99_s": 2.0, "tpot_p99_s": 0.05},
-           "engine": "vllm", "plans": res.plans, "rejected": res.rejected, "terms": res.terms}
-    page = write_report(inference_report(run, load_catalog(())), tmp_path / "infer.html", "zh")
-    dom, log = _render_in_chromium(page, tmp_path)
-    for chart in ("chart-cost-latency", "chart-latency", "chart-memory", "chart-tco"):
-        start = dom.index(f'id="{chart}"')
-        assert 'class="main-svg"' in dom[start:start + 4000], chart
-    assert [line for line in log.splitlines() if "CONSOLE" in line] == []
+    slo = InferSlo(ttft_p99_s=2.0, tpot_p99_s=0.05)
+
+    def run_for(*accs: str) -> dict[str, Any]:
+        res = plan_inference(spec, load, slo, cat, InferConstraints(accelerators=accs))
+        return {"model": spec.name, "load": load.to_json(), "slo": {"ttft_p99_s": 2.0, "tpot_p99_s": 0.05},
+                "engine": "vllm", "plans": res.plans, "rejected": res.rejected, "terms": res.terms}
+
+    job = {"model": spec.name, "engine": "vllm", "qps": 10.0, "input_len": "fixed:1024", "output_len": "fixed:256",
+           "input_len_mean": 1024.0, "output_len_mean": 256.0, "ttft_p99_s": 2.0, "tpot_p99_s": 0.05}
+    return (inference_report(run_for("h100-nvl-94gb", "l40s-48gb"), cat),
+            compare_inference(run_for, ["h100-nvl-94gb", "l40s-48gb"], cat, job))
+
+
+def test_inference_document_has_memory_and_growth() -> None:
+    doc, _ = infer_docs()
+    assert doc["memory"]["parts_gib"]["weights"] > 0 and doc["growth"]["factor"] == 2.0
+    page = render_report(doc, "html", "en")
+    assert all(f'id="{c}"' in page for c in INFER_CHARTS) and not re.search(r"<script[^>]+src=", page)
+
+
+@pytest.mark.skipif(_chromium() is None, reason="headless Chromium is not installed (apt-get install chromium)")
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_inference_and_compare_reports_draw_in_chromium(tmp_path: Path, lang: str) -> None:
+    doc, cmp = infer_docs()
+    for name, d, charts in (("infer", doc, INFER_CHARTS), ("compare", cmp, ("chart-compare",))):
+        page = write_report(d, tmp_path / f"{name}-{lang}.html", lang)
+        dom, log = _render_in_chromium(page, tmp_path)
+        assert dom.count('class="main-svg"') >= 2 * len(charts), name
+        for chart in charts:
+            start = dom.index(f'id="{chart}"')
+            assert 'class="main-svg"' in dom[start:start + 4000], (name, chart)
+        assert [line for line in log.splitlines() if "CONSOLE" in line] == [], name
+
+
+@pytest.mark.skipif(_chromium() is None, reason="headless Chromium is not installed (apt-get install chromium)")
+def test_chromium_check_sees_console_errors(tmp_path: Path) -> None:
+    """Control: the console check above is live (a page that throws is caught)."""
+    page = tmp_path / "bad.html"
+    page.write_text("<html><body><script>missingFunction();</script></body></html>", encoding="utf-8")
+    _, log = _render_in_chromium(page, tmp_path)
+    assert any("CONSOLE" in line and "missingFunction" in line for line in log.splitlines())
