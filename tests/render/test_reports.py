@@ -193,3 +193,14 @@ def test_chromium_check_sees_console_errors(tmp_path: Path) -> None:
     page.write_text("<html><body><script>missingFunction();</script></body></html>", encoding="utf-8")
     _, log = _render_in_chromium(page, tmp_path)
     assert any("CONSOLE" in line and "missingFunction" in line for line in log.splitlines())
+
+
+def test_written_report_has_the_usual_permissions(tmp_path: Path) -> None:
+    import os
+
+    mask = os.umask(0o022)
+    try:
+        out = write_report(doc(), tmp_path / "plan.md", "en")
+    finally:
+        os.umask(mask)
+    assert out.stat().st_mode & 0o777 == 0o644  # not mkstemp's 0600

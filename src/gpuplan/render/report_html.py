@@ -167,7 +167,7 @@ def _head(title: str, lang: str) -> str:
 
 
 def _h2(key: str, lang: str) -> str:
-    return f"<h2>{html.escape(tr(f'report.section.{key}', lang))}</h2>"
+    return f'<h2 id="sec-{key}">{html.escape(tr(f"report.section.{key}", lang))}</h2>'
 
 
 def _p(text: str, cls: str = "") -> str:

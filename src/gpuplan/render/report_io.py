@@ -35,6 +35,12 @@ def render_report(doc: Mapping[str, Any], fmt: str, lang: str) -> str:
     return render_html(doc, lang)
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_report(doc: Mapping[str, Any], path: str | Path, lang: str) -> Path:
     """Render by the file suffix and write through a temporary file and a rename (never a half-written file)."""
     target = Path(path)
@@ -47,6 +53,7 @@ def write_report(doc: Mapping[str, Any], path: str | Path, lang: str) -> Path:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a report gets the usual permissions
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
