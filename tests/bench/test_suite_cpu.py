@@ -51,13 +51,76 @@ def test_quick_single_device_subset_validates(tmp_path: Path) -> None:
 def test_end_to_end_train_and_decode(tmp_path: Path) -> None:
     res = run_suite(_opts(tmp_path, ("train", "decode")))
     by = {m.name: m for m in res.measurements}
+    assert "train.tokens_per_s" in by, res.benchmarks
     train = by["train.tokens_per_s"]
     assert train.params["from_preset"] == "Llama-3.1-8B" and train.params["layers"] == 2
+    # no catalog part on a CPU: no plan, plain DDP over two gloo processes, null predictions
+    assert (train.params["processes"], train.params["dist_backend"], train.params["strategy"]) == (2, "gloo", "DDP")
+    assert str(train.params["planned_layout"]).startswith("none") and train.predicted.value is None
+    assert train.value == pytest.approx(4 * 128 / by["train.step_time"].value)  # global batch 2 x 2 x 128 tokens
     flops = by["train.model_tflops"]
-    assert flops.value == pytest.approx(train.value * float(train.params["flops_per_token"]) / 1e12)
+    assert flops.value == pytest.approx(train.value * float(train.params["flops_per_token"]) / 2 / 1e12)
     assert by["decode.ttft"].unit == "s" and by["decode.tokens_per_s"].value > 0
     assert by["train.peak_memory"].value > 0
     assert any("MFU not reported" in n for s in res.benchmarks for n in s.notes)
+
+
+def test_two_process_training_step_at_the_planned_layout(tmp_path: Path) -> None:
+    # predictions for 2 x H100 (--accelerator): the planner's PP=2 plan falls back to its best DP layout
+    res = run_suite(_opts(tmp_path, ("train",), accelerator="h100-sxm5-80gb"))
+    assert res.complete and load_result(tmp_path / "r.json") == res
+    by = {m.name: m for m in res.measurements}
+    assert set(by) == {"train.step_time", "train.tokens_per_s", "train.model_tflops", "train.mfu",
+                       "train.peak_memory"}
+    tps = by["train.tokens_per_s"]
+    p = tps.params
+    assert p["processes"] == 2 and p["dp"] == 2 and p["layout_fallback"] is True
+    assert str(p["planned_layout"]).startswith("tp1 pp2") and str(p["run_layout"]).startswith("tp1 pp1 dp2")
+    assert int(p["global_batch"]) == 4 and int(p["micro_batch"]) * int(p["microbatches"]) == 2
+    notes = next(s for s in res.benchmarks if s.name == "train").notes
+    assert any("not run by the bench (PP=2)" in n for n in notes)
+    step = by["train.step_time"]
+    assert step.predicted.value is not None and "layout run" in step.predicted.basis
+    assert tps.predicted.value == pytest.approx(4 * 128 / step.predicted.value)
+    assert tps.ratio == pytest.approx(tps.value / tps.predicted.value)
+    mfu = by["train.mfu"]
+    assert mfu.value == pytest.approx(by["train.model_tflops"].value / 989.4)
+    assert mfu.predicted.value is not None and 0 < mfu.predicted.value < 1
+    mem = by["train.peak_memory"]
+    assert mem.value > 0 and mem.predicted.value is None and float(mem.params["planned_memory_bytes"]) > 0
+
+
+def test_fsdp_with_activation_checkpointing_runs_on_two_gloo_processes() -> None:
+    from gpuplan.bench.e2e import bench_model
+    from gpuplan.bench.layout import BenchLayout
+    from gpuplan.bench.train_dist import launch_train
+
+    spec = bench_model(load_model("llama3.1-8b"), small=True)
+    for plain in (False, True):
+        run = launch_train(detect_backend("cpu"), spec.model_dump_json(),
+                           BenchLayout(dp=2, zero=3, micro_batch=1, microbatches=2, recompute="full"),
+                           seq_len=64, warmup=1, repeats=2, timeout_s=120, use_transformers=not plain)
+        assert run.error is None and len(run.samples) == 2 and (run.peak_bytes or 0) > 0
+        assert ("plain PyTorch" in run.implementation) == plain
+
+
+def test_a_dying_rank_or_a_timeout_leaves_a_partial_result(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import functools
+
+    from gpuplan.bench import e2e, train_dist
+
+    monkeypatch.setattr(e2e, "launch_train", functools.partial(train_dist.launch_train, fail_rank=1))
+    res = run_suite(_opts(tmp_path, ("train",)))
+    status = res.benchmarks[0]
+    assert status.status == "partial" and "exited with" in (status.error or "")
+    assert "failed on purpose" in (status.error or "") and "after 1 timed steps" in (status.error or "")
+    saved = load_result(tmp_path / "r.json")
+    assert not saved.complete and {m.name for m in saved.measurements} >= {"train.tokens_per_s"}
+    assert next(m for m in saved.measurements if m.name == "train.step_time").repeats == 1
+    monkeypatch.undo()
+    res = run_suite(_opts(tmp_path, ("train",), collective_timeout_s=0.5))
+    assert res.benchmarks[0].status == "failed" and "did not finish within 0.5 s" in (res.benchmarks[0].error or "")
+    assert not load_result(tmp_path / "r.json").complete
 
 
 def test_two_process_gloo_collectives_through_torchrun(tmp_path: Path) -> None:
@@ -149,5 +212,5 @@ def test_plain_torch_decoder_matches_the_transformers_model(tmp_path: Path) -> N
     run_train(ctx)
     run_decode(ctx)
     by = {m.name: m for m in ctx.measurements}
-    assert by["train.tokens_per_s"].params["implementation"] == impl
+    assert by["train.tokens_per_s"].params["implementation"] == impl  # the torchrun processes use it too
     assert by["decode.tokens_per_s"].value > 0 and by["decode.ttft"].value > 0

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -55,7 +56,7 @@ def launch_train(backend: Any, spec_json: str, layout: BenchLayout, *, seq_len: 
                  timeout_s: float, use_transformers: bool = True, fail_rank: int | None = None) -> TrainRun:
     """Run the training step in `layout.dp` local processes; never raises for a failed or stuck run.
 
-    `fail_rank` (tests): that rank exits with an error after its first timed step.
+    `fail_rank` (tests): that rank fails after the first timed step.
     """
     nproc = layout.dp
     dist_backend = backend.dist_backend
@@ -85,11 +86,18 @@ def launch_train(backend: Any, spec_json: str, layout: BenchLayout, *, seq_len: 
         if out.exists():
             progress = json.loads(out.read_text(encoding="utf-8"))
         if error is None and (proc.returncode != 0 or progress.get("status") != "done"):
-            tail = " | ".join(line for line in (log or "").strip().splitlines()[-4:])
-            error = f"torchrun ({nproc} x {dist_backend}) exited with {proc.returncode}: {tail}"
+            error = f"torchrun ({nproc} x {dist_backend}) exited with {proc.returncode}: {_cause(log or '')}"
     return TrainRun(nproc=nproc, dist_backend=dist_backend, samples=[float(x) for x in progress.get("samples", [])],
                     peak_bytes=progress.get("peak_bytes"), implementation=str(progress.get("implementation", "")),
                     error=error)
+
+
+def _cause(log: str) -> str:
+    """The first exception line a rank printed (the root cause: its peers fail after it), else the log's tail."""
+    lines = log.strip().splitlines()
+    errors = [ln.strip() for ln in lines if re.match(r"^\s*[\w.]*(Error|Exception|Interrupt)\b.*:", ln)
+              and "torch.distributed.elastic" not in ln]
+    return errors[0][:400] if errors else " | ".join(lines[-4:])
 
 
 def _layers(model: Any) -> list[Any]:
@@ -187,6 +195,8 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(a.warmup):
             step()
         for i in range(a.repeats):
+            if a.fail_rank == rank and i == 1:  # after the first timed step, which rank 0 has saved
+                raise RuntimeError(f"rank {rank} failed on purpose (test)")
             dist.barrier()
             backend.sync()
             t0 = time.perf_counter()
@@ -200,8 +210,6 @@ def main(argv: list[str] | None = None) -> int:
                 state["samples"].append(float(both[0]))
                 state["peak_bytes"] = int(both[1])
                 _write(a.out, state)
-            if a.fail_rank is not None and rank == a.fail_rank and i == 0:
-                raise RuntimeError(f"rank {rank} failed on purpose (test)")
         state["status"] = "done"
         if rank == 0:
             _write(a.out, state)

@@ -1,0 +1,89 @@
+"""The layout rule of the end-to-end training benchmark (torch-free): planned layout, layout run, prediction."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuplan.bench.e2e import bench_model
+from gpuplan.bench.layout import BenchLayout, layout_label, plan_bench_layout, runnable
+from gpuplan.hardware import Catalog, load_catalog
+from gpuplan.search.candidates import LayoutChoices
+from gpuplan.search.train_eval import cluster_hardware
+from gpuplan.search.train_planner import best_layout, plan_figures
+from gpuplan.workload.jobs import TrainingJob
+from gpuplan.workload.presets import load_model
+
+
+@pytest.fixture(scope="module")
+def cat() -> Catalog:
+    return load_catalog(use_user_dir=False)
+
+
+@pytest.mark.parametrize(("row", "why"), [
+    ({"tp": 1, "pp": 1, "cp": 1, "ep": 1, "zero": 3, "recompute": "full"}, None),
+    ({"tp": 1, "pp": 1, "cp": 1, "ep": 1, "zero": 0, "recompute": "none"}, None),
+    ({"tp": 2, "pp": 1, "cp": 1, "ep": 1, "zero": 1, "recompute": "none"}, "TP=2"),
+    ({"tp": 1, "pp": 4, "cp": 2, "ep": 1, "zero": 1, "recompute": "none"}, "PP=4, CP=2"),
+    ({"tp": 1, "pp": 1, "cp": 1, "ep": 1, "zero": 1, "recompute": "selective"}, "selective recomputation"),
+    ({"tp": 1, "pp": 1, "cp": 1, "ep": 1, "zero": 2, "recompute": "none"}, "ZeRO-2"),
+])
+def test_what_the_bench_can_run(row: dict[str, object], why: str | None) -> None:
+    assert runnable(row) == why
+
+
+def test_bench_layout_rejects_what_it_cannot_run() -> None:
+    with pytest.raises(ValueError, match="not a layout the bench runs"):
+        BenchLayout(dp=2, zero=2, micro_batch=1, microbatches=1, recompute="none")
+    with pytest.raises(ValueError):
+        BenchLayout(dp=2, zero=1, micro_batch=1, microbatches=1, recompute="selective")
+    lay = BenchLayout(dp=4, zero=3, micro_batch=2, microbatches=3, recompute="full")
+    assert lay.global_batch == 24
+    assert layout_label(lay.to_dict()) == "tp1 pp1 dp4 cp1 ep1 zero3 mb2x3 recompute=full"
+
+
+def test_a_pipeline_plan_falls_back_to_the_fastest_data_parallel_layout(cat: Catalog) -> None:
+    # the 2-layer CPU bench model on 2 x H100: the planner prefers PP=2 (checked here), the bench runs DP
+    spec = bench_model(load_model("llama3.1-8b"), small=True)
+    acc = cat.accelerator("h100-sxm5-80gb")
+    plan = plan_bench_layout(spec, devices=2, seq_len=128, global_batch=4, accelerator=acc, catalog=cat)
+    assert plan.planned is not None and plan.planned["pp"] == 2
+    assert plan.fallback is not None and "not run by the bench (PP=2)" in plan.fallback
+    run = plan.run
+    assert (run.dp, run.micro_batch * run.microbatches * run.dp) == (2, 4)
+    # the prediction is the planner's figure for exactly the layout run, not the planned one
+    job = TrainingJob(seq_len=128, global_batch=4, precision="bf16")
+    hw = cluster_hardware(cat, acc.id, None, gpus_per_node=2)
+    pinned = LayoutChoices(devices=[2], tp=[1], pp=[1], cp=[1], ep=[1], vpp=[1], zero=[run.zero],
+                           micro_batch=[run.micro_batch], recompute=[run.recompute], max_tp=2)
+    c, ev, i, _ = best_layout(spec, job, hw, pinned)
+    assert i is not None
+    fig = plan_figures(spec, job, hw, c, ev, i, catalog=cat, tokens=None)
+    assert plan.predicted["step_time_s"] == pytest.approx(fig["step_time_s"])
+    assert plan.predicted["tokens_per_s"] == pytest.approx(4 * 128 / fig["step_time_s"])
+    assert plan.predicted["mfu"] == pytest.approx(fig["mfu"])
+    m = fig["memory"]
+    assert plan.predicted["memory_bytes"] == pytest.approx(
+        m["weights_bytes"] + m["gradients_bytes"] + m["optimizer_bytes"] + m["activations_bytes"])
+    assert plan.terms["bf16_dense_tflops"] == pytest.approx(989.4)
+    # and it is the fastest of the DP layouts the bench can run
+    dp_only = LayoutChoices(devices=[2], tp=[1], pp=[1], cp=[1], ep=[1], vpp=[1], zero=(0, 1, 3),
+                            recompute=("none", "full"), max_tp=2)
+    _, ev2, _, _ = best_layout(spec, job, hw, dp_only)
+    assert plan.predicted["step_time_s"] == pytest.approx(float(ev2.step_s.min()))
+
+
+def test_a_data_parallel_plan_is_run_as_planned(cat: Catalog) -> None:
+    spec = bench_model(load_model("llama3.1-8b"), small=False)  # full width, 4 layers: the GPU bench model
+    plan = plan_bench_layout(spec, devices=1, seq_len=2048, global_batch=4,
+                             accelerator=cat.accelerator("h200-sxm-141gb"), catalog=cat)
+    assert plan.fallback is None and plan.planned is not None
+    assert layout_label(plan.planned) == layout_label(plan.run.to_dict())
+    assert plan.predicted["tokens_per_s"] == pytest.approx(4 * 2048 / plan.predicted["step_time_s"])
+
+
+def test_without_a_catalog_part_the_bench_runs_ddp_without_a_prediction() -> None:
+    spec = bench_model(load_model("llama3.1-8b"), small=True)
+    plan = plan_bench_layout(spec, devices=2, seq_len=128, global_batch=4, accelerator=None, no_plan_reason="CPU")
+    assert plan.planned is None and plan.predicted == {} and plan.reason == "CPU"
+    assert plan.run == BenchLayout(dp=2, zero=0, micro_batch=2, microbatches=1, recompute="none")
+    assert "no catalog accelerator" in plan.planned_label
