@@ -164,4 +164,5 @@ def growth_line(doc: Mapping[str, Any], lang: str) -> str | None:
     if g.get("devices") is None:
         return tr("report.growth.none", lang, factor=g["factor"], qps=g["qps"])
     return tr("report.growth.replan", lang, factor=g["factor"], qps=g["qps"], devices=g["devices"],
-              acc=g["accelerator"], replicas=g["replicas"], grown_usd_h=g["usd_per_hour"])
+              acc=g["accelerator"], replicas=g["replicas"], grown_usd_h=g["usd_per_hour"],
+              usd_h=doc["recommendation"]["usd_per_hour"])
