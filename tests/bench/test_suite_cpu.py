@@ -59,7 +59,7 @@ def test_end_to_end_train_and_decode(tmp_path: Path) -> None:
     assert str(train.params["planned_layout"]).startswith("none") and train.predicted.value is None
     assert train.value == pytest.approx(4 * 128 / by["train.step_time"].value)  # global batch 2 x 2 x 128 tokens
     flops = by["train.model_tflops"]
-    assert flops.value == pytest.approx(train.value * float(train.params["flops_per_token"]) / 2 / 1e12)
+    assert flops.value == pytest.approx(train.value * float(str(train.params["flops_per_token"])) / 2 / 1e12)
     assert by["decode.ttft"].unit == "s" and by["decode.tokens_per_s"].value > 0
     assert by["train.peak_memory"].value > 0
     assert any("MFU not reported" in n for s in res.benchmarks for n in s.notes)
@@ -76,18 +76,19 @@ def test_two_process_training_step_at_the_planned_layout(tmp_path: Path) -> None
     p = tps.params
     assert p["processes"] == 2 and p["dp"] == 2 and p["layout_fallback"] is True
     assert str(p["planned_layout"]).startswith("tp1 pp2") and str(p["run_layout"]).startswith("tp1 pp1 dp2")
-    assert int(p["global_batch"]) == 4 and int(p["micro_batch"]) * int(p["microbatches"]) == 2
+    assert p["global_batch"] == 4 and int(str(p["micro_batch"])) * int(str(p["microbatches"])) == 2
     notes = next(s for s in res.benchmarks if s.name == "train").notes
     assert any("not run by the bench (PP=2)" in n for n in notes)
     step = by["train.step_time"]
-    assert step.predicted.value is not None and "layout run" in step.predicted.basis
-    assert tps.predicted.value == pytest.approx(4 * 128 / step.predicted.value)
-    assert tps.ratio == pytest.approx(tps.value / tps.predicted.value)
+    step_pred, tps_pred = step.predicted.value, tps.predicted.value
+    assert step_pred is not None and tps_pred is not None and "layout run" in step.predicted.basis
+    assert tps_pred == pytest.approx(4 * 128 / step_pred)
+    assert tps.ratio == pytest.approx(tps.value / tps_pred)
     mfu = by["train.mfu"]
     assert mfu.value == pytest.approx(by["train.model_tflops"].value / 989.4)
     assert mfu.predicted.value is not None and 0 < mfu.predicted.value < 1
     mem = by["train.peak_memory"]
-    assert mem.value > 0 and mem.predicted.value is None and float(mem.params["planned_memory_bytes"]) > 0
+    assert mem.value > 0 and mem.predicted.value is None and float(str(mem.params["planned_memory_bytes"])) > 0
 
 
 def test_fsdp_with_activation_checkpointing_runs_on_two_gloo_processes() -> None:

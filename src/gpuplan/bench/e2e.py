@@ -105,14 +105,17 @@ def _train(ctx: BenchContext) -> None:
     devices = 2 if b.kind == "cpu" else b.count  # one process per local device; two gloo processes on a CPU
     plan = _plan(ctx, spec, devices, seq, per_device * devices)
     run = plan.run
-    ctx.note(f"train: planned layout {plan.planned_label}; ran {layout_label(run.to_dict())} "
-             f"({_STRATEGY[run.zero]}{', activation checkpointing' if run.recompute == 'full' else ''}, "
-             f"{devices} processes)")
+    how = (f"({_STRATEGY[run.zero]}{', activation checkpointing' if run.recompute == 'full' else ''}, "
+           f"{devices} processes)")
     if plan.fallback:
-        ctx.note(f"train: {plan.fallback}")
+        ctx.note(f"train: {plan.fallback} {how}")
+    elif plan.planned is None:
+        ctx.note(f"train: no planned layout ({plan.reason}); ran {layout_label(run.to_dict())} {how}")
+    else:
+        ctx.note(f"train: ran the planned layout {layout_label(run.to_dict())} {how}")
     ctx.status(f"torchrun {devices} x {b.dist_backend}: {layout_label(run.to_dict())}")
-    res = launch_train(b, spec.model_dump_json(), run, seq_len=seq, warmup=1 if ctx.quick else 2,
-                       repeats=3 if ctx.quick else 8, timeout_s=ctx.collective_timeout_s,
+    res = launch_train(b, spec.model_dump_json(), run, seq_len=seq, warmup=2,  # DDP rebuilds its buckets after step 1
+                       repeats=5 if ctx.quick else 8, timeout_s=ctx.collective_timeout_s,
                        use_transformers=ctx.use_transformers)
     if res.samples:
         _add_train(ctx, spec, plan, res)
