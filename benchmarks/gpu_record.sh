@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The real-GPU record of `gpuplan bench` (docs/bench.md): one prepared run for a machine with a
-# CUDA GPU (planned: 1 x H200, under ~8 minutes in all). Needs python3 with a CUDA build of torch
-# and gpuplan's dependencies (pydantic, typer, rich, PyYAML, numpy); transformers and
+# CUDA GPU (planned: 1 x H200, under ~8 minutes in all; an 8-GPU node runs the same script). Needs
+# python3 with a CUDA build of torch and gpuplan's dependencies (pydantic, typer, rich, PyYAML, numpy); transformers and
 # nvidia-ml-py are optional (without them the plain-torch decoder and torch memory counters are used).
 # No network access is needed: gpuplan runs from src/ of this checkout.
 #
@@ -46,14 +46,29 @@ slug=$("$PY" -c "import torch; print(torch.cuda.get_device_name(0).lower().repla
 RESULT="$DEST/bench-$slug.json"
 
 # 2. the suite at full sizes (one GPU: d2d and collectives are skipped with the reason); the result
-#    file is rewritten after every benchmark, so a timeout still leaves a partial, valid record
-timeout 420 "$PY" -m gpuplan.cli.main bench --device "${DEVICE:-cuda}" --dir "$WORK" --out "$RESULT" --timeout 60 "$@" \
-    > "$DEST/bench.log" 2>&1
+#    file is rewritten after every benchmark, so a timeout still leaves a partial, valid record.
+#    The end-to-end training step goes first: gpuplan's planned layout for the bench model on all
+#    local GPUs, one torchrun process per GPU (8 GPUs: DDP/ZeRO/FSDP over 8 ranks; 1 GPU: one rank),
+#    with the planner's step time, tokens/s, MFU and memory for the layout run; --timeout caps each
+#    torchrun launch (training step, collectives) at 150 s, start-up included.
+timeout 420 "$PY" -m gpuplan.cli.main bench --device "${DEVICE:-cuda}" --dir "$WORK" --out "$RESULT" --timeout 150 \
+    --only train,decode,gemm,memory,transfer,d2d,collectives,storage,dataloader "$@" > "$DEST/bench.log" 2>&1
 echo "bench exit $? after $(( $(date +%s) - t0 )) s"
 tail -60 "$DEST/bench.log"
 
-# 3. measured vs predicted table
+# 3. measured vs predicted table, and the training layout (planned, run, why)
 "$PY" benchmarks/bench_table.py "$RESULT" > "$DEST/bench-$slug.md" 2>&1 && cat "$DEST/bench-$slug.md"
+"$PY" - "$RESULT" <<'PYEOF'
+import sys
+from gpuplan.bench import load_result
+res = load_result(sys.argv[1])
+for s in res.benchmarks:
+    if s.name == "train":
+        print("train:", s.status, s.error or "", *s.notes, sep="\n  ")
+for m in res.measurements:
+    if m.benchmark == "train":
+        print(f"  {m.name}: measured {m.value:.4g} {m.unit}, predicted {m.predicted.value}, ratio {m.ratio}")
+PYEOF
 
 # 4. calibration into a private config folder, and its effect on an estimate for the same part
 export XDG_CONFIG_HOME="$WORK/config"
