@@ -168,8 +168,11 @@ def test_loss_without_upcast_keeps_16bit_log_probs() -> None:
     job = TrainingJob(method="lora", seq_len=4096, recompute="full", kernels="hf")
     t, v = 4096, LLAMA.vocab_size
     acts = activation_breakdown(LLAMA, job, Layout())
-    assert acts.logits_transient_bytes == pytest.approx((2 + 4) * t * v)  # the relation memory_train relies on
-    assert acts.last_stage_extra["log_probs_fp32"] == pytest.approx(4 * t * v)
+    assert acts.logits_transient_bytes == pytest.approx((2 + 4) * t * v)
+    assert acts.last_stage_extra["log_probs"] == pytest.approx(4 * t * v)
+    acts16 = activation_breakdown(LLAMA, job.model_copy(update={"loss_upcast": False}), Layout())
+    assert acts16.logits_transient_bytes == pytest.approx((2 + 2) * t * v)
+    assert acts16.last_stage_extra["log_probs"] == pytest.approx(2 * t * v)
     up = estimate_training_memory(LLAMA, job)
     down = estimate_training_memory(LLAMA, job.model_copy(update={"loss_upcast": False}))
     # log-probs 4 -> 2 bytes, the fp32 upcast -> a 16-bit shifted copy: 2 + 2 bytes per token x vocab

@@ -196,10 +196,14 @@ def activation_breakdown(spec: ModelSpec, job: TrainingJob, layout: Layout) -> A
     if spec.position_embedding == "rope" and spec.mla is None and job.recompute != "full":
         first["rotary_tables"] = 2 * e * s * spec.attn_head_dim  # cos and sin, shared by all layers
     vocab = spec.vocab_size / tp  # vocab-parallel LM head and loss (Megatron); whole vocab when tp=1
+    # cross-entropy on fp32-upcast logits (HF loss, autocast); without the upcast (no autocast, model
+    # code such as Qwen's modeling_qwen.py: CrossEntropyLoss()(lm_logits[..., :-1, :].contiguous(), ...))
+    # the saved log-probabilities and the logits' second copy (the shifted slice) stay 16-bit
+    loss_e = FP32 if job.loss_upcast else e
     last = {
         "final_norm": _norm(spec, t, h, e, fused) / seq_div,
         "lm_head_input": e_lin * t * h / seq_div,
-        "log_probs_fp32": FP32 * t * vocab,  # cross-entropy on fp32-upcast logits (HF loss)
+        "log_probs": loss_e * t * vocab,
         "labels": INDEX * t,
     }
     return ActivationBreakdown(
@@ -207,6 +211,6 @@ def activation_breakdown(spec: ModelSpec, job: TrainingJob, layout: Layout) -> A
         moe_layer=moe,
         first_stage_extra=first,
         last_stage_extra=last,
-        logits_transient_bytes=(e + FP32) * t * vocab,
+        logits_transient_bytes=(e + loss_e) * t * vocab,
         recompute_working_bytes=recompute_working,
     )

@@ -30,7 +30,6 @@ import numpy as np
 from gpuplan.estimate.activations import (
     ActivationBreakdown,
     activation_breakdown,
-    compute_bytes,
     uses_fused_kernels,
 )
 from gpuplan.estimate.calibration import Calibration, default_calibration
@@ -63,7 +62,6 @@ GPTQ_GROUP = 128
 GPTQ_BYTES_PER_PARAM = 0.5 + (2 + 0.5) / GPTQ_GROUP
 DEQUANT_BYTES = 2.0  # auto-gptq dequantizes to fp16 (weight = scales * (weight - zeros))
 ADAPTER_BYTES = 4.0  # PEFT keeps LoRA adapters in fp32 (autocast_adapter_dtype default)
-LOSS_FP32 = 4.0  # bytes of the fp32 log-probabilities and upcast logits of the HF loss
 
 
 def stage_layers(spec: ModelSpec, layout: Layout) -> list[tuple[int, int]]:
@@ -230,21 +228,13 @@ def rank_terms(spec: ModelSpec, counts: ParamCounts, job: TrainingJob, cal: Cali
         other["gptq_dequantized_weights"] = DEQUANT_BYTES * np.where(g.recompute_working > 0, largest_matrix,
                                                                      dm + ex)
     n_flight = _in_flight(g)
-    loss_16bit: Any = 0.0
-    if not job.loss_upcast:
-        # cross-entropy of the 16-bit logits without an fp32 upcast (no autocast, model code such as Qwen's
-        # modeling_qwen.py: CrossEntropyLoss()(lm_logits[..., :-1, :].contiguous(), ...)): the saved
-        # log-probabilities and the logits' second copy (the shifted slice) are 16-bit instead of fp32.
-        # activations.py sizes the transient as (e + 4) x tokens x vocab/tp, which gives tokens x vocab/tp.
-        e = compute_bytes(job.precision)[0]
-        loss_16bit = (LOSS_FP32 - e) * g.logits_transient / (e + LOSS_FP32)
     act = {
         "dense_layers": n_flight * g.dense_n * g.act_dense_layer,
         "moe_layers": n_flight * g.moe_n * g.act_moe_layer,
         "embedding_side": np.where(first, n_flight * g.act_first_extra, 0.0),
-        "loss_side": np.where(last, g.act_last_extra - loss_16bit, 0.0),
+        "loss_side": np.where(last, g.act_last_extra, 0.0),
     }
-    other["logits_transient"] = np.where(last, g.logits_transient - loss_16bit, 0.0)
+    other["logits_transient"] = np.where(last, g.logits_transient, 0.0)
     other["recompute_working_layer"] = g.recompute_working + 0.0 * g.tp
     transient = sum(other.values())
     other["allocator_fragmentation"] = cal.value("allocator_fragmentation") * (sum(act.values()) + transient)
