@@ -137,3 +137,19 @@ def test_inference_memory_breakdown() -> None:
     assert parts["kv_cache"] == pytest.approx(pool * best["kv_used_mean_fraction"], rel=1e-9)
     md = render_report(inference_report(r, catalog()), "md", "en")
     assert "## Memory per device" in md and "KV pool reserved" in md and "## Growth headroom" in md
+
+
+@pytest.mark.parametrize("market", ["cn", "global"])
+def test_growth_replan_keeps_the_run_constraints(market: str) -> None:
+    from gpuplan.advise.report_infer import serve_growth
+
+    spec = load_model("llama3-8b")
+    load = InferLoad(qps=20.0, input_len=parse_length_dist(1024), output_len=parse_length_dist(256))
+    cons = InferConstraints(market=market, vendor="NVIDIA")
+    res = plan_inference(spec, load, InferSlo(ttft_p99_s=2.0, tpot_p99_s=0.05), catalog(), cons)
+    r = {"model": spec.name, "load": load.to_json(), "slo": {"ttft_p99_s": 2.0, "tpot_p99_s": 0.05},
+         "engine": "vllm", "plans": res.plans, "rejected": res.rejected, "terms": res.terms}
+    g = serve_growth(r, res.plans[0], catalog(), factor=2.0, load=load, constraints=cons)
+    assert g is not None and g["devices"] is not None
+    assert catalog().instances[g["instance"]].market == market
+    assert g["accelerator"] == res.plans[0]["accelerator"]

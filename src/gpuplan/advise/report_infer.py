@@ -38,6 +38,7 @@ from gpuplan.workload.presets import load_model
 
 if TYPE_CHECKING:
     from gpuplan.search.infer_load import InferLoad
+    from gpuplan.search.infer_search import InferConstraints
 
 __all__ = ["INFER_MEMORY_PARTS", "compare_inference", "infer_summary", "inference_report", "is_infer_run", "risk_of",
            "serve_growth", "serving_memory"]
@@ -109,9 +110,13 @@ def _load_of(run: Mapping[str, Any]) -> InferLoad | None:
 
 
 def serve_growth(run: Mapping[str, Any], plan: Mapping[str, Any], catalog: Catalog, *, factor: float,
-                 load: InferLoad | None = None, max_devices: int = 1024) -> dict[str, Any] | None:
-    """Re-plan at `factor` x the load on the plan's accelerator and weight format: does the fleet hold,
-    and if not, the cheapest fleet that meets the SLO and its hourly cost. None when the load is unknown."""
+                 load: InferLoad | None = None, max_devices: int = 1024,
+                 constraints: InferConstraints | None = None) -> dict[str, Any] | None:
+    """Re-plan at `factor` x the load on the plan's accelerator and weight format (within the planner
+    `constraints` of the original run: market, provider...): does the fleet hold, and if not, the cheapest
+    fleet that meets the SLO and its hourly cost. None when the load is unknown."""
+    from dataclasses import replace
+
     from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms
     from gpuplan.search.infer_search import InferConstraints, plan_inference
     from gpuplan.simulate.arrivals import Workload
@@ -129,11 +134,12 @@ def serve_growth(run: Mapping[str, Any], plan: Mapping[str, Any], catalog: Catal
     try:
         spec = load_model(str(run["model"]))
         terms = {k: float(v["value"]) for k, v in run.get("terms", {}).items()}
+        cons = replace(constraints or InferConstraints(kv_dtype=str(run.get("kv_dtype") or "bf16"),
+                                                       max_devices=max_devices),
+                       accelerators=(str(plan["accelerator"]),), weights=(str(plan["weights"]),))
+        cons = replace(cons, max_devices=max(cons.max_devices, int(plan["devices"])))
         res = plan_inference(spec, grown, InferSlo(ttft_p99_s=float(run["slo"]["ttft_p99_s"]),
-                                                   tpot_p99_s=float(run["slo"]["tpot_p99_s"])), catalog,
-                             InferConstraints(accelerators=(str(plan["accelerator"]),), weights=(str(plan["weights"]),),
-                                              kv_dtype=str(run.get("kv_dtype") or "bf16"),
-                                              max_devices=max(max_devices, int(plan["devices"]))),
+                                                   tpot_p99_s=float(run["slo"]["tpot_p99_s"])), catalog, cons,
                              engine_profile=engine(str(run.get("engine") or "vllm")), terms=planner_terms(terms))
     except GpuplanError:
         return out
@@ -142,7 +148,7 @@ def serve_growth(run: Mapping[str, Any], plan: Mapping[str, Any], catalog: Catal
     same = [p for p in res.plans if p["layout"] == plan["layout"] and p["replicas"] <= plan["replicas"]]
     cheapest = res.plans[0]
     out.update(holds=bool(same), devices=cheapest["devices"], replicas=cheapest["replicas"],
-               accelerator=cheapest["accelerator"], layout=cheapest["layout"],
+               accelerator=cheapest["accelerator"], layout=cheapest["layout"], instance=cheapest["instance"],
                usd_per_hour=cheapest["cost_usd_per_hour"], utilization=cheapest["utilization"])
     if same:  # the planned fleet at the grown load: its utilization of the SLO-bound capacity
         cap = float(plan.get("capacity_requests_per_s_per_replica") or 0.0) * int(plan["replicas"])
@@ -181,9 +187,11 @@ def _sources(facts: PlanFacts, catalog: Catalog, instances: Sequence[str]) -> li
 
 def inference_report(run: Mapping[str, Any], catalog: Catalog, *, thresholds: Thresholds | None = None,
                      requirements: Requirements | None = None, runners_up: int = 4, infer_load: InferLoad | None = None,
-                     growth: bool = True, max_devices: int = 1024) -> dict[str, Any]:
+                     growth: bool = True, max_devices: int = 1024,
+                     constraints: InferConstraints | None = None) -> dict[str, Any]:
     """The report document (kind "infer") of a `plan infer --json` result. `infer_load` is the planned load (needed for
-    the growth re-plan of a trace; rebuilt from the labels otherwise); `growth=False` skips the re-plan."""
+    the growth re-plan of a trace; rebuilt from the labels otherwise); `growth=False` skips the re-plan;
+    `constraints` are the run's planner constraints (market, provider, max devices), kept by the re-plan."""
     th = thresholds or default_thresholds()
     plans = list(run["plans"])
     load, slo = run["load"], run["slo"]
@@ -206,7 +214,7 @@ def inference_report(run: Mapping[str, Any], catalog: Catalog, *, thresholds: Th
             seen.add(p["accelerator"])
             runners.append(p)
     grow = serve_growth(run, best, catalog, factor=th.value("growth_factor"), load=infer_load,
-                        max_devices=max_devices) if growth else None
+                        max_devices=max_devices, constraints=constraints) if growth else None
     facts = inference_facts(run, best, catalog=catalog, requirements=requirements, growth=grow)
     findings = advise(facts, th)
     doc.update(

@@ -118,7 +118,7 @@ def plan_infer(
         doc = None
         if report is not None or not json_out:  # findings, memory and the growth re-plan (one more planner run)
             doc = inference_report(run, cat, thresholds=th, requirements=req, infer_load=load,
-                                   max_devices=max_devices)
+                                   max_devices=max_devices, constraints=cons)
         if report is not None and doc is not None:
             (save_report_quiet if json_out else save_report)(doc, report, language)
     except (GpuplanError, ValidationError) as exc:
