@@ -87,6 +87,8 @@ def report_cmd(
     data_residency: str = typer.Option(None, help="for a `plan infer --json` input: region the data must stay in"),
     compliance: list[str] = typer.Option(None, help="for a `plan infer --json` input: required compliance level"),
     catalog_dir: list[Path] = typer.Option(None, "--catalog"),
+    bench: list[Path] = typer.Option(None, "--bench", help="a gpuplan bench result JSON to include (measured vs "
+                                                           "predicted); repeatable"),
 ) -> None:
     """Render a saved report (--report FILE.json) or a `plan infer --json` result as HTML or Markdown."""
     try:
@@ -95,6 +97,11 @@ def report_cmd(
         if is_infer_run(raw):  # the JSON of `gpuplan plan infer --json`: findings and TCO are computed here
             raw = inference_report(raw, load_catalog(catalog_dir or ()),
                                    requirements=requirements(data_residency, compliance))
+        if bench:  # measured results next to the plan (torch-free: records and report only)
+            from gpuplan.bench.records import load_result
+            from gpuplan.bench.report import bench_section
+
+            raw = {**raw, "bench": [bench_section(load_result(p), p.name) for p in bench]}
         save_report(raw, out, language)
     except (GpuplanError, ValidationError) as exc:
         fail(exc, lang)

@@ -26,13 +26,20 @@ def _format(path: Path) -> str:
 def render_report(doc: Mapping[str, Any], fmt: str, lang: str) -> str:
     if fmt == "json":
         return json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
+    from gpuplan.render.report_bench import bench_html, bench_markdown
+
+    bench = doc.get("bench") or ()  # gpuplan bench results (gpuplan report --bench): appended to every kind
     if fmt == "md":
         from gpuplan.render.report_md import render_markdown
 
-        return render_markdown(doc, lang)
+        return render_markdown(doc, lang) + (bench_markdown(bench, lang) if bench else "")
     from gpuplan.render.report_html import render_html  # plotly is imported only for HTML
 
-    return render_html(doc, lang)
+    page = render_html(doc, lang)
+    if bench:
+        end = page.rfind("</body>")
+        page = page[:end] + bench_html(bench, lang) + page[end:]
+    return page
 
 
 def _umask() -> int:
