@@ -77,3 +77,22 @@ def test_bad_config_json_exits_2(tmp_path: Path, cfg: dict[str, int], needle: st
     assert res.exit_code == 2
     assert "Traceback" not in res.output
     assert needle in res.output
+
+
+def test_recipe_options_reach_the_estimate() -> None:
+    """The recipe fields of the memory model are CLI options and show in the assumptions."""
+    base = ["memory", "train", "-m", "qwen2.5-7b", "--method", "qlora", "--seq-len", "1024", "--json"]
+    nf4 = json.loads(runner.invoke(app, base).stdout)
+    res = runner.invoke(app, [*base, "--quant-format", "gptq", "--zero-impl", "deepspeed", "--no-loss-upcast",
+                              "--kernels", "hf"])
+    assert res.exit_code == 0, res.output
+    gptq = json.loads(res.stdout)
+    a = gptq["assumptions"]
+    assert a["quant_format"] == "gptq" and a["zero_impl"] == "deepspeed" and a["loss_upcast"] is False
+    assert gptq["details_bytes"]["other"]["gptq_dequantized_weights"] > 0
+    assert gptq["weights_bytes"] > nf4["weights_bytes"]  # GPTQ int4 + scales vs NF4 double quantization
+    pool = json.loads(runner.invoke(app, ["memory", "infer", "-m", "qwen2.5-7b", "--context", "8192",
+                                          "--json"]).stdout)
+    cat = json.loads(runner.invoke(app, ["memory", "infer", "-m", "qwen2.5-7b", "--context", "8192",
+                                         "--kv-layout", "concat", "--generated", "8191", "--json"]).stdout)
+    assert cat["total_bytes"] > pool["total_bytes"]  # torch.cat growth keeps an old and a new copy

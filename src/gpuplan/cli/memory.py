@@ -49,8 +49,8 @@ def train_cmd(
     micro_batch: int = typer.Option(1, help="sequences per micro-batch"),
     global_batch: int = typer.Option(None, help="sequences per step (sets micro-batches in flight under PP)"),
     precision: Literal["bf16", "fp16", "fp32", "fp8"] = typer.Option("bf16"),
-    optimizer: str = typer.Option("adamw", help="a name from the optimizer table (adamw, adamw_bf16, adam8bit, sgd; "
-                                                 "an unknown name lists them all)"),
+    optimizer: str = typer.Option("adamw", help="a name from the optimizer table (adamw = fused, adamw_foreach "
+                                                 "= torch default, adamw_bf16, adam8bit, sgd; a wrong name lists all)"),
     tp: int = typer.Option(1, help="tensor parallel"),
     pp: int = typer.Option(1, help="pipeline parallel"),
     dp: int = typer.Option(1, help="data parallel"),
@@ -61,6 +61,13 @@ def train_cmd(
     seq_parallel: bool = typer.Option(True, "--seq-parallel/--no-seq-parallel"),
     recompute: Literal["none", "selective", "full"] = typer.Option("none"),
     attention: Literal["flash", "eager"] = typer.Option("flash"),
+    kernels: Literal["auto", "hf", "fused"] = typer.Option(
+        "auto", help="hf (HF modules), fused (Megatron/TE), auto (fused with TP or PP)"),
+    zero_impl: Literal["torch", "deepspeed"] = typer.Option(
+        "torch", help="optimizer runtime: torch (DDP/FSDP) or deepspeed (flat fp32 gradient copy, buckets)"),
+    quant_format: Literal["nf4", "gptq"] = typer.Option("nf4", help="QLoRA base weights: nf4 or gptq"),
+    loss_upcast: bool = typer.Option(True, "--loss-upcast/--no-loss-upcast",
+                                     help="the loss upcasts logits to fp32 (HF loss under autocast)"),
     lora_rank: int = typer.Option(16),
     lora_targets: str = typer.Option(",".join(LORA_TARGETS), help="comma list of q,k,v,o,gate,up,down"),
     accelerator: str = typer.Option(None, help="catalog id: compare the total with its memory"),
@@ -79,7 +86,8 @@ def train_cmd(
         job = TrainingJob(method="full" if method in ("pretrain", "full_ft") else method,
                           seq_len=seq_len, micro_batch=micro_batch, global_batch=global_batch,
                           precision=precision, optimizer=optimizer,
-                          recompute=recompute, attention=attention,
+                          recompute=recompute, attention=attention, kernels=kernels, zero_impl=zero_impl,
+                          quant_format=quant_format, loss_upcast=loss_upcast,
                           lora_rank=lora_rank, lora_targets=targets)
         layout = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, zero_stage=zero,
                         seq_parallel=seq_parallel)
@@ -111,6 +119,11 @@ def infer_cmd(
     ep: int = typer.Option(1),
     group_size: int = typer.Option(128, help="int4 weights per scale group"),
     memory_fraction: float = typer.Option(0.9, help="engine memory fraction (vLLM gpu_memory_utilization)"),
+    quant_scope: Literal["all", "mlp"] = typer.Option("all", help="matrices in the weight format: all or mlp only"),
+    kv_layout: Literal["pool", "concat"] = typer.Option(
+        "pool", help="KV cache preallocated by an engine (pool) or grown by torch.cat (HF generate)"),
+    generated: int = typer.Option(0, help="tokens of the context produced by decoding (concat layout)"),
+    prompt_logits: Literal["last", "all"] = typer.Option("last", help="LM head over the last or all prompt tokens"),
     accelerator: str = typer.Option(None, help="catalog id: compute the largest batch that fits"),
     device_memory_gib: float = typer.Option(None, help="device memory for the largest batch that fits"),
     json_out: bool = typer.Option(False, "--json", help="print the JSON contract"),
@@ -121,7 +134,8 @@ def infer_cmd(
         language = resolve_lang(lang)
         spec = load_model(model)
         job = InferenceJob(weights=weights, kv_dtype=kv_dtype, batch=batch, context=context,
-                           int4_group_size=group_size, memory_fraction=memory_fraction)
+                           int4_group_size=group_size, memory_fraction=memory_fraction, quant_scope=quant_scope,
+                           kv_layout=kv_layout, generated=generated, prompt_logits=prompt_logits)
         layout = Layout(tp=tp, pp=pp, ep=ep, dp=max(ep, 1))
         mem = estimate_inference_memory(spec, job, layout)
         device = _device_memory(accelerator, device_memory_gib)
