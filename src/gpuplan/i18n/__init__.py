@@ -17,7 +17,7 @@ import yaml
 
 from gpuplan.errors import InputError
 
-__all__ = ["LANGS", "Lang", "both", "default_lang", "messages", "resolve_lang", "tr"]
+__all__ = ["LANGS", "Lang", "both", "default_lang", "help_text", "messages", "resolve_lang", "tr"]
 
 Lang = Literal["en", "zh"]
 LANGS: tuple[Lang, ...] = ("en", "zh")
@@ -57,6 +57,14 @@ def tr(key: str, lang: str, /, **params: Any) -> str:
     except KeyError:
         raise KeyError(f"message {key!r} has no {lang!r} text in gpuplan/i18n/data/messages.yaml") from None
     return template.format(**params) if params else template
+
+
+def help_text(key: str, /, **params: Any) -> str:
+    """A `--help` text (`help.<command>.<option>`) in the locale's language.
+
+    Called when the CLI modules are imported: help is printed before options are parsed, so `--lang` cannot
+    steer it; LC_ALL / LC_MESSAGES / LANG do (the rule of `resolve_lang(None)`)."""
+    return tr(key, default_lang(), **params)
 
 
 def both(key: str, /, **params: Any) -> dict[str, str]:
