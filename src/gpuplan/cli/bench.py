@@ -12,32 +12,30 @@ from rich.table import Table
 
 from gpuplan.cli.common import LANG_OPT, console, err_console, fail, print_json, ui_lang
 from gpuplan.errors import GpuplanError
-from gpuplan.i18n import resolve_lang, tr
+from gpuplan.i18n import help_text, resolve_lang, tr
 
 # column headers: cli.bench.col.<name>, cli.calibrate.col.<name>
 SUMMARY_COLS = ("benchmark", "status", "seconds", "figures", "notes")
 VS_COLS = ("measurement", "measured", "unit", "spread", "predicted", "ratio")
 CALIBRATE_COLS = ("term", "value", "used", "source")
 
-app = typer.Typer(help="Measure this machine (GEMM, memory, links, collectives, storage, training, decode) "
-                       "and compare with gpuplan's prediction.", invoke_without_command=True)
+app = typer.Typer(help=help_text("help.group.bench"), invoke_without_command=True)
 
 
 @app.callback()
 def bench(
     ctx: typer.Context,
-    device: str = typer.Option("auto", help="auto, cuda, npu or cpu"),
-    quick: bool = typer.Option(False, "--quick", help="small sizes, few repeats (about a minute on a CPU)"),
-    only: str = typer.Option("", help="comma-separated: gemm,memory,transfer,d2d,collectives,storage,dataloader,"
-                                      "train,decode"),
-    directory: Path = typer.Option(Path("."), "--dir", help="folder the storage and data-loader tests use"),
-    out: Path = typer.Option(Path("gpuplan-bench.json"), "--out", help="result JSON (rewritten after each benchmark)"),
-    accelerator: str = typer.Option(None, help="catalog id the predictions are for (default: from the device name)"),
-    model: str = typer.Option("llama3.1-8b", "--model", "-m", help="preset for the TP-sharded GEMMs and the e2e model"),
-    tp: int = typer.Option(None, help="TP degree of the sharded GEMM shapes (default 8 on GPU, 2 on CPU)"),
-    workers: int = typer.Option(2, help="data-loader worker processes"),
-    token_rate: float = typer.Option(1e6, help="tokens/s the data loader must sustain"),
-    timeout: float = typer.Option(120.0, help="seconds before a collective run is killed"),
+    device: str = typer.Option("auto", help=help_text("help.bench.device")),
+    quick: bool = typer.Option(False, "--quick", help=help_text("help.bench.quick")),
+    only: str = typer.Option("", help=help_text("help.bench.only")),
+    directory: Path = typer.Option(Path("."), "--dir", help=help_text("help.bench.directory")),
+    out: Path = typer.Option(Path("gpuplan-bench.json"), "--out", help=help_text("help.bench.out")),
+    accelerator: str = typer.Option(None, help=help_text("help.bench.accelerator")),
+    model: str = typer.Option("llama3.1-8b", "--model", "-m", help=help_text("help.bench.model")),
+    tp: int = typer.Option(None, help=help_text("help.bench.tp")),
+    workers: int = typer.Option(2, help=help_text("help.bench.workers")),
+    token_rate: float = typer.Option(1e6, help=help_text("help.bench.token_rate")),
+    timeout: float = typer.Option(120.0, help=help_text("help.bench.timeout")),
     lang: str = LANG_OPT,
 ) -> None:
     """Run the benchmark suite and write one JSON result (docs/bench.md)."""
@@ -114,10 +112,10 @@ def _print_summary(result: Any, lang: str = "en") -> None:
     console.print(t)
 
 
-@app.command("compare")
+@app.command("compare", help=help_text("help.bench_compare"))
 def compare(
-    results: list[Path] = typer.Argument(..., help="result JSON files of gpuplan bench"),
-    benchmark: str = typer.Option("", help="only this benchmark (gemm, memory, collectives, ...)"),
+    results: list[Path] = typer.Argument(..., help=help_text("help.bench_compare.results")),
+    benchmark: str = typer.Option("", help=help_text("help.bench_compare.benchmark")),
     json_out: bool = typer.Option(False, "--json"),
     lang: str = LANG_OPT,
 ) -> None:
@@ -162,10 +160,10 @@ def compare(
 
 
 def calibrate_cmd(
-    result: Path = typer.Argument(..., help="a gpuplan bench result JSON measured on a GPU/NPU"),
-    accelerator: str = typer.Option(None, help="catalog id (default: the one the result names)"),
-    calibration_dir: Path = typer.Option(None, "--dir", help="folder to write (default: the user calibration folder)"),
-    catalog_dir: list[Path] = typer.Option(None, "--catalog", help="extra catalog folder(s)"),
+    result: Path = typer.Argument(..., help=help_text("help.calibrate.result")),
+    accelerator: str = typer.Option(None, help=help_text("help.calibrate.accelerator")),
+    calibration_dir: Path = typer.Option(None, "--dir", help=help_text("help.calibrate.calibration_dir")),
+    catalog_dir: list[Path] = typer.Option(None, "--catalog", help=help_text("help.common.catalog_dir")),
     json_out: bool = typer.Option(False, "--json"),
     lang: str = LANG_OPT,
 ) -> None:
