@@ -13,11 +13,11 @@ from rich.console import Console
 
 from gpuplan.errors import InputError
 from gpuplan.hardware.issues import CatalogError
-from gpuplan.i18n import LANGS, default_lang, tr
+from gpuplan.i18n import LANGS, default_lang, help_text, tr
 
 __all__ = ["LANG_OPT", "console", "error_line", "fail", "input_error_from_validation", "print_json", "ui_lang"]
 
-LANG_OPT = typer.Option(None, "--lang", help="zh or en (default: from LANG/LC_ALL)")
+LANG_OPT = typer.Option(None, "--lang", help=help_text("help.common.lang"))
 
 console = Console()
 err_console = Console(stderr=True)
