@@ -17,7 +17,7 @@ from gpuplan.advise.report_train import compare_training
 from gpuplan.cli.common import console, fail, print_json
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import Catalog, load_catalog
-from gpuplan.i18n import resolve_lang, tr
+from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.report_io import load_report, write_report
 from gpuplan.render.report_md import compare_infer_rows, compare_rows
 from gpuplan.search.train_search import PlanConstraints
@@ -81,14 +81,13 @@ def save_report_quiet(doc: Mapping[str, Any], path: Path, lang: str) -> None:
 
 
 def report_cmd(
-    source: Path = typer.Argument(..., help="a report JSON saved with --report FILE.json, or plan infer --json output"),
-    out: Path = typer.Option(..., "--out", "-o", help="FILE.html (self-contained, charts) or FILE.md"),
-    lang: str = typer.Option(None, "--lang", help="zh or en (default: from LANG/LC_ALL)"),
-    data_residency: str = typer.Option(None, help="for a `plan infer --json` input: region the data must stay in"),
-    compliance: list[str] = typer.Option(None, help="for a `plan infer --json` input: required compliance level"),
+    source: Path = typer.Argument(..., help=help_text("help.report.source")),
+    out: Path = typer.Option(..., "--out", "-o", help=help_text("help.report.out")),
+    lang: str = typer.Option(None, "--lang", help=help_text("help.common.lang")),
+    data_residency: str = typer.Option(None, help=help_text("help.report.data_residency")),
+    compliance: list[str] = typer.Option(None, help=help_text("help.report.compliance")),
     catalog_dir: list[Path] = typer.Option(None, "--catalog"),
-    bench: list[Path] = typer.Option(None, "--bench", help="a gpuplan bench result JSON to include (measured vs "
-                                                           "predicted); repeatable"),
+    bench: list[Path] = typer.Option(None, "--bench", help=help_text("help.report.bench")),
 ) -> None:
     """Render a saved report (--report FILE.json) or a `plan infer --json` result as HTML or Markdown."""
     try:
@@ -108,29 +107,29 @@ def report_cmd(
 
 
 def compare_cmd(
-    model: str = typer.Option(..., "--model", "-m", help="preset id or config.json"),
-    tokens: float = typer.Option(None, help="training tokens (the training form)"),
-    qps: float = typer.Option(None, help="requests per second (the inference form, with --ttft-p99/--tpot-p99)"),
-    ttft_p99: float = typer.Option(None, help="inference: p99 time to first token limit, seconds"),
-    tpot_p99: float = typer.Option(None, help="inference: p99 time per output token limit, seconds"),
-    input_len: int = typer.Option(1024, help="inference: prompt tokens"),
-    output_len: int = typer.Option(256, help="inference: output tokens"),
-    engine_id: str = typer.Option("vllm", "--engine", help="inference: engine profile"),
-    accelerators: str = typer.Option(..., help="comma-separated catalog ids, e.g. h200-sxm-141gb,ascend-910b"),
+    model: str = typer.Option(..., "--model", "-m", help=help_text("help.common.model")),
+    tokens: float = typer.Option(None, help=help_text("help.compare.tokens")),
+    qps: float = typer.Option(None, help=help_text("help.compare.qps")),
+    ttft_p99: float = typer.Option(None, help=help_text("help.compare.ttft_p99")),
+    tpot_p99: float = typer.Option(None, help=help_text("help.compare.tpot_p99")),
+    input_len: int = typer.Option(1024, help=help_text("help.compare.input_len")),
+    output_len: int = typer.Option(256, help=help_text("help.compare.output_len")),
+    engine_id: str = typer.Option("vllm", "--engine", help=help_text("help.compare.engine_id")),
+    accelerators: str = typer.Option(..., help=help_text("help.compare.accelerators")),
     seq_len: int = typer.Option(4096),
-    global_batch: int = typer.Option(None, help="sequences per step (default: about 4M tokens)"),
+    global_batch: int = typer.Option(None, help=help_text("help.common.global_batch")),
     method: Literal["full", "lora", "qlora"] = typer.Option("full"),
     precision: Literal["bf16", "fp16", "fp32", "fp8"] = typer.Option("bf16"),
-    deadline: float = typer.Option(None, help="days"),
-    budget: float = typer.Option(None, help="USD"),
+    deadline: float = typer.Option(None, help=help_text("help.common.deadline")),
+    budget: float = typer.Option(None, help=help_text("help.common.budget")),
     max_devices: int = typer.Option(4096),
     market: Literal["cn", "global"] | None = typer.Option(None),
     provider: str = typer.Option(None),
-    data_residency: str = typer.Option(None, help="region the data must stay in (cn)"),
-    compliance: list[str] = typer.Option(None, help="required compliance level (mlps3); repeatable"),
-    threshold: list[str] = typer.Option(None, help="override an advisor threshold, NAME=VALUE; repeatable"),
-    lang: str = typer.Option(None, "--lang", help="zh or en (default: from LANG/LC_ALL)"),
-    report: Path = typer.Option(None, "--report", help="also write FILE.html, FILE.md or FILE.json"),
+    data_residency: str = typer.Option(None, help=help_text("help.common.data_residency")),
+    compliance: list[str] = typer.Option(None, help=help_text("help.common.compliance")),
+    threshold: list[str] = typer.Option(None, help=help_text("help.common.threshold")),
+    lang: str = typer.Option(None, "--lang", help=help_text("help.common.lang")),
+    report: Path = typer.Option(None, "--report", help=help_text("help.compare.report")),
     catalog_dir: list[Path] = typer.Option(None, "--catalog"),
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
