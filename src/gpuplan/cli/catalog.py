@@ -29,10 +29,10 @@ from gpuplan.hardware.query import (
 from gpuplan.hardware.schema_base import Sourced
 from gpuplan.hardware.schema_devices import Accelerator, Server
 from gpuplan.hardware.schema_offers import Instance, Network, Storage
-from gpuplan.i18n import resolve_lang, tr
+from gpuplan.i18n import help_text, resolve_lang, tr
 
 app = typer.Typer(
-    help="The hardware catalog: accelerators, servers, networks, cloud instances, storage.",
+    help=help_text("help.group.catalog"),
     no_args_is_help=True,
 )
 
@@ -40,9 +40,9 @@ _CONF_STYLE = {"high": "green", "medium": "", "low": "yellow", "none": "red"}
 CATALOG_OPT = typer.Option(
     None,
     "--catalog",
-    help="extra catalog DIR of override YAML files (repeatable); applied after the user's own",
+    help=help_text("help.catalog.catalog_dir"),
 )
-JSON_OPT = typer.Option(False, "--json", help="print JSON")
+JSON_OPT = typer.Option(False, "--json", help=help_text("help.catalog.json"))
 
 
 def _load(dirs: list[Path] | None, lang: str | None = None) -> Catalog:
@@ -154,15 +154,17 @@ _HEADERS = {
 }
 
 
-@app.command("list")
+@app.command("list", help=help_text("help.catalog_list"))
 def list_cmd(
-    kind: str = typer.Argument(..., help="accelerators | servers | networks | instances | storage"),
-    vendor: str | None = typer.Option(None, "--vendor", help="accelerator vendor (NVIDIA, Huawei, AMD...)"),
-    market: str | None = typer.Option(None, "--market", help="cn or global"),
+    kind: str = typer.Argument(..., help=help_text("help.catalog_list.kind")),
+    vendor: str | None = typer.Option(None, "--vendor", help=help_text("help.catalog_list.vendor")),
+    market: str | None = typer.Option(None, "--market", help=help_text("help.catalog_list.market")),
     provider: str | None = typer.Option(
-        None, "--provider", help="cloud provider slug (aws, alibaba-cloud...)"
+        None, "--provider", help=help_text("help.catalog_list.provider")
     ),
-    min_memory_gib: float | None = typer.Option(None, "--min-memory-gib", help="memory per accelerator, GiB"),
+    min_memory_gib: float | None = typer.Option(
+        None, "--min-memory-gib", help=help_text("help.catalog_list.min_memory_gib")
+    ),
     catalog: list[Path] | None = CATALOG_OPT,
     json_out: bool = JSON_OPT,
     lang: str | None = LANG_OPT,
@@ -206,9 +208,9 @@ def _caption(cat: Catalog, kind: str, lang: str = "en") -> str:
     return "\n".join(parts)
 
 
-@app.command("show")
+@app.command("show", help=help_text("help.catalog_show"))
 def show_cmd(
-    record_id: str = typer.Argument(..., metavar="ID", help="id or alias of any catalog record"),
+    record_id: str = typer.Argument(..., metavar="ID", help=help_text("help.catalog_show.record_id")),
     catalog: list[Path] | None = CATALOG_OPT,
     json_out: bool = JSON_OPT,
     lang: str | None = LANG_OPT,
@@ -255,9 +257,9 @@ def show_cmd(
         console.print(f"[bold]{tr('cli.catalog.notes', language)}[/] {escape(record.notes)}", highlight=False)
 
 
-@app.command("compare")
+@app.command("compare", help=help_text("help.catalog_compare"))
 def compare_cmd(
-    record_ids: list[str] = typer.Argument(..., metavar="ID ID...", help="two or more ids of one kind"),
+    record_ids: list[str] = typer.Argument(..., metavar="ID ID...", help=help_text("help.catalog_compare.record_ids")),
     catalog: list[Path] | None = CATALOG_OPT,
     json_out: bool = JSON_OPT,
     lang: str | None = LANG_OPT,
@@ -316,9 +318,9 @@ def compare_cmd(
     console.print(legend)
 
 
-@app.command("validate")
+@app.command("validate", help=help_text("help.catalog_validate"))
 def validate_cmd(
-    directory: Path = typer.Argument(..., metavar="DIR", help="directory of catalog YAML files"),
+    directory: Path = typer.Argument(..., metavar="DIR", help=help_text("help.catalog_validate.directory")),
     json_out: bool = JSON_OPT,
     lang: str | None = LANG_OPT,
 ) -> None:
@@ -385,7 +387,7 @@ def _user_records(cat: Catalog) -> list[dict[str, Any]]:
     return out
 
 
-@app.command("where")
+@app.command("where", help=help_text("help.catalog_where"))
 def where_cmd() -> None:
     """Print the user's override directory (read by every catalog command; never written)."""
     console.print(str(user_catalog_dir()), highlight=False)
