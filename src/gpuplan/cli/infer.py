@@ -14,7 +14,7 @@ from gpuplan.cli.train import estimate_app
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.infer_estimate import InferenceEstimate, estimate_inference
 from gpuplan.hardware import load_catalog
-from gpuplan.i18n import resolve_lang, tr
+from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.workload.engines import engine
 from gpuplan.workload.presets import load_model
 
@@ -51,25 +51,25 @@ def _settings(items: list[str] | None) -> dict[str, object]:
     return out
 
 
-@estimate_app.command("infer")
+@estimate_app.command("infer", help=help_text("help.estimate_infer"))
 def estimate_infer(
-    model: str = typer.Option(..., "--model", "-m", help="preset id or config.json"),
-    accelerator: str = typer.Option(..., help="catalog id or alias (gpuplan catalog list accelerators)"),
-    num_accels: int = typer.Option(None, help="devices in the deployment (default tp x pp: one replica)"),
-    tp: int = typer.Option(None, help="tensor-parallel degree (default: the smallest that fits)"),
-    pp: int = typer.Option(1, help="pipeline stages"),
-    ep: int = typer.Option(1, help="expert-parallel degree inside the tensor-parallel group (MoE)"),
-    engine_id: str = typer.Option("vllm", "--engine", help="vllm, sglang, trtllm, lmdeploy, mindie or generic"),
-    weights: Weights = typer.Option("bf16", help="weight format"),
-    kv_dtype: KV = typer.Option(None, "--kv-dtype", help="KV-cache dtype (default: 16-bit weights' dtype, else bf16)"),
-    input_len: int = typer.Option(..., help="prompt tokens per request"),
-    output_len: int = typer.Option(..., help="output tokens per request"),
-    batch: int = typer.Option(None, help="requests started together per replica (fixed-batch benchmark)"),
-    qps: float = typer.Option(None, help="Poisson request rate over the deployment (simulated: p50/p90/p99)"),
-    num_requests: int = typer.Option(2000, help="requests simulated with --qps"),
-    term: list[str] = typer.Option(None, help="override an engine term, NAME=VALUE (e.g. gemm_efficiency=0.6)"),
-    setting: list[str] = typer.Option(None, help="override an engine setting, NAME=VALUE (e.g. max_num_seqs=1024)"),
-    catalog_dir: list[Path] = typer.Option(None, "--catalog", help="extra catalog folder(s)"),
+    model: str = typer.Option(..., "--model", "-m", help=help_text("help.common.model")),
+    accelerator: str = typer.Option(..., help=help_text("help.common.accelerator")),
+    num_accels: int = typer.Option(None, help=help_text("help.estimate_infer.num_accels")),
+    tp: int = typer.Option(None, help=help_text("help.estimate_infer.tp")),
+    pp: int = typer.Option(1, help=help_text("help.estimate_infer.pp")),
+    ep: int = typer.Option(1, help=help_text("help.estimate_infer.ep")),
+    engine_id: str = typer.Option("vllm", "--engine", help=help_text("help.estimate_infer.engine_id")),
+    weights: Weights = typer.Option("bf16", help=help_text("help.estimate_infer.weights")),
+    kv_dtype: KV = typer.Option(None, "--kv-dtype", help=help_text("help.estimate_infer.kv_dtype")),
+    input_len: int = typer.Option(..., help=help_text("help.estimate_infer.input_len")),
+    output_len: int = typer.Option(..., help=help_text("help.estimate_infer.output_len")),
+    batch: int = typer.Option(None, help=help_text("help.estimate_infer.batch")),
+    qps: float = typer.Option(None, help=help_text("help.estimate_infer.qps")),
+    num_requests: int = typer.Option(2000, help=help_text("help.estimate_infer.num_requests")),
+    term: list[str] = typer.Option(None, help=help_text("help.estimate_infer.term")),
+    setting: list[str] = typer.Option(None, help=help_text("help.estimate_infer.setting")),
+    catalog_dir: list[Path] = typer.Option(None, "--catalog", help=help_text("help.common.catalog_dir")),
     json_out: bool = typer.Option(False, "--json"),
     lang: str = LANG_OPT,
 ) -> None:
