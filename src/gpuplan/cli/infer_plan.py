@@ -16,7 +16,7 @@ from gpuplan.cli.common import console, fail, print_json
 from gpuplan.cli.train import plan_app
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import load_catalog
-from gpuplan.i18n import resolve_lang, tr
+from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.report_text import infer_rule_line
 from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms
 from gpuplan.search.infer_search import WEIGHTS, InferConstraints, plan_inference
@@ -66,34 +66,34 @@ def _terms(items: list[str] | None) -> dict[str, float]:
     return out
 
 
-@plan_app.command("infer")
+@plan_app.command("infer", help=help_text("help.plan_infer"))
 def plan_infer(
-    model: str = typer.Option(..., "--model", "-m", help="preset id or config.json"),
-    qps: float = typer.Option(None, help="requests per second (Poisson arrivals)"),
-    trace: Path = typer.Option(None, help="CSV trace: arrival_s,input_len,output_len"),
-    input_len: int = typer.Option(None, help="prompt tokens (fixed; default 1024)"),
-    output_len: int = typer.Option(None, help="output tokens (fixed; default 256)"),
-    input_dist: str = typer.Option(None, help="fixed:N, uniform:LO-HI or hist:FILE.csv"),
-    output_dist: str = typer.Option(None, help="fixed:N, uniform:LO-HI or hist:FILE.csv"),
-    ttft_p99: float = typer.Option(..., help="p99 time to first token limit, seconds"),
-    tpot_p99: float = typer.Option(..., help="p99 time per output token limit, seconds"),
-    engine_id: str = typer.Option("vllm", "--engine", help="engine profile (vllm, sglang, trtllm, ...)"),
-    weights: list[str] = typer.Option(None, help=f"weight formats to consider (default all: {', '.join(WEIGHTS)})"),
-    kv_dtype: Literal["bf16", "fp16", "fp8", "int8"] = typer.Option("bf16", help="KV-cache element type"),
+    model: str = typer.Option(..., "--model", "-m", help=help_text("help.common.model")),
+    qps: float = typer.Option(None, help=help_text("help.plan_infer.qps")),
+    trace: Path = typer.Option(None, help=help_text("help.plan_infer.trace")),
+    input_len: int = typer.Option(None, help=help_text("help.plan_infer.input_len")),
+    output_len: int = typer.Option(None, help=help_text("help.plan_infer.output_len")),
+    input_dist: str = typer.Option(None, help=help_text("help.plan_infer.input_dist")),
+    output_dist: str = typer.Option(None, help=help_text("help.plan_infer.output_dist")),
+    ttft_p99: float = typer.Option(..., help=help_text("help.plan_infer.ttft_p99")),
+    tpot_p99: float = typer.Option(..., help=help_text("help.plan_infer.tpot_p99")),
+    engine_id: str = typer.Option("vllm", "--engine", help=help_text("help.plan_infer.engine_id")),
+    weights: list[str] = typer.Option(None, help=help_text("help.plan_infer.weights", formats=", ".join(WEIGHTS))),
+    kv_dtype: Literal["bf16", "fp16", "fp8", "int8"] = typer.Option("bf16", help=help_text("help.plan_infer.kv_dtype")),
     market: Literal["cn", "global"] | None = typer.Option(None),
     vendor: str = typer.Option(None),
     provider: str = typer.Option(None),
     domestic_only: bool = typer.Option(False, "--domestic-only"),
-    max_devices: int = typer.Option(1024, help="most devices in the fleet"),
-    term: list[str] = typer.Option(None, help="override a planner term, NAME=VALUE (e.g. load_headroom=0.3)"),
-    top: int = typer.Option(10, help="plans shown in the table"),
-    catalog_dir: list[Path] = typer.Option(None, "--catalog", help="extra catalog folder(s)"),
+    max_devices: int = typer.Option(1024, help=help_text("help.plan_infer.max_devices")),
+    term: list[str] = typer.Option(None, help=help_text("help.plan_infer.term")),
+    top: int = typer.Option(10, help=help_text("help.common.top")),
+    catalog_dir: list[Path] = typer.Option(None, "--catalog", help=help_text("help.common.catalog_dir")),
     json_out: bool = typer.Option(False, "--json"),
-    lang: str = typer.Option(None, "--lang", help="zh or en (default: from LANG/LC_ALL)"),
-    report: Path = typer.Option(None, "--report", help="write FILE.html (charts, offline), FILE.md or FILE.json"),
-    data_residency: str = typer.Option(None, help="region the data must stay in (cn)"),
-    compliance: list[str] = typer.Option(None, help="required compliance level (mlps3); repeatable"),
-    threshold: list[str] = typer.Option(None, help="override an advisor threshold, NAME=VALUE; repeatable"),
+    lang: str = typer.Option(None, "--lang", help=help_text("help.common.lang")),
+    report: Path = typer.Option(None, "--report", help=help_text("help.common.report")),
+    data_residency: str = typer.Option(None, help=help_text("help.common.data_residency")),
+    compliance: list[str] = typer.Option(None, help=help_text("help.common.compliance")),
+    threshold: list[str] = typer.Option(None, help=help_text("help.common.threshold")),
 ) -> None:
     """Search instances, TP/PP/EP, weight format and replicas for the cheapest fleet meeting the SLO."""
     try:
