@@ -11,16 +11,16 @@ from gpuplan.cli.common import LANG_OPT, console, fail, print_json
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.memory_infer import estimate_inference_memory, max_batch_that_fits
 from gpuplan.estimate.memory_train import estimate_training_memory
-from gpuplan.i18n import resolve_lang, tr
+from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.memory_table import memory_tables
 from gpuplan.units import GIB
 from gpuplan.workload.jobs import LORA_TARGETS, InferenceJob, Layout, TrainingJob
 from gpuplan.workload.presets import load_model
 
-app = typer.Typer(help="Per-device memory: weights, gradients, optimizer, activations, KV cache.",
+app = typer.Typer(help=help_text("help.group.memory"),
                   no_args_is_help=True)
 
-_MODEL = typer.Option(..., "--model", "-m", help="preset id (gpuplan model list) or path to a config.json")
+_MODEL = typer.Option(..., "--model", "-m", help=help_text("help.memory.model"))
 
 
 def _device_memory(accelerator: str | None, device_memory_gib: float | None) -> float | None:
@@ -40,39 +40,38 @@ def _device_memory(accelerator: str | None, device_memory_gib: float | None) -> 
     return float(gib) * GIB
 
 
-@app.command("train")
+@app.command("train", help=help_text("help.memory_train"))
 def train_cmd(
     model: str = _MODEL,
     method: Literal["full", "pretrain", "full_ft", "lora", "qlora"] = typer.Option(
-        "full", help="full (= pretrain, full_ft), lora or qlora"),
-    seq_len: int = typer.Option(4096, help="tokens per sequence"),
-    micro_batch: int = typer.Option(1, help="sequences per micro-batch"),
-    global_batch: int = typer.Option(None, help="sequences per step (sets micro-batches in flight under PP)"),
+        "full", help=help_text("help.memory_train.method")),
+    seq_len: int = typer.Option(4096, help=help_text("help.memory_train.seq_len")),
+    micro_batch: int = typer.Option(1, help=help_text("help.memory_train.micro_batch")),
+    global_batch: int = typer.Option(None, help=help_text("help.memory_train.global_batch")),
     precision: Literal["bf16", "fp16", "fp32", "fp8"] = typer.Option("bf16"),
-    optimizer: str = typer.Option("adamw", help="a name from the optimizer table (adamw = fused, adamw_foreach "
-                                                 "= torch default, adamw_bf16, adam8bit, sgd; a wrong name lists all)"),
-    tp: int = typer.Option(1, help="tensor parallel"),
-    pp: int = typer.Option(1, help="pipeline parallel"),
-    dp: int = typer.Option(1, help="data parallel"),
-    cp: int = typer.Option(1, help="context parallel"),
-    ep: int = typer.Option(1, help="expert parallel"),
-    vpp: int = typer.Option(1, help="interleaved virtual pipeline stages"),
-    zero: int = typer.Option(0, min=0, max=3, help="ZeRO / FSDP stage 0-3"),
+    optimizer: str = typer.Option("adamw", help=help_text("help.memory_train.optimizer")),
+    tp: int = typer.Option(1, help=help_text("help.memory_train.tp")),
+    pp: int = typer.Option(1, help=help_text("help.memory_train.pp")),
+    dp: int = typer.Option(1, help=help_text("help.memory_train.dp")),
+    cp: int = typer.Option(1, help=help_text("help.memory_train.cp")),
+    ep: int = typer.Option(1, help=help_text("help.memory_train.ep")),
+    vpp: int = typer.Option(1, help=help_text("help.memory_train.vpp")),
+    zero: int = typer.Option(0, min=0, max=3, help=help_text("help.memory_train.zero")),
     seq_parallel: bool = typer.Option(True, "--seq-parallel/--no-seq-parallel"),
     recompute: Literal["none", "selective", "full"] = typer.Option("none"),
     attention: Literal["flash", "eager"] = typer.Option("flash"),
     kernels: Literal["auto", "hf", "fused"] = typer.Option(
-        "auto", help="hf (HF modules), fused (Megatron/TE), auto (fused with TP or PP)"),
+        "auto", help=help_text("help.memory_train.kernels")),
     zero_impl: Literal["torch", "deepspeed"] = typer.Option(
-        "torch", help="optimizer runtime: torch (DDP/FSDP) or deepspeed (flat fp32 gradient copy, buckets)"),
-    quant_format: Literal["nf4", "gptq"] = typer.Option("nf4", help="QLoRA base weights: nf4 or gptq"),
+        "torch", help=help_text("help.memory_train.zero_impl")),
+    quant_format: Literal["nf4", "gptq"] = typer.Option("nf4", help=help_text("help.memory_train.quant_format")),
     loss_upcast: bool = typer.Option(True, "--loss-upcast/--no-loss-upcast",
-                                     help="the loss upcasts logits to fp32 (HF loss under autocast)"),
+                                     help=help_text("help.memory_train.loss_upcast")),
     lora_rank: int = typer.Option(16),
-    lora_targets: str = typer.Option(",".join(LORA_TARGETS), help="comma list of q,k,v,o,gate,up,down"),
-    accelerator: str = typer.Option(None, help="catalog id: compare the total with its memory"),
-    device_memory_gib: float = typer.Option(None, help="device memory to compare against"),
-    json_out: bool = typer.Option(False, "--json", help="print the JSON contract"),
+    lora_targets: str = typer.Option(",".join(LORA_TARGETS), help=help_text("help.memory_train.lora_targets")),
+    accelerator: str = typer.Option(None, help=help_text("help.memory_train.accelerator")),
+    device_memory_gib: float = typer.Option(None, help=help_text("help.memory_train.device_memory_gib")),
+    json_out: bool = typer.Option(False, "--json", help=help_text("help.common.json_out")),
     lang: str = LANG_OPT,
 ) -> None:
     """Training memory per device (the most loaded pipeline rank)."""
@@ -106,27 +105,27 @@ def train_cmd(
                                 device_memory_bytes=device, lang=language))
 
 
-@app.command("infer")
+@app.command("infer", help=help_text("help.memory_infer"))
 def infer_cmd(
     model: str = _MODEL,
     weights: Literal["bf16", "fp16", "fp8", "int8", "int4"] = typer.Option("bf16"),
     kv_dtype: Literal["bf16", "fp16", "fp8", "int8"] | None = typer.Option(
-        None, help="default: the weight dtype for 16-bit weights, else bf16"),
-    batch: int = typer.Option(1, help="concurrent requests"),
-    context: int = typer.Option(4096, help="tokens per request (prompt + output)"),
+        None, help=help_text("help.memory_infer.kv_dtype")),
+    batch: int = typer.Option(1, help=help_text("help.memory_infer.batch")),
+    context: int = typer.Option(4096, help=help_text("help.memory_infer.context")),
     tp: int = typer.Option(1),
     pp: int = typer.Option(1),
     ep: int = typer.Option(1),
-    group_size: int = typer.Option(128, help="int4 weights per scale group"),
-    memory_fraction: float = typer.Option(0.9, help="engine memory fraction (vLLM gpu_memory_utilization)"),
-    quant_scope: Literal["all", "mlp"] = typer.Option("all", help="matrices in the weight format: all or mlp only"),
+    group_size: int = typer.Option(128, help=help_text("help.memory_infer.group_size")),
+    memory_fraction: float = typer.Option(0.9, help=help_text("help.memory_infer.memory_fraction")),
+    quant_scope: Literal["all", "mlp"] = typer.Option("all", help=help_text("help.memory_infer.quant_scope")),
     kv_layout: Literal["pool", "concat"] = typer.Option(
-        "pool", help="KV cache preallocated by an engine (pool) or grown by torch.cat (HF generate)"),
-    generated: int = typer.Option(0, help="tokens of the context produced by decoding (concat layout)"),
-    prompt_logits: Literal["last", "all"] = typer.Option("last", help="LM head over the last or all prompt tokens"),
-    accelerator: str = typer.Option(None, help="catalog id: compute the largest batch that fits"),
-    device_memory_gib: float = typer.Option(None, help="device memory for the largest batch that fits"),
-    json_out: bool = typer.Option(False, "--json", help="print the JSON contract"),
+        "pool", help=help_text("help.memory_infer.kv_layout")),
+    generated: int = typer.Option(0, help=help_text("help.memory_infer.generated")),
+    prompt_logits: Literal["last", "all"] = typer.Option("last", help=help_text("help.memory_infer.prompt_logits")),
+    accelerator: str = typer.Option(None, help=help_text("help.memory_infer.accelerator")),
+    device_memory_gib: float = typer.Option(None, help=help_text("help.memory_infer.device_memory_gib")),
+    json_out: bool = typer.Option(False, "--json", help=help_text("help.common.json_out")),
     lang: str = LANG_OPT,
 ) -> None:
     """Inference memory per device, and the largest batch that fits a device."""
