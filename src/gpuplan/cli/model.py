@@ -8,17 +8,19 @@ from rich.table import Table
 from gpuplan.cli.common import LANG_OPT, console, fail, print_json
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.kv_cache import kv_bytes_per_token
-from gpuplan.i18n import resolve_lang, tr
+from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.workload.params import count_params
 from gpuplan.workload.presets import list_presets, load_model
 
 LIST_COLS = ("id", "name", "family", "attention", "total", "active")  # cli.model.col.<name>
 
-app = typer.Typer(help="Model presets and Hugging Face config.json import.", no_args_is_help=True)
+app = typer.Typer(help=help_text("help.group.model"), no_args_is_help=True)
 
 
-@app.command("list")
-def list_cmd(json_out: bool = typer.Option(False, "--json", help="print JSON"), lang: str = LANG_OPT) -> None:
+@app.command("list", help=help_text("help.model_list"))
+def list_cmd(
+    json_out: bool = typer.Option(False, "--json", help=help_text("help.model_list.json_out")), lang: str = LANG_OPT,
+) -> None:
     """List the built-in model presets."""
     try:
         language = resolve_lang(lang)
@@ -41,10 +43,10 @@ def list_cmd(json_out: bool = typer.Option(False, "--json", help="print JSON"), 
     console.print(t)
 
 
-@app.command("show")
+@app.command("show", help=help_text("help.model_show"))
 def show_cmd(
-    model: str = typer.Argument(..., help="preset id or path to a config.json"),
-    json_out: bool = typer.Option(False, "--json", help="print JSON"),
+    model: str = typer.Argument(..., help=help_text("help.model_show.model")),
+    json_out: bool = typer.Option(False, "--json", help=help_text("help.model_show.json_out")),
     lang: str = LANG_OPT,
 ) -> None:
     """Show a model's architecture and parameter counts by part."""
