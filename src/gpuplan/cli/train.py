@@ -17,7 +17,7 @@ from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_r
 from gpuplan.cli.common import console, fail, print_json
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import Catalog, load_catalog
-from gpuplan.i18n import resolve_lang, tr
+from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.report_text import bottleneck_text
 from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices
 from gpuplan.search.train_eval import cluster_hardware, default_network
@@ -27,8 +27,8 @@ from gpuplan.units import GIB
 from gpuplan.workload.jobs import TrainingJob, default_global_batch
 from gpuplan.workload.presets import load_model
 
-estimate_app = typer.Typer(help="Estimate one fixed configuration.", no_args_is_help=True)
-plan_app = typer.Typer(help="Search hardware, cluster size and layout for a job.", no_args_is_help=True)
+estimate_app = typer.Typer(help=help_text("help.group.estimate"), no_args_is_help=True)
+plan_app = typer.Typer(help=help_text("help.group.plan"), no_args_is_help=True)
 
 Method = Literal["full", "pretrain", "full_ft", "lora", "qlora"]
 Precision = Literal["bf16", "fp16", "fp32", "fp8"]
@@ -42,8 +42,6 @@ Kernels = Literal["auto", "hf", "fused"]
 DataLoading = Literal["pretokenized", "online"]
 # Megatron-class frameworks run fused (Transformer Engine / MindSpeed / Paddle fused) kernels
 FRAMEWORK_KERNELS = {"megatron": "fused", "mindspeed": "fused", "paddle": "fused", "deepspeed": "auto"}
-KERNELS_HELP = "layer kernels: hf (HF modules), fused (Megatron/TE), auto (fused with TP or PP)"
-DATA_HELP = "pretokenized (read token ids) or online (tokenize on the host CPU)"
 
 
 def _job(method: str, seq_len: int, global_batch: int, precision: str, micro_batch: int | None = None, *,
@@ -57,14 +55,14 @@ def _pin(v: int | None, default: list[int]) -> list[int]:
     return [v] if v is not None else default
 
 
-@estimate_app.command("train")
+@estimate_app.command("train", help=help_text("help.estimate_train"))
 def estimate_train(
-    model: str = typer.Option(..., "--model", "-m", help="preset id or config.json"),
-    accelerator: str = typer.Option(..., help="catalog id or alias (gpuplan catalog list accelerators)"),
-    num_accels: int = typer.Option(8, help="devices in the job"),
-    gpus_per_node: int = typer.Option(None, help="devices per node (default 8)"),
-    network: str = typer.Option(None, help="scale-out network id (default: the fabric sold with the part)"),
-    nics_per_node: float = typer.Option(None, help="scale-out NICs per node (default: one per device)"),
+    model: str = typer.Option(..., "--model", "-m", help=help_text("help.common.model")),
+    accelerator: str = typer.Option(..., help=help_text("help.common.accelerator")),
+    num_accels: int = typer.Option(8, help=help_text("help.estimate_train.num_accels")),
+    gpus_per_node: int = typer.Option(None, help=help_text("help.estimate_train.gpus_per_node")),
+    network: str = typer.Option(None, help=help_text("help.estimate_train.network")),
+    nics_per_node: float = typer.Option(None, help=help_text("help.estimate_train.nics_per_node")),
     tp: int = typer.Option(None), pp: int = typer.Option(None), dp: int = typer.Option(None),
     cp: int = typer.Option(None), ep: int = typer.Option(None), vpp: int = typer.Option(None),
     zero: int = typer.Option(None, min=0, max=3),
@@ -72,14 +70,14 @@ def estimate_train(
     precision: Precision = typer.Option("bf16"),
     method: Method = typer.Option("full"),
     seq_len: int = typer.Option(4096),
-    global_batch: int = typer.Option(None, help="sequences per step (default: about 4M tokens)"),
+    global_batch: int = typer.Option(None, help=help_text("help.common.global_batch")),
     micro_batch: int = typer.Option(None),
-    tokens: float = typer.Option(None, help="training tokens, for time, device-hours and cost"),
-    kernels: Kernels = typer.Option("auto", help=KERNELS_HELP),
-    data_loading: DataLoading = typer.Option("pretokenized", help=DATA_HELP),
-    catalog_dir: list[Path] = typer.Option(None, "--catalog", help="extra catalog folder(s)"),
+    tokens: float = typer.Option(None, help=help_text("help.estimate_train.tokens")),
+    kernels: Kernels = typer.Option("auto", help=help_text("help.estimate_train.kernels")),
+    data_loading: DataLoading = typer.Option("pretokenized", help=help_text("help.common.data_loading")),
+    catalog_dir: list[Path] = typer.Option(None, "--catalog", help=help_text("help.common.catalog_dir")),
     json_out: bool = typer.Option(False, "--json"),
-    lang: str = typer.Option(None, "--lang", help="zh or en (default: from LANG/LC_ALL)"),
+    lang: str = typer.Option(None, "--lang", help=help_text("help.common.lang")),
 ) -> None:
     """Step time, throughput, MFU, memory and cost of one configuration; unset layout flags are searched."""
     try:
@@ -165,34 +163,34 @@ def _print_estimate(model: str, acc: str, fig: dict[str, Any], lang: str = "en")
     console.print(t)
 
 
-@plan_app.command("train")
+@plan_app.command("train", help=help_text("help.plan_train"))
 def plan_train(
     model: str = typer.Option(..., "--model", "-m"),
-    tokens: float = typer.Option(..., help="training tokens"),
+    tokens: float = typer.Option(..., help=help_text("help.plan_train.tokens")),
     seq_len: int = typer.Option(4096),
-    global_batch: int = typer.Option(None, help="sequences per step (default: about 4M tokens)"),
+    global_batch: int = typer.Option(None, help=help_text("help.common.global_batch")),
     method: Method = typer.Option("full"),
     precision: Precision = typer.Option("bf16"),
-    deadline: float = typer.Option(None, help="days"),
-    budget: float = typer.Option(None, help="USD"),
+    deadline: float = typer.Option(None, help=help_text("help.common.deadline")),
+    budget: float = typer.Option(None, help=help_text("help.common.budget")),
     max_devices: int = typer.Option(4096),
     market: Literal["cn", "global"] | None = typer.Option(None),
     vendor: str = typer.Option(None),
     provider: str = typer.Option(None),
     domestic_only: bool = typer.Option(False, "--domestic-only"),
     framework: Literal["megatron", "deepspeed", "mindspeed", "paddle"] | None = typer.Option(None),
-    kernels: Kernels | None = typer.Option(None, help=KERNELS_HELP + "; default from --framework"),
-    data_loading: DataLoading = typer.Option("pretokenized", help=DATA_HELP),
-    top: int = typer.Option(10, help="plans shown in the table"),
+    kernels: Kernels | None = typer.Option(None, help=help_text("help.plan_train.kernels")),
+    data_loading: DataLoading = typer.Option("pretokenized", help=help_text("help.common.data_loading")),
+    top: int = typer.Option(10, help=help_text("help.common.top")),
     catalog_dir: list[Path] = typer.Option(None, "--catalog"),
     json_out: bool = typer.Option(False, "--json"),
-    lang: str = typer.Option(None, "--lang", help="zh or en (default: from LANG/LC_ALL)"),
-    report: Path = typer.Option(None, "--report", help="write FILE.html (charts, offline), FILE.md or FILE.json"),
-    data_residency: str = typer.Option(None, help="region the data must stay in (cn)"),
-    compliance: list[str] = typer.Option(None, help="required compliance level (mlps3); repeatable"),
-    server_price: float = typer.Option(None, help="server purchase price in USD, for rent vs buy"),
-    threshold: list[str] = typer.Option(None, help="override an advisor threshold, NAME=VALUE; repeatable"),
-    tco_input: list[str] = typer.Option(None, "--tco", help="override a TCO input, NAME=VALUE; repeatable"),
+    lang: str = typer.Option(None, "--lang", help=help_text("help.common.lang")),
+    report: Path = typer.Option(None, "--report", help=help_text("help.common.report")),
+    data_residency: str = typer.Option(None, help=help_text("help.common.data_residency")),
+    compliance: list[str] = typer.Option(None, help=help_text("help.common.compliance")),
+    server_price: float = typer.Option(None, help=help_text("help.plan_train.server_price")),
+    threshold: list[str] = typer.Option(None, help=help_text("help.common.threshold")),
+    tco_input: list[str] = typer.Option(None, "--tco", help=help_text("help.plan_train.tco_input")),
 ) -> None:
     """Rank hardware x cluster size x layout for a training job; show the Pareto front, findings and rejections."""
     try:
