@@ -9,16 +9,16 @@ from rich.table import Table
 
 from gpuplan.cli.common import LANG_OPT, console, fail, print_json
 from gpuplan.errors import GpuplanError
-from gpuplan.i18n import resolve_lang, tr
+from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.validate.run import validate_file
 
 COLS = ("id", "metric", "measured", "predicted", "ape", "how")  # cli.validate.col.<name>
 
 
 def validate_cmd(
-    cases: Path = typer.Argument(..., help="a case CSV in the ground-truth format (training or memory rows)"),
+    cases: Path = typer.Argument(..., help=help_text("help.validate.cases")),
     json_out: bool = typer.Option(False, "--json"),
-    include_low: bool = typer.Option(False, "--include-low-confidence", help="also score the authors' estimates"),
+    include_low: bool = typer.Option(False, "--include-low-confidence", help=help_text("help.validate.include_low")),
     lang: str = LANG_OPT,
 ) -> None:
     """Predict each row's metric; print predicted, measured, APE, the median and the 90th percentile."""
