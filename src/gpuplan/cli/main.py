@@ -14,10 +14,13 @@ from gpuplan.cli import memory as memory_cmd
 from gpuplan.cli import model as model_cmd
 from gpuplan.cli import train as train_cmd
 from gpuplan.cli import validate as validate_cmd
+from gpuplan.cli.usage import GpuplanGroup
+from gpuplan.i18n import help_text
 
 app = typer.Typer(
     name="gpuplan",
-    help="Which GPU servers or cloud instances to rent or buy for LLM work, and why.",
+    cls=GpuplanGroup,
+    help=help_text("help.gpuplan"),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -26,15 +29,15 @@ app.add_typer(model_cmd.app, name="model")
 app.add_typer(memory_cmd.app, name="memory")
 app.add_typer(train_cmd.estimate_app, name="estimate")
 app.add_typer(train_cmd.plan_app, name="plan")
-app.command("validate")(validate_cmd.validate_cmd)
+app.command("validate", help=help_text("help.validate"))(validate_cmd.validate_cmd)
 app.add_typer(catalog_cmd.app, name="catalog")
 app.add_typer(bench_cmd.app, name="bench")
-app.command("calibrate")(bench_cmd.calibrate_cmd)
-app.command("compare")(advise_cmd.compare_cmd)
-app.command("report")(advise_cmd.report_cmd)
+app.command("calibrate", help=help_text("help.calibrate"))(bench_cmd.calibrate_cmd)
+app.command("compare", help=help_text("help.compare"))(advise_cmd.compare_cmd)
+app.command("report", help=help_text("help.report"))(advise_cmd.report_cmd)
 
 
-@app.command()
+@app.command(help=help_text("help.version"))
 def version() -> None:
     """Print the gpuplan version."""
     typer.echo(__version__)
