@@ -17,6 +17,7 @@ from gpuplan.cli import catalog as catalog_cli
 from gpuplan.cli import infer as infer_cli
 from gpuplan.cli import infer_plan as infer_plan_cli
 from gpuplan.cli import model as model_cli
+from gpuplan.cli import usage as usage_cli
 from gpuplan.cli import validate as validate_cli
 from gpuplan.errors import InputError
 from gpuplan.i18n import LANGS, both, default_lang, messages, resolve_lang, tr
@@ -24,7 +25,7 @@ from gpuplan.render.report_text import PLAN_COLS
 from gpuplan.search.train_eval import BREAKDOWN_KEYS
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "gpuplan"
-KEY_CALL = re.compile(r"""\b(?:tr|both|_t)\(\s*["']([a-z0-9_.]+)["']""")
+KEY_CALL = re.compile(r"""\b(?:tr|both|_t|help_text)\(\s*["']([a-z0-9_.]+)["']""")
 # a key built at run time: tr(f"prefix.{name}", ...) (the families below list every name)
 PREFIX_CALL = re.compile(r"""\b(?:tr|both|_t)\(\s*f["']([a-z0-9_.]+)\{""")
 
@@ -65,6 +66,9 @@ def test_every_key_used_in_code_exists() -> None:
     used |= {f"cli.validate.col.{c}" for c in validate_cli.COLS}
     used |= {f"cli.bench.col.{c}" for c in (*bench_cli.SUMMARY_COLS, *bench_cli.VS_COLS)}
     used |= {f"cli.calibrate.col.{c}" for c in bench_cli.CALIBRATE_COLS}
+    # typer/click usage errors: keys chosen from the error's kind (cli/usage.py tables)
+    used |= {key for _, key in (*usage_cli._DETAILS, *usage_cli._OTHER)} | set(usage_cli._PYDANTIC.values())
+    used |= {f"cli.usage.missing_{k}" for k in ("option", "argument", "parameter")}
     used |= {f"report.sev.{k}" for k in ("info", "warn", "critical")}
     used |= {f"report.prov.{k}" for k in ("measured", "estimated", "datasheet", "data")}
     used |= {f"report.risk.{v['risk']}" for v in advise_data("ecosystem")["stacks"].values()}
