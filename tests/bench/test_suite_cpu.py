@@ -215,3 +215,14 @@ def test_plain_torch_decoder_matches_the_transformers_model(tmp_path: Path) -> N
     by = {m.name: m for m in ctx.measurements}
     assert by["train.tokens_per_s"].params["implementation"] == impl  # the torchrun processes use it too
     assert by["decode.tokens_per_s"].value > 0 and by["decode.ttft"].value > 0
+
+
+def test_a_launch_failing_before_any_step_is_retried_once() -> None:
+    from gpuplan.bench.layout import BenchLayout
+    from gpuplan.bench.train_dist import launch_train
+
+    run = launch_train(detect_backend("cpu"), "{}", BenchLayout(dp=2, zero=0, micro_batch=1, microbatches=1,
+                                                              recompute="none"),
+                       seq_len=16, warmup=1, repeats=1, timeout_s=120)
+    assert run.samples == [] and run.error is not None and "ValidationError" in run.error  # not a ModelSpec
+    assert run.note is not None and run.note.startswith("first launch failed, retried once")

@@ -117,6 +117,8 @@ def _train(ctx: BenchContext) -> None:
     res = launch_train(b, spec.model_dump_json(), run, seq_len=seq, warmup=2,  # DDP rebuilds its buckets after step 1
                        repeats=5 if ctx.quick else 8, timeout_s=ctx.collective_timeout_s,
                        use_transformers=ctx.use_transformers)
+    if res.note:
+        ctx.note(f"train: {res.note}")
     if res.samples:
         _add_train(ctx, spec, plan, res)
     if res.error:

@@ -31,13 +31,15 @@ import sys
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from gpuplan.bench.layout import BenchLayout
 
 __all__ = ["TrainRun", "launch_train", "main"]
+
+_EXC = re.compile(r"^\s*(\[rank\d+\]:\s*)?[\w.]*(Error|Exception|Interrupt)\b.*:")  # an exception line of a rank
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,14 +52,30 @@ class TrainRun:
     peak_bytes: int | None
     implementation: str
     error: str | None = None
+    note: str | None = None  # e.g. a rank that failed at teardown, after every step was measured
 
 
 def launch_train(backend: Any, spec_json: str, layout: BenchLayout, *, seq_len: int, warmup: int, repeats: int,
                  timeout_s: float, use_transformers: bool = True, fail_rank: int | None = None) -> TrainRun:
     """Run the training step in `layout.dp` local processes; never raises for a failed or stuck run.
 
+    A launch that fails before any step was timed (e.g. a rendezvous hiccup on a busy host) is
+    retried once within the time left; the first error is kept as a note.
     `fail_rank` (tests): that rank fails after the first timed step.
     """
+    t0 = time.monotonic()
+    kw: dict[str, Any] = {"seq_len": seq_len, "warmup": warmup, "repeats": repeats,
+                          "use_transformers": use_transformers, "fail_rank": fail_rank}
+    first = _launch(backend, spec_json, layout, timeout_s=timeout_s, **kw)
+    left = timeout_s - (time.monotonic() - t0)
+    if first.samples or first.error is None or "did not finish" in first.error or left < timeout_s / 2:
+        return first
+    again = _launch(backend, spec_json, layout, timeout_s=left, **kw)
+    return replace(again, note=f"first launch failed, retried once: {first.error}")
+
+
+def _launch(backend: Any, spec_json: str, layout: BenchLayout, *, seq_len: int, warmup: int, repeats: int,
+            timeout_s: float, use_transformers: bool, fail_rank: int | None) -> TrainRun:
     nproc = layout.dp
     dist_backend = backend.dist_backend
     with tempfile.TemporaryDirectory(prefix="gpuplan-train-") as tmp:
@@ -85,18 +103,20 @@ def launch_train(backend: Any, spec_json: str, layout: BenchLayout, *, seq_len: 
         progress: dict[str, Any] = {}
         if out.exists():
             progress = json.loads(out.read_text(encoding="utf-8"))
-        if error is None and (proc.returncode != 0 or progress.get("status") != "done"):
+        note = None
+        if error is None and progress.get("status") != "done":
             error = f"torchrun ({nproc} x {dist_backend}) exited with {proc.returncode}: {_cause(log or '')}"
+        elif error is None and proc.returncode != 0:  # every step measured; a rank failed at teardown
+            note = f"torchrun exited with {proc.returncode} after the last step: {_cause(log or '')}"
     return TrainRun(nproc=nproc, dist_backend=dist_backend, samples=[float(x) for x in progress.get("samples", [])],
                     peak_bytes=progress.get("peak_bytes"), implementation=str(progress.get("implementation", "")),
-                    error=error)
+                    error=error, note=note)
 
 
 def _cause(log: str) -> str:
     """The first exception line a rank printed (the root cause: its peers fail after it), else the log's tail."""
     lines = log.strip().splitlines()
-    errors = [ln.strip() for ln in lines if re.match(r"^\s*[\w.]*(Error|Exception|Interrupt)\b.*:", ln)
-              and "torch.distributed.elastic" not in ln]
+    errors = [ln.strip() for ln in lines if _EXC.match(ln) and "torch.distributed.elastic" not in ln]
     return errors[0][:400] if errors else " | ".join(lines[-4:])
 
 
