@@ -156,7 +156,7 @@ def test_bench_failure_exits_1_with_a_partial_result(tmp_path: Path) -> None:
     assert not saved.complete and any(m.name == "memory.copy" for m in saved.measurements)
 
 
-def test_bench_without_torch_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bench_without_torch_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import importlib
 
     real = importlib.import_module
@@ -167,8 +167,25 @@ def test_bench_without_torch_is_one_line(monkeypatch: pytest.MonkeyPatch) -> Non
         return real(name, package)
 
     monkeypatch.setattr(importlib, "import_module", no_torch)
-    res = runner.invoke(app, ["bench", "--device", "cpu"])
+    out = tmp_path / "no-torch.json"
+    res = runner.invoke(app, ["bench", "--device", "cpu", "--out", str(out)])
     assert res.exit_code == 2 and "needs PyTorch" in res.stderr and "pip install torch" in res.stderr
+    saved = load_result(out)  # a partial result: the host and the reason, no measurement
+    assert not saved.complete and saved.benchmarks[0].status == "failed" and not saved.measurements
+    assert "PyTorch" in (saved.benchmarks[0].error or "")
+
+
+def test_bench_on_an_absent_device_saves_the_reason(tmp_path: Path) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    out = tmp_path / "no-gpu.json"
+    res = runner.invoke(app, ["bench", "--device", "cuda", "--out", str(out)])
+    assert res.exit_code == 2 and "no CUDA device" in res.stderr and "Traceback" not in res.output
+    saved = load_result(out)
+    assert saved.benchmarks[0].name == "backend" and saved.benchmarks[0].status == "failed"
+    assert saved.accelerator_note == "--device cuda unavailable"
 
 
 def test_bench_compare_and_calibrate_follow_lang(tmp_path: Path) -> None:

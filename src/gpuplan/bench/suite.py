@@ -7,6 +7,7 @@ result with the error recorded (`complete: false`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -30,7 +31,7 @@ from gpuplan.bench.context import BenchContext
 from gpuplan.bench.predict import predictor_for
 from gpuplan.bench.records import BenchmarkStatus, BenchResult, Device, Machine, Telemetry, write_result
 from gpuplan.bench.telemetry import Sampler
-from gpuplan.errors import InputError, unknown_name
+from gpuplan.errors import GpuplanError, InputError, unknown_name
 from gpuplan.workload.presets import load_model
 
 __all__ = ["BENCHMARKS", "SuiteOptions", "run_suite"]
@@ -101,9 +102,33 @@ def _machine(backend: Backend) -> Machine:
     return Machine(**facts)
 
 
+def _save_unavailable(opts: SuiteOptions, command: str, error: str) -> None:
+    """A partial result when the requested device is absent: the host machine and the reason, no measurement."""
+    if int(os.environ.get("RANK", "0")) != 0:
+        return
+    try:
+        machine = _machine(detect_backend("cpu"))
+    except BenchUnavailable:  # no torch at all: describe the host without it
+        import platform
+
+        machine = Machine(hostname=platform.node(), platform=platform.platform(), python=platform.python_version(),
+                          backend="cpu", cpu=platform.processor() or platform.machine(), cpu_count=os.cpu_count() or 1)
+    res = BenchResult(gpuplan_version=__version__, created_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                      command=command, quick=opts.quick, complete=False, machine=machine, accelerator=None,
+                      accelerator_note=f"--device {opts.device} unavailable",
+                      benchmarks=(BenchmarkStatus(name="backend", status="failed", seconds=0.0, error=error),),
+                      measurements=(), telemetry=None)
+    with contextlib.suppress(GpuplanError):  # an unwritable --out: the device error is the one to report
+        write_result(res, opts.out)
+
+
 def run_suite(opts: SuiteOptions, *, command: str = "gpuplan bench") -> BenchResult:
     """Run the selected benchmarks; the result is written to `opts.out` after each one (and returned)."""
-    backend = detect_backend(opts.device)
+    try:
+        backend = detect_backend(opts.device)
+    except BenchUnavailable as exc:
+        _save_unavailable(opts, command, str(exc))  # the host is described and the reason kept
+        raise
     machine = _machine(backend)
     predictor, acc_id, acc_note = predictor_for(opts.accelerator, backend.kind, machine.devices[0].name)
     spec = load_model(opts.model)
