@@ -37,7 +37,7 @@ def test_tables_follow_lang(args: list[str], zh: str, en: str) -> None:
     assert en in e.stdout
 
 
-SHARED = Path("/work/shared/ground-truth")
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "ground-truth"
 
 
 @pytest.mark.skipif(not (SHARED / "memory.csv").exists(), reason="shared ground truth absent")
