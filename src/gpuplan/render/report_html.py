@@ -32,6 +32,7 @@ from gpuplan.render.report_text import (
     plan_rows,
     prov,
     rel_line,
+    rule_line,
     tco_lines,
     tco_rows,
 )
@@ -204,7 +205,7 @@ def render_html(doc: Mapping[str, Any], lang: str) -> str:
         out += [_p(tr("report.no_plan", lang)), _p(tr("report.rejected", lang, rejected=doc.get("rejected")))]
         return "".join(out) + "</body></html>\n"
     out += [_h2("recommendation", lang), _table(*plan_rows([rec], lang)),
-            _p(tr("report.rec.rule", lang, tol=rec["rule"]["recommend_cost_tolerance"]), "muted"),
+            _p(rule_line(rec, lang), "muted"),
             _p(f"{tr('report.col.bottleneck', lang)}: {bottleneck_text(doc['breakdown_s'], lang)}")]
     if doc["runners_up"]:
         out += [_h2("runners_up", lang), _table(*plan_rows(doc["runners_up"], lang))]

@@ -19,6 +19,7 @@ from gpuplan.render.report_text import (
     plan_rows,
     prov,
     rel_line,
+    rule_line,
     tco_lines,
     tco_rows,
 )
@@ -54,7 +55,7 @@ def render_markdown(doc: Mapping[str, Any], lang: str) -> str:
         out += ["", tr("report.no_plan", lang), tr("report.rejected", lang, rejected=doc.get("rejected"))]
         return "\n".join(out) + "\n"
     out += [_section("recommendation", lang), md_table(*plan_rows([rec], lang)), "",
-            tr("report.rec.rule", lang, tol=rec["rule"]["recommend_cost_tolerance"]), "",
+            rule_line(rec, lang), "",
             f"{tr('report.col.bottleneck', lang)}: {bottleneck_text(doc['breakdown_s'], lang)}"]
     if doc["runners_up"]:
         out += [_section("runners_up", lang), md_table(*plan_rows(doc["runners_up"], lang))]

@@ -9,7 +9,7 @@ from gpuplan.i18n import tr
 
 __all__ = ["INFER_COLS", "bottleneck_text", "finding_rows", "fmt", "growth_line", "infer_job_lines",
            "infer_memory_rows", "infer_rows", "infer_rule_line", "job_lines", "plan_rows", "prov", "rel_line",
-           "tco_lines", "tco_rows"]
+           "rule_line", "tco_lines", "tco_rows"]
 
 
 def fmt(value: Any, spec: str = ",.1f") -> str:
@@ -131,6 +131,17 @@ def infer_job_lines(doc: Mapping[str, Any], lang: str) -> list[str]:
                input_len=j.get("input_len") or "-", input_mean=j["input_len_mean"], output_len=j.get("output_len")
                or "-", output_mean=j["output_len_mean"], ttft=j["ttft_p99_s"], tpot=j["tpot_p99_s"],
                candidates=int(doc.get("candidates_evaluated", 0)), simulated=int(doc.get("simulated", 0)))]
+
+
+def rule_line(rec: Mapping[str, Any], lang: str) -> str:
+    """The training recommendation rule with the tolerance and target time it used."""
+    rule = rec["rule"]
+    days = rule.get("target_days")
+    if days is None:  # a report saved before the rule named its target time
+        from gpuplan.advise.findings import default_thresholds
+
+        days = default_thresholds().value("recommend_target_days")
+    return tr("report.rec.rule", lang, tol=rule["recommend_cost_tolerance"], days=days)
 
 
 def infer_rule_line(rec: Mapping[str, Any], lang: str) -> str:
