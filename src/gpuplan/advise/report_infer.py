@@ -26,6 +26,7 @@ from gpuplan.advise.facts import PlanFacts, Requirements
 from gpuplan.advise.findings import Thresholds, advise_data, default_thresholds
 from gpuplan.advise.report_train import REPORT_SCHEMA
 from gpuplan.advise.rules_market import node_power_kw
+from gpuplan.advise.sources import plan_sources
 from gpuplan.advise.tco import HOURS_PER_YEAR, tco, tco_inputs
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import default_calibration, load_calibration
@@ -168,23 +169,6 @@ def _tco(facts: PlanFacts, catalog: Catalog, th: Thresholds) -> dict[str, Any]:
     return res.to_json()
 
 
-def _sources(facts: PlanFacts, catalog: Catalog, instances: Sequence[str]) -> list[dict[str, str]]:
-    acc = facts.accelerator
-    out = [{"what": f"accelerator {acc.id}", "source": acc.source, "as_of": str(acc.as_of), "kind": "datasheet"}]
-    if facts.server is not None:
-        out.append({"what": f"server {facts.server.id}", "source": facts.server.source,
-                    "as_of": str(facts.server.as_of), "kind": "datasheet"})
-    for inst_id in dict.fromkeys(instances):
-        inst = catalog.instances[inst_id]
-        out.append({"what": f"price {inst_id}", "source": inst.source, "as_of": str(inst.as_of), "kind": "datasheet"})
-    out.append({"what": "per-step cost model and discrete-event simulation", "source": "gpuplan plan infer",
-                "as_of": "", "kind": "estimated"})
-    out.append({"what": "advisor thresholds, ecosystem, compliance, TCO inputs",
-                "source": "src/gpuplan/advise/data/*.yaml (each entry has its own source)", "as_of": "",
-                "kind": "data"})
-    return out
-
-
 def inference_report(run: Mapping[str, Any], catalog: Catalog, *, thresholds: Thresholds | None = None,
                      requirements: Requirements | None = None, runners_up: int = 4, infer_load: InferLoad | None = None,
                      growth: bool = True, max_devices: int = 1024,
@@ -232,7 +216,9 @@ def inference_report(run: Mapping[str, Any], catalog: Catalog, *, thresholds: Th
         calibration=[{"name": k, "value": v["value"], "unit": v.get("unit", ""), "source": v["source"],
                       "provenance": "data"} for k, v in run.get("terms", {}).items()],
         thresholds=th.used(*sorted({t for f in findings for t in f.thresholds})),
-        sources=_sources(facts, catalog, [p["instance"] for p in [best, *runners]]),
+        sources=plan_sources(facts, catalog,
+                             prices=[(f"price {p['instance']}", p["instance"]) for p in [best, *runners]],
+                             model=("per-step cost model and discrete-event simulation", "gpuplan plan infer")),
     )
     return doc
 

@@ -25,6 +25,7 @@ from gpuplan.advise.engine import advise
 from gpuplan.advise.facts import PlanFacts, Requirements
 from gpuplan.advise.findings import Thresholds, advise_data, default_thresholds
 from gpuplan.advise.rules_market import node_power_kw
+from gpuplan.advise.sources import plan_sources
 from gpuplan.advise.tco import tco, tco_inputs
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.hardware import Catalog
@@ -89,28 +90,6 @@ def _tco(facts: PlanFacts, catalog: Catalog, cal: Calibration, th: Thresholds,
               restart_s=cal.value("restart_overhead_s"), server=facts.server, node_power_kw=kw,
               inp=tco_inputs(facts.market, pue=cal.value("pue"), overrides=overrides), market=facts.market)
     return res.to_json()
-
-
-def _sources(facts: PlanFacts, plan: Mapping[str, Any], catalog: Catalog) -> list[dict[str, str]]:
-    acc = facts.accelerator
-    out = [{"what": f"accelerator {acc.id}", "source": acc.source, "as_of": str(acc.as_of), "kind": "datasheet"}]
-    if facts.network is not None:
-        out.append({"what": f"network {facts.network.id}", "source": facts.network.source,
-                    "as_of": str(facts.network.as_of), "kind": "datasheet"})
-    if facts.server is not None:
-        out.append({"what": f"server {facts.server.id}", "source": facts.server.source,
-                    "as_of": str(facts.server.as_of), "kind": "datasheet"})
-    for kind, inst_id in (plan.get("cost", {}).get("instances") or {}).items():
-        if inst_id:
-            inst = catalog.instances[inst_id]
-            out.append({"what": f"price {kind}: {inst_id}", "source": inst.source, "as_of": str(inst.as_of),
-                        "kind": "datasheet"})
-    out.append({"what": "step-time, memory and reliability model", "source": "docs/training.md, docs/memory.md",
-                "as_of": "", "kind": "estimated"})
-    out.append({"what": "advisor thresholds, ecosystem, compliance, TCO inputs",
-                "source": "src/gpuplan/advise/data/*.yaml (each entry has its own source)", "as_of": "",
-                "kind": "data"})
-    return out
 
 
 def _calibration_rows(terms: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -182,7 +161,9 @@ def training_report(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: P
                      else None, "memory_model": mem.get("assumptions", {}).get("activation_model", "")},
         calibration=_calibration_rows(best["assumptions"]["calibration"]),
         thresholds=th.used(*sorted({t for f in findings for t in f.thresholds})),
-        sources=_sources(facts, best, catalog),
+        sources=plan_sources(facts, catalog, prices=[(f"price {kind}: {inst}", inst) for kind, inst in
+                                                    (best.get("cost", {}).get("instances") or {}).items() if inst],
+                             model=("step-time, memory and reliability model", "docs/training.md, docs/memory.md")),
     )
     return doc
 
