@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import importlib
+from pathlib import Path
+from typing import Any
+
 import pytest
+
+from gpuplan.bench.records import BenchResult, load_result
+
+# Figures made up for the tests (bf16 8192^3 GEMM 494.7 TFLOP/s, copy 2900 GB/s, all-reduce busbw 340 GB/s).
+SYNTHETIC = Path(__file__).parent / "fixtures" / "bench" / "h100-8gpu-synthetic.json"
 
 
 def _has_gpu() -> bool:
@@ -29,3 +38,32 @@ def _isolated_user_config(tmp_path_factory: pytest.TempPathFactory) -> object:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg-config")))
         yield None
+
+
+def gpu_result(*, bf16_tflops: float | None = None) -> BenchResult:
+    """The synthetic 8 x H100 bench result, optionally with another bf16 GEMM figure."""
+    res = load_result(SYNTHETIC)
+    if bf16_tflops is None:
+        return res
+    ms = tuple(m.model_copy(update={"value": bf16_tflops}) if m.name == "gemm.bf16.square8192" else m
+               for m in res.measurements)
+    return res.model_copy(update={"measurements": ms})
+
+
+@pytest.fixture
+def make_gpu_result() -> Any:
+    """A synthetic GPU bench result (no GPU needed to test calibration and reports)."""
+    return gpu_result
+
+
+@pytest.fixture
+def without_torch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`import torch` (through importlib, as gpuplan.bench does) fails as on a machine without it."""
+    real = importlib.import_module
+
+    def no_torch(name: str, package: str | None = None) -> Any:
+        if name == "torch":
+            raise ImportError("No module named 'torch'")
+        return real(name, package)
+
+    monkeypatch.setattr(importlib, "import_module", no_torch)

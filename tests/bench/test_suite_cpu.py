@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any
 
@@ -170,21 +169,14 @@ def test_failures_are_recorded_and_the_suite_goes_on(tmp_path: Path, monkeypatch
     assert not saved.complete and [m.name for m in saved.measurements] == ["memory.copy"]
 
 
-def test_bad_environments_give_clear_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_environments_give_clear_messages(request: pytest.FixtureRequest) -> None:
     with pytest.raises(BenchUnavailable, match="no CUDA device"):
         detect_backend("cuda")
     with pytest.raises(BenchUnavailable, match="torch_npu"):
         detect_backend("npu")
     with pytest.raises(InputError, match="only"):
         SuiteOptions(only=("gemm", "gemms"))
-    real = importlib.import_module
-
-    def no_torch(name: str, package: str | None = None) -> Any:
-        if name == "torch":
-            raise ImportError("No module named 'torch'")
-        return real(name, package)
-
-    monkeypatch.setattr(importlib, "import_module", no_torch)
+    request.getfixturevalue("without_torch")
     with pytest.raises(BenchUnavailable, match="needs PyTorch"):
         detect_backend("auto")
 

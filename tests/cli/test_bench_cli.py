@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from gpuplan.bench.records import BenchResult, load_result, write_result
+from gpuplan.bench.records import load_result, write_result
 from gpuplan.cli.main import app
 from gpuplan.estimate.calibration import default_calibration
 
@@ -20,20 +20,8 @@ ESTIMATE = ["estimate", "train", "-m", "llama3-8b", "--accelerator", "h100-sxm5-
 TERM = "compute_efficiency.h100-sxm5-80gb.bf16"
 
 
-SYNTHETIC = Path(__file__).parents[1] / "fixtures" / "bench" / "h100-8gpu-synthetic.json"  # made-up figures
-
-
-def gpu_result(*, bf16_tflops: float | None = None) -> BenchResult:
-    res = load_result(SYNTHETIC)
-    if bf16_tflops is None:
-        return res
-    ms = tuple(m.model_copy(update={"value": bf16_tflops}) if m.name == "gemm.bf16.square8192" else m
-               for m in res.measurements)
-    return res.model_copy(update={"measurements": ms})
-
-
-def _gpu_result(tmp_path: Path, name: str, **kw: Any) -> Path:
-    return write_result(gpu_result(**kw), tmp_path / name)
+def _gpu_result(make: Any, tmp_path: Path, name: str, **kw: Any) -> Path:
+    return write_result(make(**kw), tmp_path / name)
 
 
 @pytest.fixture(autouse=True)
@@ -50,10 +38,11 @@ def _estimate() -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(("bf16_tflops", "longer"), [(400.0, True), (900.0, False)])
-def test_calibrate_moves_the_next_estimate(tmp_path: Path, bf16_tflops: float, longer: bool) -> None:
+def test_calibrate_moves_the_next_estimate(tmp_path: Path, bf16_tflops: float, longer: bool,
+                                           make_gpu_result: Any) -> None:
     before = _estimate()
     assert before["assumptions"]["calibration"][TERM]["overridden"] is False
-    path = _gpu_result(tmp_path, "h100.json", bf16_tflops=bf16_tflops)
+    path = _gpu_result(make_gpu_result, tmp_path, "h100.json", bf16_tflops=bf16_tflops)
     res = runner.invoke(app, ["calibrate", str(path), "--json"])
     assert res.exit_code == 0, res.output
     written = json.loads(res.stdout)
@@ -75,12 +64,12 @@ def test_calibrate_moves_the_next_estimate(tmp_path: Path, bf16_tflops: float, l
     assert "calibrated" in table.stdout and "(measured)" in table.stdout
 
 
-def test_measured_memory_and_link_bandwidth_move_their_terms(tmp_path: Path) -> None:
+def test_measured_memory_and_link_bandwidth_move_their_terms(tmp_path: Path, make_gpu_result: Any) -> None:
     """A slower measured copy lengthens the memory-bound terms; a slower all-reduce the TP traffic."""
     tp8 = [*ESTIMATE]
     tp8[tp8.index("--tp") + 1], tp8[tp8.index("--dp") + 1] = "8", "1"
     before = json.loads(runner.invoke(app, tp8).stdout)
-    res = gpu_result()
+    res = make_gpu_result()
     slow = tuple(m.model_copy(update={"value": m.value / 2})
                  if m.name == "memory.copy" or (m.benchmark == "collectives" and m.metric == "busbw") else m
                  for m in res.measurements)
@@ -96,14 +85,16 @@ def test_measured_memory_and_link_bandwidth_move_their_terms(tmp_path: Path) -> 
     assert used["hbm_bandwidth_scale.h100-sxm5-80gb"]["source"].startswith("gpuplan calibrate: slow.json")
 
 
-def test_calibrate_refuses_cpu_results_and_names_bad_files(tmp_path: Path) -> None:
-    cpu = gpu_result().model_copy(update={"machine": gpu_result().machine.model_copy(update={"backend": "cpu"})})
+def test_calibrate_refuses_cpu_results_and_names_bad_files(tmp_path: Path, make_gpu_result: Any) -> None:
+    gpu = make_gpu_result()
+    cpu = gpu.model_copy(update={"machine": gpu.machine.model_copy(update={"backend": "cpu"})})
     path = write_result(cpu, tmp_path / "cpu.json")
     res = runner.invoke(app, ["calibrate", str(path)])
     assert res.exit_code == 2 and "GPU or NPU" in res.stderr
     res = runner.invoke(app, ["calibrate", str(tmp_path / "nope.json")])
     assert res.exit_code == 2 and "readable" in res.stderr
-    res = runner.invoke(app, ["calibrate", str(_gpu_result(tmp_path, "x.json")), "--accelerator", "h1000"])
+    res = runner.invoke(app, ["calibrate", str(_gpu_result(make_gpu_result, tmp_path, "x.json")),
+                              "--accelerator", "h1000"])
     assert res.exit_code == 2 and "h100" in res.stderr
 
 
@@ -115,7 +106,7 @@ def test_broken_calibration_file_is_one_line(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "calibration file" in res.stderr
 
 
-def test_bench_cpu_quick_subset_and_compare(tmp_path: Path) -> None:
+def test_bench_cpu_quick_subset_and_compare(tmp_path: Path, make_gpu_result: Any) -> None:
     pytest.importorskip("torch")
     out = tmp_path / "cpu.json"
     res = runner.invoke(app, ["bench", "--device", "cpu", "--quick", "--only", "memory,storage", "--dir",
@@ -124,7 +115,7 @@ def test_bench_cpu_quick_subset_and_compare(tmp_path: Path) -> None:
     assert "memory.copy" in res.stdout and "result saved" in res.stdout
     cpu = load_result(out)
     assert [s.name for s in cpu.benchmarks] == ["memory", "storage"]
-    gpu = _gpu_result(tmp_path, "gpu.json")
+    gpu = _gpu_result(make_gpu_result, tmp_path, "gpu.json")
     res = runner.invoke(app, ["bench", "compare", str(out), str(gpu), "--json"])
     assert res.exit_code == 0, res.output
     cmp = json.loads(res.stdout)
@@ -156,17 +147,8 @@ def test_bench_failure_exits_1_with_a_partial_result(tmp_path: Path) -> None:
     assert not saved.complete and any(m.name == "memory.copy" for m in saved.measurements)
 
 
-def test_bench_without_torch_is_one_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import importlib
-
-    real = importlib.import_module
-
-    def no_torch(name: str, package: str | None = None) -> Any:
-        if name == "torch":
-            raise ImportError("No module named 'torch'")
-        return real(name, package)
-
-    monkeypatch.setattr(importlib, "import_module", no_torch)
+@pytest.mark.usefixtures("without_torch")
+def test_bench_without_torch_is_one_line(tmp_path: Path) -> None:
     out = tmp_path / "no-torch.json"
     res = runner.invoke(app, ["bench", "--device", "cpu", "--out", str(out)])
     assert res.exit_code == 2 and "needs PyTorch" in res.stderr and "pip install torch" in res.stderr
@@ -188,8 +170,8 @@ def test_bench_on_an_absent_device_saves_the_reason(tmp_path: Path) -> None:
     assert saved.accelerator_note == "--device cuda unavailable"
 
 
-def test_bench_compare_and_calibrate_follow_lang(tmp_path: Path) -> None:
-    gpu = _gpu_result(tmp_path, "gpu.json")
+def test_bench_compare_and_calibrate_follow_lang(tmp_path: Path, make_gpu_result: Any) -> None:
+    gpu = _gpu_result(make_gpu_result, tmp_path, "gpu.json")
     zh = runner.invoke(app, ["bench", "compare", str(gpu), str(gpu), "--lang", "zh"])
     assert zh.exit_code == 0 and "gpuplan bench 对比" in zh.stdout and "测量项" in zh.stdout
     en = runner.invoke(app, ["bench", "compare", str(gpu), str(gpu), "--lang", "en"])
