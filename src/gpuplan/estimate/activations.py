@@ -19,11 +19,14 @@ full recomputation keeps one layer input per layer.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from gpuplan.workload.jobs import Layout, TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 
-__all__ = ["ActivationBreakdown", "activation_breakdown", "compute_bytes", "uses_fused_kernels"]
+__all__ = ["ActivationBreakdown", "activation_breakdown", "compute_bytes", "fused_kernels", "uses_fused_kernels"]
 
 FP32 = 4.0  # bytes
 INDEX = 8.0  # bytes of an int64 index
@@ -62,16 +65,22 @@ class ActivationBreakdown:
         return sum(self.moe_layer.values())
 
 
-def uses_fused_kernels(job: TrainingJob, layout: Layout) -> bool:
-    """Whether the step runs fused layer kernels (Megatron-Core / Transformer Engine) or HF modules.
+def fused_kernels(kernels: str, tp: Any, pp: Any) -> Any:
+    """Whether a step runs fused layer kernels (Megatron-Core / Transformer Engine) or HF modules;
+    elementwise over numpy arrays of tp and pp, or scalars.
 
     "auto": TP and PP exist only in Megatron-class frameworks (Megatron-LM, NeMo, MindSpeed,
     Megatron-DeepSpeed), which fuse norms and SwiGLU; pure data-parallel runs (FSDP, ZeRO)
     are taken to run Hugging Face modules.
     """
-    if job.kernels == "auto":
-        return layout.tp > 1 or layout.pp > 1
-    return job.kernels == "fused"
+    if kernels == "auto":
+        return (np.asarray(tp) > 1) | (np.asarray(pp) > 1)
+    return np.full(np.shape(tp), kernels == "fused")
+
+
+def uses_fused_kernels(job: TrainingJob, layout: Layout) -> bool:
+    """`fused_kernels` for one layout."""
+    return bool(fused_kernels(job.kernels, layout.tp, layout.pp))
 
 
 def _norm(spec: ModelSpec, t: float, width: float, e: float, fused: bool = False) -> float:

@@ -32,7 +32,7 @@ import numpy as np
 
 from gpuplan.errors import InputError
 from gpuplan.estimate import comm
-from gpuplan.estimate.activations import activation_breakdown
+from gpuplan.estimate.activations import activation_breakdown, fused_kernels
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.estimate.flops import forward_flops
 from gpuplan.estimate.links import Link, inter_node_link, node_link
@@ -45,8 +45,7 @@ from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
 __all__ = ["BREAKDOWN_KEYS", "ClusterHardware", "Evaluation", "cluster_hardware", "default_network",
-           "data_loading_s", "evaluate_training", "hbm_scale", "hf_kernels",
-           "measured_hardware"]
+           "data_loading_s", "evaluate_training", "hbm_scale", "measured_hardware"]
 
 BREAKDOWN_KEYS = ("compute", "tp_comm", "dp_comm", "pp_bubble", "pp_comm", "ep_comm", "cp_comm", "other")
 
@@ -190,7 +189,7 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     if spec.moe is not None:  # narrow experts (fine-grained MoE) run their grouped GEMMs less efficiently
         fe = spec.moe.expert_ffn_size
         moe_eff *= fe / (fe + cal.value("moe_expert_half_width"))
-    attn_eff = eff16 * _attention_eff(cal, acc.id, hf_kernels(job, c))
+    attn_eff = eff16 * _attention_eff(cal, acc.id, ~fused_kernels(job.kernels, c.tp, c.pp))
     # Flash-attention kernels skip the masked half of causal attention: the executed core is
     # half the full-s^2 count that MFU uses (Dao 2023), sliding windows aside.
     core_exec = forward_flops(spec, s, causal=True).attention_core
@@ -340,14 +339,6 @@ def measured_hardware(hw: ClusterHardware, cal: Calibration) -> ClusterHardware:
     if name not in cal.terms:
         return hw
     return replace(hw, intra_bw_scale=cal.value(name))
-
-
-def hf_kernels(job: TrainingJob, c: Candidates) -> np.ndarray:
-    """Per candidate: does it run HF modules with FlashAttention-2 (not Megatron-class fused kernels)?"""
-    if job.kernels != "auto":
-        return np.full(len(c), job.kernels == "hf")
-    out: np.ndarray = (c.tp == 1) & (c.pp == 1)  # the rule of `activations.uses_fused_kernels`
-    return out
 
 
 def _attention_eff(cal: Calibration, accelerator: str, hf: np.ndarray) -> Any:
