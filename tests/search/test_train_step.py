@@ -202,3 +202,59 @@ def test_dp_gradient_buckets_each_pay_the_ring_latency() -> None:
     buckets = -(-grad_bytes // 25e6)
     assert ev.breakdown_s["dp_comm"][0] == pytest.approx(float(one + (buckets - 1) * latency), rel=1e-9)
     assert (buckets - 1) * latency > 0.1  # 300+ buckets over a 64-node ring: a tenth of a second of latency
+
+
+def test_pipeline_boundary_across_nodes_pays_the_network() -> None:
+    """tp1 pp4 dp4 on 2 nodes of 8: stages 1 and 2 sit on different nodes, so every micro-batch crosses
+    the network there and the pipeline runs at that hop's pace (regression: it was costed as NVLink)."""
+    job = JOB.model_copy(update={"global_batch": 256})
+    choices = LayoutChoices(devices=[16], tp=[1], pp=[4], cp=[1], ep=[1], vpp=[1], zero=[1], micro_batch=[1],
+                            recompute=["none"])
+    c = generate(LLAMA, choices, seq_len=4096, global_batch=256)
+    ib = cluster_hardware(CAT, "h100-sxm5-80gb", "ib-ndr-400", nics_per_node=8)
+    tcp = cluster_hardware(CAT, "h100-sxm5-80gb", "eth-25-tcp", nics_per_node=1)
+    a, b = evaluate_training(LLAMA, job, ib, c), evaluate_training(LLAMA, job, tcp, c)
+    m = int(c.microbatches[0])
+    nbytes = 4096 * 4096 * 2  # one micro-batch's b x s x h bf16 activation
+    # the 4 ranks of a stage share the node's single 25 GbE NIC
+    link = tcp.inter()
+    assert link is not None
+    per_send = nbytes / (link.bandwidth_gbyte_s * 1e9 * 8 / 4) + link.latency_s
+    hidden = default_calibration().value("pp_p2p_overlap")
+    assert b.breakdown_s["pp_comm"][0] == pytest.approx(2 * m * per_send * (1 - hidden), rel=1e-9)
+    assert b.breakdown_s["pp_comm"][0] > 20 * a.breakdown_s["pp_comm"][0]
+    assert b.step_s[0] > a.step_s[0] * 1.5
+    # one node: the same layout stays on NVLink
+    one = generate(LLAMA, replace(choices, devices=[8]), seq_len=4096, global_batch=256)
+    local = evaluate_training(LLAMA, job, cluster_hardware(CAT, "h100-sxm5-80gb", "eth-25-tcp", nics_per_node=1),
+                              one)
+    assert local.breakdown_s["pp_comm"][0] < a.breakdown_s["pp_comm"][0]
+
+
+def test_pp_cross_node_hops_counts_boundaries_and_the_interleaved_wrap() -> None:
+    from gpuplan.search.train_eval import pp_cross_node_hops
+
+    def hops(devices: int, pp: int, vpp: int, tp: int = 1) -> int:
+        ch = LayoutChoices(devices=[devices], tp=[tp], pp=[pp], cp=[1], ep=[1], vpp=[vpp], zero=[1],
+                           micro_batch=[1], recompute=["none"])
+        c = generate(LLAMA, ch, seq_len=4096, global_batch=256)
+        assert len(c) == 1
+        return int(pp_cross_node_hops(c, 8)[0])
+
+    assert hops(8, 4, 1) == 0  # one node
+    assert hops(16, 4, 1) == 1  # R = 4: only the boundary after stage 1 crosses
+    assert hops(16, 4, 2) == 2 + 1  # each boundary twice, plus the wrap from stage 3 to stage 0
+    assert hops(32, 4, 1) == 3  # R = 8 = node: every boundary crosses
+    assert hops(64, 8, 4, tp=2) == 4 * 7 + 3
+
+
+def test_a_slower_inter_node_link_slows_the_planned_multi_node_step() -> None:
+    """End to end: the planner's best layout on 2-4 nodes is slower over one 25 GbE link than over 8 x NDR."""
+    for devices in (16, 32):
+        fast = cluster_hardware(CAT, "h100-sxm5-80gb", "ib-ndr-400", nics_per_node=8)
+        slow = cluster_hardware(CAT, "h100-sxm5-80gb", "eth-25-tcp", nics_per_node=1)
+        job = JOB.model_copy(update={"global_batch": 512})
+        _, ev_f, i_f, _ = best_layout(LLAMA, job, fast, LayoutChoices(devices=[devices]))
+        _, ev_s, i_s, _ = best_layout(LLAMA, job, slow, LayoutChoices(devices=[devices]))
+        assert i_f is not None and i_s is not None
+        assert ev_s.step_s[i_s] > 1.05 * ev_f.step_s[i_f]

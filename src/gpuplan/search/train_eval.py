@@ -14,7 +14,8 @@
   micro-batch, hidden under `zero3_overlap` of compute.
 * PP: bubble (p - 1)/(v m) of the per-micro-batch work (Narayanan et al. 2021 eq. 1 and
   the interleaved schedule); point-to-point activations forward and backward per
-  micro-batch and virtual stage, `pp_p2p_overlap` hidden.
+  micro-batch and virtual stage, `pp_p2p_overlap` hidden; once the pipeline spans nodes every
+  device runs at the pace of the boundary that crosses the network (`pp_cross_node_hops`).
 * EP: dispatch and combine all-to-all of the b x s x top-k x h tokens, forward and
   backward, per MoE layer and micro-batch (Megatron-Core MoE; DeepSeek-V3 report).
 * CP: ring exchange of each chunk's K and V, (cp - 1) steps forward and twice backward
@@ -45,7 +46,8 @@ from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
 __all__ = ["BREAKDOWN_KEYS", "ClusterHardware", "Evaluation", "cluster_hardware", "default_network",
-           "data_loading_s", "evaluate_training", "hbm_scale", "measured_hardware"]
+           "data_loading_s", "evaluate_training", "hbm_scale", "measured_hardware",
+           "pp_cross_node_hops"]
 
 BREAKDOWN_KEYS = ("compute", "tp_comm", "dp_comm", "pp_bubble", "pp_comm", "ep_comm", "cp_comm", "other")
 
@@ -148,6 +150,47 @@ def _p2p(nbytes: Any, same_node: Any, hw: ClusterHardware) -> Any:
     return comm.hier_p2p_s(nbytes, same_node, intra, inter)
 
 
+def pp_cross_node_hops(c: Candidates, gpus_per_node: int) -> np.ndarray:
+    """Stage-to-stage sends per micro-batch and direction that cross a node boundary.
+
+    Stage k holds ranks [kR, (k+1)R) with R = tp x cp x dp (Megatron's TP-CP-EP-DP-PP rank
+    order, megatron/core/parallel_state.py), nodes hold `gpus_per_node` consecutive ranks.
+    The boundary after stage k crosses nodes when (k+1)R is a multiple of the node size (R < g)
+    or always (R >= g). With v virtual stages per device (interleaved 1F1B, Narayanan et al.
+    2021 sec. 2.2) a micro-batch passes every boundary v times and wraps from the last stage
+    back to the first v - 1 times; that wrap crosses nodes whenever the pipeline spans nodes.
+    """
+    r = (c.tp * c.cp * c.dp).astype(np.int64)
+    g = int(gpus_per_node)
+    pp = c.pp.astype(np.int64)
+    k = np.arange(1, int(pp.max(initial=1)), dtype=np.int64)  # boundaries after stages 0..pp-2
+    bound = r[:, None] * k[None, :]
+    crosses = ((r[:, None] >= g) | (bound % g == 0)) & (k[None, :] < pp[:, None])
+    linear = crosses.sum(axis=1)
+    wrap = (r * pp > g) & (pp > 1)
+    out: np.ndarray = c.vpp * linear + (c.vpp - 1) * wrap
+    return out
+
+
+def _pp_hop_s(nbytes: Any, c: Candidates, hw: ClusterHardware) -> Any:
+    """One activation (or gradient) send between neighbouring stages, at the pace of the slowest hop.
+
+    A 1F1B pipeline runs at the pace of its slowest stage: once any boundary crosses nodes
+    (the pipeline spans nodes, tp x cp x dp x pp > gpus per node) the devices on that boundary
+    send and receive every micro-batch over the network. All ranks of a stage send at once,
+    so a crossing stage of R < g ranks shares the node's NICs R ways, not g ways.
+    """
+    intra = hw.intra(2)
+    inter = hw.inter()
+    if inter is None:
+        return comm.p2p_s(nbytes, intra)
+    g = hw.gpus_per_node
+    senders = np.minimum(c.tp * c.cp * c.dp, g)
+    across = Link(np.asarray(inter.bandwidth_gbyte_s) * g / senders, inter.latency_s,
+                  label=inter.label, terms=inter.terms)
+    return np.where(c.tp * c.cp * c.dp * c.pp > g, comm.p2p_s(nbytes, across), comm.p2p_s(nbytes, intra))
+
+
 def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Candidates, *,
                       calibration: Calibration | None = None, memory_bytes: np.ndarray | None = None) -> Evaluation:
     """Memory and step-time breakdown of every candidate layout on `hw`."""
@@ -237,8 +280,7 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
 
     # -- pipeline --------------------------------------------------------------------------
     p2p_bytes = act_bytes / c.tp  # sequence-parallel activations are sharded over TP
-    pp_same_node = c.tp * c.cp * c.dp < g  # neighbouring stages are tp*cp*dp ranks apart
-    pp_comm = np.where(c.pp > 1, 2 * m * c.vpp * _p2p(p2p_bytes, pp_same_node, hw)
+    pp_comm = np.where(c.pp > 1, 2 * m * c.vpp * _pp_hop_s(p2p_bytes, c, hw)
                        * (1 - cal.value("pp_p2p_overlap")), 0.0)
     per_mb = (compute + tp) / np.maximum(m, 1)
     bubble = np.where(c.pp > 1, (c.pp - 1) / c.vpp * per_mb, 0.0)
@@ -249,7 +291,7 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
         moe_rank = spec.num_moe_layers / c.pp
         a2a_bytes = mb * (s / c.cp) * spec.moe.top_k * h * e / c.tp
         k_ep = 4.0 + 2.0 * (c.recompute == 2)
-        ep = np.where(c.ep > 1, moe_rank * m * k_ep * _collective("all_to_all", a2a_bytes, c.ep, c.tp, hw)
+        ep = np.where(c.ep > 1, moe_rank * m * k_ep * _collective("all_to_all", a2a_bytes, c.ep, c.tp * c.cp, hw)
                       * (1 - cal.value("ep_overlap")), 0.0)
 
     # -- context parallel ------------------------------------------------------------------

@@ -22,7 +22,13 @@ from gpuplan.hardware import Catalog
 from gpuplan.search.candidates import Candidates, LayoutChoices, generate
 from gpuplan.search.memory_vec import candidate_memory_bytes
 from gpuplan.search.pricing import DevicePrice, device_price
-from gpuplan.search.train_eval import BREAKDOWN_KEYS, ClusterHardware, Evaluation, evaluate_training
+from gpuplan.search.train_eval import (
+    BREAKDOWN_KEYS,
+    ClusterHardware,
+    Evaluation,
+    evaluate_training,
+    pp_cross_node_hops,
+)
 from gpuplan.units import GIB
 from gpuplan.workload.jobs import Layout, TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
@@ -162,7 +168,8 @@ def plan_figures(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Cand
         "mfu": tflops / peak,
         "hfu": hw_tflops / peak,
         "layout": {**layout.model_dump(), "micro_batch": row["micro_batch"], "recompute": row["recompute"],
-                   "devices": n, "gpus_per_node": hw.gpus_per_node, "microbatches": row["microbatches"]},
+                   "devices": n, "gpus_per_node": hw.gpus_per_node, "microbatches": row["microbatches"],
+                   "pp_cross_node_hops": int(pp_cross_node_hops(c, hw.gpus_per_node)[i]) if hw.network else 0},
         "reliability": rel,
         "data_pipeline": data_pipeline(spec, job, tps, n, hw, cal),
     }
