@@ -96,3 +96,38 @@ def test_recipe_options_reach_the_estimate() -> None:
     cat = json.loads(runner.invoke(app, ["memory", "infer", "-m", "qwen2.5-7b", "--context", "8192",
                                          "--kv-layout", "concat", "--generated", "8191", "--json"]).stdout)
     assert cat["total_bytes"] > pool["total_bytes"]  # torch.cat growth keeps an old and a new copy
+
+
+def test_usable_memory_rule_matches_the_planner() -> None:
+    """23.7 GiB on a 24 GiB RTX 4090 is over the 95% usable share the training planner applies."""
+    res = runner.invoke(app, ["memory", "train", "-m", "llama3-8b", "--method", "lora", "--seq-len", "940",
+                              "--accelerator", "rtx4090", "--json"])
+    assert res.exit_code == 0, res.output
+    assert res.exception is None
+    out = json.loads(res.stdout)
+    assert 22.8 * 2**30 < out["total_bytes"] < 24 * 2**30
+    assert out["usable_memory_fraction"] == 0.95
+    assert out["usable_memory_bytes"] == round(24 * 2**30 * 0.95)
+    assert out["fits"] is False
+    assert out["nearest_fix"]["flags"] == "--method qlora" and out["nearest_fix"]["fits"] is True
+    table = runner.invoke(app, ["memory", "train", "-m", "llama3-8b", "--method", "lora", "--seq-len", "940",
+                                "--accelerator", "rtx4090"])
+    assert table.exit_code == 0 and table.exception is None
+    assert "23.7 GiB needed, 22.8 GiB usable (95% of 24). --method qlora fits: 14.0 GiB" in table.stdout
+
+
+def test_memory_fix_recompute_first_when_qlora_is_set() -> None:
+    res = runner.invoke(app, ["memory", "train", "-m", "llama3-8b", "--method", "qlora", "--seq-len", "8192",
+                              "--device-memory-gib", "24", "--json"])
+    assert res.exit_code == 0 and res.exception is None, res.output
+    out = json.loads(res.stdout)
+    assert out["fits"] is False and out["nearest_fix"]["flags"] == "--recompute full"
+
+
+def test_infer_fit_uses_the_same_rule() -> None:
+    res = runner.invoke(app, ["memory", "infer", "-m", "llama3-8b", "--batch", "16", "--context", "8192",
+                              "--accelerator", "rtx4090", "--json"])
+    assert res.exit_code == 0 and res.exception is None, res.output
+    out = json.loads(res.stdout)
+    assert out["fits"] is (out["total_bytes"] <= 0.95 * 24 * 2**30)
+    assert out["fits"] is False and out["nearest_fix"]["fits"] is True

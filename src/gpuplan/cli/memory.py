@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from gpuplan.cli.common import LANG_OPT, console, fail, print_json
 from gpuplan.errors import GpuplanError, InputError
+from gpuplan.estimate.memory_fit import MemoryFit, MemoryFix, memory_fit, nearest_infer_fix, nearest_train_fix
 from gpuplan.estimate.memory_infer import estimate_inference_memory, max_batch_that_fits
 from gpuplan.estimate.memory_train import estimate_training_memory
 from gpuplan.i18n import help_text, resolve_lang, tr
@@ -38,6 +39,23 @@ def _device_memory(accelerator: str | None, device_memory_gib: float | None) -> 
         raise InputError(field="accelerator", value=accelerator, allowed="an accelerator with a known memory size",
                          hint="pass --device-memory-gib")
     return float(gib) * GIB
+
+
+def _fit_json(fit: MemoryFit, fix: MemoryFix | None) -> dict[str, object]:
+    out: dict[str, object] = dict(fit.to_json())
+    if fix is not None:
+        out["nearest_fix"] = {"flags": fix.flags, "total_bytes": round(fix.needed_bytes), "fits": fix.fits}
+    return out
+
+
+def _print_fit(fit: MemoryFit | None, fix: MemoryFix | None, lang: str) -> None:
+    """One line when the estimate does not fit: the usable-memory rule and the nearest change that fits."""
+    if fit is None or fit.fits:
+        return
+    line = f"{fit.verdict(lang)}: {fit.text(lang)}"
+    if fix is not None:
+        line += f". {fix.text(lang)}"
+    console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("train", help=help_text("help.memory_train"))
@@ -92,17 +110,19 @@ def train_cmd(
                         seq_parallel=seq_parallel)
         mem = estimate_training_memory(spec, job, layout)
         device = _device_memory(accelerator, device_memory_gib)
+        fit = memory_fit(mem.total_bytes, device) if device is not None else None
+        fix = nearest_train_fix(spec, job, layout, fit.device_bytes) if fit is not None and not fit.fits else None
     except (GpuplanError, ValidationError) as exc:
         fail(exc, lang)
     if json_out:
         out = mem.to_json()
-        if device is not None:
-            out["device_memory_bytes"] = round(device)
-            out["fits"] = mem.total_bytes <= device
+        if fit is not None:
+            out.update(_fit_json(fit, fix))
         print_json(out)
         return
     console.print(memory_tables(mem, title=tr("cli.mem.title_train", language, model=spec.name),
-                                device_memory_bytes=device, lang=language))
+                                fit=fit, lang=language))
+    _print_fit(fit, fix, language)
 
 
 @app.command("infer", help=help_text("help.memory_infer"))
@@ -139,10 +159,14 @@ def infer_cmd(
         mem = estimate_inference_memory(spec, job, layout)
         device = _device_memory(accelerator, device_memory_gib)
         fit = max_batch_that_fits(spec, job, device, layout) if device else None
+        usable = memory_fit(mem.total_bytes, device) if device else None
+        fix = nearest_infer_fix(spec, job, layout, device) if device and usable and not usable.fits else None
     except (GpuplanError, ValidationError) as exc:
         fail(exc, lang)
     if json_out:
         out = mem.to_json()
+        if usable is not None:
+            out.update(_fit_json(usable, fix))
         if fit is not None:
             out["device_memory_bytes"] = round(fit.device_memory_bytes)
             out["kv_budget_bytes"] = round(fit.kv_budget_bytes)
@@ -151,7 +175,8 @@ def infer_cmd(
         print_json(out)
         return
     console.print(memory_tables(mem, title=tr("cli.mem.title_infer", language, model=spec.name),
-                                device_memory_bytes=device, lang=language))
+                                fit=usable, lang=language))
+    _print_fit(usable, fix, language)
     if fit is not None:
         console.print(tr("cli.mem.max_batch", language, context=context, fraction=memory_fraction,
                          gib=fit.device_memory_bytes / GIB, batch=f"[bold]{fit.max_batch}[/]", tokens=fit.max_tokens))

@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Group
 from rich.table import Table
 
+from gpuplan.estimate.memory_fit import MemoryFit, memory_fit
 from gpuplan.estimate.records import MemoryBreakdown
 from gpuplan.i18n import messages, tr
 from gpuplan.units import GIB
@@ -24,8 +25,11 @@ def _term(name: str, lang: str) -> str:
 
 
 def memory_tables(m: MemoryBreakdown, *, title: str, device_memory_bytes: float | None = None,
-                  lang: str = "en") -> Group:
-    """Breakdown table (term, GiB, share, parts) and an assumptions table, labelled in `lang`."""
+                  lang: str = "en", fit: MemoryFit | None = None) -> Group:
+    """Breakdown table (term, GiB, share, parts) and an assumptions table, labelled in `lang`.
+
+    With a device (`fit`, or `device_memory_bytes` under the shipped usable-memory rule) a last row says
+    whether the total fits its usable memory: 'fits: 23.7 GiB needed, 22.8 GiB usable (95% of 24)'."""
     total = m.total_bytes
     t = Table(title=title, caption=tr("cli.mem.caption", lang))
     t.add_column(tr("cli.mem.col.term", lang))
@@ -40,11 +44,12 @@ def memory_tables(m: MemoryBreakdown, *, title: str, device_memory_bytes: float 
         if value or name in ("weights", "activations"):
             t.add_row(_term(name, lang), _gib(value), f"{value / total:.1%}" if total else "-", shown)
     t.add_row(f"[bold]{tr('cli.mem.total', lang)}[/]", f"[bold]{_gib(total)}[/]", "100%", "")
-    if device_memory_bytes:
-        free = device_memory_bytes - total
-        verdict = f"[green]{tr('cli.mem.fits', lang)}[/]" if free >= 0 else f"[red]{tr('cli.mem.no_fit', lang)}[/]"
-        t.add_row(tr("report.chart.device_memory", lang), _gib(device_memory_bytes), "",
-                  tr("cli.mem.headroom", lang, verdict=verdict, gib=_gib(free)))
+    if fit is None and device_memory_bytes:
+        fit = memory_fit(total, device_memory_bytes)
+    if fit is not None:
+        verdict = f"[{'green' if fit.fits else 'red'}]{fit.verdict(lang)}[/]"
+        t.add_row(tr("report.chart.device_memory", lang), _gib(fit.device_bytes), "",
+                  tr("cli.mem.headroom", lang, verdict=verdict, fit=fit.text(lang)))
     a = Table(title=tr("report.section.assumptions", lang), show_header=False)
     a.add_column("key")
     a.add_column("value")
