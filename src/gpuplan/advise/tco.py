@@ -10,6 +10,11 @@ Formulas (all inputs are data, advise/data/tco.yaml, overridable):
   + energy x idle share, with energy E = kW x PUE x tariff x 8760; at utilization u the year costs
   F + E x (1 - idle) x u. Renting the same capacity costs R x u with R = rate x devices x 8760.
   Break-even utilization u* = F / (R - E x (1 - idle)) (never when R <= E x (1 - idle)).
+* a cluster (`gpuplan tco`, advise/tco_fleet.py builds the lines): each CostLine has capex C (paid at t=0,
+  straight-line over the years Y), fixed running cost K and utilization-driven running cost V (at u = 1).
+  Owning costs C/Y + K + V u a year; renting the same device-hours costs R u with R = rate x devices x 8760.
+  u* = (C/Y + K) / (R - V); cumulative own(t) = C + t (K + V u) against rent(t) = t R u: buying wins in the
+  first year-end t <= Y where own(t) <= rent(t); payback t* = C / (R u - K - V u).
 """
 
 from __future__ import annotations
@@ -26,8 +31,9 @@ from gpuplan.errors import unknown_name
 from gpuplan.hardware import Catalog, Server
 from gpuplan.hardware.schema_base import convert
 
-__all__ = ["BuyCase", "TcoInputs", "TcoResult", "break_even_utilization", "own_cost_per_year", "tco",
-           "tco_inputs", "yearly_device_price"]
+__all__ = ["BuyCase", "CostLine", "TcoInputs", "TcoResult", "break_even_utilization", "buy_wins_year",
+           "cumulative_costs", "fleet_break_even", "own_cost_per_year", "payback_years", "rent_per_year", "tco",
+           "tco_inputs", "year_marks", "yearly_device_price"]
 
 HOURS_PER_YEAR = 8760.0
 HOURS_PER_MONTH = 730.0
@@ -186,3 +192,70 @@ def tco(*, catalog: Catalog, accelerator: str, devices: int, gpus_per_node: int,
                       / HOURS_PER_YEAR) * nodes
     return TcoResult(job_cost_usd=job, usd_per_device_hour=rates,
                      spot_lost_share=spot_lost - base_lost if spot else None, buy=buy, break_even=even, inputs=inp)
+
+
+# ---------------- a cluster owned for Y years against renting the same device-hours (gpuplan tco) ----------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CostLine:
+    """One line of owning a cluster: capex paid at t=0 and running costs per year."""
+
+    name: str
+    capex_usd: float = 0.0  # paid once at t=0, amortised straight-line over the years
+    fixed_usd_per_year: float = 0.0  # running, whatever the utilization
+    variable_usd_per_year: float = 0.0  # running, at utilization 1 (scales linearly with u)
+    provenance: str
+    formula: str
+
+    def running(self, utilization: float) -> float:
+        """Running cost per year at `utilization` (no capex)."""
+        return self.fixed_usd_per_year + self.variable_usd_per_year * utilization
+
+    def per_year(self, years: float, utilization: float) -> float:
+        """Straight-line amortised capex plus running cost, per year."""
+        return self.capex_usd / years + self.running(utilization)
+
+
+def rent_per_year(usd_per_device_hour: float, devices: int, utilization: float) -> float:
+    """Renting the same device-hours as the owned cluster delivers: rate x devices x 8760 x u."""
+    return usd_per_device_hour * devices * HOURS_PER_YEAR * utilization
+
+
+def fleet_break_even(lines: tuple[CostLine, ...], years: float, usd_per_device_hour: float,
+                     devices: int) -> float | None:
+    """u* = (C/Y + K) / (R - V); None when the rent does not even cover the variable running cost."""
+    fixed = sum(ln.capex_usd / years + ln.fixed_usd_per_year for ln in lines)
+    margin = rent_per_year(usd_per_device_hour, devices, 1.0) - sum(ln.variable_usd_per_year for ln in lines)
+    if margin <= 0:
+        return None
+    return fixed / margin
+
+
+def year_marks(years: float) -> tuple[float, ...]:
+    """The year-ends compared: 1, 2, ... floor(Y), and Y itself when it is not whole."""
+    whole = tuple(float(t) for t in range(1, math.floor(years) + 1))
+    return whole if whole and whole[-1] == years else (*whole, years)
+
+
+def cumulative_costs(lines: tuple[CostLine, ...], years: float, utilization: float, usd_per_device_hour: float,
+                     devices: int) -> tuple[tuple[float, float, float], ...]:
+    """(t, own, rent) at each year-end: own(t) = C + t x running(u), rent(t) = t x R x u."""
+    capex = sum(ln.capex_usd for ln in lines)
+    running = sum(ln.running(utilization) for ln in lines)
+    rent = rent_per_year(usd_per_device_hour, devices, utilization)
+    return tuple((t, capex + t * running, t * rent) for t in year_marks(years))
+
+
+def buy_wins_year(cumulative: tuple[tuple[float, float, float], ...]) -> float | None:
+    """The first year-end at which the cumulative cost of owning is at most that of renting; None: never."""
+    return next((t for t, own, rent in cumulative if own <= rent), None)
+
+
+def payback_years(lines: tuple[CostLine, ...], utilization: float, usd_per_device_hour: float,
+                  devices: int) -> float | None:
+    """t* = C / (R u - running(u)): when the saved running cost repays the capex; None: never."""
+    saving = rent_per_year(usd_per_device_hour, devices, utilization) - sum(ln.running(utilization) for ln in lines)
+    if saving <= 0:
+        return None
+    return sum(ln.capex_usd for ln in lines) / saving

@@ -12,6 +12,7 @@ from gpuplan.cli import infer as infer_cmd  # noqa: F401  (registers `estimate i
 from gpuplan.cli import infer_plan as infer_plan_cmd  # noqa: F401  (registers `plan infer`)
 from gpuplan.cli import memory as memory_cmd
 from gpuplan.cli import model as model_cmd
+from gpuplan.cli import tco as tco_cmd
 from gpuplan.cli import train as train_cmd
 from gpuplan.cli import validate as validate_cmd
 from gpuplan.cli.usage import GpuplanGroup
@@ -35,6 +36,7 @@ app.add_typer(bench_cmd.app, name="bench")
 app.command("calibrate", help=help_text("help.calibrate"))(bench_cmd.calibrate_cmd)
 app.command("compare", help=help_text("help.compare"))(advise_cmd.compare_cmd)
 app.command("report", help=help_text("help.report"))(advise_cmd.report_cmd)
+app.command("tco", help=help_text("help.tco"))(tco_cmd.tco_cmd)
 
 
 @app.command(help=help_text("help.version"))
