@@ -184,3 +184,32 @@ def test_slo_met_unloaded_but_not_under_load_names_the_closest_fleet() -> None:
     with pytest.raises(InputError, match=r"closest simulated fleet, \d+ x h200-sxm-141gb .* reached p99 TTFT") as exc:
         plan_inference(spec, _load(), InferSlo(ttft_p99_s=best * 1.02, tpot_p99_s=0.2), _catalog(), cons)
     assert exc.value.field == "slo"
+
+
+def test_no_plan_runs_over_100_percent_utilization() -> None:
+    """A fleet over its SLO-bound capacity (utilization > 100%) is never listed as meeting the SLO, even where a
+    finite simulation at that size meets the p99 limits (before: 1.52 on this load)."""
+    spec = load_model("llama3.1-70b")
+    load = InferLoad(qps=4.0, input_len=LengthDist.uniform(128, 512), output_len=LengthDist.uniform(256, 1024))
+    res = plan_inference(spec, load, InferSlo(ttft_p99_s=1.0, tpot_p99_s=0.03), _catalog())
+    assert res.plans
+    for p in res.plans:
+        assert p["utilization"] <= 1.0, (p["accelerator"], p["replicas"], p["utilization"])
+        assert p["replicas"] >= math.ceil(4.0 / p["capacity_requests_per_s_per_replica"] - 1e-9)
+    assert res.terms["queue_growth_max"]["value"] == 0.25
+
+
+def test_min_replicas_respects_the_utilization_floor_and_a_draining_queue() -> None:
+    slo = InferSlo(ttft_p99_s=1.0, tpot_p99_s=1.0)
+    # latencies meet the SLO from 2 replicas, but under 5 replicas the fleet is over 100% utilization
+    found = _min_replicas(lambda r: _fake(0.5 if r >= 2 else 2.0), 8, slo, max_sims=12, floor=5)
+    assert found is not None and found[0] == 5
+    # the p99s meet the SLO at every size, but under 6 replicas the queue grows over the run (does not drain)
+    from dataclasses import replace
+
+    def growing(r: int) -> SimMetrics:
+        return replace(_fake(0.5), queue_growth_s=0.0 if r >= 6 else 0.6)
+
+    found = _min_replicas(growing, 3, slo, max_sims=12)
+    assert found is not None and found[0] == 6
+

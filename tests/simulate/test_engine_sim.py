@@ -150,3 +150,21 @@ def test_jumps_exact_with_the_real_step_cost_model() -> None:
         slow = simulate_engine(w, cost, cfg, max_run_steps=1)
         assert fast.iterations == slow.iterations
         assert np.allclose(fast.finish_s, slow.finish_s, rtol=1e-9)
+
+
+def test_queue_growth_tells_an_overloaded_replica() -> None:
+    """A replica that keeps up holds its queueing delay flat; one over 100% load grows it with the run."""
+    cost = AffineCost()
+    inp, out = 512, 64
+    d = cost.step_s(prefill_tokens=inp, prefill_attn_pairs=inp * (inp + 1) / 2, decode_seqs=0,
+                    decode_kv_tokens=0) + sum(
+        cost.step_s(prefill_tokens=0, prefill_attn_pairs=0.0, decode_seqs=1, decode_kv_tokens=inp + j)
+        for j in range(1, out))
+    growth = {}
+    for rho in (0.7, 1.05):
+        w = poisson_workload(qps=rho / d, num_requests=3000, input_len=LengthDist.fixed(inp),
+                             output_len=LengthDist.fixed(out), seed=5)
+        growth[rho] = summarize(simulate_engine(w, cost, EngineConfig(batching=False)),
+                                warmup_fraction=0.1).queue_growth_s
+    assert abs(growth[0.7]) < 5 * d
+    assert growth[1.05] > 50 * d

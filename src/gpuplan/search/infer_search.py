@@ -10,7 +10,10 @@ only where TP cannot grow because the heads do not divide, EP over the TP ranks 
    the SLO; the replica's SLO-bound capacity sizes the replica count for qps x (1 +
    load_headroom); the fleet is priced on the cheapest catalog instance that hosts it;
 3. the cheapest fleets (at most `finalists`) are simulated per replica at
-   qps x (1 + headroom) / replicas; a fleet that misses the p99 SLO gets more replicas.
+   qps x (1 + headroom) / replicas; a fleet that misses the p99 SLO, or whose simulated queue
+   does not drain (queueing delay growing over the run by more than `queue_growth_max` of the
+   TTFT limit), gets more replicas. A fleet is never smaller than qps / the replica's capacity:
+   utilization above 100% is rejected, whatever a finite simulation shows.
 Verified plans are then simulated at the requested load for the figures they report.
 """
 
@@ -43,7 +46,9 @@ __all__ = ["InferConstraints", "InferPlanResult", "plan_inference"]
 WEIGHTS = ("bf16", "fp8", "int8", "int4")
 KV_DTYPES = ("bf16", "fp16", "fp8", "int8")
 TERMS_USED = ("load_headroom", "tpot_p99_over_mean", "max_simulations", "dedicated_utilization",
-              "dedicated_p99_growth", "sim_requests", "sim_warmup_fraction", "finalists", "plans_wanted")
+              "dedicated_p99_growth", "sim_requests", "sim_warmup_fraction", "finalists", "plans_wanted",
+              "queue_growth_max")
+QUEUE_GROWTH_DEFAULT = 0.25  # the shipped queue_growth_max (search/data/infer_plan.yaml), for direct callers
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -123,13 +128,21 @@ def _bump(rejected: dict[str, int], why: str, n: int = 1) -> None:
     rejected[why] = rejected.get(why, 0) + n
 
 
-def _meets(m: SimMetrics, slo: InferSlo) -> bool:
-    return m.ttft_s.p99 <= slo.ttft_p99_s and m.tpot_s.p99 <= slo.tpot_p99_s
+def _meets(m: SimMetrics, slo: InferSlo, queue_growth_max: float = QUEUE_GROWTH_DEFAULT) -> bool:
+    """The p99 TTFT and TPOT meet the SLO and the queue drains (its delay does not grow over the run)."""
+    return (m.ttft_s.p99 <= slo.ttft_p99_s and m.tpot_s.p99 <= slo.tpot_p99_s
+            and m.queue_growth_s <= queue_growth_max * slo.ttft_p99_s)
 
 
-def _score(m: SimMetrics, slo: InferSlo) -> float:
-    """How far a simulation is from the SLO (<= 1: met)."""
-    return max(m.ttft_s.p99 / slo.ttft_p99_s, m.tpot_s.p99 / slo.tpot_p99_s)
+def min_fleet(qps: float, capacity_rps: float) -> int:
+    """The fewest replicas at or under 100% utilization: ceil(qps / the replica's SLO-bound capacity)."""
+    return max(1, math.ceil(qps / capacity_rps - 1e-9))
+
+
+def _score(m: SimMetrics, slo: InferSlo, queue_growth_max: float = QUEUE_GROWTH_DEFAULT) -> float:
+    """How far a simulation is from the SLO and from a draining queue (<= 1: met)."""
+    return max(m.ttft_s.p99 / slo.ttft_p99_s, m.tpot_s.p99 / slo.tpot_p99_s,
+               m.queue_growth_s / (queue_growth_max * slo.ttft_p99_s))
 
 
 def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog,
@@ -249,6 +262,7 @@ def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfi
     finalists = int(cal.value("finalists"))
     wanted = int(cal.value("plans_wanted"))
     max_sims = int(cal.value("max_simulations"))
+    growth_max = cal.value("queue_growth_max")
     sim_slo = Slo(ttft_s=slo.ttft_p99_s, tpot_s=slo.tpot_p99_s)
     plans: list[dict[str, Any]] = []
     per_acc: dict[str, int] = {}
@@ -280,17 +294,22 @@ def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfi
             return sim(c, r, 1.0 + headroom)
 
         tried_sims: dict[int, SimMetrics] = {}
-        found = _min_replicas(run, c.replicas, slo, seen=tried_sims)
+        floor = min_fleet(load.qps, c.cap.requests_per_s)
+        found = _min_replicas(run, max(c.replicas, floor), slo, seen=tried_sims, floor=floor,
+                              queue_growth_max=growth_max)
         if found is None:
             _bump(rejected, "simulated_slo")
             r_max = max(tried_sims)
             m_max = tried_sims[r_max]
-            score = _score(m_max, slo)
+            score = _score(m_max, slo, growth_max)
             if score < near_miss.get("score", math.inf):
                 near_miss.update(score=score, on=f"{r_max} x {_label(c)}", ttft_p99_s=m_max.ttft_s.p99,
                                  tpot_p99_s=m_max.tpot_s.p99)
             continue
         r, m_head = found
+        if load.qps / (r * c.cap.requests_per_s) > 1.0:  # over 100% utilization: never a plan
+            _bump(rejected, "over_capacity")
+            continue
         if r * c.layout.tp * c.layout.pp > max_devices:
             _bump(rejected, "max_devices")
             continue
@@ -305,42 +324,41 @@ def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfi
 
 
 def _min_replicas(run: Callable[[int], SimMetrics], r0: int, slo: InferSlo, max_sims: int = 7,
-                  seen: dict[int, SimMetrics] | None = None) -> tuple[int, SimMetrics] | None:
-    """The fewest replicas (near r0) whose simulation meets the SLO: bracket geometrically (x1.25 per try,
-    x2 while the p99s are over 1.5 x the limits), then bisect.
+                  seen: dict[int, SimMetrics] | None = None, *, floor: int = 1,
+                  queue_growth_max: float = QUEUE_GROWTH_DEFAULT) -> tuple[int, SimMetrics] | None:
+    """The fewest replicas (near r0, never under `floor`) whose simulation meets the SLO with a queue that
+    drains: bracket geometrically (x1.25 per try, x2 while the p99s are over 1.5 x the limits), then bisect.
 
     `seen` (if given) receives every simulation by replica count.
     """
     seen = {} if seen is None else seen
+    floor = max(1, floor)
+    r0 = max(r0, floor)
 
     def ok(r: int) -> bool:
         if r not in seen:
             seen[r] = run(r)
-        return _meets(seen[r], slo)
+        return _meets(seen[r], slo, queue_growth_max)
 
-    lo = 0  # largest count known to fail
+    lo = floor - 1  # largest count known to fail (counts under the floor are over 100% utilization)
     if ok(r0):
         hi = r0
-        while hi > 1 and len(seen) < max_sims:
-            r = min(hi - 1, int(hi / 1.25))
-            if r < 1:
-                break
+        while hi > floor and len(seen) < max_sims:
+            r = max(floor, min(hi - 1, int(hi / 1.25)))
             if ok(r):
                 hi = r
             else:
                 lo = r
                 break
-        if hi == 1:
-            lo = 0
     else:
         lo, hi = r0, 0
         while len(seen) < max_sims:
-            score = _score(seen[lo], slo)
+            score = _score(seen[lo], slo, queue_growth_max)
             r = max(lo + 1, math.ceil(lo * (2.0 if score > 1.5 else 1.25)))  # far from the SLO: double
             if ok(r):
                 hi = r
                 break
-            if _score(seen[r], slo) > 0.95 * score:  # more replicas barely help: a latency floor
+            if _score(seen[r], slo, queue_growth_max) > 0.95 * score:  # more replicas barely help: a latency floor
                 return None
             lo = r
         if not hi:

@@ -74,6 +74,9 @@ class SimMetrics:
     iterations: int
     preemptions: int
     busy_fraction: float
+    # mean queueing delay of the later half of the measured requests minus that of the earlier half: a replica
+    # that keeps up holds it near 0; one that falls behind (a queue that does not drain) grows it with the run
+    queue_growth_s: float = 0.0
 
     def to_json(self) -> dict[str, object]:
         d = asdict(self)
@@ -100,6 +103,9 @@ def summarize(run: RawRun, slo: Slo | None = None, *, warmup_fraction: float = 0
     frac = float(good.mean()) if good.size else 0.0
     rps = n / span
     cap_tokens = run.kv_capacity_blocks * run.kv_block_tokens
+    q = queue[sl][np.isfinite(queue[sl])]
+    half = q.size // 2
+    growth = float(q[half:].mean() - q[:half].mean()) if half else 0.0
     return SimMetrics(
         requests=n, requests_measured=n - skip, makespan_s=span,
         ttft_s=Percentiles.of(ttft[sl]), tpot_s=Percentiles.of(tpot[sl]), e2e_s=Percentiles.of(e2e[sl]),
@@ -109,4 +115,5 @@ def summarize(run: RawRun, slo: Slo | None = None, *, warmup_fraction: float = 0
         kv_used_mean_fraction=run.kv_token_seconds / span / cap_tokens if cap_tokens else 0.0,
         kv_peak_blocks=run.kv_peak_blocks, kv_capacity_blocks=run.kv_capacity_blocks,
         batch_mean=run.batch_sum / run.iterations if run.iterations else 0.0, batch_max=run.batch_max,
-        iterations=run.iterations, preemptions=int(run.preemptions.sum()), busy_fraction=run.busy_s / span)
+        iterations=run.iterations, preemptions=int(run.preemptions.sum()), busy_fraction=run.busy_s / span,
+        queue_growth_s=growth)
