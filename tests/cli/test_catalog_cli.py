@@ -131,8 +131,24 @@ def test_validate_good_and_broken() -> None:
     ):
         assert needle in bad.stdout, needle
     data = json.loads(runner.invoke(app, ["catalog", "validate", str(FIXTURES / "broken"), "--json"]).stdout)
-    assert data["ok"] is False and len(data["issues"]) == 8
+    assert data["ok"] is False and len(data["issues"]) == 11
     assert {"path", "line", "field", "message", "kind", "record"} <= set(data["issues"][0])
+
+
+def test_validate_reports_a_bad_date_like_any_field(tmp_path: Path) -> None:
+    """as_of: 2026-13-01 used to crash the YAML reader with a traceback; now it is one more field problem,
+    listed in the same pass as the others."""
+    bad = runner.invoke(app, ["catalog", "validate", str(FIXTURES / "broken")])
+    assert bad.exit_code == 1 and isinstance(bad.exception, SystemExit)
+    assert "Traceback" not in bad.output
+    for needle in ("g_bad_date.yaml:12: accelerators[bad-date].as_of: '2026-13-01' is not a calendar date",
+                   "g_bad_date.yaml:17", "g_bad_date.yaml:23", "a_unknown_key.yaml:5"):
+        assert needle in bad.stdout.replace("\n", ""), needle
+    (tmp_path / "one.yaml").write_text((FIXTURES / "good" / "my-cluster.yaml").read_text(encoding="utf-8")
+                                       .replace("as_of: 2026-09-01", "as_of: 2026-13-01"), encoding="utf-8")
+    res = runner.invoke(app, ["catalog", "list", "accelerators", "--catalog", str(tmp_path)])
+    assert res.exit_code == 2 and isinstance(res.exception, SystemExit)
+    assert "currency.as_of" in res.output and "not a calendar date" in res.output
 
 
 def test_broken_override_blocks_other_commands() -> None:

@@ -72,8 +72,8 @@ def test_zero_price_and_dangling_reference() -> None:
 def test_nothing_partial_is_loaded() -> None:
     with pytest.raises(CatalogError) as err:
         load_catalog([BROKEN], use_user_dir=False)
-    assert len(err.value.issues) == 8
-    assert "8 problem(s)" in str(err.value) and "validate" in str(err.value)
+    assert len(err.value.issues) == 11
+    assert "11 problem(s)" in str(err.value) and "validate" in str(err.value)
 
 
 def test_duplicate_yaml_key_is_reported(tmp_path: Path) -> None:
@@ -108,3 +108,11 @@ def test_unknown_section_and_record_kind_clash(tmp_path: Path) -> None:
 def test_missing_directory() -> None:
     issues, cat = check_dir("/nonexistent/catalog/dir")
     assert cat is None and "not a directory" in issues[0].message
+
+
+def test_date_that_is_no_calendar_date_is_a_field_issue() -> None:
+    issues = {(i.record, i.field): i for i in _issues()["g_bad_date.yaml"]}
+    month = issues[("bad-date", "as_of")]
+    assert month.line == 12 and "2026-13-01" in month.message and "calendar date" in month.message
+    assert issues[("bad-date-and-unit", "as_of")].line == 23
+    assert issues[("bad-date-and-unit", "hbm_gib")].line == 17  # the rest of the record, in the same pass

@@ -13,6 +13,7 @@ import datetime as _dt
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -57,7 +58,21 @@ def _as_of_text(value: Any) -> Any:
     return value
 
 
-AsOf = Annotated[str, BeforeValidator(_as_of_text), StringConstraints(pattern=AS_OF_PATTERN)]
+def _as_of_date(value: str) -> str:
+    """YYYY-MM and YYYY-MM-DD must name a real month and day (2026-13-01 and 2026-02-30 do not)."""
+    parts = value.split("-")
+    try:
+        if len(parts) == 2:
+            _dt.date(int(parts[0]), int(parts[1]), 1)
+        elif len(parts) == 3:
+            _dt.date(int(parts[0]), int(parts[1]), int(parts[2]))
+    except ValueError as exc:
+        raise ValueError(f"{value!r} is not a calendar date ({exc}); write YYYY, YYYY-MM or YYYY-MM-DD") from None
+    return value
+
+
+AsOf = Annotated[str, BeforeValidator(_as_of_text), StringConstraints(pattern=AS_OF_PATTERN),
+                 AfterValidator(_as_of_date)]
 
 
 class Price(BaseModel):

@@ -53,6 +53,18 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> LineMap:
 _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
+def _construct_timestamp(loader: _LineLoader, node: yaml.ScalarNode) -> Any:
+    """A YAML date, or its text when it is no calendar date (2026-13-01): the schema then reports the field
+    like any other problem, instead of the whole file failing to load."""
+    try:
+        return yaml.SafeLoader.construct_yaml_timestamp(loader, node)
+    except ValueError:
+        return str(node.value)
+
+
+_LineLoader.add_constructor("tag:yaml.org,2002:timestamp", _construct_timestamp)
+
+
 def load_yaml(text: str) -> tuple[Any, list[tuple[int, str]]]:
     """Parse `text`; returns (data, duplicate keys as (line, key)). Raises YamlProblem."""
     loader = _LineLoader(text)
