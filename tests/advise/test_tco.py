@@ -1,12 +1,40 @@
-"""TCO: break-even utilization against a hand-computed example, spot overhead, job cost by kind."""
+"""TCO: break-even utilization against a hand-computed example, spot overhead, job cost by kind; `gpuplan tco`:
+break-even and the year buying wins on simple numbers, the cluster's cost lines, override precedence."""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
-from gpuplan.advise.tco import break_even_utilization, own_cost_per_year, tco, tco_inputs
+from gpuplan.advise.tco import (
+    CostLine,
+    TcoInputs,
+    break_even_utilization,
+    buy_wins_year,
+    cumulative_costs,
+    fleet_break_even,
+    own_cost_per_year,
+    payback_years,
+    rent_per_year,
+    tco,
+    tco_inputs,
+    year_marks,
+)
+from gpuplan.advise.tco_fleet import (
+    CATALOG,
+    DEFAULT,
+    QUOTED,
+    USER,
+    FleetInputs,
+    Quantity,
+    ServerChoice,
+    fleet_inputs,
+    fleet_tco,
+    split_overrides,
+    tco_for,
+)
 from gpuplan.errors import InputError
 from gpuplan.hardware import load_catalog
 
@@ -60,3 +88,139 @@ def test_job_cost_by_kind_and_spot_overhead() -> None:
     assert res.spot_lost_share == pytest.approx(expected)
     assert res.buy is not None and res.break_even["on_demand"] == pytest.approx(
         break_even_utilization(300_000, 10.2, 8, 4.0, inp))
+
+
+# ---------------- gpuplan tco: a cluster owned for Y years against renting (advise/tco_fleet.py) ----------------
+
+# capex 100,000 at t=0, 10,000 a year fixed running cost; 1 device rented for 40,000 a year at full use
+SIMPLE = (CostLine(name="servers", capex_usd=100_000.0, provenance="default", formula=""),
+          CostLine(name="running", fixed_usd_per_year=10_000.0, provenance="default", formula=""))
+RATE = 40_000.0 / 8760  # USD per device-hour
+
+
+def test_buy_wins_year_and_payback_by_hand() -> None:
+    # cumulative own C + 10k t vs rent 40k t: t=1 110k vs 40k, t=2 120k vs 80k, t=3 130k vs 120k, t=4 140k vs 160k
+    cum = cumulative_costs(SIMPLE, 4, 1.0, RATE, 1)
+    assert [round(own) for _, own, _ in cum] == [110_000, 120_000, 130_000, 140_000]
+    assert [round(rent) for _, _, rent in cum] == [40_000, 80_000, 120_000, 160_000]
+    assert buy_wins_year(cum) == 4.0
+    assert buy_wins_year(cumulative_costs(SIMPLE, 3, 1.0, RATE, 1)) is None  # never within 3 years
+    assert payback_years(SIMPLE, 1.0, RATE, 1) == pytest.approx(100_000 / 30_000)  # 3.33 years
+    # at half use the rent (20k) barely beats the running cost (10k): payback 10 years
+    assert payback_years(SIMPLE, 0.5, RATE, 1) == pytest.approx(10.0)
+    assert payback_years(SIMPLE, 0.25, RATE, 1) is None  # 10k rent == 10k running: never
+
+
+def test_fleet_break_even_by_hand() -> None:
+    # over 4 years: F = 100k/4 + 10k = 35k; R = 40k; V = 0 -> u* = 0.875
+    assert fleet_break_even(SIMPLE, 4, RATE, 1) == pytest.approx(0.875)
+    # a utilization-driven line V = 8k: u* = 35k / (40k - 8k) = 1.09375 (above 100%: never pays)
+    power = CostLine(name="power", variable_usd_per_year=8_000.0, provenance="default", formula="")
+    assert fleet_break_even((*SIMPLE, power), 4, RATE, 1) == pytest.approx(35 / 32)
+    assert fleet_break_even((*SIMPLE, power), 4, 7_000.0 / 8760, 1) is None  # rent below V
+    u = fleet_break_even(SIMPLE, 4, RATE, 1)
+    assert u is not None
+    own = sum(ln.per_year(4, u) for ln in SIMPLE)
+    assert own == pytest.approx(rent_per_year(RATE, 1, u))  # the two cost the same at u*
+
+
+def test_year_marks() -> None:
+    assert year_marks(3) == (1.0, 2.0, 3.0)
+    assert year_marks(2.5) == (1.0, 2.0, 2.5)
+    assert year_marks(0.5) == (0.5,)
+
+
+Inputs = tuple[ServerChoice, tuple[tuple[str, Quantity], ...], TcoInputs, FleetInputs]
+
+
+def _run(acc: str, **kw: Any) -> Inputs:
+    cat = load_catalog(())
+    return tco_for(cat, cat.accelerator(acc), pue=1.3, node_power_per_tdp=1.8, **kw)
+
+
+def _vp(q: Quantity | None) -> tuple[float, str]:
+    assert q is not None
+    return q.value, q.provenance
+
+
+def test_price_and_power_override_precedence() -> None:
+    base = {"devices": 16, "years": 3.0, "utilization": 0.5, "market": None}
+    choice = _run("b200", **base)[0]
+    assert _vp(choice.price_usd) == (485_000, CATALOG) and _vp(choice.power_kw) == (14.3, CATALOG)
+    # --tco server_price_usd / node_power_kw (user input) beat the catalog
+    user = _run("b200", **base, overrides={"server_price_usd": 400_000, "node_power_kw": 12})[0]
+    assert _vp(user.price_usd) == (400_000, USER) and _vp(user.power_kw) == (12, USER)
+    # --server-price (a quote) beats --tco server_price_usd
+    quoted = _run("b200", **base, server_price_usd=350_000.0, overrides={"server_price_usd": 400_000})[0]
+    assert _vp(quoted.price_usd) == (350_000, QUOTED)
+    # a CNY list price is converted at the catalog's rate
+    cat = load_catalog(())
+    h20 = _run("h20-96gb", **base)[0]
+    assert _vp(h20.price_usd)[0] == pytest.approx(1_090_000 / cat.rates.cny_per_usd)
+    # no server in the catalog: an 8-device server is assumed and no price is known
+    none = _run("l4-24gb", **base)[0]
+    assert none.server is None and none.price_usd is None
+    assert none.devices_per_server.provenance == DEFAULT
+
+
+def test_rent_kinds_and_rent_override() -> None:
+    base = {"devices": 8, "years": 3.0, "utilization": 0.5}
+    _, rates, _, fin = _run("ascend-910b4", **base, market="cn")
+    got = dict(rates)
+    monthly = got["monthly"].value
+    assert got["yearly"].value == pytest.approx(monthly * 0.85)  # monthly x (1 - yearly_discount_vs_monthly)
+    assert got["multi_year"].value == pytest.approx(monthly * 0.85 * (1 - fin.multi_year_discount_vs_yearly))
+    assert got["monthly"].provenance == CATALOG and got["yearly"].provenance == "catalog + default"
+    _, rates, _, _ = _run("h100-sxm5-80gb", **base, market=None)
+    got = dict(rates)
+    assert got["multi_year"].value == pytest.approx(got["on_demand"].value * (1 - 0.57))
+    _, rates, _, _ = _run("h100-sxm5-80gb", **base, market=None, rent_usd_per_device_hour=2.0)
+    assert [(k, q.value, q.provenance) for k, q in rates] == [("quoted", 2.0, QUOTED)]
+
+
+def test_cluster_lines_by_hand() -> None:
+    # 16 devices = 2 servers of USD 300,000 at 10 kW, rented at USD 3 per device-hour, 3 years, u = 0.5
+    over = {"server_price_usd": 300_000, "node_power_kw": 10, "idle_power_fraction": 0, "electricity_usd_per_kwh": 0.1,
+            "hosting_usd_per_kw_month": 150, "operations_fraction_per_year": 0.05, "fabric_usd_per_gbit_per_s": 10,
+            "storage_tib_per_device": 2, "storage_usd_per_tib_year": 100, "staff_devices_per_fte": 16,
+            "staff_usd_per_fte_year": 100_000}
+    choice, rates, inp, fin = _run("b200", devices=16, years=3.0, utilization=0.5, market=None,
+                                   rent_usd_per_device_hour=3.0, overrides=over)
+    res = fleet_tco(accelerator="b200-sxm-180gb", devices=16, utilization=0.5, market=None, choice=choice,
+                    rates=rates, inp=inp, fin=fin)
+    lines = {ln.name: ln for ln in res.own}
+    assert res.nodes == 2
+    assert lines["servers"].capex_usd == 600_000
+    assert lines["fabric"].capex_usd == 2 * 3200 * 10  # DGX B200: 8 x 400G compute ports
+    assert lines["power"].variable_usd_per_year == pytest.approx(2 * 10 * 1.3 * 0.1 * 8760)  # 22,776
+    assert lines["hosting"].fixed_usd_per_year == 2 * 10 * 150 * 12  # 36,000
+    assert lines["operations"].fixed_usd_per_year == pytest.approx(0.05 * 600_000)  # 30,000
+    assert lines["storage"].fixed_usd_per_year == 16 * 2 * 100  # 3,200
+    assert lines["staff"].fixed_usd_per_year == 100_000  # one engineer
+    capex = 600_000 + 64_000
+    running = 22_776 * 0.5 + 36_000 + 30_000 + 3_200 + 100_000
+    assert res.own_usd_per_year == pytest.approx(capex / 3 + running)
+    case = res.rent[0]
+    assert case.usd_per_year == pytest.approx(3.0 * 16 * 8760 * 0.5)  # 210,240
+    fixed = capex / 3 + 36_000 + 30_000 + 3_200 + 100_000
+    assert case.break_even_utilization == pytest.approx(fixed / (3.0 * 16 * 8760 - 22_776))
+    # 210,240 a year of rent against 180,588 running: payback = 664,000 / 29,652 = 22.4 years, never within 3
+    assert case.payback_years == pytest.approx(capex / (210_240 - running))
+    assert case.buy_wins_year is None
+    assert res.to_json()["rent"][0]["usd_per_device_hour"]["provenance"] == QUOTED
+    # one server: no scale-out fabric
+    choice1, rates1, inp1, fin1 = _run("b200", devices=8, years=3.0, utilization=0.5, market=None,
+                                       rent_usd_per_device_hour=3.0, overrides=over)
+    one = fleet_tco(accelerator="b200-sxm-180gb", devices=8, utilization=0.5, market=None, choice=choice1,
+                    rates=rates1, inp=inp1, fin=fin1)
+    assert "fabric" not in {ln.name for ln in one.own}
+
+
+def test_fleet_inputs_by_market_and_unknown_names() -> None:
+    assert fleet_inputs("cn").staff_usd_per_fte_year < fleet_inputs("global").staff_usd_per_fte_year
+    assert fleet_inputs(None).staff_usd_per_fte_year == fleet_inputs("global").staff_usd_per_fte_year
+    base, fleet = split_overrides({"pue": 1.2, "storage_tib_per_device": 1})
+    assert base == {"pue": 1.2} and fleet == {"storage_tib_per_device": 1}
+    with pytest.raises(InputError) as err:
+        split_overrides({"storage_tib": 1})
+    assert err.value.field == "tco" and "storage_tib_per_device" in err.value.hint

@@ -1,0 +1,114 @@
+"""CLI: `gpuplan tco` (rent vs buy for a cluster): tables in both languages, --json with provenance, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from gpuplan.cli.main import app
+
+runner = CliRunner()
+B200 = ["tco", "--accelerator", "b200", "--devices", "16", "--years", "3", "--utilization", "0.6"]
+
+
+def test_tco_text_table_in_english_and_chinese() -> None:
+    res = runner.invoke(app, [*B200, "--rent", "5", "--lang", "en"])
+    assert res.exit_code == 0, res.output
+    assert res.exception is None
+    assert "Rent vs buy: 16 x b200-sxm-180gb" in res.output and "dgx-b200" in res.output
+    assert "quoted rent" in res.output and "never" in res.output  # buying never wins within 3 years at 60%
+    zh = runner.invoke(app, [*B200, "--rent", "5", "--lang", "zh"])
+    assert zh.exit_code == 0, zh.output
+    assert zh.exception is None
+    assert "租与买" in zh.output and "报价租金" in zh.output
+
+
+def test_tco_json_has_every_kind_and_provenance() -> None:
+    res = runner.invoke(app, ["tco", "--accelerator", "h100-sxm5-80gb", "--devices", "64", "--years", "4",
+                              "--utilization", "0.7", "--json"])
+    assert res.exit_code == 0, res.output
+    assert res.exception is None
+    out = json.loads(res.output)
+    assert out["kind"] == "tco" and out["nodes"] == 8 and out["server"] == "dgx-h100"
+    assert out["server_price_usd"]["provenance"] == "catalog" and out["server_price_usd"]["value"] == 199_000
+    kinds = {r["kind"]: r for r in out["rent"]}
+    assert {"on_demand", "multi_year"} <= set(kinds)
+    assert kinds["on_demand"]["usd_per_device_hour"]["provenance"] == "catalog"
+    assert kinds["multi_year"]["usd_per_device_hour"]["provenance"] == "catalog + default"
+    assert {ln["name"] for ln in out["own"]["lines"]} == {"servers", "fabric", "power", "hosting", "operations",
+                                                          "storage", "staff"}
+    assert all(ln["provenance"] for ln in out["own"]["lines"])
+    assert out["inputs"]["years"]["provenance"] == "user input"
+    assert out["inputs"]["electricity_usd_per_kwh"]["provenance"] == "default"
+    on_demand = kinds["on_demand"]
+    assert 0 < on_demand["break_even_utilization"] < 1 and on_demand["buy_wins_year"] >= 1
+    assert [c["year"] for c in on_demand["cumulative"]] == [1, 2, 3, 4]
+
+
+def test_tco_overrides_take_precedence() -> None:
+    res = runner.invoke(app, [*B200, "--rent", "5", "--server-price", "300000", "--tco", "server_price_usd=1e6",
+                              "--tco", "electricity_usd_per_kwh=0.2", "--market", "cn", "--json"])
+    assert res.exit_code == 0, res.output
+    assert res.exception is None
+    out = json.loads(res.output)
+    assert out["server_price_usd"] == {"value": 300000.0, "unit": "USD", "provenance": "quoted",
+                                       "source": "--server-price"}
+    assert out["inputs"]["electricity_usd_per_kwh"]["value"] == 0.2
+    assert out["inputs"]["electricity_usd_per_kwh"]["provenance"] == "user input"
+    assert [r["kind"] for r in out["rent"]] == ["quoted"]
+
+
+@pytest.mark.parametrize(("args", "field"), [
+    (["--devices", "0"], "devices"),
+    (["--utilization", "1.5"], "utilization"),
+    (["--utilization", "0"], "utilization"),
+    (["--years", "nan"], "years"),
+    (["--years", "inf"], "years"),
+    (["--server-price", "-5"], "server-price"),
+    (["--rent", "nan"], "rent"),
+    (["--tco", "pue=nan"], "tco.pue"),
+    (["--tco", "idle_power_fraction=2"], "tco.idle_power_fraction"),
+    (["--tco", "storage_tib=3"], "tco"),
+])
+def test_bad_input_names_the_field(args: list[str], field: str) -> None:
+    base = {"--accelerator": "b200", "--devices": "16", "--years": "3", "--utilization": "0.6", "--rent": "5"}
+    flags = [a for a in args[::2] if a != "--tco"]
+    argv = ["tco", *[x for k, v in base.items() if k not in flags for x in (k, v)], *args]
+    res = runner.invoke(app, argv)
+    assert res.exit_code == 2, res.output
+    assert f"error: {field}=" in res.output and "Traceback" not in res.output
+
+
+def test_unknown_accelerator_suggests_close_names() -> None:
+    res = runner.invoke(app, ["tco", "--accelerator", "h100-sxm5-80g", "--devices", "8", "--years", "3",
+                              "--utilization", "0.5"])
+    assert res.exit_code == 2, res.output
+    assert "accelerator=" in res.output and "Did you mean" in res.output and "h100-sxm5-80gb" in res.output
+
+
+def test_no_purchase_price_says_how_to_add_a_quote() -> None:
+    # no server in the catalog for the L4
+    res = runner.invoke(app, ["tco", "--accelerator", "l4-24gb", "--devices", "8", "--years", "3",
+                              "--utilization", "0.5", "--rent", "1", "--lang", "en"])
+    assert res.exit_code == 2, res.output
+    assert "server-price=" in res.output and "--server-price USD" in res.output and "list_price" in res.output
+    # a server without a list price (HGX H200)
+    res = runner.invoke(app, ["tco", "--accelerator", "h200-sxm-141gb", "--devices", "8", "--years", "3",
+                              "--utilization", "0.5", "--rent", "3", "--lang", "en"])
+    assert res.exit_code == 2 and "hgx-h200-8 has no list_price" in res.output
+    # with a quote it works, the 8-device server assumed from the accelerator's TDP
+    res = runner.invoke(app, ["tco", "--accelerator", "l4-24gb", "--devices", "8", "--years", "3",
+                              "--utilization", "0.5", "--rent", "1", "--server-price", "60000", "--json"])
+    assert res.exit_code == 0, res.output
+    assert res.exception is None
+    out = json.loads(res.output)
+    assert out["server"] is None and out["devices_per_server"]["provenance"] == "default"
+    assert out["node_power_kw"]["provenance"] == "catalog + default"
+
+
+def test_no_rent_in_the_catalog_asks_for_rent() -> None:
+    res = runner.invoke(app, [*B200, "--lang", "en"])
+    assert res.exit_code == 2, res.output
+    assert "rent=" in res.output and "--rent" in res.output
