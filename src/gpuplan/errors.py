@@ -7,7 +7,7 @@ the closest matches (difflib), so a user can fix the input without reading code.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 __all__ = ["GpuplanError", "InputError", "closest", "unknown_name"]
 
@@ -41,10 +41,19 @@ def closest(name: str, choices: Iterable[str], n: int = 3) -> list[str]:
     return [lowered[h] for h in hits]
 
 
-def unknown_name(field: str, value: str, choices: Iterable[str]) -> InputError:
-    """An InputError for a name not in `choices`, with close matches as the hint."""
+def unknown_name(field: str, value: str, choices: Iterable[str],
+                 aliases: Mapping[str, str] | None = None) -> InputError:
+    """An InputError for a name not in `choices`, with close matches as the hint.
+
+    `aliases` (other name -> its canonical choice, e.g. a catalog's 'h20' -> 'h20-96gb') are matched too and
+    suggested by their canonical name, so 'h2o' gets "Did you mean h20-96gb?"."""
     pool = sorted(choices)
-    near = closest(value, pool)
+    if aliases:
+        names = {c.lower(): c for c in pool} | {a.lower(): c for a, c in aliases.items() if c in pool}
+        hits = difflib.get_close_matches(value.lower(), list(names), n=6, cutoff=0.5)
+        near = list(dict.fromkeys(names[h] for h in hits))[:3]
+    else:
+        near = closest(value, pool)
     hint = f"Did you mean {', '.join(near)}?" if near else ""
     shown = ", ".join(pool) if len(pool) <= 30 else ", ".join(pool[:30]) + f", ... ({len(pool)} in all)"
     return InputError(field=field, value=value, allowed=f"one of: {shown}", hint=hint)

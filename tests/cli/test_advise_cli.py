@@ -104,3 +104,11 @@ def test_report_from_plan_infer_json_and_inference_compare(tmp_path: Path) -> No
     assert all(o["plan"]["usd_per_hour"] > 0 for o in out["options"])
     res = runner.invoke(app, ["compare", "-m", "llama3-8b", "--qps", "20", "--accelerators", "h100-nvl-94gb"])
     assert res.exit_code == 2 and "tpot" in res.output.lower()
+
+
+def test_compare_unknown_accelerator_suggests_by_alias() -> None:
+    """'h2o' is a typo of the alias 'h20': the hint names the part it stands for."""
+    res = runner.invoke(app, ["compare", "-m", "llama3-8b", "--tokens", "1e12", "--accelerators", "h100,h2o"])
+    assert res.exit_code == 2 and isinstance(res.exception, SystemExit)
+    assert "accelerator='h2o'" in res.output and "Did you mean h20-96gb" in res.output
+    assert "Traceback" not in res.output and res.output.count("\n") == 1

@@ -103,7 +103,7 @@ class Catalog:
         key = name.strip().lower()
         if key in self._index:
             return self._index[key]
-        raise unknown_name("id", name, self._origins)
+        raise unknown_name("id", name, self._origins, aliases=self._index)
 
     def kind_of(self, record_id: str) -> str:
         for kind, table in self._records.items():
@@ -121,7 +121,7 @@ class Catalog:
         rid = self._index.get(key)
         table = self._records[kind]
         if rid is None or rid not in table:
-            raise unknown_name(kind.rstrip("s"), name, table)
+            raise unknown_name(kind.rstrip("s"), name, table, aliases=self._index)
         record = table[rid]
         assert isinstance(record, cls)
         return record
