@@ -20,7 +20,8 @@ from gpuplan.advise.findings import Thresholds, default_thresholds
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.hardware import Catalog, Server
-from gpuplan.search.candidates import LayoutChoices
+from gpuplan.search.candidates import LayoutChoices, family_choices
+from gpuplan.search.offers import usual_fabric
 from gpuplan.search.train_eval import ClusterHardware, cluster_hardware, default_network
 from gpuplan.search.train_planner import best_layout, plan_figures
 from gpuplan.units import GIB
@@ -54,10 +55,10 @@ def pinned_step(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, layout: 
 
 
 def replan_step(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, devices: int,
-                cal: Calibration) -> float | None:
+                cal: Calibration, layout_family: str = "megatron") -> float | None:
     """Step time of the fastest fitting layout of `devices` on `hw` (the planner re-run on other hardware)."""
     try:
-        _, ev, best, _ = best_layout(spec, job, hw, LayoutChoices(devices=[devices], max_tp=hw.gpus_per_node),
+        _, ev, best, _ = best_layout(spec, job, hw, family_choices(layout_family, [devices], hw.gpus_per_node),
                                      calibration=cal)
     except GpuplanError:
         return None
@@ -133,7 +134,8 @@ def training_facts(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, fig: 
                    catalog: Catalog, tokens: float | None, calibration: Calibration | None = None,
                    thresholds: Thresholds | None = None, deadline_days: float | None = None,
                    market: str | None = None, provider: str | None = None,
-                   requirements: Requirements | None = None, growth: bool = True) -> PlanFacts:
+                   requirements: Requirements | None = None, growth: bool = True,
+                   layout_family: str = "megatron") -> PlanFacts:
     """PlanFacts of one training plan (the figures of `plan_figures` for the chosen layout on `hw`)."""
     cal = calibration or default_calibration()
     th = thresholds or default_thresholds()
@@ -145,7 +147,7 @@ def training_facts(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, fig: 
     pipe = fig["data_pipeline"]
     variants: dict[str, Any] = {}
     if n > gpn and hw.network is not None:
-        rdma_id = hw.network.id if hw.network.rdma else default_network(hw.accelerator.id)
+        rdma_id = hw.network.id if hw.network.rdma else usual_fabric(catalog, hw.accelerator.id)[0]
         tcp_id = hw.network.id if not hw.network.rdma else TCP_REFERENCE
         for key, net_id in (("rdma", rdma_id), ("tcp", tcp_id)):
             if net_id == hw.network.id:
@@ -154,12 +156,14 @@ def training_facts(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, fig: 
                 # the RDMA fabric as sold has one NIC per device; the TCP reference keeps the plan's NICs
                 nics = float(gpn) if key == "rdma" else hw.nics_per_node
                 variants[key] = replan_step(spec, job, replace(hw, network=catalog.network(net_id),
-                                                               nics_per_node=nics), n, cal)
+                                                               nics_per_node=nics), n, cal, layout_family)
         variants["rdma_network"], variants["tcp_network"] = rdma_id, tcp_id
         if hw.nics_per_node < gpn:
-            variants["full_nics"] = replan_step(spec, job, replace(hw, nics_per_node=float(gpn)), n, cal)
+            variants["full_nics"] = replan_step(spec, job, replace(hw, nics_per_node=float(gpn)), n, cal,
+                                                layout_family)
         ratio = th.value("oversubscription_ratio_checked")
-        variants["oversub"] = replan_step(spec, job, replace(hw, nics_per_node=hw.nics_per_node / ratio), n, cal)
+        variants["oversub"] = replan_step(spec, job, replace(hw, nics_per_node=hw.nics_per_node / ratio), n, cal,
+                                          layout_family)
     if job.precision in ("bf16", "fp16") and hw.accelerator.fp8_dense_tflops is not None:
         r = pinned_step(spec, job.model_copy(update={"precision": "fp8"}), hw, layout, cal)
         if r:

@@ -29,14 +29,16 @@ from gpuplan.advise.sources import plan_sources
 from gpuplan.advise.tco import tco, tco_inputs
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.hardware import Catalog
-from gpuplan.search.train_eval import cluster_hardware, default_network
+from gpuplan.search.offers import usual_fabric
+from gpuplan.search.train_eval import ClusterHardware, cluster_hardware
 from gpuplan.search.train_search import PlanConstraints, PlanResult, plan_training
 from gpuplan.units import GIB
 from gpuplan.workload.jobs import TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
-__all__ = ["REPORT_SCHEMA", "compare_training", "plan_summary", "recommend", "training_report"]
+__all__ = ["BLOCKING_FINDINGS", "REPORT_SCHEMA", "choose", "compare_training", "plan_hardware", "plan_summary",
+           "recommend", "recommend_rule", "target_days", "training_report"]
 
 REPORT_SCHEMA = "gpuplan.report/1"
 MEMORY_PARTS = ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "kv_cache_bytes",
@@ -45,19 +47,50 @@ MEMORY_PARTS = ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activati
 
 def recommend(plans: Sequence[dict[str, Any]], tolerance: float,
               target_days: float | None = None) -> dict[str, Any] | None:
-    """Among priced plans within `tolerance` of the lowest cost: the smallest cluster that finishes
-    within `target_days` (fewer devices are easier to rent and fail less often), else the fastest;
-    without prices, the planner's first plan."""
+    """The recommended plan under `recommend_rule` (None without plans)."""
+    rule = recommend_rule(plans, tolerance, target_days)
+    return rule[0] if rule else None
+
+
+def recommend_rule(plans: Sequence[dict[str, Any]], tolerance: float,
+                   target_days: float | None = None) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(plan, rule as applied). Among plans within `tolerance` of the lowest cost (of the lowest
+    device-hours when no plan has a price): the smallest cluster that finishes within `target_days`
+    (fewer devices are easier to rent and fail less often), else the fastest of them."""
+    if not plans:
+        return None
     priced = [p for p in plans if p.get("cost_usd") is not None]
-    if not priced:
-        return plans[0] if plans else None
-    cheapest = min(p["cost_usd"] for p in priced)
-    near = [p for p in priced if p["cost_usd"] <= cheapest * (1 + tolerance)]
+    measure = "cost" if priced else "device_hours"
+    pool = priced or list(plans)
+
+    def value(p: dict[str, Any]) -> float:
+        return float(p["cost_usd"] if measure == "cost" else p.get("device_hours") or 0.0)
+
+    lowest = min(value(p) for p in pool)
+    near = [p for p in pool if value(p) <= lowest * (1 + tolerance)]
+    rule: dict[str, Any] = {"measure": measure, "recommend_cost_tolerance": tolerance, "target_days": target_days}
     if target_days is not None:
         soon = [p for p in near if p["time_to_train_s"] <= target_days * 86400.0]
         if soon:
-            return min(soon, key=lambda p: (p.get("devices", 0), p["cost_usd"], p["time_to_train_s"]))
-    return min(near, key=lambda p: (p["time_to_train_s"], p["cost_usd"]))
+            rule["outcome"] = "smallest_within_target"
+            return min(soon, key=lambda p: (p.get("devices", 0), value(p), p["time_to_train_s"])), rule
+    rule["outcome"] = "fastest"
+    return min(near, key=lambda p: (p["time_to_train_s"], value(p))), rule
+
+
+# A critical finding of these rules (export control, residency, compliance for the requested market)
+# removes a plan from the recommendation; the plan stays listed, marked.
+BLOCKING_FINDINGS = ("market.export", "market.residency", "market.compliance")
+
+
+def _blocking(findings: Sequence[Any]) -> list[Any]:
+    return [f for f in findings if f.severity == "critical" and f.id in BLOCKING_FINDINGS]
+
+
+def target_days(cons: PlanConstraints, th: Thresholds) -> float:
+    """The time the recommendation aims at: the deadline, but never beyond `recommend_target_days`."""
+    soon = th.value("recommend_target_days")
+    return min(cons.deadline_days, soon) if cons.deadline_days else soon
 
 
 def _layout_text(lay: Mapping[str, Any]) -> str:
@@ -74,6 +107,9 @@ def plan_summary(p: Mapping[str, Any]) -> dict[str, Any]:
             "cost_usd": p.get("cost_usd"), "mfu": p["mfu"], "tokens_per_s": p["tokens_per_s"],
             "step_time_s": p["step_time_s"], "memory_gib": p["memory"]["total_bytes"] / GIB,
             "bottleneck": p.get("bottleneck", ""), "network": p["assumptions"].get("network"),
+            "time_s": p.get("time_to_train_s"), "device_hours": p.get("device_hours"),
+            "offer": (p.get("hardware_option") or {}).get("offer"),
+            "hardware_option": p.get("hardware_option"),
             "provenance": {"days": "estimated", "cost_usd": "estimated from catalog prices (datasheet-like)",
                            "mfu": "estimated", "memory_gib": "estimated"}}
 
@@ -98,14 +134,51 @@ def _calibration_rows(terms: Mapping[str, Any]) -> list[dict[str, Any]]:
             for name, t in terms.items()]
 
 
+def plan_hardware(plan: Mapping[str, Any], catalog: Catalog) -> ClusterHardware:
+    """The cluster a plan ran on: its hardware option's node shape and fabric (no fabric within one node)."""
+    opt = plan.get("hardware_option") or {}
+    gpn = int(plan["layout"]["gpus_per_node"])
+    net = opt.get("network") if "network" in opt else usual_fabric(catalog, plan["accelerator"])[0]
+    if plan["devices"] <= gpn:
+        net = None
+    return cluster_hardware(catalog, plan["accelerator"], net, gpus_per_node=gpn,
+                            nics_per_node=opt.get("nics_per_node"))
+
+
 def _facts_for(plan: dict[str, Any], spec: ModelSpec, job: TrainingJob, catalog: Catalog, cal: Calibration,
                th: Thresholds, cons: PlanConstraints, tokens: float, requirements: Requirements | None) -> PlanFacts:
-    hw = cluster_hardware(catalog, plan["accelerator"], default_network(plan["accelerator"]))
-    if plan["devices"] <= hw.gpus_per_node:
-        hw = cluster_hardware(catalog, plan["accelerator"], None)
-    return training_facts(spec, job, hw, plan, catalog=catalog, tokens=tokens, calibration=cal, thresholds=th,
-                          deadline_days=cons.deadline_days, market=cons.market, provider=cons.provider,
-                          requirements=requirements)
+    return training_facts(spec, job, plan_hardware(plan, catalog), plan, catalog=catalog, tokens=tokens,
+                          calibration=cal, thresholds=th, deadline_days=cons.deadline_days, market=cons.market,
+                          provider=cons.provider, requirements=requirements, layout_family=cons.layout_family)
+
+
+def choose(plans: Sequence[dict[str, Any]], spec: ModelSpec, job: TrainingJob, catalog: Catalog, cal: Calibration,
+           th: Thresholds, cons: PlanConstraints, tokens: float, requirements: Requirements | None,
+           ) -> tuple[dict[str, Any] | None, dict[str, Any], PlanFacts | None, list[Any]]:
+    """(recommended plan, rule as applied, its facts, its findings): the rule of `recommend_rule`, skipping
+    accelerators whose plan draws a blocking finding (export control, residency, compliance)."""
+    tol = th.value("recommend_cost_tolerance")
+    target = target_days(cons, th)
+    excluded: dict[str, str] = {}
+    pool = list(plans)
+    while pool:
+        picked = recommend_rule(pool, tol, target)
+        if picked is None:
+            break
+        best, rule = picked
+        facts = _facts_for(best, spec, job, catalog, cal, th, cons, tokens, requirements)
+        findings = advise(facts, th)
+        blocks = _blocking(findings)
+        if not blocks:
+            rule["deadline_days"] = cons.deadline_days
+            rule["excluded"] = [{"accelerator": a, "finding": f} for a, f in excluded.items()]
+            return best, rule, facts, findings
+        excluded[best["accelerator"]] = blocks[0].id
+        pool = [p for p in pool if p["accelerator"] != best["accelerator"]]
+    rule = {"measure": None, "recommend_cost_tolerance": tol, "target_days": target, "outcome": "none",
+            "deadline_days": cons.deadline_days,
+            "excluded": [{"accelerator": a, "finding": f} for a, f in excluded.items()]}
+    return None, rule, None, []
 
 
 def training_report(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: PlanConstraints, *, tokens: float,
@@ -117,13 +190,15 @@ def training_report(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: P
     th = thresholds or default_thresholds()
     res = result or plan_training(spec, job, catalog, cons, tokens=tokens, calibration=cal)
     tol = th.value("recommend_cost_tolerance")
-    target = cons.deadline_days or th.value("recommend_target_days")
-    best = recommend(res.plans, tol, target)
+    target = target_days(cons, th)
+    best, rule, facts, findings = choose(res.plans, spec, job, catalog, cal, th, cons, tokens, requirements)
+    blocked = {e["accelerator"]: e["finding"] for e in rule["excluded"]}
     doc: dict[str, Any] = {"schema": REPORT_SCHEMA, "kind": "train", "generated": dt.date.today().isoformat(),
                            "gpuplan_version": __version__, "job": _job(spec, job, tokens, cons),
-                           "candidates_evaluated": res.candidates_evaluated, "rejected": res.rejected}
-    if best is None:
-        doc.update(recommendation=None, runners_up=[], pareto=[], plans=[], scaling=[], findings=[])
+                           "candidates_evaluated": res.candidates_evaluated, "rejected": res.rejected,
+                           "not_recommended": blocked}
+    if best is None or facts is None:
+        doc.update(recommendation=None, runners_up=[], pareto=[], plans=[], scaling=[], findings=[], rule=rule)
         return doc
     others: dict[str, list[dict[str, Any]]] = {}
     for p in res.plans:
@@ -131,19 +206,18 @@ def training_report(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: P
             others.setdefault(p["accelerator"], []).append(p)
     runners = [r for r in (recommend(v, tol, target) for v in others.values()) if r is not None]
     runners.sort(key=lambda p: (p.get("cost_usd") is None, p.get("cost_usd") or 0.0, p["time_to_train_s"]))
-    facts = _facts_for(best, spec, job, catalog, cal, th, cons, tokens, requirements)
-    findings = advise(facts, th)
     scaling = [plan_summary(p) for p in sorted(
         (p for p in res.plans if p["accelerator"] == best["accelerator"]), key=lambda p: p["devices"])]
     if len(scaling) < 3:  # deadline or budget cut the curve: re-run the planner for this part alone
-        alone = plan_training(spec, job, catalog, PlanConstraints(
-            max_devices=cons.max_devices, market=cons.market, provider=cons.provider,
-            accelerators=(best["accelerator"],)), tokens=tokens, calibration=cal)
+        alone = plan_training(spec, job, catalog, replace(
+            cons, deadline_days=None, budget_usd=None, accelerators=(best["accelerator"],)), tokens=tokens,
+            calibration=cal)
         scaling = [plan_summary(p) for p in sorted(alone.plans, key=lambda p: p["devices"])]
     mem = best["memory"]
     doc.update(
-        recommendation={**plan_summary(best), "rule": {"recommend_cost_tolerance": tol, "target_days": target}},
-        runners_up=[plan_summary(p) for p in runners[:runners_up]],
+        recommendation={**plan_summary(best), "rule": rule},
+        runners_up=[{**plan_summary(p), "not_recommended": blocked.get(p["accelerator"])}
+                    for p in runners[:runners_up]],
         pareto=[plan_summary(p) for p in res.pareto],
         plans=[{"accelerator": p["accelerator"], "devices": p["devices"], "days": p["time_to_train_s"] / 86400.0,
                 "cost_usd": p.get("cost_usd"), "mfu": p["mfu"]} for p in res.plans],
@@ -188,16 +262,14 @@ def compare_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, accele
         acc = catalog.accelerator(acc_name)
         res = plan_training(spec, job, catalog, replace(cons, accelerators=(acc.id,)), tokens=tokens,
                             calibration=cal)
-        best = recommend(res.plans, th.value("recommend_cost_tolerance"),
-                         cons.deadline_days or th.value("recommend_target_days"))
+        best, rule, facts, found = choose(res.plans, spec, job, catalog, cal, th, cons, tokens, requirements)
         risk = stacks.get(acc.software_stack, stacks["other"])["risk"]
-        if best is None:
+        if best is None or facts is None:
+            blocked = rule["excluded"][0]["finding"] if rule["excluded"] else None
             options.append({"accelerator": acc.id, "plan": None, "rejected": res.rejected, "ecosystem_risk": risk,
-                            "findings": []})
+                            "findings": [], "not_recommended": blocked, "nearest": res.nearest})
             continue
-        facts = _facts_for(best, spec, job, catalog, cal, th, cons, tokens, requirements)
-        found = advise(facts, th)
-        options.append({"accelerator": acc.id, "plan": plan_summary(best), "rejected": res.rejected,
+        options.append({"accelerator": acc.id, "plan": plan_summary(best), "rule": rule, "rejected": res.rejected,
                         "memory_headroom": 1 - facts.memory_per_device_bytes / facts.device_memory_bytes,
                         "ecosystem_risk": risk, "findings": [f.to_json() for f in found],
                         "tco": _tco(facts, catalog, cal, th, None)})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -15,14 +16,16 @@ from gpuplan.advise.findings import Thresholds, load_thresholds
 from gpuplan.advise.report_infer import compare_inference, inference_report, is_infer_run
 from gpuplan.advise.report_train import compare_training
 from gpuplan.cli.common import console, fail, print_json
+from gpuplan.cli.train_options import plan_constraints
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import Catalog, load_catalog
 from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.report_io import load_report, write_report
 from gpuplan.render.report_md import compare_infer_rows, compare_rows
-from gpuplan.search.train_search import PlanConstraints
+from gpuplan.render.report_text import rule_line
 from gpuplan.workload.jobs import TrainingJob, default_global_batch
 from gpuplan.workload.model_spec import ModelSpec
+from gpuplan.workload.params import count_params
 from gpuplan.workload.presets import load_model
 
 __all__ = ["compare_cmd", "parse_pairs", "print_findings", "report_cmd", "requirements", "save_report",
@@ -118,11 +121,15 @@ def compare_cmd(
     accelerators: str = typer.Option(..., help=help_text("help.compare.accelerators")),
     seq_len: int = typer.Option(4096),
     global_batch: int = typer.Option(None, help=help_text("help.common.global_batch")),
-    method: Literal["full", "lora", "qlora"] = typer.Option("full"),
+    method: Literal["full", "pretrain", "full_ft", "lora", "qlora"] = typer.Option("full"),
     precision: Literal["bf16", "fp16", "fp32", "fp8"] = typer.Option("bf16"),
     deadline: float = typer.Option(None, help=help_text("help.common.deadline")),
     budget: float = typer.Option(None, help=help_text("help.common.budget")),
     max_devices: int = typer.Option(4096),
+    network: str = typer.Option(None, help=help_text("help.plan_train.network")),
+    nics_per_node: float = typer.Option(None, help=help_text("help.estimate_train.nics_per_node")),
+    gpus_per_node: int = typer.Option(None, help=help_text("help.estimate_train.gpus_per_node")),
+    framework: Literal["megatron", "deepspeed", "mindspeed", "paddle"] | None = typer.Option(None),
     market: Literal["cn", "global"] | None = typer.Option(None),
     provider: str = typer.Option(None),
     data_residency: str = typer.Option(None, help=help_text("help.common.data_residency")),
@@ -155,12 +162,14 @@ def compare_cmd(
             _print_compare(doc, language, spec.name, tr("cli.compare.what_qps", language, qps=qps), json_out,
                            report)
             return
-        if tokens is None or tokens <= 0:
+        if tokens is None or not math.isfinite(tokens) or tokens <= 0:
             raise InputError(field="tokens", value=tokens, allowed="a positive number (or --qps for inference)")
-        job = TrainingJob(method=method, seq_len=seq_len, global_batch=global_batch or default_global_batch(seq_len),
-                          precision=precision)
-        cons = PlanConstraints(deadline_days=deadline, budget_usd=budget, max_devices=max_devices, market=market,
-                               provider=provider)
+        job = TrainingJob(method="full" if method in ("pretrain", "full_ft") else method, seq_len=seq_len,
+                          global_batch=global_batch or default_global_batch(seq_len), precision=precision)
+        cons = plan_constraints(cat, float(count_params(spec).total), method=method, framework=framework,
+                                deadline=deadline, budget=budget, max_devices=max_devices, market=market,
+                                provider=provider, network=network, nics_per_node=nics_per_node,
+                                gpus_per_node=gpus_per_node)
         doc = compare_training(spec, job, cat, names, cons, tokens=tokens,
                                requirements=requirements(data_residency, compliance),
                                thresholds=load_thresholds(parse_pairs(threshold, "threshold")))
@@ -213,12 +222,18 @@ def _print_compare(doc: Mapping[str, Any], language: str, model: str, what: str,
     t = Table(title=tr("cli.compare.title", language, model=model, what=what),
               caption=tr("cli.compare.caption_infer" if doc["kind"] == "compare_infer" else "cli.compare.caption",
                          language))
+    if doc["kind"] != "compare_infer":  # the offer goes under the accelerator, to keep the table narrow
+        head = head[:1] + head[2:]
+        rows = [[f"{r[0]}\n({r[1]})" if r[1] != "-" else r[0], *r[2:]] for r in rows]
     for i, h in enumerate(head[:-1]):  # provenance is in the caption
-        t.add_column(h, no_wrap=i == 0, overflow="fold")
+        t.add_column(h, no_wrap=i == 0 and doc["kind"] == "compare_infer", overflow="fold")
     for row in rows:
         t.add_row(*row[:-1])
     console.print(t)
     for opt in doc["options"]:
+        if opt.get("rule") and opt["plan"] is not None:
+            console.print(f"{opt['accelerator']}: {rule_line(opt['plan'] | {'rule': opt['rule']}, language)}",
+                          highlight=False)
         if opt["plan"] is None:
             console.print(f"{opt['accelerator']}: {tr('report.rejected', language, rejected=opt['rejected'])}",
                           highlight=False)

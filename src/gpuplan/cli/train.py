@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,16 +16,18 @@ from gpuplan.advise.report_train import training_report
 from gpuplan.bench.calibrate import load_user_calibration
 from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_report, save_report_quiet
 from gpuplan.cli.common import console, fail, print_json
+from gpuplan.cli.train_options import plan_constraints
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import Catalog, load_catalog
 from gpuplan.i18n import help_text, resolve_lang, tr
-from gpuplan.render.report_text import bottleneck_text
+from gpuplan.render.report_text import bottleneck_text, duration_text, offer_text, rule_line
 from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices
 from gpuplan.search.train_eval import cluster_hardware, default_network
 from gpuplan.search.train_planner import best_layout, plan_figures
 from gpuplan.search.train_search import PlanConstraints, bottleneck, plan_training
 from gpuplan.units import GIB
 from gpuplan.workload.jobs import TrainingJob, default_global_batch
+from gpuplan.workload.params import count_params
 from gpuplan.workload.presets import load_model
 
 estimate_app = typer.Typer(help=help_text("help.group.estimate"), no_args_is_help=True)
@@ -163,6 +166,17 @@ def _print_estimate(model: str, acc: str, fig: dict[str, Any], lang: str = "en")
     console.print(t)
 
 
+def ranked_rows(plans: list[dict[str, Any]], top: int) -> list[dict[str, Any]]:
+    """The best plan of each accelerator first (in rank order), then the rest by rank, `top` in all
+    (never fewer than one per accelerator)."""
+    best: dict[str, dict[str, Any]] = {}
+    for p in plans:
+        best.setdefault(p["accelerator"], p)
+    firsts = list(best.values())
+    rest = [p for p in plans if all(p is not b for b in firsts)]
+    return firsts + rest[:max(top - len(firsts), 0)]
+
+
 @plan_app.command("train", help=help_text("help.plan_train"))
 def plan_train(
     model: str = typer.Option(..., "--model", "-m"),
@@ -174,6 +188,9 @@ def plan_train(
     deadline: float = typer.Option(None, help=help_text("help.common.deadline")),
     budget: float = typer.Option(None, help=help_text("help.common.budget")),
     max_devices: int = typer.Option(4096),
+    network: str = typer.Option(None, help=help_text("help.plan_train.network")),
+    nics_per_node: float = typer.Option(None, help=help_text("help.estimate_train.nics_per_node")),
+    gpus_per_node: int = typer.Option(None, help=help_text("help.estimate_train.gpus_per_node")),
     market: Literal["cn", "global"] | None = typer.Option(None),
     vendor: str = typer.Option(None),
     provider: str = typer.Option(None),
@@ -195,15 +212,17 @@ def plan_train(
     """Rank hardware x cluster size x layout for a training job; show the Pareto front, findings and rejections."""
     try:
         language = resolve_lang(lang)
-        if tokens <= 0:
-            raise InputError(field="tokens", value=tokens, allowed="a positive number")
+        if not math.isfinite(tokens) or tokens <= 0:
+            raise InputError(field="tokens", value=tokens, allowed="a finite number > 0", hint="e.g. --tokens 1e12")
         spec = load_model(model)
         cat = _catalog(catalog_dir)
         gb = global_batch or default_global_batch(seq_len)
         job = _job(method, seq_len, gb, precision,
                    kernels=kernels or FRAMEWORK_KERNELS.get(framework or "", "auto"), data_loading=data_loading)
-        cons = PlanConstraints(deadline_days=deadline, budget_usd=budget, max_devices=max_devices, market=market,
-                               vendor=vendor, provider=provider, domestic_only=domestic_only, framework=framework)
+        cons = plan_constraints(cat, float(count_params(spec).total), method=method, framework=framework,
+                                deadline=deadline, budget=budget, max_devices=max_devices, market=market,
+                                vendor=vendor, provider=provider, domestic_only=domestic_only, network=network,
+                                nics_per_node=nics_per_node, gpus_per_node=gpus_per_node)
         cal = load_user_calibration()
         res = plan_training(spec, job, cat, cons, tokens=tokens, calibration=cal)
         if not res.plans:
@@ -228,29 +247,50 @@ def plan_train(
                                 "time_to_train_s": p["time_to_train_s"], "cost_usd": p["cost_usd"]}
                                for p in res.pareto],
                     "best_per_hardware": {k: {"devices": v["devices"], "cost_usd": v["cost_usd"],
-                                              "time_to_train_s": v["time_to_train_s"]} for k, v in best_per_hw.items()},
+                                              "time_to_train_s": v["time_to_train_s"],
+                                              "device_hours": v["device_hours"],
+                                              "offer": v["hardware_option"]["offer"]} for k, v in best_per_hw.items()},
+                    "layout_family": {"family": cons.layout_family, "why": cons.layout_reason},
                     "rejected": res.rejected, "hardware_considered": res.hardware_considered,
-                    "recommended": doc["recommendation"], "findings": doc["findings"], "tco": doc["tco"]})
+                    "recommended": doc["recommendation"], "not_recommended": doc["not_recommended"],
+                    "findings": doc["findings"], "tco": doc["tco"]})
         return
-    t = Table(title=tr("cli.plan.title", language, model=spec.name, tokens=tokens),
-              caption=tr("cli.plan.caption", language, candidates=res.candidates_evaluated, rejected=res.rejected))
-    for col in ("accelerator", "devices", "layout", "days", "cost", "mfu", "bottleneck"):
+    _print_plans(spec.name, tokens, res, doc, cons, top, language)
+
+
+def _print_plans(model: str, tokens: float, res: Any, doc: dict[str, Any], cons: PlanConstraints, top: int,
+                 language: str) -> None:
+    t = Table(title=tr("cli.plan.title_ranked", language, model=model, tokens=tokens),
+              caption=tr("cli.plan.caption", language, candidates=res.candidates_evaluated, rejected=res.rejected)
+              + "; " + tr("cli.plan.best_per_hw", language))
+    for col in ("accelerator", "devices", "layout", "time", "cost", "mfu", "bottleneck"):
         t.add_column(tr(f"report.col.{col}", language))
-    for p in res.plans[:top]:
+    blocked = doc.get("not_recommended") or {}
+    for p in ranked_rows(res.plans, top):
         lay = p["layout"]
-        t.add_row(p["accelerator"], str(p["devices"]), f"tp{lay['tp']} pp{lay['pp']} dp{lay['dp']} cp{lay['cp']} "
-                  f"ep{lay['ep']} rc={lay['recompute']}", f"{p['time_to_train_days']:.1f}",
+        where = offer_text(p, language)
+        if p["accelerator"] in blocked:
+            where += "; " + tr("report.not_recommended", language, finding=blocked[p["accelerator"]])
+        t.add_row(f"{p['accelerator']}\n({where})", str(p["devices"]),
+                  f"tp{lay['tp']} pp{lay['pp']} dp{lay['dp']} cp{lay['cp']} ep{lay['ep']} rc={lay['recompute']}",
+                  duration_text(p["time_to_train_s"], language),
                   f"{p['cost_usd']:,.0f}" if p["cost_usd"] else tr("cli.plan.no_price", language), f"{p['mfu']:.0%}",
                   bottleneck_text(p["breakdown_s"], language))
     console.print(t)
     pt = Table(title=tr("cli.plan.pareto", language))
-    for col in ("accelerator", "devices", "days", "cost"):
+    for col in ("accelerator", "devices", "time", "cost"):
         pt.add_column(tr(f"report.col.{col}", language))
     for p in res.pareto:
-        pt.add_row(p["accelerator"], str(p["devices"]), f"{p['time_to_train_days']:.1f}", f"{p['cost_usd']:,.0f}")
+        pt.add_row(f"{p['accelerator']} ({offer_text(p, language)})", str(p["devices"]),
+                   duration_text(p["time_to_train_s"], language), f"{p['cost_usd']:,.0f}")
     console.print(pt)
+    console.print(tr("cli.plan.layouts", language, why=cons.layout_reason), highlight=False)
     rec = doc["recommendation"]
-    console.print(tr("cli.plan.recommended", language, devices=rec["devices"], acc=rec["accelerator"], days=rec["days"],
-                     cost=f"{rec['cost_usd']:,.0f}" if rec["cost_usd"] else "-",
-                     tol=rec["rule"]["recommend_cost_tolerance"]), highlight=False)
+    if rec is not None:
+        console.print(tr("cli.plan.recommended_on", language, devices=rec["devices"], acc=rec["accelerator"],
+                         offer=offer_text(rec, language), time=duration_text(rec["time_s"], language),
+                         cost=f"{rec['cost_usd']:,.0f}" if rec["cost_usd"] else "-"), highlight=False)
+        console.print(rule_line(rec, language), highlight=False)
+    else:
+        console.print(rule_line({"rule": doc["rule"]}, language), highlight=False)
     print_findings(doc["findings"], language)

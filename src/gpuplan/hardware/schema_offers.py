@@ -97,6 +97,9 @@ class Instance(Sourced):
     rdma_gbit_per_s: float | None = Field(default=None, gt=0, description="summed RDMA bandwidth")
     regions: tuple[str, ...] = ()
     market: Market
+    max_devices: int | None = Field(
+        default=None, ge=1, description="largest cluster (accelerators) the offer can supply at once; "
+        "cite it in field_sources.max_devices")
     prices: tuple[Price, ...] = ()
 
     @model_validator(mode="after")

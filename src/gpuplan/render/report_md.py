@@ -8,6 +8,7 @@ from typing import Any
 from gpuplan.i18n import tr
 from gpuplan.render.report_text import (
     bottleneck_text,
+    duration_text,
     finding_rows,
     fmt,
     growth_line,
@@ -16,6 +17,7 @@ from gpuplan.render.report_text import (
     infer_rows,
     infer_rule_line,
     job_lines,
+    offer_text,
     plan_rows,
     prov,
     rel_line,
@@ -94,7 +96,7 @@ def render_markdown(doc: Mapping[str, Any], lang: str) -> str:
 
 
 def compare_rows(doc: Mapping[str, Any], lang: str) -> tuple[list[str], list[list[str]]]:
-    cols = ("accelerator", "devices", "days", "cost", "mfu", "headroom", "risk", "findings", "provenance")
+    cols = ("accelerator", "offer", "devices", "time", "cost", "mfu", "headroom", "risk", "findings", "provenance")
     head = [tr(f"report.col.{c}", lang) for c in cols]
     rows = []
     for o in doc["options"]:
@@ -102,10 +104,15 @@ def compare_rows(doc: Mapping[str, Any], lang: str) -> tuple[list[str], list[lis
         crit = sum(f["severity"] == "critical" for f in o["findings"])
         warn = sum(f["severity"] == "warn" for f in o["findings"])
         if p is None:
-            rows.append([o["accelerator"], "-", "-", "-", "-", "-", tr(f"report.risk.{o['ecosystem_risk']}", lang),
-                         tr("report.no_plan_short", lang), "-"])
+            blocked = o.get("not_recommended")
+            rows.append([o["accelerator"], "-", "-", "-", "-", "-", "-", tr(f"report.risk.{o['ecosystem_risk']}", lang),
+                         tr("report.not_recommended", lang, finding=blocked) if blocked
+                         else tr("report.no_plan_short", lang), "-"])
             continue
-        rows.append([o["accelerator"], str(p["devices"]), fmt(p["days"]), fmt(p["cost_usd"], ",.0f"),
+        rows.append([o["accelerator"], offer_text(p, lang), str(p["devices"]),
+                     duration_text(p.get("time_s") if p.get("time_s") is not None
+                                   else (p["days"] * 86400.0 if p.get("days") is not None else None), lang),
+                     fmt(p["cost_usd"], ",.0f"),
                      fmt(p["mfu"], ".1%"), fmt(o["memory_headroom"], ".0%"),
                      tr(f"report.risk.{o['ecosystem_risk']}", lang),
                      f"{crit}/{warn}",

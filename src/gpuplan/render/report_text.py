@@ -9,7 +9,7 @@ from gpuplan.i18n import tr
 
 __all__ = ["INFER_COLS", "bottleneck_text", "finding_rows", "fmt", "growth_line", "infer_job_lines",
            "infer_memory_rows", "infer_rows", "infer_rule_line", "job_lines", "plan_rows", "prov", "rel_line",
-           "rule_line", "tco_lines", "tco_rows"]
+           "rule_line", "tco_lines", "tco_rows", "duration_text", "offer_text"]
 
 
 def fmt(value: Any, spec: str = ",.1f") -> str:
@@ -40,12 +40,14 @@ def job_lines(doc: Mapping[str, Any], lang: str) -> list[str]:
     ]
 
 
-PLAN_COLS = ("accelerator", "devices", "nodes", "layout", "days", "cost", "mfu", "memory", "provenance")
+PLAN_COLS = ("accelerator", "offer", "devices", "nodes", "layout", "time", "cost", "mfu", "memory", "provenance")
 
 
 def plan_rows(plans: list[Mapping[str, Any]], lang: str) -> tuple[list[str], list[list[str]]]:
     head = [tr(f"report.col.{c}", lang) for c in PLAN_COLS]
-    rows = [[p["accelerator"], str(p["devices"]), str(p["nodes"]), p["layout"], fmt(p["days"]),
+    rows = [[p["accelerator"], offer_text(p, lang), str(p["devices"]), str(p["nodes"]), p["layout"],
+             duration_text(p.get("time_s") if p.get("time_s") is not None
+                           else (p["days"] * 86400.0 if p.get("days") is not None else None), lang),
              fmt(p["cost_usd"], ",.0f"), fmt(p["mfu"], ".1%"), fmt(p["memory_gib"]), prov("estimated", lang)]
             for p in plans]
     return head, rows
@@ -134,14 +136,45 @@ def infer_job_lines(doc: Mapping[str, Any], lang: str) -> list[str]:
 
 
 def rule_line(rec: Mapping[str, Any], lang: str) -> str:
-    """The training recommendation rule with the tolerance and target time it used."""
+    """The training recommendation rule as applied: the measure, tolerance, target time and outcome."""
     rule = rec["rule"]
     days = rule.get("target_days")
     if days is None:  # a report saved before the rule named its target time
         from gpuplan.advise.findings import default_thresholds
 
         days = default_thresholds().value("recommend_target_days")
-    return tr("report.rec.rule", lang, tol=rule["recommend_cost_tolerance"], days=days)
+    if "outcome" not in rule:  # a report saved before the rule said how it ended
+        return tr("report.rec.rule", lang, tol=rule["recommend_cost_tolerance"], days=days)
+    if rule["outcome"] == "none":
+        return tr("report.rec.rule.none", lang)
+    deadline = rule.get("deadline_days")
+    target = (tr("report.rec.target.deadline", lang, days=deadline) if deadline and deadline <= days
+              else tr("report.rec.target.default", lang, days=days))
+    line = tr(f"report.rec.rule.{rule['outcome']}", lang, tol=rule["recommend_cost_tolerance"],
+              measure=tr(f"report.rec.measure.{rule['measure']}", lang), target=target)
+    for ex in rule.get("excluded") or ():
+        line += " " + tr("report.rec.excluded", lang, acc=ex["accelerator"], finding=ex["finding"])
+    return line
+
+
+def duration_text(seconds: float | None, lang: str) -> str:
+    """A time to train in the unit that reads best: minutes below an hour, hours below two days, else days."""
+    if seconds is None:
+        return "-"
+    if seconds < 3600:
+        return tr("report.dur.min", lang, v=max(seconds / 60, 1))
+    if seconds < 48 * 3600:
+        return tr("report.dur.h", lang, v=seconds / 3600)
+    return tr("report.dur.d", lang, v=seconds / 86400)
+
+
+def offer_text(plan: Mapping[str, Any], lang: str) -> str:
+    """Where a plan's cluster comes from: the offer that prices it, or an own / as-specified cluster."""
+    opt = plan.get("hardware_option") or {}
+    if opt.get("offer"):
+        return str(opt["offer"])
+    net = opt.get("network") or "-"
+    return tr("report.offer.as_specified" if opt.get("kind") == "as_specified" else "report.offer.own", lang, net=net)
 
 
 def infer_rule_line(rec: Mapping[str, Any], lang: str) -> str:

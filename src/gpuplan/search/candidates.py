@@ -14,7 +14,7 @@ import numpy as np
 
 from gpuplan.workload.model_spec import ModelSpec
 
-__all__ = ["RECOMPUTE_CODES", "Candidates", "LayoutChoices", "generate"]
+__all__ = ["LAYOUT_FAMILIES", "RECOMPUTE_CODES", "Candidates", "LayoutChoices", "family_choices", "generate"]
 
 RECOMPUTE_CODES = ("none", "selective", "full")  # index = code in Candidates.recompute
 
@@ -102,3 +102,20 @@ def generate(spec: ModelSpec, choices: LayoutChoices, *, seq_len: int, global_ba
     sel = np.nonzero(ok)[0]
     return Candidates(n[sel], tp[sel], pp[sel], dp[sel], cp[sel], ep[sel], vpp[sel], zero[sel], mb[sel],
                       rcc[sel], microbatches[sel])
+
+
+# Layout families: how the framework a team runs lays a job out.
+# * megatron: TP/SP, PP (1F1B, interleaved), CP, EP and DP/ZeRO (Megatron-LM, MindSpeed, Paddle, NeMo).
+# * data_parallel: DDP, FSDP or DeepSpeed ZeRO with activation checkpointing and no model parallelism:
+#   what PEFT/TRL, LLaMA-Factory, torchtune and Unsloth run for LoRA/QLoRA and full fine-tuning
+#   (torchtune's distributed recipes are FSDP2 only; LLaMA-Factory and TRL launch through
+#   accelerate with DeepSpeed ZeRO or FSDP; gradient checkpointing is the only recomputation).
+LAYOUT_FAMILIES = ("megatron", "data_parallel")
+
+
+def family_choices(family: str, devices: Sequence[int], max_tp: int) -> LayoutChoices:
+    """The choice lists of a layout family for these cluster sizes."""
+    if family == "data_parallel":
+        return LayoutChoices(devices=devices, tp=(1,), pp=(1,), cp=(1,), ep=(1,), vpp=(1,), zero=(0, 1, 3),
+                             recompute=("none", "full"), max_tp=max_tp)
+    return LayoutChoices(devices=devices, max_tp=max_tp)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuplan.hardware import Catalog
+from gpuplan.hardware import Catalog, Instance
 
-__all__ = ["DevicePrice", "device_price"]
+__all__ = ["DevicePrice", "device_price", "instance_price"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -49,3 +49,15 @@ def device_price(catalog: Catalog, accelerator: str, *, market: str | None = Non
     (od, odi), (sp, spi), (mo, moi) = (best.get(k, none) for k in ("on_demand", "spot", "monthly"))
     return DevicePrice(on_demand=od, spot=sp, monthly=mo, on_demand_instance=odi, spot_instance=spi,
                        monthly_instance=moi)
+
+
+def instance_price(catalog: Catalog, inst: Instance) -> DevicePrice:
+    """USD per accelerator-hour of one instance, each kind it publishes."""
+    got: dict[str, float | None] = {}
+    for kind, key in (("on_demand_hourly", "on_demand"), ("spot_hourly", "spot"), ("monthly", "monthly")):
+        hourly = inst.hourly("USD", catalog.rates, kind)
+        got[key] = hourly / inst.accelerator_count if hourly is not None else None
+    return DevicePrice(on_demand=got["on_demand"], spot=got["spot"], monthly=got["monthly"],
+                       on_demand_instance=inst.id if got["on_demand"] is not None else None,
+                       spot_instance=inst.id if got["spot"] is not None else None,
+                       monthly_instance=inst.id if got["monthly"] is not None else None)

@@ -34,7 +34,7 @@ from gpuplan.workload.jobs import Layout, TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
-__all__ = ["HOURS_PER_MONTH", "TrainingPlan", "best_layout", "plan_figures", "reliability"]
+__all__ = ["HOURS_PER_MONTH", "TrainingPlan", "best_layout", "cost_figures", "plan_figures", "reliability"]
 
 HOURS_PER_MONTH = 730.0  # the cloud billing month (365 x 24 / 12)
 
@@ -177,19 +177,13 @@ def plan_figures(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Cand
     if tokens:
         time_s = tokens / tps / rel["goodput"] / cal.value("campaign_efficiency")
         hours = n * time_s / 3600.0
+        out["campaign_efficiency"] = {"value": cal.value("campaign_efficiency"),
+                                      "source": cal.terms["campaign_efficiency"].source}
         out["time_to_train_s"] = time_s
         out["device_hours"] = hours
         tdp = hw.accelerator.tdp_w
         out["energy_mwh"] = tdp * hours * cal.value("pue") / 1e6 if tdp else None
-        spot_overhead = 1.0 + rel["checkpoint_write_s"] / max(rel["checkpoint_interval_s"], 1.0)
-        months = math.ceil(time_s / 3600.0 / HOURS_PER_MONTH)
-        out["cost"] = {
-            "usd_on_demand": price.on_demand * hours if price.on_demand else None,
-            "usd_spot": price.spot * hours * spot_overhead if price.spot else None,
-            # a monthly commitment bills whole months (730 h) per device
-            "usd_monthly_commitment": (price.monthly * HOURS_PER_MONTH * n * months if price.monthly else None),
-            **price.to_json(),
-        }
+        out["cost"] = cost_figures(price, n, time_s, rel)
     else:
         out["time_to_train_s"] = None
         out["device_hours"] = None
@@ -198,9 +192,23 @@ def plan_figures(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Cand
     out["assumptions"] = {
         "mfu_convention": f"model FLOPs (full s x s attention, Narayanan et al. 2021) over the {peak_note}",
         "accelerator": hw.accelerator.id,
-        "network": hw.network.id if hw.network else None,
+        "network": hw.network.id if hw.network and n > hw.gpus_per_node else None,
         "nics_per_node": hw.nics_per_node,
         "calibration": cal.used(*[t for t in cal.terms if "train" in cal.terms[t].applies_to]),
         "provenance": "estimated",
     }
     return out
+
+
+def cost_figures(price: DevicePrice, devices: int, time_s: float, rel: dict[str, float]) -> dict[str, Any]:
+    """Job cost under each price kind of `price` for `devices` running `time_s` (the plan's `cost`)."""
+    hours = devices * time_s / 3600.0
+    spot_overhead = 1.0 + rel["checkpoint_write_s"] / max(rel["checkpoint_interval_s"], 1.0)
+    months = math.ceil(time_s / 3600.0 / HOURS_PER_MONTH)
+    return {
+        "usd_on_demand": price.on_demand * hours if price.on_demand else None,
+        "usd_spot": price.spot * hours * spot_overhead if price.spot else None,
+        # a monthly commitment bills whole months (730 h) per device
+        "usd_monthly_commitment": (price.monthly * HOURS_PER_MONTH * devices * months if price.monthly else None),
+        **price.to_json(),
+    }

@@ -1,10 +1,11 @@
-"""Plan training across the catalog: hardware x cluster size x layout, ranked, with a Pareto front.
+"""Plan training across the catalog: hardware option x cluster size x layout, ranked, with a Pareto front.
 
-For each accelerator (with its usual fabric) and each cluster size, the fastest layout that
-fits is kept (`best_layout`, vectorized over layouts); plans then face the constraints
-(deadline, budget, policy) and are ranked by cost, then time. The Pareto front holds the
-plans no other plan beats on both time and cost.
-"""
+For each accelerator, each hardware option (an offer that prices it, with that offer's node
+shape, fabric and capacity, or an own cluster where no offer exists: `search/offers.py`) and each
+cluster size, the fastest layout of the job's layout family that fits is kept (`best_layout`,
+vectorized over layouts); plans then face the constraints (deadline, budget, policy) and are
+ranked by cost, then time; plans without a price follow, by device-hours. The Pareto front holds
+the priced plans no other plan beats on both time and cost."""
 
 from __future__ import annotations
 
@@ -16,15 +17,16 @@ import numpy as np
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.hardware import Accelerator, Catalog
-from gpuplan.search.candidates import LayoutChoices
-from gpuplan.search.pricing import device_price
-from gpuplan.search.train_eval import cluster_hardware, default_network
-from gpuplan.search.train_planner import best_layout, plan_figures
+from gpuplan.search.candidates import family_choices
+from gpuplan.search.offers import hardware_options, usual_fabric
+from gpuplan.search.train_eval import cluster_hardware
+from gpuplan.search.train_planner import best_layout, cost_figures, plan_figures
 from gpuplan.units import GIB
 from gpuplan.workload.jobs import TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 
-__all__ = ["PlanConstraints", "PlanResult", "bottleneck", "plan_training", "policy_rejection"]
+__all__ = ["PlanConstraints", "PlanResult", "bottleneck", "choose_layout_family", "cluster_sizes", "plan_training",
+           "policy_rejection"]
 
 DOMESTIC_VENDORS = ("Huawei", "Hygon", "Cambricon", "Kunlunxin", "Moore Threads", "Biren", "Iluvatar", "MetaX")
 FRAMEWORK_FIELD = {"megatron": "megatron", "deepspeed": "deepspeed", "mindspeed": "megatron", "paddle": "paddle"}
@@ -35,13 +37,18 @@ class PlanConstraints:
     deadline_days: float | None = None
     budget_usd: float | None = None
     max_devices: int = 4096
-    min_devices: int = 8
+    min_devices: int = 1
     market: str | None = None  # cn | global
     vendor: str | None = None
     provider: str | None = None
     domestic_only: bool = False
     framework: str | None = None
     accelerators: tuple[str, ...] = ()
+    network: str | None = None  # plan every part on this fabric (own or reserved cluster), not on its offers
+    nics_per_node: float | None = None
+    gpus_per_node: int | None = None
+    layout_family: str = "megatron"  # candidates.LAYOUT_FAMILIES
+    layout_reason: str = "pretraining: every Megatron-style layout (TP, PP, CP, EP, DP/ZeRO)"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -90,73 +97,147 @@ def policy_rejection(acc: Accelerator, cons: PlanConstraints) -> str | None:
     return None
 
 
-def _sizes(cons: PlanConstraints, per_node: int) -> list[int]:
-    sizes, n = [], max(cons.min_devices, 1)
-    while n <= cons.max_devices:
-        sizes.append(n)
+def cluster_sizes(min_devices: int, max_devices: int, per_node: int) -> list[int]:
+    """Powers of two from `min_devices` to `max_devices` that are whole nodes (or fit in one node);
+    a node size that is no power of two (a 4- or 16-device instance) adds its multiples."""
+    lo, hi = max(min_devices, 1), max_devices
+    sizes = set()
+    n = 1
+    while n <= hi:
+        if n >= lo:
+            sizes.add(n)
         n *= 2
-    return [s for s in sizes if s % per_node == 0 or s < per_node] or [per_node]
+    k = 1
+    while per_node * k <= hi:
+        if per_node * k >= lo and (k & (k - 1)) == 0:
+            sizes.add(per_node * k)
+        k += 1
+    return sorted(x for x in sizes if x < per_node or x % per_node == 0)
+
+
+def choose_layout_family(method: str, framework: str | None, params: float, cal: Calibration) -> tuple[str, str]:
+    """(layout family, why): how the team's framework lays the job out (candidates.family_choices).
+
+    LoRA/QLoRA and full fine-tuning of models up to `dp_only_finetune_max_params` run data parallel
+    (DDP/FSDP/ZeRO with checkpointing) unless a Megatron-class framework is named; pretraining and
+    larger full fine-tuning search every Megatron-style layout.
+    """
+    if framework in ("megatron", "mindspeed", "paddle"):
+        return "megatron", f"--framework {framework}: Megatron-style layouts (TP, PP, CP, EP, DP/ZeRO)"
+    if framework == "deepspeed":
+        return "data_parallel", "--framework deepspeed: ZeRO data parallelism with activation checkpointing"
+    if method in ("lora", "qlora"):
+        return "data_parallel", (f"{method} fine-tuning: data parallel (DDP/FSDP/ZeRO) with activation "
+                                 "checkpointing, as PEFT/TRL, LLaMA-Factory, torchtune and Unsloth run it; "
+                                 "--framework megatron for TP/PP layouts")
+    limit = cal.value("dp_only_finetune_max_params")
+    if method == "full_ft" and params <= limit:
+        return "data_parallel", (f"full fine-tuning of a {params / 1e9:.1f}B model (<= {limit / 1e9:g}B, "
+                                 "dp_only_finetune_max_params): FSDP/ZeRO data parallelism; --framework megatron "
+                                 "for TP/PP layouts")
+    return "megatron", "every Megatron-style layout (TP, PP, CP, EP, DP/ZeRO)"
+
+
+def _rank_key(p: dict[str, Any]) -> tuple[bool, float, float]:
+    """Priced plans by cost, then time; plans without a price after them by device-hours, then time."""
+    if p["cost_usd"] is not None:
+        return (False, p["cost_usd"], p["time_to_train_s"])
+    return (True, p.get("device_hours") or 0.0, p["time_to_train_s"])
 
 
 def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: PlanConstraints, *,
                   tokens: float, calibration: Calibration | None = None) -> PlanResult:
+    """Every accelerator x hardware option (offer or own cluster) x cluster size x layout; see the module docstring."""
     cal = calibration or default_calibration()
     rejected: dict[str, int] = {}
     plans: list[dict[str, Any]] = []
     evaluated = 0
     considered = []
     cache: dict[Any, Any] = {}
+    evals: dict[Any, Any] = {}  # options that share node shape and fabric share the evaluation
     fastest: tuple[float, str, int] | None = None  # the quickest plan a deadline rejected
     cheapest: tuple[float, str, int, float] | None = None  # the cheapest plan a budget rejected
+    capped: dict[str, int] = {}  # largest offer capacity per part, where capacity cut the sizes
+
+    def count(why: str, k: int = 1) -> None:
+        rejected[why] = rejected.get(why, 0) + k
+
     for acc in catalog.accelerators.values():
         why = policy_rejection(acc, cons)
         if why:
-            rejected[why] = rejected.get(why, 0) + 1
+            count(why)
             continue
         if job.precision == "fp8" and acc.fp8_dense_tflops is None:
-            rejected["precision_unsupported"] = rejected.get("precision_unsupported", 0) + 1
+            count("precision_unsupported")
             continue
-        try:
-            hw = cluster_hardware(catalog, acc.id, default_network(acc.id))
-            hw.intra(2)
-        except GpuplanError:  # an incomplete catalog entry is skipped and counted
-            rejected["missing_data"] = rejected.get("missing_data", 0) + 1
-            continue
-        considered.append(acc.id)
-        choices = LayoutChoices(devices=_sizes(cons, hw.gpus_per_node), max_tp=hw.gpus_per_node)
-        c, ev, _, _ = best_layout(spec, job, hw, choices, calibration=cal, cache=cache)
-        evaluated += len(c)
-        if len(c) == 0:
-            continue
-        fits = ev.memory_bytes <= float(acc.memory_gib or 0) * GIB * cal.value("usable_memory_fraction")
-        rejected["out_of_memory"] = rejected.get("out_of_memory", 0) + int((~fits).sum())
-        price = device_price(catalog, acc.id, market=cons.market, provider=cons.provider)
-        step = np.where(fits, ev.step_s, np.inf)
-        for n in np.unique(c.devices[fits]).tolist():
-            best = int(np.argmin(np.where(c.devices == n, step, np.inf)))
-            fig = plan_figures(spec, job, hw, c, ev, best, catalog=catalog, tokens=tokens, calibration=cal,
-                               market=cons.market, provider=cons.provider, price=price)
-            days = fig["time_to_train_s"] / 86400.0
-            cost = fig["cost"].get("usd_on_demand") or fig["cost"].get("usd_monthly_commitment")
-            if cons.deadline_days is not None and days > cons.deadline_days:
-                rejected["deadline"] = rejected.get("deadline", 0) + 1
-                if fastest is None or days < fastest[0]:
-                    fastest = (days, acc.id, n)
+        options = hardware_options(catalog, acc, cal, market=cons.market, provider=cons.provider,
+                                   network=cons.network, nics_per_node=cons.nics_per_node,
+                                   gpus_per_node=cons.gpus_per_node)
+        usable = float(acc.memory_gib or 0) * GIB * cal.value("usable_memory_fraction")
+        seen = False
+        for opt in options:
+            try:
+                hw = cluster_hardware(catalog, acc.id, opt.network, gpus_per_node=opt.gpus_per_node,
+                                      nics_per_node=opt.nics_per_node)
+                hw.intra(2)
+            except GpuplanError:  # an incomplete catalog entry is skipped and counted
+                count("missing_data")
                 continue
-            if cons.budget_usd is not None and cost is not None and cost > cons.budget_usd and (
-                    cheapest is None or cost < cheapest[0]):
-                cheapest = (cost, acc.id, n, days)
-            if cons.budget_usd is not None and (cost is None or cost > cons.budget_usd):
-                rejected["budget" if cost is not None else "no_price"] = rejected.get(
-                    "budget" if cost is not None else "no_price", 0) + 1
+            seen = True
+            top = min(cons.max_devices, opt.max_devices or cons.max_devices)
+            sizes = cluster_sizes(cons.min_devices, top, hw.gpus_per_node)
+            if opt.max_devices is not None and opt.max_devices < cons.max_devices:
+                beyond = len(cluster_sizes(top + 1, cons.max_devices, hw.gpus_per_node))
+                if beyond:
+                    count("offer_capacity", beyond)
+                    capped[acc.id] = max(capped.get(acc.id, 0), opt.max_devices)
+            if not sizes:
                 continue
-            fig["accelerator"] = acc.id
-            fig["devices"] = n
-            fig["time_to_train_days"] = days
-            fig["cost_usd"] = cost
-            fig["bottleneck"] = bottleneck(fig["breakdown_s"])
-            plans.append(fig)
-    plans.sort(key=lambda p: (p["cost_usd"] is None, p["cost_usd"] or 0.0, p["time_to_train_s"]))
+            key = (acc.id, hw.gpus_per_node, opt.network, opt.nics_per_node, tuple(sizes))
+            if key not in evals:
+                choices = family_choices(cons.layout_family, sizes, hw.gpus_per_node)
+                c, ev, _, _ = best_layout(spec, job, hw, choices, calibration=cal, cache=cache)
+                evaluated += len(c)
+                evals[key] = (c, ev, {})
+                if len(c):
+                    count("out_of_memory", int((ev.memory_bytes > usable).sum()))
+            c, ev, figs = evals[key]
+            if len(c) == 0:
+                continue
+            fits = ev.memory_bytes <= usable
+            step = np.where(fits, ev.step_s, np.inf)
+            for n in np.unique(c.devices[fits]).tolist():
+                if n not in figs:
+                    best = int(np.argmin(np.where(c.devices == n, step, np.inf)))
+                    figs[n] = plan_figures(spec, job, hw, c, ev, best, catalog=catalog, tokens=tokens,
+                                           calibration=cal, price=opt.price)
+                fig = dict(figs[n])
+                fig["cost"] = cost_figures(opt.price, n, fig["time_to_train_s"], fig["reliability"])
+                fig["device_hours"] = n * fig["time_to_train_s"] / 3600.0
+                days = fig["time_to_train_s"] / 86400.0
+                cost = fig["cost"].get("usd_on_demand") or fig["cost"].get("usd_monthly_commitment")
+                if cons.deadline_days is not None and days > cons.deadline_days:
+                    count("deadline")
+                    if fastest is None or days < fastest[0]:
+                        fastest = (days, acc.id, n)
+                    continue
+                if cons.budget_usd is not None and cost is not None and cost > cons.budget_usd and (
+                        cheapest is None or cost < cheapest[0]):
+                    cheapest = (cost, acc.id, n, days)
+                if cons.budget_usd is not None and (cost is None or cost > cons.budget_usd):
+                    count("budget" if cost is not None else "no_price")
+                    continue
+                fig["accelerator"] = acc.id
+                fig["devices"] = n
+                fig["time_to_train_days"] = days
+                fig["cost_usd"] = cost
+                fig["bottleneck"] = bottleneck(fig["breakdown_s"])
+                fig["hardware_option"] = opt.to_json()
+                fig["layout_family"] = {"family": cons.layout_family, "why": cons.layout_reason}
+                plans.append(fig)
+        if seen:
+            considered.append(acc.id)
+    plans.sort(key=_rank_key)
     priced = sorted((p for p in plans if p["cost_usd"] is not None), key=lambda p: p["time_to_train_s"])
     pareto, best_cost = [], float("inf")
     for p in priced:
@@ -168,6 +249,10 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
         if fastest is not None:
             nearest = (f"the fastest plan that fits takes {fastest[0]:.1f} days on {fastest[2]} x {fastest[1]} "
                        f"(--deadline {fastest[0]:.1f} or more)")
+            if capped:
+                nearest += ("; offer capacity capped the cluster size ("
+                            + ", ".join(f"{a}: {n}" for a, n in sorted(capped.items()))
+                            + " devices): plan your own or reserved cluster with --network")
         elif cheapest is not None:
             nearest = (f"the cheapest plan that fits costs {cheapest[0]:,.0f} USD on {cheapest[2]} x {cheapest[1]}, "
                        f"{cheapest[3]:.1f} days (--budget {cheapest[0]:,.0f} or more)")
@@ -185,9 +270,10 @@ def _smallest_fit(spec: ModelSpec, job: TrainingJob, catalog: Catalog, considere
     roomy = sorted(considered, key=lambda a: -float(catalog.accelerator(a).memory_gib or 0))[:3]
     best: tuple[int, str] | None = None
     for acc_id in roomy:
-        hw = cluster_hardware(catalog, acc_id, default_network(acc_id))
-        wider = PlanConstraints(min_devices=cons.max_devices * 2, max_devices=max(cons.max_devices * 64, 65536))
-        choices = LayoutChoices(devices=_sizes(wider, hw.gpus_per_node), max_tp=hw.gpus_per_node)
+        net, _ = usual_fabric(catalog, acc_id)
+        hw = cluster_hardware(catalog, acc_id, net)
+        sizes = cluster_sizes(cons.max_devices * 2, max(cons.max_devices * 64, 65536), hw.gpus_per_node)
+        choices = family_choices(cons.layout_family, sizes, hw.gpus_per_node)
         c, ev, _, _ = best_layout(spec, job, hw, choices, calibration=cal)
         limit = float(catalog.accelerator(acc_id).memory_gib or 0) * GIB * cal.value("usable_memory_fraction")
         fits = ev.memory_bytes <= limit if len(c) else np.zeros(0, dtype=bool)

@@ -1,0 +1,43 @@
+"""Options that `plan train` and `compare` share, checked and turned into the planner's constraints."""
+
+from __future__ import annotations
+
+import math
+
+from gpuplan.bench.calibrate import load_user_calibration
+from gpuplan.errors import InputError
+from gpuplan.hardware import Catalog
+from gpuplan.search.train_search import PlanConstraints, choose_layout_family
+
+__all__ = ["plan_constraints", "positive"]
+
+
+def positive(field: str, value: float | None, *, integer: bool = False) -> None:
+    """A finite number > 0 (None passes: the option was left out)."""
+    if value is None:
+        return
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(field=field, value=value, allowed="a positive integer" if integer else "a finite number > 0",
+                         hint=f"pass --{field} with a value above zero, or leave it out")
+
+
+def plan_constraints(cat: Catalog, spec_params: float, *, method: str, framework: str | None,
+                     deadline: float | None, budget: float | None, max_devices: int, market: str | None,
+                     vendor: str | None = None, provider: str | None = None, domestic_only: bool = False,
+                     network: str | None = None, nics_per_node: float | None = None,
+                     gpus_per_node: int | None = None, accelerators: tuple[str, ...] = ()) -> PlanConstraints:
+    """The planner's constraints from the options `plan train` and `compare` share, checked."""
+    for name, value, integer in (("deadline", deadline, False), ("budget", budget, False),
+                                 ("max-devices", max_devices, True), ("nics-per-node", nics_per_node, False),
+                                 ("gpus-per-node", gpus_per_node, True)):
+        positive(name, value, integer=integer)
+    if network is not None:
+        network = cat.network(network).id
+    elif nics_per_node is not None:
+        raise InputError(field="nics-per-node", value=nics_per_node, allowed="used together with --network",
+                         hint="add --network ID (gpuplan catalog list networks); offers bring their own NICs")
+    family, why = choose_layout_family(method, framework, spec_params, load_user_calibration())
+    return PlanConstraints(deadline_days=deadline, budget_usd=budget, max_devices=max_devices, market=market,
+                           vendor=vendor, provider=provider, domestic_only=domestic_only, framework=framework,
+                           network=network, nics_per_node=nics_per_node, gpus_per_node=gpus_per_node,
+                           layout_family=family, layout_reason=why, accelerators=accelerators)

@@ -1,0 +1,155 @@
+"""Hardware options of the training planner: what a team can actually rent (or build), node by node.
+
+A plan is only as real as the offer that prices it. Each option fixes, from one source:
+
+* the node shape: the instance's accelerator count (a 4-GPU VM is a 4-GPU node);
+* the scale-out fabric: the instance's RDMA network, or, when it has none, TCP over its VPC
+  bandwidth (`eth-25-tcp` / `eth-100-tcp` scaled to the stated Gbit/s; unstated: one 25 GbE
+  port, the conservative default `offer_tcp_gbit_default`);
+* its capacity: the largest cluster the offer can supply (`max_devices` of the instance, with
+  its source), else the calibration default `offer_max_devices_default`, named in the output;
+* its price: this offer's per-device-hour rates, not the cheapest of some other offer.
+
+An accelerator no offer prices (in the market asked) is planned as the team's own cluster on the
+fabric of its catalog server (or the part's usual one), without a price. `--network` asks the
+what-if question for every part: a cluster built on that fabric, priced at the part's cheapest
+offer as a proxy (the output says so).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuplan.estimate.calibration import Calibration
+from gpuplan.hardware import Accelerator, Catalog, Instance, Server
+from gpuplan.search.pricing import DevicePrice, device_price, instance_price
+
+__all__ = ["HardwareOption", "hardware_options", "tcp_network_for", "usual_fabric"]
+
+NO_PRICE = DevicePrice(on_demand=None, spot=None, monthly=None, on_demand_instance=None, spot_instance=None,
+                       monthly_instance=None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HardwareOption:
+    """One way to get a cluster of one accelerator: an offer (instance) or an own cluster."""
+
+    accelerator: str
+    kind: str  # "offer" | "own" | "as_specified" (the user's --network)
+    offer: str | None
+    gpus_per_node: int
+    network: str | None  # None: the option cannot span nodes
+    nics_per_node: float
+    network_basis: str  # why this fabric and NIC count, in words
+    max_devices: int | None  # None: no cap beyond --max-devices
+    capacity_basis: str
+    price: DevicePrice
+    price_basis: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.kind, "offer": self.offer, "gpus_per_node": self.gpus_per_node,
+                "network": self.network, "nics_per_node": self.nics_per_node, "network_basis": self.network_basis,
+                "max_devices": self.max_devices, "capacity_basis": self.capacity_basis,
+                "price_basis": self.price_basis}
+
+
+def _usual_server(catalog: Catalog, acc: str) -> Server | None:
+    servers = sorted((sv for sv in catalog.servers.values() if sv.accelerator == acc), key=lambda sv: sv.id)
+    with_net = [sv for sv in servers if sv.network]
+    return (with_net or servers or [None])[0]
+
+
+def usual_fabric(catalog: Catalog, acc: str) -> tuple[str, str]:
+    """(network id, why) of an own cluster of `acc`: its catalog server's fabric, else the part's usual one."""
+    from gpuplan.search.train_eval import default_network  # the fallback rule lives with the step model
+
+    sv = _usual_server(catalog, acc)
+    if sv is not None and sv.network:
+        return sv.network, f"fabric of catalog server {sv.id}"
+    return default_network(acc), "the part's usual fabric (no catalog server states one)"
+
+
+def tcp_network_for(inst: Instance, cal: Calibration) -> tuple[str, float, str]:
+    """(network id, NICs per node, why) of an instance without RDMA: TCP over its VPC bandwidth."""
+    gbit = inst.network_gbit_per_s
+    if gbit is None:
+        gbit = cal.value("offer_tcp_gbit_default")
+        basis = (f"no RDMA; VPC bandwidth not stated: {gbit:g} Gbit/s TCP assumed "
+                 f"(calibration offer_tcp_gbit_default)")
+    else:
+        basis = f"no RDMA: TCP over the instance's {gbit:g} Gbit/s VPC network"
+    net, nic = ("eth-100-tcp", 100.0) if gbit >= 100 else ("eth-25-tcp", 25.0)
+    return net, gbit / nic, basis
+
+
+def _offer_option(catalog: Catalog, acc: Accelerator, inst: Instance, cal: Calibration) -> HardwareOption | None:
+    count = inst.accelerator_count
+    if count < 1 or count != int(count):  # a fraction of a GPU does not train
+        return None
+    price = instance_price(catalog, inst)
+    if price.on_demand is None and price.monthly is None and price.spot is None:
+        return None
+    gpn = int(count)
+    if inst.rdma_network:
+        net = catalog.network(inst.rdma_network)
+        if inst.rdma_gbit_per_s:
+            nics = inst.rdma_gbit_per_s / net.nic_gbit_per_s
+            basis = f"the instance's RDMA fabric {net.id}, {inst.rdma_gbit_per_s:g} Gbit/s per node"
+        else:
+            sv = catalog.server(inst.server)
+            total = sv.compute_gbit_per_s
+            nics = total / net.nic_gbit_per_s if total else float(gpn)
+            basis = (f"the instance's RDMA fabric {net.id}, "
+                     + (f"{total:g} Gbit/s per node (server {sv.id})" if total else "one NIC per device assumed"))
+        if inst.low_confidence_fields and "rdma_network" in inst.low_confidence_fields:
+            basis += " (low confidence in the catalog)"
+        net_id = net.id
+    else:
+        net_id, nics, basis = tcp_network_for(inst, cal)
+    if inst.max_devices is not None:
+        cap, cap_basis = inst.max_devices, f"offer capacity: {inst.source_of('max_devices')}"
+    else:
+        cap = int(cal.value("offer_max_devices_default"))
+        cap_basis = f"capacity not stated: at most {cap} devices assumed (calibration offer_max_devices_default)"
+    cap = max(gpn, cap - cap % gpn)  # whole instances
+    return HardwareOption(accelerator=acc.id, kind="offer", offer=inst.id, gpus_per_node=gpn, network=net_id,
+                          nics_per_node=nics, network_basis=basis, max_devices=cap, capacity_basis=cap_basis,
+                          price=price, price_basis=f"offer {inst.id} ({inst.provider}, {inst.market})")
+
+
+def hardware_options(catalog: Catalog, acc: Accelerator, cal: Calibration, *, market: str | None = None,
+                     provider: str | None = None, network: str | None = None, nics_per_node: float | None = None,
+                     gpus_per_node: int | None = None) -> list[HardwareOption]:
+    """Every way the planner may get a cluster of `acc` (see the module docstring)."""
+    sv = _usual_server(catalog, acc.id)
+    usual_g = gpus_per_node or (sv.accelerators_per_node if sv is not None else 8)
+    if network is not None:  # the user's what-if fabric: one option per part
+        net = catalog.network(network)
+        nics = nics_per_node if nics_per_node else float(usual_g if net.rdma else 1)
+        price = device_price(catalog, acc.id, market=market, provider=provider)
+        named = [i for i in (price.on_demand_instance, price.monthly_instance) if i]
+        return [HardwareOption(
+            accelerator=acc.id, kind="as_specified", offer=None, gpus_per_node=usual_g, network=net.id,
+            nics_per_node=nics, network_basis=f"--network {net.id}, {nics:g} NIC(s) per node",
+            max_devices=None, capacity_basis="your own or reserved cluster: no offer capacity applied",
+            price=price, price_basis=(f"proxy: the cheapest offer ({', '.join(named)}), whatever its fabric"
+                                      if named else "no offer prices this part"))]
+    out: list[HardwareOption] = []
+    for inst in sorted(catalog.instances.values(), key=lambda i: i.id):
+        if catalog.server(inst.server).accelerator != acc.id:
+            continue
+        if (market and inst.market != market) or (provider and inst.provider != provider):
+            continue
+        opt = _offer_option(catalog, acc, inst, cal)
+        if opt is not None:
+            out.append(opt)
+    if not out:
+        net_id, why = usual_fabric(catalog, acc.id)
+        out.append(HardwareOption(
+            accelerator=acc.id, kind="own", offer=None, gpus_per_node=usual_g, network=net_id,
+            nics_per_node=nics_per_node or float(usual_g), network_basis=f"own cluster on {net_id} ({why})",
+            max_devices=None, capacity_basis="own cluster: no offer capacity applied", price=NO_PRICE,
+            price_basis="no offer in the catalog prices this part"
+                        + (f" in market {market}" if market else "")
+                        + ": add one with --catalog (see docs/catalog.md)"))
+    return out
