@@ -78,12 +78,22 @@ def get_preset(model_id: str) -> Preset:
 
 
 def load_model(model: str | Path) -> ModelSpec:
-    """A preset id, or a path to a Hugging Face config.json, as a ModelSpec."""
+    """A preset id, a path to a Hugging Face config.json, or a model folder holding one, as a ModelSpec."""
     text = str(model)
-    if text.endswith(".json") or Path(text).is_file():
+    path = Path(text)
+    if path.is_dir() and (path / "config.json").is_file():  # a downloaded model's folder
+        path, text = path / "config.json", str(path / "config.json")
+    elif path.is_dir() and text not in _load_all():
+        raise InputError(
+            field="model",
+            value=text,
+            allowed="a preset id (gpuplan model list), a config.json path or a folder holding config.json",
+            hint=f"no config.json in {text}",
+        )
+    if text.endswith(".json") or path.is_file():
         from gpuplan.workload.hf_config import spec_from_hf_config_file
 
-        return spec_from_hf_config_file(Path(text))
+        return spec_from_hf_config_file(path)
     if "/" in text and not Path(text).exists():
         raise InputError(
             field="model",
