@@ -131,3 +131,16 @@ def test_infer_fit_uses_the_same_rule() -> None:
     out = json.loads(res.stdout)
     assert out["fits"] is (out["total_bytes"] <= 0.95 * 24 * 2**30)
     assert out["fits"] is False and out["nearest_fix"]["fits"] is True
+
+
+def test_seq_len_past_the_trained_context_warns_on_stderr() -> None:
+    res = runner.invoke(app, ["memory", "train", "-m", "llama2-7b", "--seq-len", "8192", "--json"])
+    assert res.exit_code == 0 and res.exception is None, res.output
+    assert "--seq-len 8192" in res.stderr and "max_position_embeddings" in res.stderr
+    assert res.stderr.count("\n") == 1
+    assert json.loads(res.stdout)["assumptions"]["seq_len"] == 8192  # still estimated, JSON clean
+    ok = runner.invoke(app, ["memory", "train", "-m", "llama2-7b", "--seq-len", "4096"])
+    assert ok.exit_code == 0 and ok.exception is None and ok.stderr == ""
+    infer = runner.invoke(app, ["memory", "infer", "-m", "llama2-7b", "--context", "16384"])
+    assert infer.exit_code == 0 and infer.exception is None
+    assert "--context 16384" in infer.stderr

@@ -15,7 +15,8 @@ from gpuplan.errors import InputError
 from gpuplan.hardware.issues import CatalogError
 from gpuplan.i18n import LANGS, default_lang, help_text, tr
 
-__all__ = ["LANG_OPT", "console", "error_line", "fail", "input_error_from_validation", "print_json", "ui_lang"]
+__all__ = ["LANG_OPT", "console", "error_line", "fail", "input_error_from_validation", "print_json", "ui_lang",
+           "warn"]
 
 LANG_OPT = typer.Option(None, "--lang", help=help_text("help.common.lang"))
 
@@ -57,6 +58,12 @@ def fail(exc: Exception, lang: str | None = None) -> NoReturn:
     """Print one line naming the problem (framed in `lang`, default the locale's) and exit with code 2."""
     err_console.print(error_line(exc, ui_lang(lang)), markup=False, highlight=False, soft_wrap=True, style="red")
     raise typer.Exit(code=2)
+
+
+def warn(text: str | None) -> None:
+    """One warning line on stderr (nothing for None), so --json output on stdout stays clean."""
+    if text:
+        err_console.print(text, markup=False, highlight=False, soft_wrap=True, style="yellow")
 
 
 def print_json(obj: Any) -> None:

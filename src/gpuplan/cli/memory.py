@@ -7,7 +7,7 @@ from typing import Literal
 import typer
 from pydantic import ValidationError
 
-from gpuplan.cli.common import LANG_OPT, console, fail, print_json
+from gpuplan.cli.common import LANG_OPT, console, fail, print_json, warn
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.memory_fit import MemoryFit, MemoryFix, memory_fit, nearest_infer_fix, nearest_train_fix
 from gpuplan.estimate.memory_infer import estimate_inference_memory, max_batch_that_fits
@@ -15,6 +15,7 @@ from gpuplan.estimate.memory_train import estimate_training_memory
 from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.memory_table import memory_tables
 from gpuplan.units import GIB
+from gpuplan.workload.context import seq_len_warning
 from gpuplan.workload.jobs import LORA_TARGETS, InferenceJob, Layout, TrainingJob
 from gpuplan.workload.presets import load_model
 
@@ -114,6 +115,7 @@ def train_cmd(
         fix = nearest_train_fix(spec, job, layout, fit.device_bytes) if fit is not None and not fit.fits else None
     except (GpuplanError, ValidationError) as exc:
         fail(exc, lang)
+    warn(seq_len_warning(spec, seq_len, language))
     if json_out:
         out = mem.to_json()
         if fit is not None:
@@ -163,6 +165,7 @@ def infer_cmd(
         fix = nearest_infer_fix(spec, job, layout, device) if device and usable and not usable.fits else None
     except (GpuplanError, ValidationError) as exc:
         fail(exc, lang)
+    warn(seq_len_warning(spec, context, language, option="--context"))
     if json_out:
         out = mem.to_json()
         if usable is not None:
