@@ -7,14 +7,17 @@ memory and step-time breakdowns, the scaling curve (the planner re-run at every 
 the recommended part), findings, TCO, assumptions, calibration terms and sources. Every number
 carries its provenance (measured / estimated / datasheet / data).
 
-Recommendation rule: among plans that cost at most `recommend_cost_tolerance` more than the
-cheapest, the smallest cluster that finishes within the deadline (or `recommend_target_days`
-without one), else the fastest of them (thresholds.yaml); without prices, the planner's first plan.
+Recommendation rule (`recommend_rule`, printed as applied): among plans within
+`recommend_cost_tolerance` of the lowest cost (device-hours without prices), the smallest cluster
+that finishes within the target time (the deadline, capped at `recommend_target_days`); else the
+cheapest plan that does; else the fastest. A critical export, residency or compliance finding for
+the requested market removes a part from the recommendation (it stays listed, marked).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -54,9 +57,15 @@ def recommend(plans: Sequence[dict[str, Any]], tolerance: float,
 
 def recommend_rule(plans: Sequence[dict[str, Any]], tolerance: float,
                    target_days: float | None = None) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """(plan, rule as applied). Among plans within `tolerance` of the lowest cost (of the lowest
-    device-hours when no plan has a price): the smallest cluster that finishes within `target_days`
-    (fewer devices are easier to rent and fail less often), else the fastest of them."""
+    """(plan, rule as applied), measuring cost (device-hours when no plan has a price):
+
+    1. among plans within `tolerance` of the lowest cost, the smallest cluster that finishes within
+       `target_days` (fewer devices are easier to rent and fail less often);
+    2. else the cheapest plan that finishes within `target_days` (paying more to meet the target);
+    3. else, when only clusters without a price (own clusters: no offer supplies that size) finish
+       within it, the one with the fewest device-hours;
+    4. else the fastest plan (nothing meets the target: the one that comes closest).
+    """
     if not plans:
         return None
     priced = [p for p in plans if p.get("cost_usd") is not None]
@@ -69,13 +78,21 @@ def recommend_rule(plans: Sequence[dict[str, Any]], tolerance: float,
     lowest = min(value(p) for p in pool)
     near = [p for p in pool if value(p) <= lowest * (1 + tolerance)]
     rule: dict[str, Any] = {"measure": measure, "recommend_cost_tolerance": tolerance, "target_days": target_days}
-    if target_days is not None:
-        soon = [p for p in near if p["time_to_train_s"] <= target_days * 86400.0]
-        if soon:
-            rule["outcome"] = "smallest_within_target"
-            return min(soon, key=lambda p: (p.get("devices", 0), value(p), p["time_to_train_s"])), rule
+    limit = (target_days if target_days is not None else math.inf) * 86400.0
+    soon = [p for p in near if p["time_to_train_s"] <= limit]
+    if soon:
+        rule["outcome"] = "smallest_within_target"
+        return min(soon, key=lambda p: (p.get("devices", 0), value(p), p["time_to_train_s"])), rule
+    soon = [p for p in pool if p["time_to_train_s"] <= limit]
+    if soon:
+        rule["outcome"] = "cheapest_within_target"
+        return min(soon, key=lambda p: (value(p), p.get("devices", 0), p["time_to_train_s"])), rule
+    unpriced = [p for p in plans if p.get("cost_usd") is None and p["time_to_train_s"] <= limit]
+    if unpriced:  # no offer meets the target: an own cluster does (cost unknown)
+        rule.update(outcome="unpriced_within_target", measure="device_hours")
+        return min(unpriced, key=lambda p: (p.get("device_hours") or 0.0, p.get("devices", 0))), rule
     rule["outcome"] = "fastest"
-    return min(near, key=lambda p: (p["time_to_train_s"], value(p))), rule
+    return min(plans, key=lambda p: (p["time_to_train_s"], p.get("cost_usd") is None, p.get("cost_usd") or 0.0)), rule
 
 
 # A critical finding of these rules (export control, residency, compliance for the requested market)
