@@ -78,3 +78,14 @@ def test_setting_override_reaches_the_engine() -> None:
     assert out["assumptions"]["engine_settings"]["max_num_seqs"] == 1024
     bad = runner.invoke(app, [*BASE, "--input-len", "512", "--output-len", "256", "--setting", "max_num_seqs=abc"])
     assert bad.exit_code == 2
+
+
+def test_alias_with_variants_names_the_part_chosen() -> None:
+    args = ["estimate", "infer", "-m", "llama3.1-8b", "--input-len", "512", "--output-len", "128", "--json"]
+    res = runner.invoke(app, [*args, "--accelerator", "h100"])
+    assert res.exit_code == 0 and res.exception is None, res.output
+    assert res.stderr.strip() == "h100 -> h100-sxm5-80gb (also: h100-nvl-94gb, h100-pcie-80gb; pass the id to " \
+                                 "choose another)"
+    assert json.loads(res.stdout)["assumptions"]["accelerator"] == "h100-sxm5-80gb"
+    exact = runner.invoke(app, [*args, "--accelerator", "h100-sxm5-80gb"])
+    assert exact.exit_code == 0 and exact.exception is None and exact.stderr == ""

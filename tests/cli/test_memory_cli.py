@@ -144,3 +144,11 @@ def test_seq_len_past_the_trained_context_warns_on_stderr() -> None:
     infer = runner.invoke(app, ["memory", "infer", "-m", "llama2-7b", "--context", "16384"])
     assert infer.exit_code == 0 and infer.exception is None
     assert "--context 16384" in infer.stderr
+
+
+def test_alias_note_on_memory_commands() -> None:
+    res = runner.invoke(app, ["memory", "train", "-m", "llama3-8b", "--accelerator", "910b", "--json"])
+    assert res.exit_code == 0 and res.exception is None, res.output
+    assert "910b -> ascend-910b (also: ascend-910b2, ascend-910b3, ascend-910b4" in res.stderr
+    single = runner.invoke(app, ["memory", "infer", "-m", "llama3-8b", "--accelerator", "h20"])
+    assert single.exit_code == 0 and single.exception is None and single.stderr == ""  # h200 is no H20 variant

@@ -15,8 +15,8 @@ from gpuplan.errors import InputError
 from gpuplan.hardware.issues import CatalogError
 from gpuplan.i18n import LANGS, default_lang, help_text, tr
 
-__all__ = ["LANG_OPT", "console", "error_line", "fail", "input_error_from_validation", "print_json", "ui_lang",
-           "warn"]
+__all__ = ["LANG_OPT", "console", "error_line", "fail", "input_error_from_validation", "note", "print_json",
+           "ui_lang", "warn"]
 
 LANG_OPT = typer.Option(None, "--lang", help=help_text("help.common.lang"))
 
@@ -64,6 +64,12 @@ def warn(text: str | None) -> None:
     """One warning line on stderr (nothing for None), so --json output on stdout stays clean."""
     if text:
         err_console.print(text, markup=False, highlight=False, soft_wrap=True, style="yellow")
+
+
+def note(text: str | None) -> None:
+    """One informational line on stderr (nothing for None), e.g. which part an alias chose."""
+    if text:
+        err_console.print(text, markup=False, highlight=False, soft_wrap=True, style="dim")
 
 
 def print_json(obj: Any) -> None:

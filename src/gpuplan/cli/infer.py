@@ -9,11 +9,12 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
-from gpuplan.cli.common import LANG_OPT, console, fail, print_json
+from gpuplan.cli.common import LANG_OPT, console, fail, note, print_json
 from gpuplan.cli.train import estimate_app
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.infer_estimate import InferenceEstimate, estimate_inference
 from gpuplan.hardware import load_catalog
+from gpuplan.hardware.query import alias_note
 from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.workload.engines import engine
 from gpuplan.workload.presets import load_model
@@ -85,6 +86,7 @@ def estimate_infer(
                                  batch=batch, qps=qps, num_requests=num_requests, catalog=cat)
     except (GpuplanError, ValidationError) as exc:
         fail(exc, lang)
+    note(alias_note(cat, accelerator, language))
     if json_out:
         print_json(est.to_json())
         return

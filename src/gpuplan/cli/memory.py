@@ -7,7 +7,7 @@ from typing import Literal
 import typer
 from pydantic import ValidationError
 
-from gpuplan.cli.common import LANG_OPT, console, fail, print_json, warn
+from gpuplan.cli.common import LANG_OPT, console, fail, note, print_json, warn
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.memory_fit import MemoryFit, MemoryFix, memory_fit, nearest_infer_fix, nearest_train_fix
 from gpuplan.estimate.memory_infer import estimate_inference_memory, max_batch_that_fits
@@ -25,21 +25,25 @@ app = typer.Typer(help=help_text("help.group.memory"),
 _MODEL = typer.Option(..., "--model", "-m", help=help_text("help.memory.model"))
 
 
-def _device_memory(accelerator: str | None, device_memory_gib: float | None) -> float | None:
-    """Device memory in bytes from --device-memory-gib or the catalog entry of --accelerator."""
+def _device_memory(accelerator: str | None, device_memory_gib: float | None,
+                   lang: str = "en") -> tuple[float | None, str | None]:
+    """Device memory in bytes from --device-memory-gib or the catalog entry of --accelerator, and the note
+    naming the part an alias chose (None when the name was exact)."""
     if device_memory_gib is not None:
         if device_memory_gib <= 0:
             raise InputError(field="device-memory-gib", value=device_memory_gib, allowed="a positive number")
-        return device_memory_gib * GIB
+        return device_memory_gib * GIB, None
     if accelerator is None:
-        return None
+        return None, None
     from gpuplan.hardware.overrides import load_catalog
+    from gpuplan.hardware.query import alias_note
 
-    gib = load_catalog().accelerator(accelerator).memory_gib
+    cat = load_catalog()
+    gib = cat.accelerator(accelerator).memory_gib
     if gib is None:
         raise InputError(field="accelerator", value=accelerator, allowed="an accelerator with a known memory size",
                          hint="pass --device-memory-gib")
-    return float(gib) * GIB
+    return float(gib) * GIB, alias_note(cat, accelerator, lang)
 
 
 def _fit_json(fit: MemoryFit, fix: MemoryFix | None) -> dict[str, object]:
@@ -110,11 +114,12 @@ def train_cmd(
         layout = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, zero_stage=zero,
                         seq_parallel=seq_parallel)
         mem = estimate_training_memory(spec, job, layout)
-        device = _device_memory(accelerator, device_memory_gib)
+        device, chosen = _device_memory(accelerator, device_memory_gib, language)
         fit = memory_fit(mem.total_bytes, device) if device is not None else None
         fix = nearest_train_fix(spec, job, layout, fit.device_bytes) if fit is not None and not fit.fits else None
     except (GpuplanError, ValidationError) as exc:
         fail(exc, lang)
+    note(chosen)
     warn(seq_len_warning(spec, seq_len, language))
     if json_out:
         out = mem.to_json()
@@ -159,12 +164,13 @@ def infer_cmd(
                            kv_layout=kv_layout, generated=generated, prompt_logits=prompt_logits)
         layout = Layout(tp=tp, pp=pp, ep=ep, dp=max(ep, 1))
         mem = estimate_inference_memory(spec, job, layout)
-        device = _device_memory(accelerator, device_memory_gib)
+        device, chosen = _device_memory(accelerator, device_memory_gib, language)
         fit = max_batch_that_fits(spec, job, device, layout) if device else None
         usable = memory_fit(mem.total_bytes, device) if device else None
         fix = nearest_infer_fix(spec, job, layout, device) if device and usable and not usable.fits else None
     except (GpuplanError, ValidationError) as exc:
         fail(exc, lang)
+    note(chosen)
     warn(seq_len_warning(spec, context, language, option="--context"))
     if json_out:
         out = mem.to_json()

@@ -126,6 +126,26 @@ class Catalog:
         assert isinstance(record, cls)
         return record
 
+    def variants(self, name: str, kind: str = "accelerators") -> tuple[str, tuple[str, ...]] | None:
+        """(chosen id, other ids) when `name` is an alias that several records of `kind` could be meant by.
+
+        An alias such as 'h100' resolves to one record (h100-sxm5-80gb); the others are the records whose id
+        or an alias extends it past a word boundary ('h100-pcie', 'h100 nvl', '910b' -> '910b2'; 'h20' is no
+        prefix of 'h200'). None for an exact id, an unknown name or an alias with no such variant."""
+        key = name.strip().lower()
+        rid = self._index.get(key)
+        table: Mapping[str, Sourced] = self._records.get(kind, {})
+        if rid is None or rid not in table or key == rid.lower():
+            return None
+        others = []
+        for other_id, record in table.items():
+            if other_id == rid:
+                continue
+            names = (other_id, *getattr(record, "aliases", ()))
+            if any(_extends(n.strip().lower(), key) for n in names):
+                others.append(other_id)
+        return (rid, tuple(sorted(others))) if others else None
+
     def accelerator(self, name: str) -> Accelerator:
         return self._typed("accelerators", name, Accelerator)
 
@@ -143,6 +163,14 @@ class Catalog:
 
     def is_user(self, record_id: str) -> bool:
         return self._origins[record_id].layer == "user"
+
+
+def _extends(name: str, prefix: str) -> bool:
+    """`name` is `prefix` followed by more at a word boundary: a separator, or a letter/digit change."""
+    if len(name) <= len(prefix) or not name.startswith(prefix) or not prefix:
+        return False
+    nxt, last = name[len(prefix)], prefix[-1]
+    return not nxt.isalnum() or not last.isalnum() or nxt.isalpha() != last.isalpha()
 
 
 def _merge(layers: Sequence[Layer], issues: list[CatalogIssue]) -> tuple[dict[str, Entry], dict[str, Origin]]:

@@ -13,10 +13,12 @@ from gpuplan.hardware.catalog import Catalog
 from gpuplan.hardware.schema_base import Price, Sourced
 from gpuplan.hardware.schema_devices import Accelerator, FrameworkSupport, Nic, Server
 from gpuplan.hardware.schema_offers import CalibrationTerm, Instance, Network, Storage
+from gpuplan.i18n import tr
 
 __all__ = [
     "FieldValue",
     "accelerator_of",
+    "alias_note",
     "compare_rows",
     "field_values",
     "filter_records",
@@ -34,6 +36,16 @@ _APPLIES = {
     "provider": ("instances", "storage"),
     "min_memory_gib": ("accelerators", "servers", "instances"),
 }
+
+
+def alias_note(cat: Catalog, name: str, lang: str = "en", kind: str = "accelerators") -> str | None:
+    """One line saying which record an alias with several variants chose, else None:
+    'h100 -> h100-sxm5-80gb (also: h100-nvl-94gb, h100-pcie-80gb)'."""
+    found = cat.variants(name, kind)
+    if found is None:
+        return None
+    rid, others = found
+    return tr("cli.alias_note", lang, name=name.strip(), id=rid, others=", ".join(others))
 
 
 def accelerator_of(cat: Catalog, record: Sourced) -> Accelerator | None:
