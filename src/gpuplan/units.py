@@ -5,6 +5,7 @@ JSON output uses base units (bytes, seconds, FLOP); GiB = 2**30 bytes, GB = 1e9 
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 GIB = 2**30  # bytes
@@ -33,3 +34,18 @@ def dtype_bytes(dtype: str) -> float:
         return DTYPE_BYTES[dtype]
     except KeyError:
         raise unknown_name("dtype", dtype, DTYPE_BYTES) from None
+
+
+def sig(value: float, digits: int = 3) -> str:
+    """`value` with at least `digits` significant figures, never in exponent form: 0.00123, 0.0520, 1.33,
+    12.3, 123; larger values as whole numbers with thousands separators (1,235)."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    exponent = math.floor(math.log10(abs(value)))
+    decimals = digits - 1 - exponent
+    if decimals <= 0:
+        return f"{value:,.0f}"
+    text = f"{value:.{decimals}f}"
+    if abs(float(text)) >= 10 ** (exponent + 1):  # rounding carried a digit (0.09996 -> 0.1000): drop one
+        text = f"{value:.{max(decimals - 1, 0)}f}"
+    return text

@@ -67,3 +67,22 @@ def test_plan_infer_model_too_big_for_the_device_limit() -> None:
                               "--tpot-p99", "0.2", "--max-devices", "1"])
     assert res.exit_code == 2
     assert "even at int4" in res.output and "nearest feasible" in res.output
+
+
+def test_prices_per_million_tokens_keep_three_significant_figures() -> None:
+    """Long prompts on cheap parts cost fractions of a cent per million input tokens: '0.00825', not '0.01'."""
+    from gpuplan.units import sig
+
+    args = ["plan", "infer", "-m", "qwen2.5-7b", "--qps", "20", "--input-len", "4000", "--output-len", "16",
+            "--ttft-p99", "10", "--tpot-p99", "0.5", "--lang", "en"]
+    data = runner.invoke(app, [*args, "--json"])
+    assert data.exit_code == 0 and data.exception is None, data.output
+    first = json.loads(data.stdout)["plans"][0]
+    cheap = first["cost_usd_per_million_input_tokens"]
+    assert cheap < 0.01
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0 and res.exception is None, res.output
+    assert f"{sig(cheap)} |" in res.stdout and sig(cheap) == f"{cheap:.3g}"
+    assert sig(first["cost_usd_per_million_output_tokens"]) in res.stdout
+    assert [sig(x) for x in (0.0012345, 0.09996, 1.333, 12.345, 1234.5)] == ["0.00123", "0.100", "1.33", "12.3",
+                                                                             "1,234"]

@@ -22,6 +22,7 @@ from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms
 from gpuplan.search.infer_search import WEIGHTS, InferConstraints, plan_inference
 from gpuplan.simulate.arrivals import read_trace
 from gpuplan.simulate.lengths import parse_length_dist
+from gpuplan.units import sig
 from gpuplan.workload.engines import engine
 from gpuplan.workload.presets import load_model
 
@@ -148,7 +149,7 @@ def _table(name: str, load: InferLoad, slo: InferSlo, plans: list[dict[str, Any]
                   + (f" ep{lay['ep']}" if lay["ep"] > 1 else "") + f" {p['weights']}",
                   tr("cli.pinfer.fleet", lang, replicas=p["replicas"], instances=p["instances"],
                      instance=p["instance"]), f"{p['cost_usd_per_hour']:,.2f}",
-                  f"{p['cost_usd_per_million_input_tokens']:.2f}|{p['cost_usd_per_million_output_tokens']:.2f}",
+                  f"{sig(p['cost_usd_per_million_input_tokens'])} | {sig(p['cost_usd_per_million_output_tokens'])}",
                   f"{p['utilization']:.0%}", f"{p['ttft_s']['p99']:.2f} s|{p['tpot_s']['p99'] * 1e3:.0f} ms",
                   _tenancy(p["advice"]["tenancy"], lang))
     console.print(t)
