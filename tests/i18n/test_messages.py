@@ -76,7 +76,7 @@ def test_every_key_used_in_code_exists() -> None:
     used |= {f"report.col.{k}" for k in PLAN_COLS}
     used |= {f"report.rec.measure.{k}" for k in ("cost", "device_hours")}
     used |= {f"report.rec.rule.{k}" for k in ("smallest_within_target", "cheapest_within_target",
-                                              "unpriced_within_target", "fastest", "none")}
+                                              "unpriced_within_target", "fastest_near_cheapest", "fastest", "none")}
     used |= {f"report.section.{k}" for k in ("job", "recommendation", "runners_up", "pareto", "memory", "step",
                                              "scaling", "findings", "tco", "assumptions", "calibration", "thresholds",
                                              "sources", "options")}

@@ -41,30 +41,33 @@ from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
 __all__ = ["BLOCKING_FINDINGS", "REPORT_SCHEMA", "choose", "compare_training", "plan_hardware", "plan_summary",
-           "recommend", "recommend_rule", "target_days", "training_report"]
+           "max_days", "recommend", "recommend_rule", "target_days", "training_report"]
 
 REPORT_SCHEMA = "gpuplan.report/1"
 MEMORY_PARTS = ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "kv_cache_bytes",
                 "other_bytes")
 
 
-def recommend(plans: Sequence[dict[str, Any]], tolerance: float,
-              target_days: float | None = None) -> dict[str, Any] | None:
+def recommend(plans: Sequence[dict[str, Any]], tolerance: float, target_days: float | None = None,
+              max_days: float | None = None) -> dict[str, Any] | None:
     """The recommended plan under `recommend_rule` (None without plans)."""
-    rule = recommend_rule(plans, tolerance, target_days)
+    rule = recommend_rule(plans, tolerance, target_days, max_days)
     return rule[0] if rule else None
 
 
-def recommend_rule(plans: Sequence[dict[str, Any]], tolerance: float,
-                   target_days: float | None = None) -> tuple[dict[str, Any], dict[str, Any]] | None:
-    """(plan, rule as applied), measuring cost (device-hours when no plan has a price):
+def recommend_rule(plans: Sequence[dict[str, Any]], tolerance: float, target_days: float | None = None,
+                   max_days: float | None = None) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """(plan, rule as applied). Priced plans are measured by cost ("near-cheapest": within `tolerance`
+    of the lowest), plans without a price (own clusters) by device-hours:
 
-    1. among plans within `tolerance` of the lowest cost, the smallest cluster that finishes within
-       `target_days` (fewer devices are easier to rent and fail less often);
-    2. else the cheapest plan that finishes within `target_days` (paying more to meet the target);
-    3. else, when only clusters without a price (own clusters: no offer supplies that size) finish
-       within it, the one with the fewest device-hours;
-    4. else the fastest plan (nothing meets the target: the one that comes closest).
+    1. the smallest near-cheapest cluster that finishes within `target_days` (fewer devices are easier to
+       rent and fail less often);
+    2. else the cheapest priced plan that finishes within `target_days` (paying more to meet the target);
+    3. else, among priced plans that finish within `max_days` (the deadline, or `recommend_max_days`),
+       the fastest near-cheapest one;
+    4. else the own cluster (no price) that finishes within `target_days` with the fewest device-hours;
+    5. else the fastest plan.
+    Without any priced plan, steps 1-3 run on device-hours.
     """
     if not plans:
         return None
@@ -75,11 +78,14 @@ def recommend_rule(plans: Sequence[dict[str, Any]], tolerance: float,
     def value(p: dict[str, Any]) -> float:
         return float(p["cost_usd"] if measure == "cost" else p.get("device_hours") or 0.0)
 
-    lowest = min(value(p) for p in pool)
-    near = [p for p in pool if value(p) <= lowest * (1 + tolerance)]
-    rule: dict[str, Any] = {"measure": measure, "recommend_cost_tolerance": tolerance, "target_days": target_days}
+    def near(ps: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        lowest = min(value(p) for p in ps)
+        return [p for p in ps if value(p) <= lowest * (1 + tolerance)]
+
+    rule: dict[str, Any] = {"measure": measure, "recommend_cost_tolerance": tolerance, "target_days": target_days,
+                            "max_days": max_days}
     limit = (target_days if target_days is not None else math.inf) * 86400.0
-    soon = [p for p in near if p["time_to_train_s"] <= limit]
+    soon = [p for p in near(pool) if p["time_to_train_s"] <= limit]
     if soon:
         rule["outcome"] = "smallest_within_target"
         return min(soon, key=lambda p: (p.get("devices", 0), value(p), p["time_to_train_s"])), rule
@@ -87,8 +93,13 @@ def recommend_rule(plans: Sequence[dict[str, Any]], tolerance: float,
     if soon:
         rule["outcome"] = "cheapest_within_target"
         return min(soon, key=lambda p: (value(p), p.get("devices", 0), p["time_to_train_s"])), rule
+    bound = (max_days if max_days is not None else math.inf) * 86400.0
+    late = [p for p in pool if p["time_to_train_s"] <= bound]
+    if late:
+        rule["outcome"] = "fastest_near_cheapest"
+        return min(near(late), key=lambda p: (p["time_to_train_s"], value(p))), rule
     unpriced = [p for p in plans if p.get("cost_usd") is None and p["time_to_train_s"] <= limit]
-    if unpriced:  # no offer meets the target: an own cluster does (cost unknown)
+    if unpriced:  # no offer meets the time: an own cluster does (cost unknown)
         rule.update(outcome="unpriced_within_target", measure="device_hours")
         return min(unpriced, key=lambda p: (p.get("device_hours") or 0.0, p.get("devices", 0))), rule
     rule["outcome"] = "fastest"
@@ -108,6 +119,12 @@ def target_days(cons: PlanConstraints, th: Thresholds) -> float:
     """The time the recommendation aims at: the deadline, but never beyond `recommend_target_days`."""
     soon = th.value("recommend_target_days")
     return min(cons.deadline_days, soon) if cons.deadline_days else soon
+
+
+def max_days(cons: PlanConstraints, th: Thresholds) -> float:
+    """The longest run a priced plan may take before an own cluster is preferred: the deadline, else
+    `recommend_max_days`."""
+    return cons.deadline_days or th.value("recommend_max_days")
 
 
 def _layout_text(lay: Mapping[str, Any]) -> str:
@@ -179,7 +196,7 @@ def choose(plans: Sequence[dict[str, Any]], spec: ModelSpec, job: TrainingJob, c
     excluded: dict[str, str] = {}
     pool = list(plans)
     while pool:
-        picked = recommend_rule(pool, tol, target)
+        picked = recommend_rule(pool, tol, target, max_days(cons, th))
         if picked is None:
             break
         best, rule = picked
@@ -221,7 +238,7 @@ def training_report(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: P
     for p in res.plans:
         if p["accelerator"] != best["accelerator"]:
             others.setdefault(p["accelerator"], []).append(p)
-    runners = [r for r in (recommend(v, tol, target) for v in others.values()) if r is not None]
+    runners = [r for r in (recommend(v, tol, target, max_days(cons, th)) for v in others.values()) if r is not None]
     runners.sort(key=lambda p: (p.get("cost_usd") is None, p.get("cost_usd") or 0.0, p["time_to_train_s"]))
     scaling = [plan_summary(p) for p in sorted(
         (p for p in res.plans if p["accelerator"] == best["accelerator"]), key=lambda p: p["devices"])]
