@@ -150,9 +150,17 @@ def _print_estimate(model: str, acc: str, fig: dict[str, Any], lang: str = "en")
     t.add_row(tr("cli.est.tflops", lang), f"{fig['tflops_per_device']:.1f}")
     t.add_row(tr("cli.est.mfu", lang), f"{fig['mfu']:.1%} / {fig['hfu']:.1%}")
     t.add_row(tr("cli.est.memory", lang), f"{fig['memory']['total_bytes'] / GIB:.1f} GiB")
+    net = fig["assumptions"].get("network")
+    if net:
+        t.add_row(tr("cli.est.network", lang), f"{net}, {fig['assumptions']['nics_per_node']:g} NIC(s) per node")
+        if lay.get("pp_cross_node_hops"):
+            t.add_row(tr("cli.est.pp_hops", lang), str(lay["pp_cross_node_hops"]))
     if fig["time_to_train_s"]:
-        t.add_row(tr("cli.est.time", lang), tr("cli.est.time_value", lang, days=fig["time_to_train_s"] / 86400,
-                                               goodput=fig["reliability"]["goodput"]))
+        camp = fig["campaign_efficiency"]
+        t.add_row(tr("cli.est.campaign", lang), f"{camp['value']:.0%} (calibration campaign_efficiency)")
+        t.add_row(tr("cli.est.time", lang), tr("cli.est.time_value2", lang, time=duration_text(fig["time_to_train_s"],
+                                                                                             lang),
+                                               goodput=fig["reliability"]["goodput"], campaign=camp["value"]))
         t.add_row(tr("cli.est.device_hours", lang), f"{fig['device_hours']:,.0f}")
         cost = fig["cost"]
         for k in ("usd_on_demand", "usd_spot", "usd_monthly_commitment"):
