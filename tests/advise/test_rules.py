@@ -95,6 +95,19 @@ def test_host_ram_ratio() -> None:
     assert "host.ram_high" in ids(high)
 
 
+def test_host_ram_low_not_on_vendor_reference_nodes() -> None:
+    """DGX/HGX H200 ship 2 TB of RAM for 8 x 141 GB of HBM (1.8x): a standard node, not a finding."""
+    for acc, server in (("h200-sxm-141gb", "hgx-h200-8"), (H100, "dgx-h100")):
+        f = plan_facts("llama3-8b", acc, 8)
+        assert f.server is not None and f.server.id == server
+        assert "host.ram_low" not in ids(f), server
+    f = plan_facts("llama3-8b", "h200-sxm-141gb", 8)
+    assert f.server is not None
+    short = replace(f, server=f.server.model_copy(update={"ram_gib": 1024.0}))  # 0.9x of 1128 GiB
+    x = ids(short)["host.ram_low"]
+    assert x.severity == "warn" and fig(x, "ratio") == pytest.approx(1024 / 1128)
+
+
 def test_host_nvme() -> None:
     assert "host.nvme" not in ids(plan_facts("llama3-8b", H100, 8))  # 30.7 TB
     x = ids(plan_facts("llama3-8b", "ascend-910b", 64))["host.nvme"]  # Atlas 800T A2: 0.96 TB
