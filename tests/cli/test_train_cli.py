@@ -94,3 +94,70 @@ def test_validate_json_shape() -> None:
 def test_validate_missing_file_exits_2(tmp_path: Path) -> None:
     res = runner.invoke(app, ["validate", str(tmp_path / "nope.csv")])
     assert res.exit_code == 2
+
+
+def _plan_json(*args: str) -> dict:
+    res = runner.invoke(app, ["plan", "train", *args, "--json"])
+    assert res.exit_code == 0 and res.exception is None, res.output
+    return json.loads(res.stdout)
+
+
+def test_plan_train_and_compare_answer_tcp_vs_infiniband() -> None:
+    """'2-4 nodes over TCP vs InfiniBand' gets a quantified answer from plan and compare (issue 11, items 1-2)."""
+    base = ["-m", "llama3-8b", "--tokens", "1e12", "--max-devices", "32", "--accelerators"]
+    tcp = _plan_json("-m", "llama3-8b", "--tokens", "1e12", "--max-devices", "32", "--network", "eth-25-tcp",
+                     "--nics-per-node", "1")
+    ib = _plan_json("-m", "llama3-8b", "--tokens", "1e12", "--max-devices", "32", "--network", "ib-ndr-400",
+                    "--nics-per-node", "8")
+    assert tcp["recommended"]["time_s"] > ib["recommended"]["time_s"]
+    rdma = [f for f in tcp["findings"] if f["id"].startswith("net.rdma")]
+    assert rdma and any(g["name"].startswith("step") or "tcp" in g["name"] for g in rdma[0]["figures"])
+    res = runner.invoke(app, ["compare", *base[:6], "--accelerators", "h100-sxm5-80gb", "--network", "eth-25-tcp",
+                              "--nics-per-node", "1", "--json"])
+    assert res.exit_code == 0 and res.exception is None, res.output
+    slow = json.loads(res.stdout)["options"][0]["plan"]
+    res = runner.invoke(app, ["compare", *base[:6], "--accelerators", "h100-sxm5-80gb", "--network", "ib-ndr-400",
+                              "--json"])
+    fast = json.loads(res.stdout)["options"][0]["plan"]
+    assert fast["network"] == "ib-ndr-400" and fast["devices"] > 8
+    assert slow["time_s"] > fast["time_s"]
+
+
+def test_plan_train_honours_a_one_device_cap_and_lists_the_best_per_accelerator_first() -> None:
+    out = _plan_json("-m", "qwen2.5-7b", "--tokens", "2e9", "--method", "lora", "--max-devices", "1")
+    assert {p["devices"] for p in out["plans"]} == {1}
+    assert out["layout_family"]["family"] == "data_parallel"
+    res = runner.invoke(app, ["plan", "train", "-m", "qwen2.5-7b", "--tokens", "2e9", "--method", "lora",
+                              "--max-devices", "1", "--top", "3"])
+    assert res.exit_code == 0 and res.exception is None, res.output
+    # every accelerator with a plan appears in the table even with --top 3
+    for acc in out["best_per_hardware"]:
+        assert acc[:8] in res.stdout, acc
+
+
+@pytest.mark.parametrize("flag,value", [("--max-devices", "0"), ("--nics-per-node", "0"), ("--gpus-per-node", "0"),
+                                        ("--deadline", "nan"), ("--budget", "-5"), ("--network", "eth-25")])
+def test_plan_train_bad_cluster_options_exit_2_naming_the_field(flag: str, value: str) -> None:
+    extra = ["--network", "eth-25-tcp"] if flag == "--nics-per-node" else []
+    res = runner.invoke(app, ["plan", "train", "-m", "llama3-8b", "--tokens", "1e12", flag, value, *extra])
+    assert res.exit_code == 2, res.output
+    assert flag.removeprefix("--") in res.output or "network" in res.output
+
+
+def test_estimate_train_shows_campaign_efficiency_and_the_network() -> None:
+    res = runner.invoke(app, ["estimate", "train", "-m", "llama3-8b", "--accelerator", "h100-sxm5-80gb",
+                              "--num-accels", "16", "--tokens", "1e12", "--network", "eth-25-tcp", "--nics-per-node",
+                              "1"])
+    assert res.exit_code == 0 and res.exception is None, res.output
+    assert "campaign efficiency" in res.stdout and "70%" in res.stdout and "eth-25-tcp" in res.stdout
+    out = json.loads(runner.invoke(app, ["estimate", "train", "-m", "llama3-8b", "--accelerator", "h100-sxm5-80gb",
+                                         "--num-accels", "16", "--tokens", "1e12", "--json"]).stdout)
+    tps, goodput = out["tokens_per_s"], out["reliability"]["goodput"]
+    camp = out["campaign_efficiency"]["value"]
+    assert out["time_to_train_s"] == pytest.approx(1e12 / tps / goodput / camp)
+
+
+def test_short_plans_print_hours_not_zero_days() -> None:
+    res = runner.invoke(app, ["plan", "train", "-m", "llama3-8b", "--tokens", "1e8", "--max-devices", "8"])
+    assert res.exit_code == 0 and res.exception is None, res.output
+    assert "0.0 days" not in res.stdout and "0.0 天" not in res.stdout

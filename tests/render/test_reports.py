@@ -42,7 +42,9 @@ def test_recommendation_rule() -> None:
              {"cost_usd": 101.0, "time_to_train_s": 20 * 86400.0, "devices": 16},
              {"cost_usd": 104.0, "time_to_train_s": 1 * 86400.0, "devices": 512}]
     assert recommend(sized, 0.10, 30) is sized[1]
-    assert recommend(sized, 0.10, 0.5) is sized[2]  # none in time: the fastest
+    assert recommend(sized, 0.10, 0.5) is sized[2]  # none in time: the fastest near-cheapest
+    assert recommend(sized, 0.005, 0.5) is sized[0]  # only the cheapest is near-cheapest
+    assert recommend(sized, 0.005, 0.5, 10) is sized[2]  # ... and too slow: the fastest plan
 
 
 def test_document_holds_every_section_with_provenance() -> None:
@@ -204,3 +206,17 @@ def test_written_report_has_the_usual_permissions(tmp_path: Path) -> None:
     finally:
         os.umask(mask)
     assert out.stat().st_mode & 0o777 == 0o644  # not mkstemp's 0600
+
+
+def test_chinese_reports_cite_sources_in_chinese_where_translated() -> None:
+    d = doc()
+    zh_md = render_report(d, "md", "zh")
+    sources = zh_md[zh_md.index("## 数据来源"):]
+    acc = d["recommendation"]["accelerator"]
+    assert f"加速卡 {acc}" in sources and "单步时间、显存与可靠性模型" in sources and "每项均注明来源" in sources
+    assert "advisor thresholds" not in sources and f"accelerator {acc}" not in sources
+    assert any(s.get("what_zh", "").endswith("价格：" + s["what"].split(": ")[-1]) for s in d["sources"])
+    zh_html = render_report(d, "html", "zh")
+    assert f"加速卡 {acc}" in zh_html and "顾问阈值" in zh_html
+    en_md = render_report(d, "md", "en")
+    assert f"| accelerator {acc} |" in en_md and "(each entry has its own source)" in en_md

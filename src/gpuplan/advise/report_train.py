@@ -67,7 +67,7 @@ def recommend_rule(plans: Sequence[dict[str, Any]], tolerance: float, target_day
        the fastest near-cheapest one;
     4. else the own cluster (no price) that finishes within `target_days` with the fewest device-hours;
     5. else the fastest plan.
-    Without any priced plan, steps 1-3 run on device-hours.
+    Without any priced plan, steps 1-3 run on device-hours; without a target time, step 3 decides.
     """
     if not plans:
         return None
@@ -84,7 +84,7 @@ def recommend_rule(plans: Sequence[dict[str, Any]], tolerance: float, target_day
 
     rule: dict[str, Any] = {"measure": measure, "recommend_cost_tolerance": tolerance, "target_days": target_days,
                             "max_days": max_days}
-    limit = (target_days if target_days is not None else math.inf) * 86400.0
+    limit = (target_days if target_days is not None else -math.inf) * 86400.0  # no target: steps 1-2 skipped
     soon = [p for p in near(pool) if p["time_to_train_s"] <= limit]
     if soon:
         rule["outcome"] = "smallest_within_target"

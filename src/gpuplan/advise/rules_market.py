@@ -11,7 +11,7 @@ from __future__ import annotations
 from gpuplan.advise.facts import PlanFacts
 from gpuplan.advise.findings import Figure, Finding, Provenance, Severity, Thresholds, advise_data, make_finding
 from gpuplan.advise.rules_work import _ds, _est, _th
-from gpuplan.i18n import tr
+from gpuplan.i18n import Duration, tr
 
 __all__ = ["MARKET_RULES", "effective_market", "node_power_kw"]
 
@@ -169,7 +169,7 @@ def growth(f: PlanFacts, th: Thresholds) -> list[Finding]:
         if worst > f.deadline_s:
             figs2 = (_est("grown_days", worst / 86400, "days", "training planner, grown job re-planned"),
                     _ds("deadline_days", f.deadline_s / 86400, "days", "user input"), _th(th, "growth_factor"))
-            out.append(make_finding("growth.deadline", "warn", figs2, used, factor=g.factor, days=worst / 86400,
+            out.append(make_finding("growth.deadline", "warn", figs2, used, factor=g.factor, days=Duration(worst),
                                     deadline=f.deadline_s / 86400))
     return out
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from gpuplan.advise.facts import PlanFacts
 from gpuplan.advise.findings import Finding, Severity, Thresholds, advise_data, make_finding
 from gpuplan.advise.rules_work import _ds, _est, _th
+from gpuplan.i18n import Duration
 from gpuplan.units import GIB
 
 __all__ = ["NET_RULES"]
@@ -30,7 +31,8 @@ def rdma_required(f: PlanFacts, th: Thresholds) -> list[Finding]:
             _est("extra_days", extra_days, "days", _RE), _th(th, "tcp_max_loss"))
     sev: Severity = "critical" if loss > th.value("tcp_max_loss") else "warn"
     return [make_finding("net.rdma_required", sev, figs, ("tcp_max_loss",), nodes=f.nodes, net=f.network.id,
-                         tcp=tcp, rdma=rdma, rdma_net=f.rdma_network or "", loss=loss, extra_days=extra_days)]
+                         tcp=tcp, rdma=rdma, rdma_net=f.rdma_network or "", loss=loss,
+                         extra_days=Duration(extra_days * 86400.0))]
 
 
 def roce_lossless(f: PlanFacts, th: Thresholds) -> list[Finding]:
@@ -96,7 +98,8 @@ def precision(f: PlanFacts, th: Thresholds) -> list[Finding]:
             _est("step_s_fp8", f.step_s_fp8, "s", _RE), _est("step_gain", gain, "fraction", _RE),
             _est("memory_saved", mem_gib, "GiB", _RE), _th(th, "fp8_min_gain"))
     days = (f.time_s or 0.0) * gain / 86400.0
-    out.append(make_finding("precision.fp8", "info", figs, ("fp8_min_gain",), gain=gain, mem_gib=mem_gib, days=days,
+    out.append(make_finding("precision.fp8", "info", figs, ("fp8_min_gain",), gain=gain, mem_gib=mem_gib,
+                            days=Duration(days * 86400.0),
                             framework=framework, acc=f.accelerator.id))
     return out
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from gpuplan.advise.facts import PlanFacts
 from gpuplan.advise.findings import Figure, Finding, Thresholds, make_finding
+from gpuplan.i18n import Duration
 from gpuplan.units import GIB
 
 __all__ = ["WORK_RULES"]
@@ -44,7 +45,7 @@ def stage(f: PlanFacts, th: Thresholds) -> list[Finding]:
     figs = (_est("tokens_per_parameter", ratio, "tokens/parameter"), _est("device_hours", device_hours, "h"),
             _est("days", days, "days"), _ds("parameters", f.params_total, "", "model spec (parameter count)"))
     common = {"model": f.model, "params_b": f.params_total / 1e9, "tokens": f.tokens or 0.0, "ratio": ratio,
-              "devices": f.devices, "acc": f.accelerator.id, "nodes": f.nodes, "days": days,
+              "devices": f.devices, "acc": f.accelerator.id, "nodes": f.nodes, "days": Duration(f.time_s or 0.0),
               "device_hours": device_hours, "method": f.method}
     if f.method != "full" or ratio < th.value("finetune_max_tokens_per_param"):
         fid = "stage.finetune"

@@ -17,7 +17,7 @@ import yaml
 
 from gpuplan.errors import InputError
 
-__all__ = ["LANGS", "Lang", "both", "default_lang", "help_text", "messages", "resolve_lang", "tr"]
+__all__ = ["LANGS", "Duration", "Lang", "both", "default_lang", "help_text", "messages", "resolve_lang", "tr"]
 
 Lang = Literal["en", "zh"]
 LANGS: tuple[Lang, ...] = ("en", "zh")
@@ -50,13 +50,34 @@ def resolve_lang(lang: str | None) -> Lang:
     return "zh" if lang == "zh" else "en"
 
 
+class Duration:
+    """A length of time that reads in the unit that suits it, in each language: minutes below an hour,
+    hours below two days, else days (so a short run never shows as "0.0 days")."""
+
+    __slots__ = ("seconds",)
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = float(seconds)
+
+    def text(self, lang: str) -> str:
+        s = self.seconds
+        if s < 3600:
+            return tr("report.dur.min", lang, v=max(s / 60, 1))
+        if s < 48 * 3600:
+            return tr("report.dur.h", lang, v=s / 3600)
+        return tr("report.dur.d", lang, v=s / 86400)
+
+
 def tr(key: str, lang: str, /, **params: Any) -> str:
-    """The message `key` in `lang`, formatted with `params` (KeyError names a missing key)."""
+    """The message `key` in `lang`, formatted with `params` (KeyError names a missing key); a `Duration`
+    parameter is written in `lang`."""
     try:
         template = messages()[key][lang]
     except KeyError:
         raise KeyError(f"message {key!r} has no {lang!r} text in gpuplan/i18n/data/messages.yaml") from None
-    return template.format(**params) if params else template
+    if not params:
+        return template
+    return template.format(**{k: v.text(lang) if isinstance(v, Duration) else v for k, v in params.items()})
 
 
 def help_text(key: str, /, **params: Any) -> str:

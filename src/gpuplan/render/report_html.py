@@ -239,7 +239,8 @@ def render_html(doc: Mapping[str, Any], lang: str) -> str:
             [[k, f"{fmt(v['value'], 'g')} {v['unit']}", v["source"]] for k, v in doc["thresholds"].items()])]
     out += [_h2("sources", lang), _table(
         [tr(f"report.col.{c}", lang) for c in ("what", "source", "provenance")],
-        [[s["what"], f"{s['source']} {s['as_of']}".strip(), prov(s["kind"], lang)] for s in doc["sources"]])]
+        [[s.get(f"what_{lang}", s["what"]), f"{s.get(f'source_{lang}', s['source'])} {s['as_of']}".strip(),
+          prov(s["kind"], lang)] for s in doc["sources"]])]
     return "".join(out) + "</body></html>\n"
 
 
@@ -328,5 +329,6 @@ def render_infer_html(doc: Mapping[str, Any], lang: str) -> str:
          for c in doc["calibration"]])]
     out += [_h2("sources", lang), _table(
         [tr(f"report.col.{c}", lang) for c in ("what", "source", "provenance")],
-        [[s["what"], f"{s['source']} {s['as_of']}".strip(), prov(s["kind"], lang)] for s in doc["sources"]])]
+        [[s.get(f"what_{lang}", s["what"]), f"{s.get(f'source_{lang}', s['source'])} {s['as_of']}".strip(),
+          prov(s["kind"], lang)] for s in doc["sources"]])]
     return "".join(out) + "</body></html>\n"

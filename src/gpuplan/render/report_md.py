@@ -91,7 +91,8 @@ def render_markdown(doc: Mapping[str, Any], lang: str) -> str:
             [[k, f"{fmt(v['value'], 'g')} {v['unit']}", v["source"]] for k, v in doc["thresholds"].items()])]
     out += [_section("sources", lang), md_table(
         [tr(f"report.col.{c}", lang) for c in ("what", "source", "provenance")],
-        [[s["what"], f"{s['source']} {s['as_of']}".strip(), prov(s["kind"], lang)] for s in doc["sources"]])]
+        [[s.get(f"what_{lang}", s["what"]), f"{s.get(f'source_{lang}', s['source'])} {s['as_of']}".strip(),
+          prov(s["kind"], lang)] for s in doc["sources"]])]
     return "\n".join(out) + "\n"
 
 
@@ -192,5 +193,6 @@ def _infer(doc: Mapping[str, Any], lang: str) -> str:
          for c in doc["calibration"]])]
     out += [_section("sources", lang), md_table(
         [tr(f"report.col.{c}", lang) for c in ("what", "source", "provenance")],
-        [[s["what"], f"{s['source']} {s['as_of']}".strip(), prov(s["kind"], lang)] for s in doc["sources"]])]
+        [[s.get(f"what_{lang}", s["what"]), f"{s.get(f'source_{lang}', s['source'])} {s['as_of']}".strip(),
+          prov(s["kind"], lang)] for s in doc["sources"]])]
     return "\n".join(out) + "\n"

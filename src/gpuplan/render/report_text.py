@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gpuplan.i18n import tr
+from gpuplan.i18n import Duration, tr
 
 __all__ = ["INFER_COLS", "bottleneck_text", "finding_rows", "fmt", "growth_line", "infer_job_lines",
            "infer_memory_rows", "infer_rows", "infer_rule_line", "job_lines", "plan_rows", "prov", "rel_line",
@@ -159,13 +159,7 @@ def rule_line(rec: Mapping[str, Any], lang: str) -> str:
 
 def duration_text(seconds: float | None, lang: str) -> str:
     """A time to train in the unit that reads best: minutes below an hour, hours below two days, else days."""
-    if seconds is None:
-        return "-"
-    if seconds < 3600:
-        return tr("report.dur.min", lang, v=max(seconds / 60, 1))
-    if seconds < 48 * 3600:
-        return tr("report.dur.h", lang, v=seconds / 3600)
-    return tr("report.dur.d", lang, v=seconds / 86400)
+    return "-" if seconds is None else Duration(seconds).text(lang)
 
 
 def offer_text(plan: Mapping[str, Any], lang: str) -> str:
