@@ -1,13 +1,50 @@
-"""The sources section of a report: where each input of a plan came from, with its provenance kind."""
+"""The sources section of a report: where each input of a plan came from, with its provenance kind.
+
+Each entry has `what` and `source` in English and, where a translation exists, `what_zh` /
+`source_zh` (labels from the message catalog); a report in Chinese shows those.
+Catalog sources (vendor documents, price pages) are cited as published, untranslated.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping
 
 from gpuplan.advise.facts import PlanFacts
 from gpuplan.hardware import Catalog
+from gpuplan.i18n import LANGS, both, tr
 
 __all__ = ["plan_sources"]
+
+# estimating-model labels the report builders pass -> their message keys
+_MODEL_KEYS = {
+    "step-time, memory and reliability model": "report.src.model_train",
+    "per-step cost model and discrete-event simulation": "report.src.model_infer",
+}
+_PRICE_KIND = re.compile(r"^price (\w+): (.+)$")
+_KIND_KEYS = {"on_demand": "report.src.kind.on_demand", "spot": "report.src.kind.spot",
+              "monthly": "report.src.kind.monthly"}
+
+
+def _entry(what: Mapping[str, str] | str, source: Mapping[str, str] | str, as_of: str, kind: str) -> dict[str, str]:
+    out = {"what": what if isinstance(what, str) else what["en"],
+           "source": source if isinstance(source, str) else source["en"], "as_of": as_of, "kind": kind}
+    if not isinstance(what, str) and what["zh"] != what["en"]:
+        out["what_zh"] = what["zh"]
+    if not isinstance(source, str) and source["zh"] != source["en"]:
+        out["source_zh"] = source["zh"]
+    return out
+
+
+def _price_label(what: str, inst_id: str) -> Mapping[str, str] | str:
+    """'price on_demand: X' (training) or 'price X' (serving) in every language; other labels as given."""
+    m = _PRICE_KIND.match(what)
+    if m and m.group(2) == inst_id and m.group(1) in _KIND_KEYS:
+        key = _KIND_KEYS[m.group(1)]
+        return {lang: tr("report.src.price_kind", lang, kind=tr(key, lang), id=inst_id) for lang in LANGS}
+    if what == f"price {inst_id}":
+        return both("report.src.price", id=inst_id)
+    return what
 
 
 def plan_sources(facts: PlanFacts, catalog: Catalog, *, prices: Iterable[tuple[str, str]],
@@ -15,16 +52,15 @@ def plan_sources(facts: PlanFacts, catalog: Catalog, *, prices: Iterable[tuple[s
     """Accelerator, network and server datasheets, each price used (`(what, instance id)`), the
     estimating model (`(what, where it is documented)`) and the advisor's data files."""
     acc = facts.accelerator
-    out = [{"what": f"accelerator {acc.id}", "source": acc.source, "as_of": str(acc.as_of), "kind": "datasheet"}]
+    out = [_entry(both("report.src.accelerator", id=acc.id), acc.source, str(acc.as_of), "datasheet")]
     for label, rec in (("network", facts.network), ("server", facts.server)):
         if rec is not None:
-            out.append({"what": f"{label} {rec.id}", "source": rec.source, "as_of": str(rec.as_of),
-                        "kind": "datasheet"})
+            out.append(_entry(both(f"report.src.{label}", id=rec.id), rec.source, str(rec.as_of), "datasheet"))
     for what, inst_id in dict.fromkeys(prices):
         inst = catalog.instances[inst_id]
-        out.append({"what": what, "source": inst.source, "as_of": str(inst.as_of), "kind": "datasheet"})
-    out.append({"what": model[0], "source": model[1], "as_of": "", "kind": "estimated"})
-    out.append({"what": "advisor thresholds, ecosystem, compliance, TCO inputs",
-                "source": "src/gpuplan/advise/data/*.yaml (each entry has its own source)", "as_of": "",
-                "kind": "data"})
+        out.append(_entry(_price_label(what, inst_id), inst.source, str(inst.as_of), "datasheet"))
+    key = _MODEL_KEYS.get(model[0])
+    out.append(_entry(both(key) if key else model[0], model[1], "", "estimated"))
+    out.append(_entry(both("report.src.advisor_data"), both("report.src.advisor_data_source"), "", "data"))
     return out
+
