@@ -161,3 +161,15 @@ def test_short_plans_print_hours_not_zero_days() -> None:
     res = runner.invoke(app, ["plan", "train", "-m", "llama3-8b", "--tokens", "1e8", "--max-devices", "8"])
     assert res.exit_code == 0 and res.exception is None, res.output
     assert "0.0 days" not in res.stdout and "0.0 天" not in res.stdout
+
+
+def test_estimate_train_uses_the_usable_memory_rule_and_rejects_bad_numbers() -> None:
+    res = runner.invoke(app, ["estimate", "train", "-m", "llama3-8b", "--accelerator", "rtx4090-24gb",
+                              "--num-accels", "1", "--tokens", "1e9"])
+    assert res.exit_code == 2 and "usable (95% of 24)" in res.output
+    for flag, value in (("--seq-len", "0"), ("--tokens", "nan"), ("--global-batch", "0"), ("--nics-per-node", "0"),
+                        ("--gpus-per-node", "0"), ("--tokens", "inf")):
+        res = runner.invoke(app, ["estimate", "train", "-m", "llama3-8b", "--accelerator", "h100-sxm5-80gb",
+                                  "--num-accels", "8", flag, value])
+        assert res.exit_code == 2, (flag, value, res.output)
+        assert flag.removeprefix("--") in res.output

@@ -188,7 +188,7 @@ def _facts_for(plan: dict[str, Any], spec: ModelSpec, job: TrainingJob, catalog:
 
 def choose(plans: Sequence[dict[str, Any]], spec: ModelSpec, job: TrainingJob, catalog: Catalog, cal: Calibration,
            th: Thresholds, cons: PlanConstraints, tokens: float, requirements: Requirements | None,
-           ) -> tuple[dict[str, Any] | None, dict[str, Any], PlanFacts | None, list[Any]]:
+           ) -> tuple[dict[str, Any] | None, dict[str, Any], PlanFacts | None, Sequence[Any]]:
     """(recommended plan, rule as applied, its facts, its findings): the rule of `recommend_rule`, skipping
     accelerators whose plan draws a blocking finding (export control, residency, compliance)."""
     tol = th.value("recommend_cost_tolerance")

@@ -15,10 +15,12 @@ from gpuplan.advise.findings import load_thresholds
 from gpuplan.advise.report_train import training_report
 from gpuplan.bench.calibrate import load_user_calibration
 from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_report, save_report_quiet
-from gpuplan.cli.common import console, fail, print_json
-from gpuplan.cli.train_options import plan_constraints
+from gpuplan.cli.common import console, fail, note, print_json, warn
+from gpuplan.cli.train_options import plan_constraints, positive
 from gpuplan.errors import GpuplanError, InputError
+from gpuplan.estimate.memory_fit import fit_text
 from gpuplan.hardware import Catalog, load_catalog
+from gpuplan.hardware.query import alias_note
 from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.report_text import bottleneck_text, duration_text, offer_text, rule_line
 from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices
@@ -26,6 +28,7 @@ from gpuplan.search.train_eval import cluster_hardware, default_network
 from gpuplan.search.train_planner import best_layout, plan_figures
 from gpuplan.search.train_search import PlanConstraints, bottleneck, plan_training
 from gpuplan.units import GIB
+from gpuplan.workload.context import seq_len_warning
 from gpuplan.workload.jobs import TrainingJob, default_global_batch
 from gpuplan.workload.params import count_params
 from gpuplan.workload.presets import load_model
@@ -88,6 +91,13 @@ def estimate_train(
         spec = load_model(model)
         cat = _catalog(catalog_dir)
         acc = cat.accelerator(accelerator)
+        note(alias_note(cat, accelerator, language))
+        warn(seq_len_warning(spec, seq_len, language))
+        for name, value, integer in (("num-accels", num_accels, True), ("gpus-per-node", gpus_per_node, True),
+                                     ("nics-per-node", nics_per_node, False), ("seq-len", seq_len, True),
+                                     ("global-batch", global_batch, True), ("micro-batch", micro_batch, True),
+                                     ("tokens", tokens, False)):
+            positive(name, value, integer=integer)
         gpn = gpus_per_node or min(8, num_accels)
         if num_accels <= 0:
             raise InputError(field="num-accels", value=num_accels, allowed="a positive integer")
@@ -116,11 +126,11 @@ def estimate_train(
                              hint="leave a degree out to let gpuplan choose it")
         if best is None:
             least = int(np.argmin(ev.memory_bytes))
-            need = ev.memory_bytes[least] / GIB
-            raise InputError(field="memory", value=f"{need:.1f} GiB per device at best",
-                             allowed=f"at most {acc.memory_gib} GiB on {acc.id}",
-                             hint=f"nearest feasible: more devices, --recompute full, or a larger-memory part "
-                                  f"(layout needing least: {c.row(least)})")
+            raise InputError(field="memory", value=fit_text(float(ev.memory_bytes[least]),
+                                                            float(acc.memory_gib or 0) * GIB, language, cal)
+                             + f" per {acc.id} at best", allowed="a layout within the usable memory",
+                             hint=f"nearest feasible: more devices, --recompute full, --method qlora, or a "
+                                  f"larger-memory part (layout needing least: {c.row(least)})")
         fig = plan_figures(spec, job, hw, c, ev, best, catalog=cat, tokens=tokens, calibration=cal)
     except (GpuplanError, ValidationError) as exc:
         fail(exc, lang)
@@ -224,6 +234,9 @@ def plan_train(
             raise InputError(field="tokens", value=tokens, allowed="a finite number > 0", hint="e.g. --tokens 1e12")
         spec = load_model(model)
         cat = _catalog(catalog_dir)
+        positive("seq-len", seq_len, integer=True)
+        positive("global-batch", global_batch, integer=True)
+        warn(seq_len_warning(spec, seq_len, language))
         gb = global_batch or default_global_batch(seq_len)
         job = _job(method, seq_len, gb, precision,
                    kernels=kernels or FRAMEWORK_KERNELS.get(framework or "", "auto"), data_loading=data_loading)

@@ -56,7 +56,8 @@ class HardwareOption:
 def _usual_server(catalog: Catalog, acc: str) -> Server | None:
     servers = sorted((sv for sv in catalog.servers.values() if sv.accelerator == acc), key=lambda sv: sv.id)
     with_net = [sv for sv in servers if sv.network]
-    return (with_net or servers or [None])[0]
+    pick = with_net or servers
+    return pick[0] if pick else None
 
 
 def usual_fabric(catalog: Catalog, acc: str) -> tuple[str, str]:
