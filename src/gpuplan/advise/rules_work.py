@@ -14,7 +14,7 @@ from __future__ import annotations
 from gpuplan.advise.facts import PlanFacts
 from gpuplan.advise.findings import Figure, Finding, Thresholds, make_finding
 from gpuplan.i18n import Duration
-from gpuplan.units import GIB
+from gpuplan.units import GIB, sig
 
 __all__ = ["WORK_RULES"]
 
@@ -68,7 +68,7 @@ def _serve_stage(f: PlanFacts) -> list[Finding]:
             _est("utilization", sv["utilization"], "fraction", src))
     return [make_finding("stage.serve", "info", figs, (), model=f.model, qps=sv["qps"], tokens_s=f.tokens_per_s,
                          devices=f.devices, replicas=sv["replicas"], acc=f.accelerator.id, weights=f.precision,
-                         usd_h=sv["usd_per_hour"], usd_m=sv["usd_per_million_tokens"], util=sv["utilization"])]
+                         usd_h=sv["usd_per_hour"], usd_m=sig(sv["usd_per_million_tokens"]), util=sv["utilization"])]
 
 
 def host_cpu(f: PlanFacts, th: Thresholds) -> list[Finding]:

@@ -11,6 +11,7 @@ from gpuplan.render.report_text import (
     duration_text,
     finding_rows,
     fmt,
+    fmt_sig,
     growth_line,
     infer_job_lines,
     infer_memory_rows,
@@ -136,7 +137,7 @@ def compare_infer_rows(doc: Mapping[str, Any], lang: str) -> tuple[list[str], li
         crit = sum(f["severity"] == "critical" for f in o["findings"])
         warn = sum(f["severity"] == "warn" for f in o["findings"])
         rows.append([o["accelerator"], str(p["devices"]), p["weights"], fmt(p["usd_per_hour"], ",.2f"),
-                     fmt(p["usd_per_million_tokens"], ",.3f"), fmt(p["ttft_p99_s"], ".3f"),
+                     fmt_sig(p["usd_per_million_tokens"]), fmt(p["ttft_p99_s"], ".3f"),
                      fmt(p["tpot_p99_s"] * 1e3, ".1f"), fmt(p["utilization"], ".0%"), risk, f"{crit}/{warn}",
                      prov("estimated", lang)])
     return head, rows

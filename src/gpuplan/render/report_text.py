@@ -6,8 +6,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpuplan.i18n import Duration, tr
+from gpuplan.units import sig
 
-__all__ = ["INFER_COLS", "bottleneck_text", "finding_rows", "fmt", "growth_line", "infer_job_lines",
+__all__ = ["INFER_COLS", "bottleneck_text", "finding_rows", "fmt", "fmt_sig", "growth_line", "infer_job_lines",
            "infer_memory_rows", "infer_rows", "infer_rule_line", "job_lines", "plan_rows", "prov", "rel_line",
            "rule_line", "tco_lines", "tco_rows", "duration_text", "offer_text"]
 
@@ -18,6 +19,11 @@ def fmt(value: Any, spec: str = ",.1f") -> str:
     if isinstance(value, float | int) and not isinstance(value, bool):
         return format(value, spec)
     return str(value)
+
+
+def fmt_sig(value: float | None, digits: int = 3) -> str:
+    """A small price with enough significant figures (0.00825, 0.432), "-" when unknown."""
+    return "-" if value is None else sig(value, digits)
 
 
 def prov(kind: str, lang: str) -> str:
@@ -120,7 +126,7 @@ INFER_COLS = ("accelerator", "devices", "replicas", "layout", "weights", "usd_h"
 def infer_rows(plans: list[Mapping[str, Any]], lang: str) -> tuple[list[str], list[list[str]]]:
     head = [tr(f"report.col.{c}", lang) for c in INFER_COLS]
     rows = [[p["accelerator"], str(p["devices"]), str(p["replicas"]), p["layout"], p["weights"],
-             fmt(p["usd_per_hour"], ",.2f"), fmt(p["usd_per_million_tokens"], ",.3f"), fmt(p["ttft_p99_s"], ".3f"),
+             fmt(p["usd_per_hour"], ",.2f"), fmt_sig(p["usd_per_million_tokens"]), fmt(p["ttft_p99_s"], ".3f"),
              fmt(p["tpot_p99_s"] * 1e3, ".1f"), fmt(p["utilization"], ".0%"),
              tr(f"report.tenancy.{p['tenancy']}", lang) if p["tenancy"] in ("dedicated", "shared") else p["tenancy"],
              prov("estimated", lang)] for p in plans]
