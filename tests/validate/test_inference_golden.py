@@ -43,7 +43,8 @@ def test_inference_rows_meet_the_issue_target() -> None:
     assert len(dev) >= 60
     assert _median(dev) <= 0.08
     assert _p90(dev) <= 0.30
-    assert len(report.skipped) <= 10
+    dev_skipped = [i for i, _ in report.skipped if not i.startswith("G2")]
+    assert len(dev_skipped) <= 10, dev_skipped
     assert all(reason for _, reason in report.skipped)
 
 
@@ -54,5 +55,6 @@ def test_rows_never_tuned_on_do_not_regress() -> None:
     report = validate_file(CASES)
     _, new = _split(report)
     assert len(new) >= 15
+    assert len([i for i, _ in report.skipped if i.startswith("G2")]) <= 12
     assert _median(new) <= 0.70
     assert _p90(new) <= 1.35
