@@ -186,7 +186,7 @@ def _print_estimate(model: str, acc: str, fig: dict[str, Any], lang: str = "en")
 
 def ranked_rows(plans: list[dict[str, Any]], top: int) -> list[dict[str, Any]]:
     """The best plan of each accelerator first (in rank order), then the rest by rank, `top` in all
-    (never fewer than one per accelerator)."""
+    (never fewer than one per accelerator); the table puts the recommended plan above them."""
     best: dict[str, dict[str, Any]] = {}
     for p in plans:
         best.setdefault(p["accelerator"], p)
@@ -287,9 +287,19 @@ def _print_plans(model: str, tokens: float, res: Any, doc: dict[str, Any], cons:
     for col in ("accelerator", "devices", "layout", "time", "cost", "mfu", "bottleneck"):
         t.add_column(tr(f"report.col.{col}", language))
     blocked = doc.get("not_recommended") or {}
-    for p in ranked_rows(res.plans, top):
+    rec = doc["recommendation"]
+
+    def is_rec(p: dict[str, Any]) -> bool:
+        return rec is not None and (p["accelerator"], p["devices"], (p.get("hardware_option") or {}).get("offer")) == (
+            rec["accelerator"], rec["devices"], rec.get("offer"))
+
+    rows = ranked_rows(res.plans, top)
+    picked = [p for p in res.plans if is_rec(p)][:1]
+    for p in picked + [p for p in rows if not is_rec(p)]:
         lay = p["layout"]
         where = offer_text(p, language)
+        if is_rec(p):
+            where += "; " + tr("cli.plan.recommended_mark", language)
         if p["accelerator"] in blocked:
             where += "; " + tr("report.not_recommended", language, finding=blocked[p["accelerator"]])
         t.add_row(f"{p['accelerator']}\n({where})", str(p["devices"]),
@@ -306,7 +316,6 @@ def _print_plans(model: str, tokens: float, res: Any, doc: dict[str, Any], cons:
                    duration_text(p["time_to_train_s"], language), f"{p['cost_usd']:,.0f}")
     console.print(pt)
     console.print(tr("cli.plan.layouts", language, why=cons.layout_reason), highlight=False)
-    rec = doc["recommendation"]
     if rec is not None:
         console.print(tr("cli.plan.recommended_on", language, devices=rec["devices"], acc=rec["accelerator"],
                          offer=offer_text(rec, language), time=duration_text(rec["time_s"], language),
