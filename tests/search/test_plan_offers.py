@@ -180,3 +180,13 @@ def test_tcp_plans_are_slower_than_infiniband_at_the_same_size() -> None:
         assert tcp[n] > ib[n] * 1.1, (n, tcp[n], ib[n])
     assert math.isclose(tcp[8], ib[8], rel_tol=1e-9)  # one node: the fabric does not matter
     assert default_thresholds().value("recommend_target_days") == 30
+
+
+def test_the_910b3_rental_without_rdma_is_planned_on_tcp_not_roce() -> None:
+    opts = hardware_options(CAT, CAT.accelerator("ascend-910b3"), CAL, market="cn")
+    rentals = [o for o in opts if o.offer and CAT.instance(o.offer).rdma_network is None]
+    assert rentals
+    for o in rentals:
+        assert o.network is not None and CAT.network(o.network).kind == "tcp"
+        assert o.max_devices is not None and o.max_devices <= 64
+        assert "TCP" in o.network_basis
