@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -32,8 +32,8 @@ from gpuplan.hardware import Catalog, Server
 from gpuplan.hardware.schema_base import convert
 
 __all__ = ["BuyCase", "CostLine", "TcoInputs", "TcoResult", "break_even_utilization", "buy_wins_year",
-           "cumulative_costs", "fleet_break_even", "own_cost_per_year", "payback_years", "rent_per_year", "tco",
-           "tco_inputs", "year_marks", "yearly_device_price"]
+           "cumulative_costs", "fleet_break_even", "inputs_with_overrides", "own_cost_per_year", "payback_years",
+           "rent_per_year", "tco", "tco_inputs", "year_marks", "yearly_device_price"]
 
 HOURS_PER_YEAR = 8760.0
 HOURS_PER_MONTH = 730.0
@@ -63,11 +63,22 @@ def tco_inputs(market: str | None = None, pue: float = 1.3, overrides: Mapping[s
     data.pop("electricity_usd_per_kwh_cn", None)
     data.pop("electricity_usd_per_kwh_global", None)
     values: dict[str, Any] = {**data, "electricity_usd_per_kwh": tariff, "pue": pue}
+    return inputs_with_overrides(TcoInputs, values, overrides, "TCO input")
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def inputs_with_overrides(model: type[M], values: dict[str, Any], overrides: Mapping[str, float] | None,
+                          label: str) -> M:
+    """`model` built from `values` with the user's `overrides` (name -> value) applied and listed in
+    `overridden`; an unknown name gets the close matches (pydantic checks the ranges)."""
+    names = [k for k in model.model_fields if k != "overridden"]
     for name, value in (overrides or {}).items():
-        if name not in TcoInputs.model_fields or name == "overridden":
-            raise unknown_name("TCO input", name, [k for k in TcoInputs.model_fields if k != "overridden"])
+        if name not in names:
+            raise unknown_name(label, name, names)
         values[name] = value
-    return TcoInputs(**values, overridden=tuple(sorted(overrides or {})))
+    return model(**values, overridden=tuple(sorted(overrides or {})))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -33,6 +33,7 @@ from gpuplan.advise.tco import (
     buy_wins_year,
     cumulative_costs,
     fleet_break_even,
+    inputs_with_overrides,
     payback_years,
     rent_per_year,
     tco_inputs,
@@ -108,11 +109,7 @@ def split_overrides(overrides: Mapping[str, float] | None) -> tuple[dict[str, fl
 def fleet_inputs(market: str | None = None, overrides: Mapping[str, float] | None = None) -> FleetInputs:
     """Fleet inputs for a market, with user overrides by name (pydantic checks the ranges)."""
     values: dict[str, Any] = {k: v["value"] for k, v in _fleet_data(market).items()}
-    for name, value in (overrides or {}).items():
-        if name not in FleetInputs.model_fields or name == "overridden":
-            raise unknown_name("tco", name, [k for k in FleetInputs.model_fields if k != "overridden"])
-        values[name] = value
-    return FleetInputs(**values, overridden=tuple(sorted(overrides or {})))
+    return inputs_with_overrides(FleetInputs, values, overrides, "tco")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
