@@ -320,6 +320,10 @@ def _print_plans(model: str, tokens: float, res: Any, doc: dict[str, Any], cons:
         console.print(tr("cli.plan.recommended_on", language, devices=rec["devices"], acc=rec["accelerator"],
                          offer=offer_text(rec, language), time=duration_text(rec["time_s"], language),
                          cost=f"{rec['cost_usd']:,.0f}" if rec["cost_usd"] else "-"), highlight=False)
+        opt = rec.get("hardware_option") or {}
+        if opt:
+            console.print(tr("cli.plan.option_basis", language, network=opt["network_basis"],
+                             capacity=opt["capacity_basis"], price=opt["price_basis"]), highlight=False)
         console.print(rule_line(rec, language), highlight=False)
     else:
         console.print(rule_line({"rule": doc["rule"]}, language), highlight=False)
