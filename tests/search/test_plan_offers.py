@@ -190,3 +190,16 @@ def test_the_910b3_rental_without_rdma_is_planned_on_tcp_not_roce() -> None:
         assert o.network is not None and CAT.network(o.network).kind == "tcp"
         assert o.max_devices is not None and o.max_devices <= 64
         assert "TCP" in o.network_basis
+
+
+def test_an_offer_bills_whole_instances() -> None:
+    """One device of an 8-card server rental pays for the server (regression: billed per device)."""
+    spec = get_preset("qwen2.5-7b").spec
+    res = plan_training(spec, _job(64, "lora"), CAT, PlanConstraints(accelerators=("ascend-910b3",), max_devices=8,
+                                                                     market="cn"), tokens=2e9)
+    by_size = {p["devices"]: p for p in res.plans if p["hardware_option"]["offer"] == "cn-rental-8x-910b3"}
+    assert 1 in by_size and 8 in by_size
+    one, eight = by_size[1], by_size[8]
+    assert one["billed_devices"] == 8 and eight["billed_devices"] == 8
+    # the same server for longer costs more: the full server is the cheaper way to rent it
+    assert one["cost_usd"] >= eight["cost_usd"]

@@ -212,7 +212,10 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
                     figs[n] = plan_figures(spec, job, hw, c, ev, best, catalog=catalog, tokens=tokens,
                                            calibration=cal, price=opt.price)
                 fig = dict(figs[n])
-                fig["cost"] = cost_figures(opt.price, n, fig["time_to_train_s"], fig["reliability"])
+                # an offer bills whole instances: 2 devices of an 8-GPU server rental pay for 8
+                billed = -(-n // hw.gpus_per_node) * hw.gpus_per_node if opt.kind == "offer" else n
+                fig["billed_devices"] = billed
+                fig["cost"] = cost_figures(opt.price, billed, fig["time_to_train_s"], fig["reliability"])
                 fig["device_hours"] = n * fig["time_to_train_s"] / 3600.0
                 days = fig["time_to_train_s"] / 86400.0
                 cost = fig["cost"].get("usd_on_demand") or fig["cost"].get("usd_monthly_commitment")
