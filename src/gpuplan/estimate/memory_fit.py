@@ -9,7 +9,9 @@ change (QLoRA, full recomputation, more ZeRO sharding) that makes a training job
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 
 from pydantic import ValidationError
 
@@ -99,6 +101,26 @@ class MemoryFix:
         return tr("memfit.fix_none", lang, flags=self.flags, gib=self.needed_bytes / GIB)
 
 
+def _train_bytes(spec: ModelSpec, job: TrainingJob, layout: Layout, calibration: Calibration | None) -> float:
+    return float(estimate_training_memory(spec, job, layout, calibration=calibration).total_bytes)
+
+
+def _infer_bytes(spec: ModelSpec, job: InferenceJob, layout: Layout, calibration: Calibration | None) -> float:
+    return float(estimate_inference_memory(spec, job, layout, calibration=calibration).total_bytes)
+
+
+def _first_fit(tries: Iterable[tuple[str, Callable[[], float]]], limit: float) -> MemoryFix | None:
+    """The first (flags, memory estimate) whose estimate fits `limit`; an estimate that fails is skipped."""
+    for flags, estimate in tries:
+        try:
+            need = estimate()
+        except (GpuplanError, ValidationError):
+            continue
+        if need <= limit:
+            return MemoryFix(flags=flags, needed_bytes=need, fits=True)
+    return None
+
+
 def _changes(job: TrainingJob, layout: Layout) -> list[tuple[str, TrainingJob, Layout]]:
     out: list[tuple[str, TrainingJob, Layout]] = []
     if job.method != "qlora":
@@ -119,13 +141,10 @@ def nearest_train_fix(spec: ModelSpec, job: TrainingJob, layout: Layout, device_
     None when there is nothing to change."""
     limit = usable_bytes(device_bytes, calibration)
     changes = _changes(job, layout)
-    for flags, j, lay in changes:
-        try:
-            need = estimate_training_memory(spec, j, lay, calibration=calibration).total_bytes
-        except (GpuplanError, ValidationError):
-            continue
-        if need <= limit:
-            return MemoryFix(flags=flags, needed_bytes=need, fits=True)
+    found = _first_fit(((flags, partial(_train_bytes, spec, j, lay, calibration)) for flags, j, lay in changes),
+                       limit)
+    if found is not None:
+        return found
     if not changes:
         return None
     flags = " ".join(dict.fromkeys(f for f, _, _ in changes if not f.startswith("--zero")))
@@ -151,13 +170,9 @@ def nearest_infer_fix(spec: ModelSpec, job: InferenceJob, layout: Layout, device
             tries.append((f"--weights {w}", job.model_copy(update={"weights": w})))
     if job.kv_cache_dtype not in ("fp8", "int8"):
         tries.append(("--kv-dtype fp8", job.model_copy(update={"kv_dtype": "fp8"})))
-    for flags, j in tries:
-        try:
-            need = estimate_inference_memory(spec, j, layout, calibration=calibration).total_bytes
-        except (GpuplanError, ValidationError):
-            continue
-        if need <= limit:
-            return MemoryFix(flags=flags, needed_bytes=need, fits=True)
+    found = _first_fit(((flags, partial(_infer_bytes, spec, j, layout, calibration)) for flags, j in tries), limit)
+    if found is not None:
+        return found
     lo, hi = 1, job.batch - 1  # the largest smaller batch that fits (memory grows with the batch)
     best: tuple[int, float] | None = None
     while lo <= hi:
