@@ -21,8 +21,7 @@ from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.hardware import Catalog, Server
 from gpuplan.search.candidates import LayoutChoices, family_choices
-from gpuplan.search.offers import usual_fabric
-from gpuplan.search.train_eval import ClusterHardware, cluster_hardware, default_network
+from gpuplan.search.train_eval import ClusterHardware, cluster_hardware, usual_network
 from gpuplan.search.train_planner import best_layout, plan_figures
 from gpuplan.units import GIB
 from gpuplan.workload.jobs import TrainingJob
@@ -87,7 +86,7 @@ def evaluate_fixed(spec: ModelSpec, job: TrainingJob, catalog: Catalog, accelera
     cal = calibration or default_calibration()
     acc = catalog.accelerator(accelerator)
     gpn = gpus_per_node or min(8, devices)
-    net = network or (default_network(acc.id) if devices > gpn else None)
+    net = network or (usual_network(catalog, acc.id)[0] if devices > gpn else None)
     hw = cluster_hardware(catalog, acc.id, net, gpus_per_node=gpn, nics_per_node=nics_per_node)
     c, ev, best, _ = best_layout(spec, job, hw, LayoutChoices(devices=[devices], max_tp=gpn), calibration=cal)
     if best is None:
@@ -114,7 +113,7 @@ def _growth(spec: ModelSpec, job: TrainingJob, catalog: Catalog, hw: ClusterHard
         size = n * k
         try:
             out = evaluate_fixed(grown, job, catalog, hw.accelerator.id, size, tokens=tokens,
-                                 network=net or (default_network(hw.accelerator.id) if size > hw.gpus_per_node
+                                 network=net or (usual_network(catalog, hw.accelerator.id)[0] if size > hw.gpus_per_node
                                                  else None),
                                  gpus_per_node=hw.gpus_per_node, calibration=cal)
         except GpuplanError:
@@ -147,7 +146,7 @@ def training_facts(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, fig: 
     pipe = fig["data_pipeline"]
     variants: dict[str, Any] = {}
     if n > gpn and hw.network is not None:
-        rdma_id = hw.network.id if hw.network.rdma else usual_fabric(catalog, hw.accelerator.id)[0]
+        rdma_id = hw.network.id if hw.network.rdma else usual_network(catalog, hw.accelerator.id)[0]
         tcp_id = hw.network.id if not hw.network.rdma else TCP_REFERENCE
         for key, net_id in (("rdma", rdma_id), ("tcp", tcp_id)):
             if net_id == hw.network.id:

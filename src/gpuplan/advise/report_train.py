@@ -32,8 +32,7 @@ from gpuplan.advise.sources import plan_sources
 from gpuplan.advise.tco import tco, tco_inputs
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.hardware import Catalog
-from gpuplan.search.offers import usual_fabric
-from gpuplan.search.train_eval import ClusterHardware, cluster_hardware
+from gpuplan.search.train_eval import ClusterHardware, cluster_hardware, usual_network
 from gpuplan.search.train_search import PlanConstraints, PlanResult, plan_training
 from gpuplan.units import GIB
 from gpuplan.workload.jobs import TrainingJob
@@ -172,7 +171,7 @@ def plan_hardware(plan: Mapping[str, Any], catalog: Catalog) -> ClusterHardware:
     """The cluster a plan ran on: its hardware option's node shape and fabric (no fabric within one node)."""
     opt = plan.get("hardware_option") or {}
     gpn = int(plan["layout"]["gpus_per_node"])
-    net = opt.get("network") if "network" in opt else usual_fabric(catalog, plan["accelerator"])[0]
+    net = opt.get("network") if "network" in opt else usual_network(catalog, plan["accelerator"])[0]
     if plan["devices"] <= gpn:
         net = None
     return cluster_hardware(catalog, plan["accelerator"], net, gpus_per_node=gpn,

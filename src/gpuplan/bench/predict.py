@@ -191,9 +191,9 @@ def predictor_for(catalog_id: str | None, backend_kind: str, device_name: str,
         acc = cat.accelerator(guess)
         note = f"matched from the device name {device_name!r}"
     from gpuplan.bench.calibrate import load_user_calibration
-    from gpuplan.search.train_eval import default_network
+    from gpuplan.search.train_eval import usual_network
 
-    net_id = default_network(acc.id)
+    net_id, _ = usual_network(cat, acc.id)
     network = cat.network(net_id) if net_id in cat.networks else None
     # the terms later estimates use, measured ones (gpuplan calibrate) included
     return Predictor(acc, network=network, calibration=load_user_calibration()), acc.id, note

@@ -24,7 +24,7 @@ from gpuplan.hardware.query import alias_note
 from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.report_text import bottleneck_text, duration_text, offer_text, rule_line
 from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices
-from gpuplan.search.train_eval import cluster_hardware, default_network
+from gpuplan.search.train_eval import cluster_hardware, usual_network
 from gpuplan.search.train_planner import best_layout, plan_figures
 from gpuplan.search.train_search import PlanConstraints, bottleneck, plan_training
 from gpuplan.units import GIB
@@ -110,7 +110,7 @@ def estimate_train(
         if tp is not None and tp > gpn:
             raise InputError(field="tp", value=tp, allowed=f"at most {gpn} (devices per node)",
                              hint="tensor parallelism across the network is far slower; use pp or dp instead")
-        net = network or (default_network(acc.id) if num_accels > gpn else None)
+        net = network or (usual_network(cat, acc.id)[0] if num_accels > gpn else None)
         hw = cluster_hardware(cat, acc.id, net, gpus_per_node=gpn, nics_per_node=nics_per_node)
         choices = LayoutChoices(
             devices=[num_accels], tp=_pin(tp, [t for t in (1, 2, 4, 8) if t <= gpn]),

@@ -21,10 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuplan.estimate.calibration import Calibration
-from gpuplan.hardware import Accelerator, Catalog, Instance, Server
+from gpuplan.hardware import Accelerator, Catalog, Instance, Network, Server
 from gpuplan.search.pricing import DevicePrice, device_price, instance_price
+from gpuplan.search.train_eval import usual_network, usual_server
 
-__all__ = ["HardwareOption", "hardware_options", "tcp_network_for", "usual_fabric"]
+__all__ = ["HardwareOption", "hardware_options", "tcp_network_for"]
 
 NO_PRICE = DevicePrice(on_demand=None, spot=None, monthly=None, on_demand_instance=None, spot_instance=None,
                        monthly_instance=None)
@@ -53,21 +54,12 @@ class HardwareOption:
                 "price_basis": self.price_basis}
 
 
-def _usual_server(catalog: Catalog, acc: str) -> Server | None:
-    servers = sorted((sv for sv in catalog.servers.values() if sv.accelerator == acc), key=lambda sv: sv.id)
-    with_net = [sv for sv in servers if sv.network]
-    pick = with_net or servers
-    return pick[0] if pick else None
-
-
-def usual_fabric(catalog: Catalog, acc: str) -> tuple[str, str]:
-    """(network id, why) of an own cluster of `acc`: its catalog server's fabric, else the part's usual one."""
-    from gpuplan.search.train_eval import default_network  # the fallback rule lives with the step model
-
-    sv = _usual_server(catalog, acc)
-    if sv is not None and sv.network:
-        return sv.network, f"fabric of catalog server {sv.id}"
-    return default_network(acc), "the part's usual fabric (no catalog server states one)"
+def _server_nics(sv: Server | None, net: Network, gpn: int) -> tuple[float, str]:
+    """(NICs of `net`'s line rate per node, why): the server's compute NICs, else one per device."""
+    total = sv.compute_gbit_per_s if sv is not None else 0.0
+    if total:
+        return total / net.nic_gbit_per_s, f"{total:g} Gbit/s per node (server {sv.id if sv else '?'})"
+    return float(gpn), "one NIC per device assumed"
 
 
 def tcp_network_for(inst: Instance, cal: Calibration) -> tuple[str, float, str]:
@@ -97,11 +89,8 @@ def _offer_option(catalog: Catalog, acc: Accelerator, inst: Instance, cal: Calib
             nics = inst.rdma_gbit_per_s / net.nic_gbit_per_s
             basis = f"the instance's RDMA fabric {net.id}, {inst.rdma_gbit_per_s:g} Gbit/s per node"
         else:
-            sv = catalog.server(inst.server)
-            total = sv.compute_gbit_per_s
-            nics = total / net.nic_gbit_per_s if total else float(gpn)
-            basis = (f"the instance's RDMA fabric {net.id}, "
-                     + (f"{total:g} Gbit/s per node (server {sv.id})" if total else "one NIC per device assumed"))
+            nics, nic_basis = _server_nics(catalog.server(inst.server), net, gpn)
+            basis = f"the instance's RDMA fabric {net.id}, {nic_basis}"
         if inst.low_confidence_fields and "rdma_network" in inst.low_confidence_fields:
             basis += " (low confidence in the catalog)"
         net_id = net.id
@@ -122,7 +111,7 @@ def hardware_options(catalog: Catalog, acc: Accelerator, cal: Calibration, *, ma
                      provider: str | None = None, network: str | None = None, nics_per_node: float | None = None,
                      gpus_per_node: int | None = None) -> list[HardwareOption]:
     """Every way the planner may get a cluster of `acc` (see the module docstring)."""
-    sv = _usual_server(catalog, acc.id)
+    sv = usual_server(catalog, acc.id)
     usual_g = gpus_per_node or (sv.accelerators_per_node if sv is not None else 8)
     if network is not None:  # the user's what-if fabric: one option per part
         net = catalog.network(network)
@@ -145,10 +134,13 @@ def hardware_options(catalog: Catalog, acc: Accelerator, cal: Calibration, *, ma
         if opt is not None:
             out.append(opt)
     if not out:
-        net_id, why = usual_fabric(catalog, acc.id)
+        net_id, why = usual_network(catalog, acc.id)
+        own_nics, nic_basis = ((nics_per_node, "--nics-per-node") if nics_per_node
+                               else _server_nics(sv if sv is not None and sv.network == net_id else None,
+                                                 catalog.network(net_id), usual_g))
         out.append(HardwareOption(
             accelerator=acc.id, kind="own", offer=None, gpus_per_node=usual_g, network=net_id,
-            nics_per_node=nics_per_node or float(usual_g), network_basis=f"own cluster on {net_id} ({why})",
+            nics_per_node=own_nics, network_basis=f"own cluster on {net_id} ({why}), {nic_basis}",
             max_devices=None, capacity_basis="own cluster: no offer capacity applied", price=NO_PRICE,
             price_basis="no offer in the catalog prices this part"
                         + (f" in market {market}" if market else "")

@@ -38,7 +38,7 @@ from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.estimate.flops import forward_flops
 from gpuplan.estimate.links import Link, inter_node_link, node_link
 from gpuplan.estimate.memory_train import expert_shard, trainable_params
-from gpuplan.hardware import Accelerator, Catalog, Network
+from gpuplan.hardware import Accelerator, Catalog, Network, Server
 from gpuplan.search.candidates import Candidates
 from gpuplan.search.memory_vec import by_unique, candidate_memory_bytes
 from gpuplan.workload.jobs import Layout, TrainingJob
@@ -47,7 +47,7 @@ from gpuplan.workload.params import count_params
 
 __all__ = ["BREAKDOWN_KEYS", "ClusterHardware", "Evaluation", "cluster_hardware", "default_network",
            "data_loading_s", "evaluate_training", "hbm_scale", "measured_hardware",
-           "pp_cross_node_hops"]
+           "pp_cross_node_hops", "usual_network", "usual_server"]
 
 BREAKDOWN_KEYS = ("compute", "tp_comm", "dp_comm", "pp_bubble", "pp_comm", "ep_comm", "cp_comm", "other")
 
@@ -98,6 +98,24 @@ def default_network(accelerator: str) -> str:
     if accelerator.startswith("ascend"):
         return "roce-200"
     return "ib-hdr-200"
+
+
+def usual_server(catalog: Catalog, accelerator: str) -> Server | None:
+    """The catalog server a cluster of this part is built from: the first by id that states a
+    scale-out network, else the first by id; None when the catalog has none."""
+    servers = sorted((sv for sv in catalog.servers.values() if sv.accelerator == accelerator), key=lambda sv: sv.id)
+    pick = [sv for sv in servers if sv.network] or servers
+    return pick[0] if pick else None
+
+
+def usual_network(catalog: Catalog, accelerator: str) -> tuple[str, str]:
+    """(network id, why) of a cluster of this part when nothing names one: its catalog server's
+    fabric, else `default_network`. The one rule for `estimate train`, own-cluster plans, the
+    advisor's re-plans and validation rows without a network."""
+    sv = usual_server(catalog, accelerator)
+    if sv is not None and sv.network:
+        return sv.network, f"fabric of catalog server {sv.id}"
+    return default_network(accelerator), "the part's usual fabric (no catalog server states one)"
 
 
 def cluster_hardware(catalog: Catalog, accelerator: str, network: str | None, *, gpus_per_node: int | None = None,

@@ -18,8 +18,8 @@ from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.hardware import Accelerator, Catalog
 from gpuplan.search.candidates import family_choices
-from gpuplan.search.offers import hardware_options, usual_fabric
-from gpuplan.search.train_eval import cluster_hardware
+from gpuplan.search.offers import hardware_options
+from gpuplan.search.train_eval import cluster_hardware, usual_network
 from gpuplan.search.train_planner import best_layout, cost_figures, plan_figures
 from gpuplan.units import GIB
 from gpuplan.workload.jobs import TrainingJob
@@ -273,7 +273,7 @@ def _smallest_fit(spec: ModelSpec, job: TrainingJob, catalog: Catalog, considere
     roomy = sorted(considered, key=lambda a: -float(catalog.accelerator(a).memory_gib or 0))[:3]
     best: tuple[int, str] | None = None
     for acc_id in roomy:
-        net, _ = usual_fabric(catalog, acc_id)
+        net, _ = usual_network(catalog, acc_id)
         hw = cluster_hardware(catalog, acc_id, net)
         sizes = cluster_sizes(cons.max_devices * 2, max(cons.max_devices * 64, 65536), hw.gpus_per_node)
         choices = family_choices(cons.layout_family, sizes, hw.gpus_per_node)

@@ -17,7 +17,7 @@ from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.hardware import Catalog
 from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices
-from gpuplan.search.train_eval import cluster_hardware, default_network
+from gpuplan.search.train_eval import cluster_hardware, usual_network
 from gpuplan.search.train_planner import best_layout, plan_figures
 from gpuplan.units import GIB
 from gpuplan.validate.cases import Row, model_for_row, opt_float, opt_int
@@ -52,7 +52,7 @@ def evaluate_training_row(row: Row, catalog: Catalog, calibration: Calibration |
     method = {"pretrain": "full", "full_ft": "full", "": "full"}.get(row.get("method", ""), row.get("method", ""))
     job = TrainingJob(method=method, seq_len=seq, global_batch=gb,
                       precision=row.get("precision") or "bf16")
-    network = row.get("network") or (default_network(row["accelerator"]) if n > gpn else None)
+    network = row.get("network") or (usual_network(catalog, row["accelerator"])[0] if n > gpn else None)
     nics = opt_float(row, "nics_per_node")
     hw = cluster_hardware(catalog, row["accelerator"], network, gpus_per_node=gpn, nics_per_node=nics)
     recompute = row.get("recompute", "")
