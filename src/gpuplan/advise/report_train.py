@@ -7,11 +7,13 @@ memory and step-time breakdowns, the scaling curve (the planner re-run at every 
 the recommended part), findings, TCO, assumptions, calibration terms and sources. Every number
 carries its provenance (measured / estimated / datasheet / data).
 
-Recommendation rule (`recommend_rule`, printed as applied): among plans within
-`recommend_cost_tolerance` of the lowest cost (device-hours without prices), the smallest cluster
-that finishes within the target time (the deadline, capped at `recommend_target_days`); else the
-cheapest plan that does; else the fastest. A critical export, residency or compliance finding for
-the requested market removes a part from the recommendation (it stays listed, marked).
+Recommendation rule (`recommend_rule`, printed as applied; docs/training.md): near-cheapest
+(within `recommend_cost_tolerance` of the lowest cost, device-hours without prices) and within the
+target time (the deadline capped at `recommend_target_days`) the smallest cluster; else the cheapest
+plan within the target; else the fastest near-cheapest plan within the deadline (or
+`recommend_max_days`); else an own cluster within the target; else the fastest. A critical export,
+residency or compliance finding for the requested market removes a part from the recommendation
+(it stays listed, marked).
 """
 
 from __future__ import annotations

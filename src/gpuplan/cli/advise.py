@@ -15,6 +15,7 @@ from gpuplan.advise.facts import Requirements
 from gpuplan.advise.findings import Thresholds, load_thresholds
 from gpuplan.advise.report_infer import compare_inference, inference_report, is_infer_run
 from gpuplan.advise.report_train import compare_training
+from gpuplan.bench.calibrate import load_user_calibration
 from gpuplan.cli.common import console, fail, print_json
 from gpuplan.cli.train_options import plan_constraints
 from gpuplan.errors import GpuplanError, InputError
@@ -166,11 +167,12 @@ def compare_cmd(
             raise InputError(field="tokens", value=tokens, allowed="a positive number (or --qps for inference)")
         job = TrainingJob(method="full" if method in ("pretrain", "full_ft") else method, seq_len=seq_len,
                           global_batch=global_batch or default_global_batch(seq_len), precision=precision)
-        cons = plan_constraints(cat, float(count_params(spec).total), method=method, framework=framework,
+        cal = load_user_calibration()  # measured terms written by `gpuplan calibrate`, if any
+        cons = plan_constraints(cat, float(count_params(spec).total), cal, method=method, framework=framework,
                                 deadline=deadline, budget=budget, max_devices=max_devices, market=market,
                                 provider=provider, network=network, nics_per_node=nics_per_node,
                                 gpus_per_node=gpus_per_node)
-        doc = compare_training(spec, job, cat, names, cons, tokens=tokens,
+        doc = compare_training(spec, job, cat, names, cons, tokens=tokens, calibration=cal,
                                requirements=requirements(data_residency, compliance),
                                thresholds=load_thresholds(parse_pairs(threshold, "threshold")))
         if report is not None:

@@ -99,8 +99,6 @@ def estimate_train(
                                      ("tokens", tokens, False)):
             positive(name, value, integer=integer)
         gpn = gpus_per_node or min(8, num_accels)
-        if num_accels <= 0:
-            raise InputError(field="num-accels", value=num_accels, allowed="a positive integer")
         gb = global_batch or default_global_batch(seq_len, num_accels)
         job = _job(method, seq_len, gb, precision, micro_batch, kernels=kernels, data_loading=data_loading)
         fixed = [x for x in (tp, pp, dp, cp) if x is not None]
@@ -240,11 +238,11 @@ def plan_train(
         gb = global_batch or default_global_batch(seq_len)
         job = _job(method, seq_len, gb, precision,
                    kernels=kernels or FRAMEWORK_KERNELS.get(framework or "", "auto"), data_loading=data_loading)
-        cons = plan_constraints(cat, float(count_params(spec).total), method=method, framework=framework,
+        cal = load_user_calibration()
+        cons = plan_constraints(cat, float(count_params(spec).total), cal, method=method, framework=framework,
                                 deadline=deadline, budget=budget, max_devices=max_devices, market=market,
                                 vendor=vendor, provider=provider, domestic_only=domestic_only, network=network,
                                 nics_per_node=nics_per_node, gpus_per_node=gpus_per_node)
-        cal = load_user_calibration()
         res = plan_training(spec, job, cat, cons, tokens=tokens, calibration=cal)
         if not res.plans:
             raise InputError(field="constraints", value=res.rejected, allowed="at least one feasible plan",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from gpuplan.bench.calibrate import load_user_calibration
 from gpuplan.errors import InputError
+from gpuplan.estimate.calibration import Calibration
 from gpuplan.hardware import Catalog
 from gpuplan.search.train_search import PlanConstraints, choose_layout_family
 
@@ -21,7 +21,7 @@ def positive(field: str, value: float | None, *, integer: bool = False) -> None:
                          hint=f"pass --{field} with a value above zero, or leave it out")
 
 
-def plan_constraints(cat: Catalog, spec_params: float, *, method: str, framework: str | None,
+def plan_constraints(cat: Catalog, spec_params: float, cal: Calibration, *, method: str, framework: str | None,
                      deadline: float | None, budget: float | None, max_devices: int, market: str | None,
                      vendor: str | None = None, provider: str | None = None, domestic_only: bool = False,
                      network: str | None = None, nics_per_node: float | None = None,
@@ -36,7 +36,7 @@ def plan_constraints(cat: Catalog, spec_params: float, *, method: str, framework
     elif nics_per_node is not None:
         raise InputError(field="nics-per-node", value=nics_per_node, allowed="used together with --network",
                          hint="add --network ID (gpuplan catalog list networks); offers bring their own NICs")
-    family, why = choose_layout_family(method, framework, spec_params, load_user_calibration())
+    family, why = choose_layout_family(method, framework, spec_params, cal)
     return PlanConstraints(deadline_days=deadline, budget_usd=budget, max_devices=max_devices, market=market,
                            vendor=vendor, provider=provider, domestic_only=domestic_only, framework=framework,
                            network=network, nics_per_node=nics_per_node, gpus_per_node=gpus_per_node,

@@ -29,22 +29,18 @@ class DevicePrice:
 
 def device_price(catalog: Catalog, accelerator: str, *, market: str | None = None,
                  provider: str | None = None) -> DevicePrice:
+    """The cheapest per-device-hour rate of each kind over the offers of this part (market and
+    provider filters applied); each kind names the instance it came from."""
     best: dict[str, tuple[float, str]] = {}
     for inst in catalog.instances.values():
-        server = catalog.server(inst.server)
-        if server.accelerator != accelerator or inst.accelerator_count <= 0:
+        if catalog.server(inst.server).accelerator != accelerator or inst.accelerator_count <= 0:
             continue
-        if market and inst.market != market:
+        if (market and inst.market != market) or (provider and inst.provider != provider):
             continue
-        if provider and inst.provider != provider:
-            continue
-        for kind, key in (("on_demand_hourly", "on_demand"), ("spot_hourly", "spot"), ("monthly", "monthly")):
-            hourly = inst.hourly("USD", catalog.rates, kind)
-            if hourly is None:
-                continue
-            per_device = hourly / inst.accelerator_count
-            if key not in best or per_device < best[key][0]:
-                best[key] = (per_device, inst.id)
+        one = instance_price(catalog, inst)
+        for key, rate in (("on_demand", one.on_demand), ("spot", one.spot), ("monthly", one.monthly)):
+            if rate is not None and (key not in best or rate < best[key][0]):
+                best[key] = (rate, inst.id)
     none: tuple[float | None, str | None] = (None, None)
     (od, odi), (sp, spi), (mo, moi) = (best.get(k, none) for k in ("on_demand", "spot", "monthly"))
     return DevicePrice(on_demand=od, spot=sp, monthly=mo, on_demand_instance=odi, spot_instance=spi,

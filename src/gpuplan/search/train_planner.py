@@ -17,6 +17,7 @@ import numpy as np
 
 from gpuplan.errors import InputError
 from gpuplan.estimate.calibration import Calibration, default_calibration
+from gpuplan.estimate.memory_fit import usable_bytes
 from gpuplan.estimate.memory_train import estimate_training_memory
 from gpuplan.hardware import Catalog
 from gpuplan.search.candidates import Candidates, LayoutChoices, generate
@@ -74,7 +75,7 @@ def best_layout(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, choices:
         return c, _empty(), None, rejected
     ev = evaluate_training(spec, job, hw, c, calibration=cal, memory_bytes=mem)
     limit = (memory_limit_bytes if memory_limit_bytes is not None
-             else _device_bytes(hw) * cal.value("usable_memory_fraction"))
+             else usable_bytes(_device_bytes(hw), cal))
     fits = ev.memory_bytes <= limit
     rejected["out_of_memory"] = int((~fits).sum())
     if not fits.any():

@@ -16,6 +16,7 @@ import numpy as np
 
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import Calibration, default_calibration
+from gpuplan.estimate.memory_fit import usable_bytes
 from gpuplan.hardware import Accelerator, Catalog
 from gpuplan.search.candidates import family_choices
 from gpuplan.search.offers import hardware_options
@@ -173,7 +174,7 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
         options = hardware_options(catalog, acc, cal, market=cons.market, provider=cons.provider,
                                    network=cons.network, nics_per_node=cons.nics_per_node,
                                    gpus_per_node=cons.gpus_per_node)
-        usable = float(acc.memory_gib or 0) * GIB * cal.value("usable_memory_fraction")
+        usable = usable_bytes(float(acc.memory_gib or 0) * GIB, cal)
         seen = False
         for opt in options:
             try:
@@ -216,7 +217,6 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
                 billed = -(-n // hw.gpus_per_node) * hw.gpus_per_node if opt.kind == "offer" else n
                 fig["billed_devices"] = billed
                 fig["cost"] = cost_figures(opt.price, billed, fig["time_to_train_s"], fig["reliability"])
-                fig["device_hours"] = n * fig["time_to_train_s"] / 3600.0
                 days = fig["time_to_train_s"] / 86400.0
                 cost = fig["cost"].get("usd_on_demand") or fig["cost"].get("usd_monthly_commitment")
                 if cons.deadline_days is not None and days > cons.deadline_days:
@@ -278,7 +278,7 @@ def _smallest_fit(spec: ModelSpec, job: TrainingJob, catalog: Catalog, considere
         sizes = cluster_sizes(cons.max_devices * 2, max(cons.max_devices * 64, 65536), hw.gpus_per_node)
         choices = family_choices(cons.layout_family, sizes, hw.gpus_per_node)
         c, ev, _, _ = best_layout(spec, job, hw, choices, calibration=cal)
-        limit = float(catalog.accelerator(acc_id).memory_gib or 0) * GIB * cal.value("usable_memory_fraction")
+        limit = usable_bytes(float(catalog.accelerator(acc_id).memory_gib or 0) * GIB, cal)
         fits = ev.memory_bytes <= limit if len(c) else np.zeros(0, dtype=bool)
         if fits.any():
             n = int(c.devices[fits].min())
