@@ -48,7 +48,6 @@ KV_DTYPES = ("bf16", "fp16", "fp8", "int8")
 TERMS_USED = ("load_headroom", "tpot_p99_over_mean", "max_simulations", "dedicated_utilization",
               "dedicated_p99_growth", "sim_requests", "sim_warmup_fraction", "finalists", "plans_wanted",
               "queue_growth_max")
-QUEUE_GROWTH_DEFAULT = 0.25  # the shipped queue_growth_max (search/data/infer_plan.yaml), for direct callers
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -128,7 +127,7 @@ def _bump(rejected: dict[str, int], why: str, n: int = 1) -> None:
     rejected[why] = rejected.get(why, 0) + n
 
 
-def _meets(m: SimMetrics, slo: InferSlo, queue_growth_max: float = QUEUE_GROWTH_DEFAULT) -> bool:
+def _meets(m: SimMetrics, slo: InferSlo, queue_growth_max: float) -> bool:
     """The p99 TTFT and TPOT meet the SLO and the queue drains (its delay does not grow over the run)."""
     return (m.ttft_s.p99 <= slo.ttft_p99_s and m.tpot_s.p99 <= slo.tpot_p99_s
             and m.queue_growth_s <= queue_growth_max * slo.ttft_p99_s)
@@ -139,7 +138,7 @@ def min_fleet(qps: float, capacity_rps: float) -> int:
     return max(1, math.ceil(qps / capacity_rps - 1e-9))
 
 
-def _score(m: SimMetrics, slo: InferSlo, queue_growth_max: float = QUEUE_GROWTH_DEFAULT) -> float:
+def _score(m: SimMetrics, slo: InferSlo, queue_growth_max: float) -> float:
     """How far a simulation is from the SLO and from a draining queue (<= 1: met)."""
     return max(m.ttft_s.p99 / slo.ttft_p99_s, m.tpot_s.p99 / slo.tpot_p99_s,
                m.queue_growth_s / (queue_growth_max * slo.ttft_p99_s))
@@ -325,7 +324,7 @@ def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfi
 
 def _min_replicas(run: Callable[[int], SimMetrics], r0: int, slo: InferSlo, max_sims: int = 7,
                   seen: dict[int, SimMetrics] | None = None, *, floor: int = 1,
-                  queue_growth_max: float = QUEUE_GROWTH_DEFAULT) -> tuple[int, SimMetrics] | None:
+                  queue_growth_max: float | None = None) -> tuple[int, SimMetrics] | None:
     """The fewest replicas (near r0, never under `floor`) whose simulation meets the SLO with a queue that
     drains: bracket geometrically (x1.25 per try, x2 while the p99s are over 1.5 x the limits), then bisect.
 
@@ -333,6 +332,8 @@ def _min_replicas(run: Callable[[int], SimMetrics], r0: int, slo: InferSlo, max_
     """
     seen = {} if seen is None else seen
     floor = max(1, floor)
+    if queue_growth_max is None:  # the shipped term (search/data/infer_plan.yaml)
+        queue_growth_max = planner_terms().value("queue_growth_max")
     r0 = max(r0, floor)
 
     def ok(r: int) -> bool:
