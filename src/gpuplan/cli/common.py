@@ -4,6 +4,7 @@ the `--lang` option."""
 from __future__ import annotations
 
 import json
+import math
 import sys
 from typing import Any, NoReturn
 
@@ -58,6 +59,17 @@ def fail(exc: Exception, lang: str | None = None) -> NoReturn:
     """Print one line naming the problem (framed in `lang`, default the locale's) and exit with code 2."""
     err_console.print(error_line(exc, ui_lang(lang)), markup=False, highlight=False, soft_wrap=True, style="red")
     raise typer.Exit(code=2)
+
+
+def positive(field: str, value: float | None, lang: str = "en", *, integer: bool = False) -> None:
+    """InputError naming `field` unless `value` is a finite number > 0 (a whole number >= 1 when `integer`);
+    None passes: the option was left out."""
+    if value is None:
+        return
+    if not math.isfinite(value) or value <= 0 or (integer and value != int(value)):
+        raise InputError(field=field, value=value,
+                         allowed=tr("cli.allowed.whole" if integer else "cli.allowed.positive", ui_lang(lang)),
+                         hint=f"pass --{field} with a value above zero, or leave it out")
 
 
 def warn(text: str | None) -> None:

@@ -13,7 +13,7 @@ from rich.table import Table
 from gpuplan.advise.findings import default_thresholds
 from gpuplan.advise.tco_fleet import FleetTco, Quantity, fleet_tco, tco_for
 from gpuplan.cli.advise import parse_pairs
-from gpuplan.cli.common import console, fail, input_error_from_validation, print_json
+from gpuplan.cli.common import console, fail, input_error_from_validation, positive, print_json
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.calibration import default_calibration
 from gpuplan.hardware import load_catalog
@@ -46,14 +46,6 @@ def _num(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
 
 
-def _check(field: str, value: float | None, lang: str, *, unit_interval: bool = False) -> None:
-    """InputError unless `value` is finite and > 0 (and <= 1 for a utilization)."""
-    if value is None:
-        return
-    ok = math.isfinite(value) and value > 0 and (not unit_interval or value <= 1)
-    if not ok:
-        key = "cli.tco.allowed.utilization" if unit_interval else "cli.tco.allowed.positive"
-        raise InputError(field=field, value=value, allowed=tr(key, lang))
 
 
 def tco_cmd(
@@ -72,12 +64,13 @@ def tco_cmd(
     """Rent vs buy for a cluster: every rent kind against owning, break-even utilization, the year buying wins."""
     try:
         language = resolve_lang(lang)
-        if devices < 1:
-            raise InputError(field="devices", value=devices, allowed=tr("cli.tco.allowed.whole", language))
-        _check("years", years, language)
-        _check("utilization", utilization, language, unit_interval=True)
-        _check("server-price", server_price, language)
-        _check("rent", rent, language)
+        positive("devices", devices, language, integer=True)
+        positive("years", years, language)
+        if not (math.isfinite(utilization) and 0 < utilization <= 1):
+            raise InputError(field="utilization", value=utilization,
+                             allowed=tr("cli.tco.allowed.utilization", language))
+        positive("server-price", server_price, language)
+        positive("rent", rent, language)
         overrides = parse_pairs(tco_input, "tco")
         for name, value in overrides.items():
             if not math.isfinite(value):

@@ -15,8 +15,8 @@ from gpuplan.advise.findings import load_thresholds
 from gpuplan.advise.report_train import training_report
 from gpuplan.bench.calibrate import load_user_calibration
 from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_report, save_report_quiet
-from gpuplan.cli.common import console, fail, note, print_json, warn
-from gpuplan.cli.train_options import plan_constraints, positive
+from gpuplan.cli.common import console, fail, note, positive, print_json, warn
+from gpuplan.cli.train_options import plan_constraints
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.memory_fit import fit_text
 from gpuplan.hardware import Catalog, load_catalog
@@ -97,7 +97,7 @@ def estimate_train(
                                      ("nics-per-node", nics_per_node, False), ("seq-len", seq_len, True),
                                      ("global-batch", global_batch, True), ("micro-batch", micro_batch, True),
                                      ("tokens", tokens, False)):
-            positive(name, value, integer=integer)
+            positive(name, value, language, integer=integer)
         gpn = gpus_per_node or min(8, num_accels)
         gb = global_batch or default_global_batch(seq_len, num_accels)
         job = _job(method, seq_len, gb, precision, micro_batch, kernels=kernels, data_loading=data_loading)
@@ -232,8 +232,8 @@ def plan_train(
             raise InputError(field="tokens", value=tokens, allowed="a finite number > 0", hint="e.g. --tokens 1e12")
         spec = load_model(model)
         cat = _catalog(catalog_dir)
-        positive("seq-len", seq_len, integer=True)
-        positive("global-batch", global_batch, integer=True)
+        positive("seq-len", seq_len, language, integer=True)
+        positive("global-batch", global_batch, language, integer=True)
         warn(seq_len_warning(spec, seq_len, language))
         gb = global_batch or default_global_batch(seq_len)
         job = _job(method, seq_len, gb, precision,

@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import math
-
+from gpuplan.cli.common import positive
 from gpuplan.errors import InputError
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.hardware import Catalog
 from gpuplan.search.train_search import PlanConstraints, choose_layout_family
 
-__all__ = ["plan_constraints", "positive"]
-
-
-def positive(field: str, value: float | None, *, integer: bool = False) -> None:
-    """A finite number > 0 (None passes: the option was left out)."""
-    if value is None:
-        return
-    if not math.isfinite(value) or value <= 0:
-        raise InputError(field=field, value=value, allowed="a positive integer" if integer else "a finite number > 0",
-                         hint=f"pass --{field} with a value above zero, or leave it out")
+__all__ = ["plan_constraints"]
 
 
 def plan_constraints(cat: Catalog, spec_params: float, cal: Calibration, *, method: str, framework: str | None,
