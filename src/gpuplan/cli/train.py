@@ -306,13 +306,14 @@ def _print_plans(model: str, tokens: float, res: Any, doc: dict[str, Any], cons:
                   f"{p['cost_usd']:,.0f}" if p["cost_usd"] else tr("cli.plan.no_price", language), f"{p['mfu']:.0%}",
                   bottleneck_text(p["breakdown_s"], language))
     console.print(t)
-    pt = Table(title=tr("cli.plan.pareto", language))
-    for col in ("accelerator", "devices", "time", "cost"):
-        pt.add_column(tr(f"report.col.{col}", language))
-    for p in res.pareto:
-        pt.add_row(f"{p['accelerator']} ({offer_text(p, language)})", str(p["devices"]),
-                   duration_text(p["time_to_train_s"], language), f"{p['cost_usd']:,.0f}")
-    console.print(pt)
+    if res.pareto:  # priced plans only: nothing to draw when no plan has a price
+        pt = Table(title=tr("cli.plan.pareto", language))
+        for col in ("accelerator", "devices", "time", "cost"):
+            pt.add_column(tr(f"report.col.{col}", language))
+        for p in res.pareto:
+            pt.add_row(f"{p['accelerator']} ({offer_text(p, language)})", str(p["devices"]),
+                       duration_text(p["time_to_train_s"], language), f"{p['cost_usd']:,.0f}")
+        console.print(pt)
     console.print(tr("cli.plan.layouts", language, why=cons.layout_reason), highlight=False)
     if rec is not None:
         console.print(tr("cli.plan.recommended_on", language, devices=rec["devices"], acc=rec["accelerator"],
