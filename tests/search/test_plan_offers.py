@@ -203,3 +203,19 @@ def test_an_offer_bills_whole_instances() -> None:
     assert one["billed_devices"] == 8 and eight["billed_devices"] == 8
     # the same server for longer costs more: the full server is the cheaper way to rent it
     assert one["cost_usd"] >= eight["cost_usd"]
+
+
+def test_a_plan_beaten_on_cost_and_time_is_never_recommended() -> None:
+    """32 devices at 4,438 USD / 4.4 days lost to 64 devices at 4,063 USD / 2.0 days, yet the smaller
+    cluster was recommended (regression: the size preference ran before dominance)."""
+    plans = [{"cost_usd": 4438.0, "time_to_train_s": 4.4 * 86400.0, "devices": 32},
+             {"cost_usd": 4063.0, "time_to_train_s": 2.0 * 86400.0, "devices": 64},
+             {"cost_usd": 5472.0, "time_to_train_s": 0.9 * 86400.0, "devices": 32}]
+    best, rule = recommend_rule(plans, 0.1, 7)  # type: ignore[misc]
+    assert best["devices"] == 64 and rule["outcome"] == "smallest_within_target"
+    spec = get_preset("llama3-70b").spec
+    doc = training_report(spec, _job(), CAT, PlanConstraints(deadline_days=7), tokens=2e9)
+    rec = doc["recommendation"]
+    res_plans = plan_training(spec, _job(), CAT, PlanConstraints(deadline_days=7), tokens=2e9).plans
+    assert not any(p["cost_usd"] is not None and p["cost_usd"] < rec["cost_usd"]
+                   and p["time_to_train_s"] < rec["time_s"] for p in res_plans)

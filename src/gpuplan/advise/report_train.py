@@ -50,14 +50,15 @@ MEMORY_PARTS = ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activati
 
 
 def recommend(plans: Sequence[dict[str, Any]], tolerance: float, target_days: float | None = None,
-              max_days: float | None = None) -> dict[str, Any] | None:
+              max_days: float | None = None, margin: float | None = None) -> dict[str, Any] | None:
     """The recommended plan under `recommend_rule` (None without plans)."""
-    rule = recommend_rule(plans, tolerance, target_days, max_days)
+    rule = recommend_rule(plans, tolerance, target_days, max_days, margin)
     return rule[0] if rule else None
 
 
 def recommend_rule(plans: Sequence[dict[str, Any]], tolerance: float, target_days: float | None = None,
-                   max_days: float | None = None) -> tuple[dict[str, Any], dict[str, Any]] | None:
+                   max_days: float | None = None, margin: float | None = None,
+                   ) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """(plan, rule as applied). Priced plans are measured by cost ("near-cheapest": within `tolerance`
     of the lowest), plans without a price (own clusters) by device-hours:
 
@@ -69,15 +70,22 @@ def recommend_rule(plans: Sequence[dict[str, Any]], tolerance: float, target_day
     4. else the own cluster (no price) that finishes within `target_days` with the fewest device-hours;
     5. else the fastest plan.
     Without any priced plan, steps 1-3 run on device-hours; without a target time, step 3 decides.
+    Plans that another plan beats on time while costing at least `margin` less
+    (`recommend_dominance_margin`) are left out first.
     """
     if not plans:
         return None
+    if margin is None:
+        margin = default_thresholds().value("recommend_dominance_margin")
     priced = [p for p in plans if p.get("cost_usd") is not None]
     measure = "cost" if priced else "device_hours"
-    pool = priced or list(plans)
 
     def value(p: dict[str, Any]) -> float:
         return float(p["cost_usd"] if measure == "cost" else p.get("device_hours") or 0.0)
+
+    # a plan that another beats on both cost and time is never the answer (a larger cluster that is
+    # cheaper and faster wins over a smaller one, whatever the size preference below)
+    pool = _undominated(priced or list(plans), value, margin)
 
     def near(ps: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         lowest = min(value(p) for p in ps)
@@ -99,12 +107,20 @@ def recommend_rule(plans: Sequence[dict[str, Any]], tolerance: float, target_day
     if late:
         rule["outcome"] = "fastest_near_cheapest"
         return min(near(late), key=lambda p: (p["time_to_train_s"], value(p))), rule
-    unpriced = [p for p in plans if p.get("cost_usd") is None and p["time_to_train_s"] <= limit]
+    unpriced = _undominated([p for p in plans if p.get("cost_usd") is None and p["time_to_train_s"] <= limit],
+                            lambda p: float(p.get("device_hours") or 0.0), margin)
     if unpriced:  # no offer meets the time: an own cluster does (cost unknown)
         rule.update(outcome="unpriced_within_target", measure="device_hours")
         return min(unpriced, key=lambda p: (p.get("device_hours") or 0.0, p.get("devices", 0))), rule
     rule["outcome"] = "fastest"
     return min(plans, key=lambda p: (p["time_to_train_s"], p.get("cost_usd") is None, p.get("cost_usd") or 0.0)), rule
+
+
+def _undominated(plans: Sequence[dict[str, Any]], value: Any, margin: float) -> list[dict[str, Any]]:
+    """The plans no other plan beats on both: faster and at least `margin` cheaper in `value` (cost or
+    device-hours); differences inside the margin are price rounding and estimate noise, not a loss."""
+    return [p for p in plans if not any(
+        q["time_to_train_s"] < p["time_to_train_s"] and value(q) <= value(p) * (1 - margin) for q in plans)]
 
 
 # A critical finding of these rules (export control, residency, compliance for the requested market)
@@ -197,7 +213,7 @@ def choose(plans: Sequence[dict[str, Any]], spec: ModelSpec, job: TrainingJob, c
     excluded: dict[str, str] = {}
     pool = list(plans)
     while pool:
-        picked = recommend_rule(pool, tol, target, max_days(cons, th))
+        picked = recommend_rule(pool, tol, target, max_days(cons, th), th.value("recommend_dominance_margin"))
         if picked is None:
             break
         best, rule = picked
@@ -239,7 +255,8 @@ def training_report(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: P
     for p in res.plans:
         if p["accelerator"] != best["accelerator"]:
             others.setdefault(p["accelerator"], []).append(p)
-    runners = [r for r in (recommend(v, tol, target, max_days(cons, th)) for v in others.values()) if r is not None]
+    runners = [r for r in (recommend(v, tol, target, max_days(cons, th), th.value("recommend_dominance_margin"))
+                           for v in others.values()) if r is not None]
     runners.sort(key=lambda p: (p.get("cost_usd") is None, p.get("cost_usd") or 0.0, p["time_to_train_s"]))
     scaling = [plan_summary(p) for p in sorted(
         (p for p in res.plans if p["accelerator"] == best["accelerator"]), key=lambda p: p["devices"])]
