@@ -92,7 +92,8 @@ def recommend_rule(plans: Sequence[dict[str, Any]], tolerance: float, target_day
         return [p for p in ps if value(p) <= lowest * (1 + tolerance)]
 
     rule: dict[str, Any] = {"measure": measure, "recommend_cost_tolerance": tolerance, "target_days": target_days,
-                            "max_days": max_days}
+                            "max_days": max_days, "dominance_margin": margin,
+                            "dominated": len(priced or plans) - len(pool)}
     limit = (target_days if target_days is not None else -math.inf) * 86400.0  # no target: steps 1-2 skipped
     soon = [p for p in near(pool) if p["time_to_train_s"] <= limit]
     if soon:
