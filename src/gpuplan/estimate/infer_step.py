@@ -34,6 +34,9 @@ tokens. Per device of the heaviest pipeline stage (docs/inference.md has the der
   (one step's latency) with a point-to-point send of T x hidden values between stages.
 * Fixed costs: `layer_overhead_s` per layer (small kernels), `step_overhead_s` per
   iteration (scheduler, sampler, launch) and `seq_overhead_s` per sequence in it.
+* Every term is the engine's on this accelerator: `EngineProfile.for_accelerator` puts the
+  engine x hardware terms of engines.yaml (achieved bandwidth and GEMM efficiency of a part
+  under an engine's kernels, host overheads of an engine port) in place of the defaults.
 
 Everything is precomputed into plain floats; `step_s` is pure float arithmetic and
 `step_s_array` its numpy twin. All figures are estimates.
@@ -272,6 +275,7 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
     """
     acc = accelerator
     _check(spec, layout, acc)
+    engine = engine.for_accelerator(acc.id)  # the engine's terms on this hardware family, else its defaults
     tp, pp, ep = layout.tp, layout.pp, layout.ep
     if weights not in WEIGHT_FORMATS:
         raise InputError(field="weights", value=weights, allowed=", ".join(WEIGHT_FORMATS))
@@ -374,6 +378,7 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         "tp_link": link.label if link is not None else None,
         "stage_layers": n_layers,
         "kv_dtype": job.kv_cache_dtype,
+        "hardware_terms": sorted({str(t["scope"]) for t in used_terms.values() if t["scope"] != "engine"}),
         "notes": ["sliding windows are not applied to decode KV reads",
                   "MoE routing assumed uniform: expected distinct experts E(1-(1-k/E)^T)"],
     }

@@ -51,14 +51,18 @@ def _lengths(row: Row) -> tuple[float, float, Dataset | None]:
 
 
 def _engine_id(row: Row) -> str:
-    """The row's engine; NeMo's Python inference wrapper around TensorRT-LLM engines runs as `generic`.
+    """The row's engine; NeMo's Python inference wrapper around TensorRT-LLM engines runs as `generic`,
+    a `generic` row whose notes name HF Transformers' generate runs as `hf_transformers`.
 
     NeMo Framework inference drives TensorRT-LLM engines from Python, one call per generation
     step (NeMo deploy docs), so its per-step host overhead is that of a plain Python engine,
     not of TensorRT-LLM's C++ batch manager.
     """
-    if "nemo framework inference" in row.get("notes", "").lower():
+    notes = row.get("notes", "").lower()
+    if "nemo framework inference" in notes:
         return "generic"
+    if "hf transformers" in notes and (row.get("engine") or "generic") == "generic":
+        return "hf_transformers"  # transformers' generate: eager PyTorch, no serving engine (notes say so)
     return row.get("engine") or "generic"
 
 

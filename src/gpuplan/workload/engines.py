@@ -6,11 +6,19 @@ calibration terms the per-step cost model (`gpuplan.estimate.infer_step`) uses f
 one set per engine, tuned on the dev rows of ground-truth/inference.csv as a whole.
 `engine(id, terms=..., settings=...)` returns a profile with user overrides applied and
 marked, through the same `override_terms` as the other calibration files.
+
+Terms that physics ties to an engine on one hardware family (achieved HBM bandwidth, GEMM
+efficiency, per-layer host overheads of vllm-ascend or MindIE on Ascend, of vLLM on ROCm)
+are the file's `hardware_terms`: each entry names the engines (or "*") and the accelerator
+ids (fnmatch globs) it applies to. `EngineProfile.for_accelerator(id)` returns the profile
+with those terms in place of the engine defaults (engine-specific entries over "*" ones; a
+user override is never replaced); an engine or part no entry names keeps the defaults.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from fnmatch import fnmatchcase
 from functools import cache
 from importlib import resources
 from typing import Any, Literal
@@ -21,7 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from gpuplan.errors import InputError, unknown_name
 from gpuplan.terms import override_terms
 
-__all__ = ["ENGINE_TERMS", "EngineProfile", "EngineTerm", "Scheduling", "engine", "engine_ids", "load_engines"]
+__all__ = ["ENGINE_TERMS", "EngineProfile", "EngineTerm", "HardwareTerms", "Scheduling", "TunedOn", "engine",
+           "engine_ids", "hardware_terms", "load_engines"]
 
 Scheduling = Literal["fcfs", "prefill_first", "decode_first"]
 
@@ -44,6 +53,17 @@ ENGINE_TERMS = (
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
 
+class TunedOn(BaseModel):
+    """The ground-truth rows a term was tuned on, as a declarative selector (for refits and cross-validation):
+    every row of `file` whose accelerator and engine are in the lists (an empty list selects all)."""
+
+    model_config = _STRICT
+
+    file: Literal["inference", "training", "memory"]
+    accelerator: tuple[str, ...] = ()
+    engine: tuple[str, ...] = ()
+
+
 class EngineTerm(BaseModel):
     """One named empirical factor of an engine, with where it comes from."""
 
@@ -54,7 +74,32 @@ class EngineTerm(BaseModel):
     source: str = Field(min_length=1)
     as_of: str = Field(pattern=r"^\d{4}-\d{2}(-\d{2})?$")
     explanation: str = Field(min_length=1)
+    note: str = ""
+    tuned_on: TunedOn | None = None
+    scope: str = Field(default="engine", description="'engine' (the engine default) or the hardware entry's id")
     overridden: bool = False
+
+
+class HardwareTerms(BaseModel):
+    """Terms of some engines on some accelerators (physics of the part under that engine's kernels)."""
+
+    model_config = _STRICT
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]*$")
+    engines: tuple[str, ...] = Field(min_length=1, description='engine ids, or "*" for every engine')
+    accelerators: tuple[str, ...] = Field(min_length=1, description="accelerator ids or fnmatch globs")
+    terms: dict[str, EngineTerm] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> HardwareTerms:
+        unknown = [t for t in self.terms if t not in ENGINE_TERMS]
+        if unknown:
+            raise ValueError(f"hardware terms {self.id}: unknown terms {unknown}")
+        return self
+
+    def matches(self, engine_id: str, accelerator_id: str) -> bool:
+        return (("*" in self.engines or engine_id in self.engines)
+                and any(fnmatchcase(accelerator_id, g) for g in self.accelerators))
 
 
 class EngineProfile(BaseModel):
@@ -97,8 +142,22 @@ class EngineProfile(BaseModel):
 
     def used(self) -> dict[str, dict[str, object]]:
         """The terms as plain dicts, for an estimate's `assumptions`."""
-        return {n: {"value": t.value, "unit": t.unit, "source": t.source, "overridden": t.overridden}
-                for n, t in self.terms.items()}
+        return {n: {"value": t.value, "unit": t.unit, "source": t.source, "overridden": t.overridden,
+                    "scope": t.scope} for n, t in self.terms.items()}
+
+    def for_accelerator(self, accelerator_id: str) -> EngineProfile:
+        """This profile on `accelerator_id`: the matching `hardware_terms` replace the engine defaults
+        (entries for every engine first, then those naming this engine); user overrides stay."""
+        matched = [h for h in hardware_terms() if h.matches(self.id, accelerator_id)]
+        if not matched:
+            return self
+        matched.sort(key=lambda h: "*" not in h.engines)  # engine-specific entries win
+        terms = dict(self.terms)
+        for h in matched:
+            for name, term in h.terms.items():
+                if not terms[name].overridden:
+                    terms[name] = term.model_copy(update={"scope": h.id})
+        return self.model_copy(update={"terms": terms})
 
     def settings(self) -> dict[str, object]:
         """The scheduler and memory settings (everything but the terms and the sources)."""
@@ -114,6 +173,7 @@ class _EngineFile(BaseModel):
     as_of: str
     default_terms: dict[str, EngineTerm]  # what each profile's `terms` starts from (YAML merge key)
     engines: tuple[EngineProfile, ...]
+    hardware_terms: tuple[HardwareTerms, ...] = ()
 
 
 _SETTINGS = ("gpu_memory_fraction", "kv_block_tokens", "max_num_seqs", "max_batched_tokens",
@@ -121,20 +181,35 @@ _SETTINGS = ("gpu_memory_fraction", "kv_block_tokens", "max_num_seqs", "max_batc
 
 
 @cache
-def load_engines() -> dict[str, EngineProfile]:
-    """The shipped engine profiles by id."""
+def _load_file() -> _EngineFile:
     path = resources.files("gpuplan.workload") / "data" / "engines.yaml"
     raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     try:
         parsed = _EngineFile.model_validate(raw)
     except ValidationError as exc:  # a broken shipped file is a bug: say which file
         raise RuntimeError(f"invalid engines.yaml: {exc}") from exc
+    ids = [e.id for e in parsed.engines]
+    for h in parsed.hardware_terms:
+        bad = [e for e in h.engines if e != "*" and e not in ids]
+        if bad:
+            raise RuntimeError(f"engines.yaml hardware_terms {h.id}: unknown engines {bad}")
+    return parsed
+
+
+@cache
+def load_engines() -> dict[str, EngineProfile]:
+    """The shipped engine profiles by id."""
     out: dict[str, EngineProfile] = {}
-    for e in parsed.engines:
+    for e in _load_file().engines:
         if e.id in out:
             raise RuntimeError(f"duplicate engine id {e.id!r} in engines.yaml")
         out[e.id] = e
     return out
+
+
+def hardware_terms() -> tuple[HardwareTerms, ...]:
+    """The shipped engine x hardware terms (data/engines.yaml `hardware_terms`)."""
+    return _load_file().hardware_terms
 
 
 def engine_ids() -> tuple[str, ...]:
