@@ -48,13 +48,15 @@ def test_inference_rows_meet_the_issue_target() -> None:
     assert all(reason for _, reason in report.skipped)
 
 
-def test_rows_never_tuned_on_do_not_regress() -> None:
-    """The G2I* rows (H20, Ascend 910B/910C, MI300X, H800, L40S) were added after the serving terms were
-    fitted and are missed today by a median of about 63% (p90 124%): the gap that the accuracy issues
-    (uncertainty bands, recipes stated per row) address. This bound only keeps it from growing."""
+def test_g2i_rows_meet_issue_12_target() -> None:
+    """The G2I* rows (H20, Ascend 910B, MI300X, L40S; H800 and 910C rows are disaggregated wide-EP
+    deployments, skipped with the reason) were missed by a median of 56-63% (p90 124%) with terms fitted
+    on NVIDIA parts. Issue 12 item 5: the engine x hardware terms of engines.yaml (one value per engine
+    and part family, none per row) bring them to median 9.4%, p90 40.4% (docs/validation.md); the gate
+    is the issue's median <= 25% and the observed p90 with a small margin."""
     report = validate_file(CASES)
     _, new = _split(report)
-    assert len(new) >= 15
+    assert len(new) >= 18
     assert len([i for i, _ in report.skipped if i.startswith("G2")]) <= 12
-    assert _median(new) <= 0.70
-    assert _p90(new) <= 1.35
+    assert _median(new) <= 0.25
+    assert _p90(new) <= 0.45

@@ -21,6 +21,7 @@ from gpuplan.hardware import Catalog
 from gpuplan.validate.cases import Row, model_for_row, opt_int
 from gpuplan.validate.inference_workloads import Dataset, dataset_for_row, num_prompts, simulate_row
 from gpuplan.validate.memory_cases import CaseResult
+from gpuplan.validate.row_notes import vendor_note
 from gpuplan.workload.engines import EngineProfile, engine
 from gpuplan.workload.jobs import InferenceJob, Layout
 from gpuplan.workload.model_spec import ModelSpec
@@ -196,5 +197,11 @@ def evaluate_inference_row(row: Row, catalog: Catalog,
     detail = (f"{eng.id} tp={layout.tp} pp={layout.pp} ep={layout.ep} x{perf.replicas} {weights}/{kv} "
               f"batch={perf.batch} I={perf.input_len:.0f} O={perf.output_len:.0f} ({length_src}) "
               f"ttft={perf.ttft_s * 1e3:.1f}ms tpot={perf.tpot_s * 1e3:.2f}ms bound={perf.decode_step.get('bound')}")
+    scoped = model.assumptions.get("hardware_terms") or []
+    if scoped:
+        detail += " terms=" + ",".join(scoped)
+    vn = vendor_note(row.get("id", ""))
+    if vn is not None:
+        detail += f" vendor-published ({vn.vendor})"
     return CaseResult(id=row.get("id", "?"), metric=metric, measured=float(row["value"]), predicted=value,
                       confidence=row.get("confidence", ""), detail=detail)
