@@ -9,19 +9,43 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import cache
 from importlib import resources
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import yaml
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gpuplan.terms import Term, TermTable
 
-__all__ = ["Calibration", "CalibrationTerm", "default_calibration", "load_calibration"]
+__all__ = ["Calibration", "CalibrationTerm", "TunedOn", "default_calibration", "load_calibration"]
+
+
+class TunedOn(BaseModel):
+    """The ground-truth rows a term was tuned on, so that cross-validation can refit it without some of them.
+
+    Terms with equal `tuned_on` are one fitted value (benchmarks/cross_validate.py refits them
+    together). `pooled`: fitted as if no part had a term of its own: the value for parts without rows.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    file: Literal["training", "inference", "memory"]
+    accelerator: tuple[str, ...] = ()
+    precision: tuple[str, ...] = ()
+    moe: bool | None = None
+    pooled: bool = False
+    bounds: tuple[float, float] = Field(description="range the refit searches")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TunedOn:
+        if not 0 <= self.bounds[0] < self.bounds[1]:
+            raise ValueError(f"tuned_on.bounds must be 0 <= low < high, got {self.bounds}")
+        return self
 
 
 class CalibrationTerm(Term):
     value: float = Field(ge=0)
     applies_to: tuple[str, ...] = ()
+    tuned_on: TunedOn | None = None
 
 
 class Calibration(TermTable):

@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass
 
 from gpuplan.errors import GpuplanError
+from gpuplan.estimate.calibration import Calibration
 from gpuplan.estimate.memory_infer import estimate_inference_memory, max_batch_that_fits
 from gpuplan.estimate.memory_train import estimate_training_memory
 from gpuplan.estimate.records import MemoryBreakdown
@@ -130,7 +131,7 @@ def _layout(row: Row, zero_default: int | None = None) -> Layout:
     return Layout(tp=tp, pp=pp, dp=dp, zero_stage=zero)
 
 
-def evaluate_memory_row(row: Row, catalog: Catalog) -> CaseResult:
+def evaluate_memory_row(row: Row, catalog: Catalog, calibration: Calibration | None = None) -> CaseResult:
     """Prediction for one memory row; raises GpuplanError when the row cannot be evaluated."""
     metric = row.get("metric", "")
     if metric not in METRICS:
@@ -178,7 +179,8 @@ def evaluate_memory_row(row: Row, catalog: Catalog) -> CaseResult:
         choices = ["none", "selective", "full"]
     mem: MemoryBreakdown | None = None
     for rc in choices:
-        mem = estimate_training_memory(spec, TrainingJob.model_validate({**base, "recompute": rc}), layout)
+        mem = estimate_training_memory(spec, TrainingJob.model_validate({**base, "recompute": rc}), layout,
+                                       calibration=calibration)
         if device is None or mem.total_bytes <= device * GIB:
             break
     assert mem is not None

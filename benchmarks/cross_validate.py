@@ -1,0 +1,235 @@
+"""Cross-validate gpuplan's estimators on the published runs: leave one source out, leave one part out.
+
+For every source of the ground truth (a repository, a paper, a site: gpuplan.validate.sources)
+the calibration terms tuned on that file (`tuned_on` in estimate/data/calibration.yaml) are
+refitted without its rows (gpuplan.validate.refit) and its rows are predicted with the refitted
+terms. For every accelerator the same is done with all its rows held out and its own terms
+removed: the error of a part that has no ground truth (default efficiency). The result, per row
+and per class of estimate, is written to src/gpuplan/estimate/data/accuracy.json, which sets the
+80% bands every plan shows (gpuplan.estimate.uncertainty); `--markdown` prints the tables of
+docs/validation.md.
+
+Usage: python benchmarks/cross_validate.py [--ground-truth DIR] [--jobs 2] [--evals 8] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections import defaultdict
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gpuplan import __version__
+from gpuplan.errors import GpuplanError
+from gpuplan.estimate.calibration import Calibration, default_calibration
+from gpuplan.estimate.uncertainty import EstimateClass, summarize
+from gpuplan.hardware import load_catalog
+from gpuplan.validate.cases import Row, read_rows
+from gpuplan.validate.memory_cases import CaseResult, evaluate_memory_row
+from gpuplan.validate.refit import _is_moe, error_ratio, refit
+from gpuplan.validate.sources import source_key
+from gpuplan.validate.training_cases import TRAIN_METRICS, evaluate_training_row
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_GT = ROOT.parent / "shared" / "ground-truth"
+OUT = ROOT / "src" / "gpuplan" / "estimate" / "data" / "accuracy.json"
+CAMPAIGN = {"device_hours", "time_to_train_days"}
+FILES = {"training": "train", "memory": "memory"}
+
+
+def evaluate(file: str, row: Row, cal: Calibration) -> CaseResult:
+    cat = load_catalog()
+    if file == "training":
+        return evaluate_training_row(row, cat, cal)
+    return evaluate_memory_row(row, cat, cal)
+
+
+def _evaluator(file: str) -> Any:
+    return lambda row, cal: evaluate(file, row, cal)
+
+
+def dims(file: str, row: Row) -> dict[str, str]:
+    n = int(float(row.get("num_accels") or 0) or (1024 if file == "training" else 1))
+    gpn = int(float(row.get("gpus_per_node") or 8))
+    if file == "training":
+        family = "campaign" if row.get("metric") in CAMPAIGN else "throughput"
+    else:
+        family = "infer" if row.get("method") == "inference" else "train"
+    return {"kind": FILES[file], "family": family,
+            "arch": "moe" if _is_moe(row.get("model", ""), row.get("moe_experts", "")) else "dense",
+            "scale": "multi" if n > gpn else "single"}
+
+
+def _has_own_terms(cal: Calibration, acc: str) -> bool:
+    return any(t.tuned_on is not None and t.tuned_on.accelerator and n.split(".")[1:2] == [acc]
+               for n, t in cal.terms.items())
+
+
+def run_fold(file: str, rows: list[Row], held: list[str], fold: str, name: str, evals: int) -> list[dict[str, Any]]:
+    """Refit without the held-out rows and predict them."""
+    held_set = set(held)
+    train = [r for r in rows if r["id"] not in held_set]
+    test = [r for r in rows if r["id"] in held_set]
+    drop = {name} if fold == "accelerator" else set()
+    cal, _ = refit(train, default_calibration(), _evaluator(file), file=file, drop_accelerators=drop, evals=evals)
+    out = []
+    for row in test:
+        try:
+            res = evaluate(file, row, cal)
+        except (GpuplanError, ValueError):
+            continue
+        acc = row.get("accelerator", "")
+        own = _has_own_terms(cal, acc) if file == "training" else True
+        out.append({"id": row["id"], "fold": fold, "efficiency": "validated" if own else "default",
+                    "cv_pred": res.predicted, "cv_ratio": error_ratio(res.metric, res.measured, res.predicted)})
+    return out
+
+
+def _in_classes(e: dict[str, Any]) -> bool:
+    return bool(e["fold"] == "source" and e["efficiency"] == "validated") or e["fold"] == "accelerator")
+
+
+def coverage(entries: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Nested coverage: each entry's band from its class's other sources; share inside, per kind."""
+    by_key: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for e in entries:
+        for k in _cls(e).levels():
+            by_key[k].append(e)
+    hits: dict[str, list[int]] = defaultdict(list)
+    for e in entries:
+        for k in _cls(e).levels():
+            others = [o for o in by_key[k] if o["source"] != e["source"]]
+            if len(others) >= 12 or k == _cls(e).levels()[-1]:
+                break
+        if not others:
+            continue
+        lo, hi = np.percentile([o["cv_ratio"] for o in others], [10, 90])
+        hits[e["kind"]].append(int(lo <= e["cv_ratio"] <= hi))
+    return {k: {"coverage": float(np.mean(v)), "rows": len(v)} for k, v in hits.items()}
+
+
+def _cls(e: dict[str, Any]) -> EstimateClass:
+    return EstimateClass(kind=e["kind"], efficiency=e["efficiency"], family=e["family"], arch=e["arch"],
+                         scale=e["scale"])
+
+
+def _ape(ratio: float) -> float:
+    return abs(1.0 / ratio - 1.0)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--ground-truth", type=Path, default=DEFAULT_GT)
+    ap.add_argument("--files", default="training,memory")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--evals", type=int, default=8, help="objective evaluations per refitted group")
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--markdown", action="store_true", help="print the docs tables from --out and exit")
+    args = ap.parse_args()
+    if args.markdown:
+        print_markdown(json.loads(args.out.read_text(encoding="utf-8")))
+        return
+    t0 = time.time()
+    entries: list[dict[str, Any]] = []
+    tasks = []
+    meta: dict[str, dict[str, Any]] = {}
+    for file in args.files.split(","):
+        rows = [r for r in read_rows(args.ground_truth / f"{file}.csv") if r.get("confidence") != "low"
+                and (file != "training" or r.get("metric") in TRAIN_METRICS)]
+        good = []
+        for r in rows:
+            try:
+                res = evaluate(file, r, default_calibration())
+            except (GpuplanError, ValueError):
+                continue
+            good.append(r)
+            meta[f"{file}:{r['id']}"] = {"file": file, "id": r["id"], "source": source_key(r.get("source", "")),
+                                         "accelerator": r.get("accelerator", ""), "metric": r["metric"],
+                                         "measured": res.measured, "in_sample": res.predicted,
+                                         "in_sample_ratio": error_ratio(res.metric, res.measured, res.predicted),
+                                         **dims(file, r)}
+        by_source: dict[str, list[str]] = defaultdict(list)
+        by_acc: dict[str, list[str]] = defaultdict(list)
+        for r in good:
+            by_source[source_key(r.get("source", ""))].append(r["id"])
+            by_acc[r.get("accelerator", "")].append(r["id"])
+        tasks += [(file, good, ids, "source", s, args.evals) for s, ids in sorted(by_source.items())]
+        if file == "training":
+            tasks += [(file, good, ids, "accelerator", a, args.evals) for a, ids in sorted(by_acc.items())]
+    print(f"{len(tasks)} folds", file=sys.stderr)
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        for (file, *_rest), result in zip(tasks, pool.map(run_fold, *zip(*tasks, strict=True)), strict=True):
+            for e in result:
+                entries.append({**meta[f"{file}:{e['id']}"], **e})
+    classed = [e for e in entries if _in_classes(e)]
+    classes: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for e in classed:
+        for k in _cls(e).levels():
+            classes[k].append(e)
+    data = {
+        "produced_by": "benchmarks/cross_validate.py", "gpuplan_version": __version__,
+        "as_of": date.today().isoformat(), "evals_per_group": args.evals,
+        "method": "leave one source out and leave one accelerator out; terms with tuned_on refitted per fold",
+        "coverage": coverage(classed),
+        "classes": {k: asdict(summarize(k, [e["cv_ratio"] for e in v], [e["source"] for e in v]))
+                    for k, v in sorted(classes.items())},
+        "parts": _parts(list(meta.values()), entries),
+        "rows": sorted(classed, key=lambda e: (e["file"], e["id"], e["fold"])),
+    }
+    args.out.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    print(f"wrote {args.out} ({len(classed)} entries, {time.time() - t0:.0f} s)", file=sys.stderr)
+    print_markdown(data)
+
+
+def _parts(meta: list[dict[str, Any]], entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = defaultdict(dict)
+    for kind in {m["kind"] for m in meta}:
+        for acc in sorted({m["accelerator"] for m in meta if m["kind"] == kind}):
+            rows = [m for m in meta if m["kind"] == kind and m["accelerator"] == acc]
+            loso = [e["cv_ratio"] for e in entries if e["kind"] == kind and e["accelerator"] == acc
+                    and e["fold"] == "source"]
+            loao = [e["cv_ratio"] for e in entries if e["kind"] == kind and e["accelerator"] == acc
+                    and e["fold"] == "accelerator"]
+            out[kind][acc] = {
+                "rows": len(rows), "sources": len({m["source"] for m in rows}),
+                "in_sample_median_ape": float(np.median([_ape(m["in_sample_ratio"]) for m in rows])),
+                "cv_median_ape": float(np.median([_ape(r) for r in loso])) if loso else None,
+                "cv_p90_ape": float(np.percentile([_ape(r) for r in loso], 90)) if loso else None,
+                "default_median_ape": float(np.median([_ape(r) for r in loao])) if loao else None,
+            }
+    return dict(out)
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None or not math.isfinite(v) else f"{v:.0%}"
+
+
+def print_markdown(data: dict[str, Any]) -> None:
+    print("| kind | part | rows | sources | in-sample median | cross-validated median | cross-validated p90 "
+          "| as a part without rows |")
+    print("|---|---|---|---|---|---|---|---|")
+    for kind, parts in data["parts"].items():
+        for acc, p in parts.items():
+            print(f"| {kind} | {acc} | {p['rows']} | {p['sources']} | {_pct(p['in_sample_median_ape'])} | "
+                  f"{_pct(p['cv_median_ape'])} | {_pct(p['cv_p90_ape'])} | {_pct(p['default_median_ape'])} |")
+    print("\n| class | rows | sources | 80% band of measured / predicted | median error |")
+    print("|---|---|---|---|---|")
+    for k, c in data["classes"].items():
+        print(f"| {k} | {c['n']} | {c['sources']} | {c['q10']:.2f} - {c['q90']:.2f} | {_pct(c['median_ape'])} |")
+    print("\n| kind | nested cross-validated coverage of the 80% band | rows |")
+    print("|---|---|---|")
+    for k, c in data["coverage"].items():
+        print(f"| {k} | {c['coverage']:.0%} | {c['rows']} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""How sure an estimate is: 80% bands from the cross-validated errors on published runs.
+
+benchmarks/cross_validate.py holds out each source (and each accelerator) of the ground truth,
+refits the calibration terms tuned on it without those rows, and records for every row the
+error ratio of the held-out prediction (`estimate/data/accuracy.json`). An estimate belongs to a
+class (training, serving or memory; part validated by rows or on default terms; dense or MoE;
+one node or several; throughput, campaign or latency figure); its band is the 10th to 90th
+percentile of the ratios of that class: a rate r is given as [q10 x r, q90 x r], a time or cost t
+as [t / q90, t / q10] (ratios are measured / predicted in rate orientation).
+A class with fewer than `MIN_ROWS` rows borrows from the next coarser class (dimensions are
+dropped from the last: scale, then architecture, then family).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any, Literal
+
+import numpy as np
+
+__all__ = ["MIN_ROWS", "Band", "ClassStats", "EstimateClass", "accuracy_data", "class_stats", "part_accuracy",
+           "summarize"]
+
+MIN_ROWS = 12
+Orientation = Literal["rate", "time"]
+
+
+@dataclass(frozen=True, slots=True)
+class EstimateClass:
+    """The class of an estimate whose cross-validated errors set its band."""
+
+    kind: Literal["train", "serve", "memory"]
+    efficiency: Literal["validated", "default", "measured"] = "validated"
+    family: str = "throughput"
+    arch: Literal["dense", "moe"] = "dense"
+    scale: Literal["single", "multi"] = "single"
+
+    def levels(self) -> list[str]:
+        """From the finest to the coarsest class key (a measured part borrows the validated errors)."""
+        eff = "validated" if self.efficiency == "measured" else self.efficiency
+        dims = [self.kind, eff, self.family, self.arch, self.scale]
+        return ["/".join(dims[:k]) for k in range(len(dims), 1, -1)]
+
+
+@dataclass(frozen=True, slots=True)
+class ClassStats:
+    key: str
+    n: int
+    q10: float
+    q50: float
+    q90: float
+    median_ape: float
+    sources: int
+
+    def band(self, value: float, orientation: Orientation) -> tuple[float, float]:
+        if orientation == "rate":
+            return value * self.q10, value * self.q90
+        return value / self.q90, value / self.q10
+
+
+@dataclass(frozen=True, slots=True)
+class Band:
+    """An 80% interval for one figure and the class of rows it came from."""
+
+    low: float
+    high: float
+    basis: str  # the class key, with its row count
+
+    def as_list(self) -> list[float]:
+        return [self.low, self.high]
+
+
+def summarize(key: str, ratios: Sequence[float], sources: Iterable[str]) -> ClassStats:
+    """Quantiles of the error ratios of one class (numpy's linear interpolation)."""
+    r = np.asarray(ratios, dtype=float)
+    q10, q50, q90 = (float(v) for v in np.percentile(r, [10, 50, 90]))
+    ape = float(np.median(np.abs(1.0 / r - 1.0)))  # |predicted - measured| / measured in rate orientation
+    return ClassStats(key=key, n=len(r), q10=q10, q50=q50, q90=q90, median_ape=ape, sources=len(set(sources)))
+
+
+@cache
+def accuracy_data() -> dict[str, Any]:
+    """The shipped cross-validation result (benchmarks/cross_validate.py writes it)."""
+    path = resources.files("gpuplan.estimate") / "data" / "accuracy.json"
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+@cache
+def _classes() -> Mapping[str, ClassStats]:
+    groups: dict[str, tuple[list[float], list[str]]] = {}
+    for row in accuracy_data()["rows"]:
+        ratio = row.get("cv_ratio")
+        if ratio is None or not math.isfinite(ratio) or ratio <= 0:
+            continue
+        cls = EstimateClass(kind=row["kind"], efficiency=row["efficiency"], family=row["family"],
+                            arch=row["arch"], scale=row["scale"])
+        for key in cls.levels():
+            rs, ss = groups.setdefault(key, ([], []))
+            rs.append(ratio)
+            ss.append(row["source"])
+    return {k: summarize(k, rs, ss) for k, (rs, ss) in groups.items()}
+
+
+def class_stats(cls: EstimateClass) -> ClassStats | None:
+    """The finest class with at least MIN_ROWS rows, None if even the coarsest has none."""
+    table = _classes()
+    found = None
+    for key in cls.levels():
+        st = table.get(key)
+        if st is not None:
+            found = st
+            if st.n >= MIN_ROWS:
+                return st
+    return found
+
+
+def band(cls: EstimateClass, value: float | None, orientation: Orientation) -> Band | None:
+    """The 80% band of `value` for an estimate of class `cls` (None if no value or no data)."""
+    if value is None or not math.isfinite(value):
+        return None
+    st = class_stats(cls)
+    if st is None:
+        return None
+    lo, hi = st.band(value, orientation)
+    return Band(low=lo, high=hi, basis=f"{st.key} ({st.n} rows, {st.sources} sources)")
+
+
+def part_accuracy(kind: str, accelerator: str) -> dict[str, Any] | None:
+    """Ground-truth rows of a part for `kind` and their cross-validated median error, None if it has none."""
+    parts: dict[str, Any] = accuracy_data().get("parts", {}).get(kind, {})
+    found = parts.get(accelerator)
+    return dict(found) if found else None

@@ -1,0 +1,190 @@
+"""Refit the calibration terms that were tuned on ground-truth rows, on any subset of those rows.
+
+Cross-validation (benchmarks/cross_validate.py) holds out one source or one accelerator, refits
+every term whose `tuned_on` names that file on the remaining rows, and predicts the held-out
+rows with the refitted terms. The refit:
+- works on the error ratio of each row in "rate" orientation (`error_ratio`: measured / predicted
+  for throughput, FLOP/s, MFU and memory; predicted / measured for times), and minimises the
+  median |log ratio| of the rows a term was tuned on (one value per group of terms with equal
+  `tuned_on`), by golden-section search over the term's `bounds` (Kiefer 1953);
+- fits terms in order: shared terms (no accelerator), then each part's terms, then the pooled
+  defaults (fitted with every part's own term removed: the value a part without rows gets);
+- removes a part's own terms when no row of that part is left, so the part falls back to the
+  default, exactly as a part without ground truth does in a plan.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
+
+from gpuplan.errors import GpuplanError
+from gpuplan.estimate.calibration import Calibration, TunedOn
+from gpuplan.validate.cases import Row, model_for_row
+from gpuplan.validate.memory_cases import CaseResult
+
+__all__ = ["TIME_METRICS", "Evaluator", "Group", "error_ratio", "median_abs_log", "refit", "row_matches",
+           "term_groups", "without_part_terms"]
+
+TIME_METRICS = frozenset({"step_time_s", "device_hours", "time_to_train_days", "ttft_ms", "tpot_ms",
+                          "e2e_latency_s"})
+
+Evaluator = Callable[[Row, Calibration], CaseResult]
+
+
+def error_ratio(metric: str, measured: float, predicted: float) -> float:
+    """measured / predicted in rate orientation: > 1 means the run was faster (or larger) than predicted."""
+    if measured <= 0 or predicted <= 0:
+        raise GpuplanError(f"{metric}: measured {measured} and predicted {predicted} must be > 0")
+    return predicted / measured if metric in TIME_METRICS else measured / predicted
+
+
+def median_abs_log(ratios: Sequence[float]) -> float:
+    """The refit objective: median |ln(ratio)| (robust to a few rows the model misses)."""
+    values = sorted(abs(math.log(r)) for r in ratios)
+    n = len(values)
+    if n == 0:
+        return 0.0
+    return values[n // 2] if n % 2 else 0.5 * (values[n // 2 - 1] + values[n // 2])
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """Terms fitted as one value on the same rows."""
+
+    names: tuple[str, ...]
+    tuned_on: TunedOn
+
+    @property
+    def order(self) -> int:
+        if self.tuned_on.pooled:
+            return 2
+        return 1 if self.tuned_on.accelerator else 0
+
+
+def term_groups(cal: Calibration, file: str) -> list[Group]:
+    """The groups of terms of `cal` tuned on `file`, in fitting order."""
+    by: dict[TunedOn, list[str]] = {}
+    for name, term in cal.terms.items():
+        if term.tuned_on is not None and term.tuned_on.file == file:
+            by.setdefault(term.tuned_on, []).append(name)
+    groups = [Group(tuple(names), t) for t, names in by.items()]
+    return sorted(groups, key=lambda g: (g.order, g.names))
+
+
+@cache
+def _is_moe(model: str, experts: str) -> bool:
+    if experts:
+        return True
+    try:
+        return model_for_row({"model": model}).moe is not None
+    except GpuplanError:
+        return False
+
+
+def row_matches(t: TunedOn, row: Row) -> bool:
+    """Whether `row` is one of the rows a term with `t` was tuned on."""
+    if t.accelerator and row.get("accelerator", "") not in t.accelerator:
+        return False
+    precision = row.get("precision") or "bf16"
+    if t.precision and precision not in t.precision:
+        return False
+    return t.moe is None or _is_moe(row.get("model", ""), row.get("moe_experts", "")) == t.moe
+
+
+def without_part_terms(cal: Calibration, accelerators: Iterable[str]) -> Calibration:
+    """`cal` without the terms of these parts (`<term>.<accelerator>.<suffix>`): they get the defaults."""
+    accs = set(accelerators)
+    keep = {n: t for n, t in cal.terms.items() if not (t.tuned_on and t.tuned_on.accelerator
+                                                       and n.split(".")[1:2] and n.split(".")[1] in accs)}
+    return cal if len(keep) == len(cal.terms) else cal.model_copy(update={"terms": keep})
+
+
+def _with_value(cal: Calibration, names: Sequence[str], value: float) -> Calibration:
+    terms = dict(cal.terms)
+    for n in names:
+        terms[n] = terms[n].model_copy(update={"value": float(value)})
+    return cal.model_copy(update={"terms": terms})
+
+
+def _objective(rows: Sequence[Row], cal: Calibration, evaluate: Evaluator) -> float:
+    ratios = []
+    for row in rows:
+        try:
+            res = evaluate(row, cal)
+            ratios.append(error_ratio(res.metric, res.measured, res.predicted))
+        except (GpuplanError, ValueError):
+            continue
+    return median_abs_log(ratios) if ratios else math.inf
+
+
+def _golden(f: Callable[[float], float], lo: float, hi: float, evals: int) -> float:
+    """Minimise f over [lo, hi] (log scale when lo > 0) with `evals` evaluations of golden-section search."""
+    log = lo > 0
+    a, b = (math.log(lo), math.log(hi)) if log else (lo, hi)
+    g = (math.sqrt(5) - 1) / 2
+    x = (lambda u: math.exp(u)) if log else (lambda u: u)
+    c, d = b - g * (b - a), a + g * (b - a)
+    fc, fd = f(x(c)), f(x(d))
+    for _ in range(max(evals - 2, 0)):
+        if fc <= fd:
+            b, d, fd = d, c, fc
+            c = b - g * (b - a)
+            fc = f(x(c))
+        else:
+            a, c, fc = c, d, fd
+            d = a + g * (b - a)
+            fd = f(x(d))
+    return x(c) if fc <= fd else x(d)
+
+
+def _affected(g: Group, rows: Sequence[Row], cal: Calibration, evaluate: Evaluator) -> list[Row]:
+    """The rows whose prediction moves when the group's value moves by 10%: the rows that can tune it."""
+    base = without_part_terms(cal, {r["accelerator"] for r in rows}) if g.tuned_on.pooled else cal
+    moved = _with_value(base, g.names, cal.terms[g.names[0]].value * 1.1 + 1e-3)
+    out = []
+    for row in rows:
+        try:
+            a, b = evaluate(row, base).predicted, evaluate(row, moved).predicted
+        except (GpuplanError, ValueError):
+            continue
+        if abs(a - b) > 1e-3 * abs(a):
+            out.append(row)
+    return out
+
+
+def refit(rows: Sequence[Row], cal: Calibration, evaluate: Evaluator, *, file: str,
+          drop_accelerators: Iterable[str] = (), evals: int = 10,
+          groups: Sequence[Group] | None = None) -> tuple[Calibration, dict[str, float]]:
+    """Terms tuned on `file` refitted on `rows`; (the calibration, the refitted values by term name).
+
+    `drop_accelerators`: parts treated as having no rows (leave-one-accelerator-out).
+    """
+    cal = without_part_terms(cal, drop_accelerators)
+    todo = [g for g in (groups if groups is not None else term_groups(cal, file))
+            if all(n in cal.terms for n in g.names)]
+    fitted: dict[str, float] = {}
+    live: list[tuple[Group, list[Row]]] = []
+    for g in todo:
+        sel = _affected(g, [r for r in rows if row_matches(g.tuned_on, r)], cal, evaluate)
+        if sel:
+            live.append((g, sel))
+        elif g.tuned_on.accelerator:  # no row of this part is left: it falls back to the default
+            cal = without_part_terms(cal, g.tuned_on.accelerator)
+    for g, sel in live:
+        if not all(n in cal.terms for n in g.names):
+            continue
+        names = g.names
+
+        def score(v: float, names: tuple[str, ...] = names, sel: list[Row] = sel,
+                  pooled: bool = g.tuned_on.pooled, base: Calibration = cal) -> float:
+            trial = _with_value(base, names, v)
+            return _objective(sel, without_part_terms(trial, {r["accelerator"] for r in sel})
+                              if pooled else trial, evaluate)
+
+        best = _golden(score, *g.tuned_on.bounds, evals=evals)
+        cal = _with_value(cal, names, best)
+        fitted.update({n: best for n in names})
+    return cal, fitted

@@ -1,0 +1,79 @@
+"""Cross-validation machinery: source keys, error ratios, the refit of terms tuned on ground truth."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from gpuplan.estimate.calibration import default_calibration
+from gpuplan.hardware import load_catalog
+from gpuplan.validate.cases import read_rows
+from gpuplan.validate.refit import _golden, error_ratio, median_abs_log, refit, term_groups, without_part_terms
+from gpuplan.validate.sources import source_key
+from gpuplan.validate.training_cases import evaluate_training_row
+
+CASES = Path(__file__).resolve().parents[2].parent / "shared" / "ground-truth" / "training.csv"
+
+
+@pytest.mark.parametrize(("text", "key"), [
+    ("mosaicml/llm-foundry scripts/train/benchmarking/README.md @4953 (2024)", "github:mosaicml/llm-foundry"),
+    ("https://github.com/NVIDIA/TensorRT-LLM/blob/main/docs/source/performance.md", "github:nvidia/tensorrt-llm"),
+    ("Touvron et al. 2023 LLaMA arXiv:2302.13971 Table 15 (PDF p11)", "arxiv:2302.13971"),
+    ("AMD ROCm 'Performance results' page (https://www.amd.com/en/developer/resources.html)", "web:amd.com/en"),
+    ("Luccioni et al. 2022 'Estimating the Carbon Footprint of BLOOM' Table 1", "text:luccioni et al"),
+])
+def test_source_key_groups_rows_of_one_publication(text: str, key: str) -> None:
+    assert source_key(text) == key
+
+
+def test_error_ratio_is_in_rate_orientation() -> None:
+    # a run twice as fast as predicted: ratio 2 whether the metric is a rate or a time
+    assert error_ratio("tokens_per_s_per_device", 200.0, 100.0) == 2.0
+    assert error_ratio("step_time_s", 1.0, 2.0) == 2.0
+    assert error_ratio("peak_mem_gib_per_device", 30.0, 20.0) == 1.5
+    assert median_abs_log([2.0, 0.5, 1.0]) == pytest.approx(math.log(2))
+
+
+def test_golden_section_finds_the_minimum_on_a_log_scale() -> None:
+    best = _golden(lambda v: abs(math.log(v / 0.37)), 0.1, 1.0, evals=30)
+    assert best == pytest.approx(0.37, rel=1e-3)
+
+
+def test_groups_tie_terms_tuned_on_the_same_rows() -> None:
+    groups = {g.names: g for g in term_groups(default_calibration(), "training")}
+    gh100 = next(n for n in groups if "compute_efficiency.h100-sxm5-80gb.bf16" in n)
+    assert "compute_efficiency.h200-sxm-141gb.bf16" in gh100  # same die, one fitted value
+    orders = [g.order for g in term_groups(default_calibration(), "training")]
+    assert orders == sorted(orders)  # shared terms, then parts, then pooled defaults
+
+
+def test_a_part_without_rows_loses_its_own_terms() -> None:
+    cal = without_part_terms(default_calibration(), {"ascend-910b"})
+    assert "compute_efficiency.ascend-910b.bf16" not in cal.terms
+    assert "compute_efficiency.default.bf16" in cal.terms
+    assert "compute_efficiency.a100-sxm4-80gb.bf16" in cal.terms
+
+
+@pytest.mark.skipif(not CASES.exists(), reason="shared ground-truth cases not present")
+def test_refit_of_a_part_term_does_not_do_worse_than_the_shipped_value_on_its_rows() -> None:
+    cat = load_catalog()
+    rows = [r for r in read_rows(CASES) if r["accelerator"] == "ascend-910b" and r["heads"]]
+    cal = default_calibration()
+    group = [g for g in term_groups(cal, "training") if g.names == ("compute_efficiency.ascend-910b.bf16",)]
+
+    def score(c: object) -> float:
+        ratios = []
+        for r in rows:
+            res = evaluate_training_row(r, cat, c)  # type: ignore[arg-type]
+            ratios.append(error_ratio(res.metric, res.measured, res.predicted))
+        return median_abs_log(ratios)
+
+    fitted_cal, fitted = refit(rows, cal, lambda r, c: evaluate_training_row(r, cat, c), file="training",
+                               groups=group, evals=10)
+    assert set(fitted) == {"compute_efficiency.ascend-910b.bf16"}
+    assert score(fitted_cal) <= score(cal) + 1e-9
+    # held out entirely, the part's term is removed and the default applies
+    loao, _ = refit([], cal, lambda r, c: evaluate_training_row(r, cat, c), file="training", groups=group)
+    assert "compute_efficiency.ascend-910b.bf16" not in loao.terms
