@@ -95,7 +95,7 @@ def run_fold(file: str, rows: list[Row], held: list[str], fold: str, name: str, 
 
 
 def _in_classes(e: dict[str, Any]) -> bool:
-    return bool(e["fold"] == "source" and e["efficiency"] == "validated") or e["fold"] == "accelerator")
+    return bool((e["fold"] == "source" and e["efficiency"] == "validated") or e["fold"] == "accelerator")
 
 
 def coverage(entries: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
