@@ -135,7 +135,7 @@ class TcoResult:
                     "fixed_usd_per_year": self.buy.fixed_usd_per_year,
                     "energy_usd_per_year_at_full_use": self.buy.energy_usd_per_year_at_full_use},
                 "break_even_utilization": self.break_even, "inputs": self.inputs.model_dump(mode="json"),
-                "provenance": "estimated from catalog prices (datasheet-like) and advise/data/tco.yaml"}
+                "provenance": "estimated from catalog prices (list prices and market quotes) and advise/data/tco.yaml"}
 
 
 def yearly_device_price(catalog: Catalog, accelerator: str, market: str | None = None) -> float | None:
@@ -146,7 +146,7 @@ def yearly_device_price(catalog: Catalog, accelerator: str, market: str | None =
             continue
         if market and inst.market != market:
             continue
-        hourly = inst.hourly("USD", catalog.rates, "yearly")
+        hourly = inst.hourly("USD", catalog.rates, "yearly", distressed=catalog.pricing.use_distressed)
         if hourly is not None:
             per = hourly / inst.accelerator_count
             best = per if best is None else min(best, per)

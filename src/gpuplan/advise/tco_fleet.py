@@ -184,7 +184,7 @@ def _label(inp_overridden: tuple[str, ...], name: str) -> str:
 def rent_rates(catalog: Catalog, accelerator: str, *, market: str | None, inp: TcoInputs, fin: FleetInputs,
                rent_usd_per_device_hour: float | None) -> tuple[tuple[str, Quantity], ...]:
     """(kind, USD per device-hour) for every rent kind that has a rate; --rent replaces them all."""
-    from gpuplan.search.pricing import device_price
+    from gpuplan.search.pricing import device_price, price_label
 
     unit = "USD per device-hour"
     if rent_usd_per_device_hour is not None:
@@ -195,8 +195,8 @@ def rent_rates(catalog: Catalog, accelerator: str, *, market: str | None, inp: T
     def inst_source(inst_id: str | None, kind: str) -> str:
         if inst_id is None:
             return ""
-        p = catalog.instance(inst_id).price(kind)
-        return f"catalog instance {inst_id}" + (f": {p.source} ({p.as_of})" if p is not None else "")
+        p = catalog.instance(inst_id).price(kind, distressed=catalog.pricing.use_distressed)
+        return f"catalog instance {inst_id}" + (f": {price_label(p)}" if p is not None else "")
 
     od = None
     if dp.on_demand is not None:

@@ -117,7 +117,7 @@ def _row(cat: Catalog, r: Sourced) -> list[str]:
     if isinstance(r, Instance):
         acc = accelerator_of(cat, r)
         usd, basis = hourly_usd(cat, r)
-        od, spot, month = r.price("on_demand_hourly"), r.price("spot_hourly"), r.price("monthly")
+        od, spot, month = (r.price(k, distressed=True) for k in ("on_demand_hourly", "spot_hourly", "monthly"))
         return [
             r.provider,
             escape(f"{fmt(r.accelerator_count)} x {acc.id if acc else '?'}"),

@@ -8,7 +8,7 @@ merged, fully checked `Catalog` or raises `CatalogError` listing every problem.
 from gpuplan.hardware.catalog import Catalog, Origin
 from gpuplan.hardware.issues import CatalogError, CatalogIssue
 from gpuplan.hardware.overrides import builtin_data_dir, check_dir, load_catalog, user_catalog_dir
-from gpuplan.hardware.schema_base import CurrencyRates, Price, Sourced, convert
+from gpuplan.hardware.schema_base import CurrencyRates, Price, PricingPolicy, Sourced, convert
 from gpuplan.hardware.schema_devices import DENSE_FIELDS, Accelerator, FrameworkSupport, Nic, Server
 from gpuplan.hardware.schema_offers import CalibrationTerm, Instance, Network, Storage
 
@@ -26,6 +26,7 @@ __all__ = [
     "Nic",
     "Origin",
     "Price",
+    "PricingPolicy",
     "Server",
     "Sourced",
     "Storage",

@@ -17,7 +17,7 @@ from typing import Literal, TypeVar
 from gpuplan.errors import unknown_name
 from gpuplan.hardware.issues import CatalogError, CatalogIssue
 from gpuplan.hardware.parse import KINDS, Entry, ParsedFiles, RatesEntry
-from gpuplan.hardware.schema_base import CurrencyRates, Sourced
+from gpuplan.hardware.schema_base import CurrencyRates, PricingPolicy, Sourced
 from gpuplan.hardware.schema_devices import Accelerator, Server
 from gpuplan.hardware.schema_offers import Instance, Network, Storage
 
@@ -62,12 +62,20 @@ class Catalog:
         rates: CurrencyRates,
         rates_origin: Origin,
         index: Mapping[str, str],
+        pricing: PricingPolicy | None = None,
     ) -> None:
         self._records = {k: MappingProxyType(dict(v)) for k, v in records.items()}
         self._origins = MappingProxyType(dict(origins))
         self._index = MappingProxyType(dict(index))
         self.rates = rates
         self.rates_origin = rates_origin
+        self.pricing = pricing or PricingPolicy()  # which prices planning may use (distressed or not)
+
+    def with_pricing(self, policy: PricingPolicy) -> Catalog:
+        """The same records under another pricing policy (e.g. planning with distressed prices too)."""
+        out = Catalog({k: dict(v) for k, v in self._records.items()}, self._origins, self.rates,
+                      self.rates_origin, self._index, policy)
+        return out
 
     # --- typed views -------------------------------------------------------------
     @property
@@ -330,7 +338,8 @@ def build_catalog(layers: Sequence[Layer]) -> Catalog:
     records: dict[str, dict[str, Sourced]] = {k: {} for k in KINDS}
     for rid, e in merged.items():
         records[e.kind][rid] = e.record
-    return Catalog(records, origins, rates[0], rates[1], index)
+    policies = [p for layer in layers for p in layer.parsed.pricing]
+    return Catalog(records, origins, rates[0], rates[1], index, policies[-1] if policies else None)
 
 
 def _sorted(issues: Iterable[CatalogIssue]) -> list[CatalogIssue]:

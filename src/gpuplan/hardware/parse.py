@@ -8,6 +8,7 @@ A catalog file is a mapping whose keys name record kinds, each holding a list:
     instances: [...]
     storage: [...]
     currency: {cny_per_usd: 7.1, source: ..., as_of: ...}   # one mapping, not a list
+    pricing: {use_distressed: true}                          # optional: plan with distressed prices
 
 Any file may hold any kinds, so a user's override file can carry a GPU, its server
 and a price quote together. Top-level keys starting with `x-` are ignored: they hold
@@ -28,7 +29,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from gpuplan.hardware.issues import CatalogIssue
-from gpuplan.hardware.schema_base import CurrencyRates, Sourced
+from gpuplan.hardware.schema_base import CurrencyRates, PricingPolicy, Sourced
 from gpuplan.hardware.schema_devices import Accelerator, Server
 from gpuplan.hardware.schema_offers import Instance, Network, Storage
 from gpuplan.hardware.yaml_lines import LineMap, YamlProblem, load_yaml
@@ -42,7 +43,7 @@ KINDS: dict[str, type[Sourced]] = {
     "instances": Instance,
     "storage": Storage,
 }
-TOP_KEYS = (*KINDS, "currency")
+TOP_KEYS = (*KINDS, "currency", "pricing")
 
 # Unit suffixes of field names, for "write a plain number" hints.
 _UNITS = {
@@ -89,6 +90,7 @@ class ParsedFiles:
     entries: list[Entry]
     rates: list[RatesEntry]
     issues: list[CatalogIssue]
+    pricing: list[PricingPolicy] = field(default_factory=list)
 
 
 def _model_at(model: type[BaseModel], loc: Sequence[str | int]) -> type[BaseModel] | None:
@@ -210,6 +212,8 @@ def parse_file(path: Path, shown: str | None = None) -> ParsedFiles:
             continue
         if key == "currency":
             _parse_rates(value, name, key_line, out)
+        elif key == "pricing":
+            _parse_pricing(value, name, key_line, out)
         elif key in KINDS:
             _parse_kind(key, value, name, key_line, out)
         else:
@@ -226,6 +230,13 @@ def _parse_rates(value: Any, name: str, line: int, out: ParsedFiles) -> None:
         out.issues.extend(validation_issues(exc, CurrencyRates, value, name, line, "currency", ""))
         return
     out.rates.append(RatesEntry(rates, name, getattr(value, "line", line)))
+
+
+def _parse_pricing(value: Any, name: str, line: int, out: ParsedFiles) -> None:
+    try:
+        out.pricing.append(PricingPolicy.model_validate(value))
+    except ValidationError as exc:
+        out.issues.extend(validation_issues(exc, PricingPolicy, value, name, line, "pricing", ""))
 
 
 def _parse_kind(kind: str, value: Any, name: str, line: int, out: ParsedFiles) -> None:
@@ -266,4 +277,5 @@ def parse_dir(directory: Path, label: str | None = None) -> ParsedFiles:
         out.entries.extend(part.entries)
         out.rates.extend(part.rates)
         out.issues.extend(part.issues)
+        out.pricing.extend(part.pricing)
     return out

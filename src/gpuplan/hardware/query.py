@@ -160,9 +160,11 @@ _PER = {
 
 
 def price_text(p: Price) -> str:
+    """'CNY 15,000/month [region], market quote, distressed': the amount, then what kind of price it is."""
     amount = "unknown" if p.amount is None else f"{p.currency} {fmt(float(p.amount))}"
     region = f" [{p.region}]" if p.region else ""
-    return f"{amount}{_PER[p.kind]}{region}"
+    kind = ", market quote" if p.basis == "market_quote" else ""
+    return f"{amount}{_PER[p.kind]}{region}{kind}" + (", distressed" if p.distressed else "")
 
 
 @dataclass(frozen=True)
@@ -290,9 +292,9 @@ def headline(cat: Catalog, record: Sourced) -> dict[str, Any]:
             "tenancy": record.tenancy,
             "rdma_network": record.rdma_network,
             "market": record.market,
-            "on_demand": _price_dict(record.price("on_demand_hourly")),
-            "spot": _price_dict(record.price("spot_hourly")),
-            "monthly": _price_dict(record.price("monthly")),
+            "on_demand": _price_dict(record.price("on_demand_hourly", distressed=True)),
+            "spot": _price_dict(record.price("spot_hourly", distressed=True)),
+            "monthly": _price_dict(record.price("monthly", distressed=True)),
             "usd_per_hour": usd,
             "usd_per_hour_basis": basis,
             "usd_per_accelerator_hour": usd / record.accelerator_count if usd is not None else None,
@@ -315,7 +317,7 @@ def hourly_usd(cat: Catalog, inst: Instance) -> tuple[float | None, str]:
     """The instance's hourly cost in USD: on-demand when published, else monthly / 730 h,
     else yearly / 8760 h; with the basis used ('' when no price is known)."""
     for kind in ("on_demand_hourly", "monthly", "yearly"):
-        value = inst.hourly("USD", cat.rates, kind)
+        value = inst.hourly("USD", cat.rates, kind, distressed=cat.pricing.use_distressed)
         if value is not None:
             return value, kind
     return None, ""
@@ -330,4 +332,6 @@ def _price_dict(p: Price | None) -> dict[str, Any] | None:
         "region": p.region,
         "as_of": p.as_of,
         "confidence": p.confidence,
+        "basis": p.basis,
+        "distressed": p.distressed,
     }

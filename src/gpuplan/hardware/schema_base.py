@@ -30,7 +30,9 @@ __all__ = [
     "CurrencyRates",
     "Market",
     "Price",
+    "PriceBasis",
     "PriceKind",
+    "PricingPolicy",
     "Sourced",
     "convert",
 ]
@@ -45,6 +47,9 @@ Confidence = Literal["high", "medium", "low", "none"]
 Currency = Literal["CNY", "USD"]
 Market = Literal["cn", "global"]
 PriceKind = Literal["on_demand_hourly", "spot_hourly", "monthly", "yearly", "purchase", "per_tib_month"]
+# list_price: the seller publishes it (price page, price list, catalog API), possibly read second-hand;
+# market_quote: a price reported from the market (a broker's report, a news item, a rental survey).
+PriceBasis = Literal["list_price", "market_quote"]
 
 CONFIDENCE_RANK: dict[str, int] = {"none": 0, "low": 1, "medium": 2, "high": 3}
 
@@ -76,7 +81,13 @@ AsOf = Annotated[str, BeforeValidator(_as_of_text), StringConstraints(pattern=AS
 
 
 class Price(BaseModel):
-    """One published price. `amount` null means "not published / unknown", never zero."""
+    """One published price. `amount` null means "not published / unknown", never zero.
+
+    `basis` says what kind of source it is (a seller's list price or a quote reported from the
+    market); `distressed` marks surplus-capacity rents that may not be available at scale: they
+    are listed but not used for planning unless the catalog's `pricing.use_distressed` is set.
+    Several prices of one kind and region form a history; the newest `as_of` is the one used.
+    """
 
     model_config = STRICT
 
@@ -87,7 +98,14 @@ class Price(BaseModel):
     source: str = Field(min_length=1)
     as_of: AsOf
     confidence: Confidence = "medium"
+    basis: PriceBasis = "list_price"
+    distressed: bool = Field(default=False, description="surplus-capacity price; not used by default")
     note: str = ""
+
+    @property
+    def as_of_key(self) -> str:
+        """`as_of` padded for ordering (2026 < 2026-08 < 2026-08-06): a bare year sorts first in its year."""
+        return self.as_of + "-00-00"[len(self.as_of) - 4:] if len(self.as_of) < 10 else self.as_of
 
     @field_validator("amount")
     @classmethod
@@ -105,6 +123,16 @@ class CurrencyRates(BaseModel):
     cny_per_usd: float = Field(gt=1, lt=20)
     source: str = Field(min_length=1)
     as_of: AsOf
+    note: str = ""
+
+
+class PricingPolicy(BaseModel):
+    """Which catalog prices planning may use (the `pricing:` section of a catalog file)."""
+
+    model_config = STRICT
+
+    use_distressed: bool = Field(
+        default=False, description="plan with surplus-capacity (distressed) prices too, where they are newest")
     note: str = ""
 
 

@@ -110,23 +110,37 @@ class Instance(Sourced):
         for p in self.prices:
             if p.kind in ("purchase", "per_tib_month"):
                 raise ValueError(f"an instance price cannot be of kind {p.kind!r}")
-        if len(kinds) != len({(p.kind, p.region) for p in self.prices}):
-            raise ValueError("two prices of the same kind and region")
+        if len(kinds) != len({(p.kind, p.region, p.as_of) for p in self.prices}):
+            raise ValueError("two prices of the same kind, region and as_of (a price history needs "
+                             "a different as_of for each entry)")
         return self
 
-    def price(self, kind: str, region: str | None = None) -> Price | None:
-        """The first price of `kind` (optionally in `region`) with a known amount."""
-        for p in self.prices:
-            if p.kind == kind and p.amount is not None and (region is None or p.region == region):
-                return p
-        return None
+    def price_history(self, kind: str, region: str | None = None) -> list[Price]:
+        """Every price of `kind` (optionally in `region`) with a known amount, newest `as_of` first."""
+        found = [p for p in self.prices
+                 if p.kind == kind and p.amount is not None and (region is None or p.region == region)]
+        return sorted(found, key=lambda p: p.as_of_key, reverse=True)
 
-    def hourly(self, currency: str, rates: CurrencyRates, kind: str = "on_demand_hourly") -> float | None:
-        """The instance's hourly price of `kind` in `currency`; None when unpublished.
+    def price(self, kind: str, region: str | None = None, *, distressed: bool = False) -> Price | None:
+        """The price of `kind` that planning uses: the newest `as_of` with a known amount (optionally
+        in `region`). Older entries are history and never used. When the newest is a distressed
+        (surplus-capacity) price it is used only with `distressed=True`; otherwise None."""
+        history = self.price_history(kind, region)
+        if not history:
+            return None
+        newest = history[0]
+        if newest.distressed and not distressed:
+            return None
+        return newest
+
+    def hourly(self, currency: str, rates: CurrencyRates, kind: str = "on_demand_hourly", *,
+               distressed: bool = False) -> float | None:
+        """The instance's hourly price of `kind` in `currency`; None when unpublished (or, without
+        `distressed`, when the newest is a distressed price).
 
         A monthly price is turned into hourly over 730 h only when asked for kind="monthly".
         """
-        p = self.price(kind)
+        p = self.price(kind, distressed=distressed)
         if p is None:
             return None
         amount = convert(p.amount, p.currency, currency, rates)

@@ -27,9 +27,10 @@ def fmt_sig(value: float | None, digits: int = 3) -> str:
 
 
 def prov(kind: str, lang: str) -> str:
-    """Provenance label (measured / estimated / datasheet / data) in `lang`."""
+    """Provenance label (measured / estimated / datasheet / data / list price / market quote) in `lang`."""
     key = kind.split()[0] if kind else "estimated"
-    return tr(f"report.prov.{key}", lang) if key in ("measured", "estimated", "datasheet", "data") else kind
+    known = ("measured", "estimated", "datasheet", "data", "list_price", "market_quote")
+    return tr(f"report.prov.{key}", lang) if key in known else kind
 
 
 def job_lines(doc: Mapping[str, Any], lang: str) -> list[str]:

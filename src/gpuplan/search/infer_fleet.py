@@ -39,7 +39,7 @@ def fleet_offers(catalog: Catalog, accelerator: str, *, market: str | None = Non
         if (market and inst.market != market) or (provider and inst.provider != provider):
             continue
         for kind in ("on_demand_hourly", "monthly"):
-            usd = inst.hourly("USD", catalog.rates, kind)
+            usd = inst.hourly("USD", catalog.rates, kind, distressed=catalog.pricing.use_distressed)
             if usd is not None:
                 out.append(Offer(instance=inst.id, accelerator_count=int(inst.accelerator_count), usd_per_hour=usd,
                                  kind=kind, tenancy=inst.tenancy))

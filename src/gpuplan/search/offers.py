@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.hardware import Accelerator, Catalog, Instance, Network, Server
-from gpuplan.search.pricing import DevicePrice, device_price, instance_price
+from gpuplan.search.pricing import DevicePrice, device_price, instance_price, price_label, used_price
 from gpuplan.search.train_eval import usual_network, usual_server
 
 __all__ = ["HardwareOption", "hardware_options", "tcp_network_for"]
@@ -104,7 +104,28 @@ def _offer_option(catalog: Catalog, acc: Accelerator, inst: Instance, cal: Calib
     cap = max(gpn, cap - cap % gpn)  # whole instances
     return HardwareOption(accelerator=acc.id, kind="offer", offer=inst.id, gpus_per_node=gpn, network=net_id,
                           nics_per_node=nics, network_basis=basis, max_devices=cap, capacity_basis=cap_basis,
-                          price=price, price_basis=f"offer {inst.id} ({inst.provider}, {inst.market})")
+                          price=price, price_basis=f"offer {inst.id} ({inst.provider}, {inst.market}): "
+                          + _price_text(catalog, inst))
+
+
+def _price_text(catalog: Catalog, inst: Instance) -> str:
+    """The label of the price a plan on `inst` pays (on demand, else monthly, else spot)."""
+    for kind in ("on_demand_hourly", "monthly", "spot_hourly"):
+        p = used_price(catalog, inst, kind)
+        if p is not None:
+            return price_label(p)
+    return "no price"
+
+
+def _distressed_note(catalog: Catalog, acc: str, market: str | None) -> str:
+    """Names the offers of `acc` left unpriced because their newest price is a distressed-capacity one."""
+    ids = sorted(i.id for i in catalog.instances.values()
+                 if catalog.server(i.server).accelerator == acc and not (market and i.market != market)
+                 and any(p.distressed for p in i.prices) and instance_price(catalog, i) == NO_PRICE)
+    if not ids:
+        return ""
+    return (f"; {', '.join(ids)} list only distressed-capacity rents, not used for planning unless a catalog "
+            "file sets pricing: {use_distressed: true}")
 
 
 def hardware_options(catalog: Catalog, acc: Accelerator, cal: Calibration, *, market: str | None = None,
@@ -144,5 +165,6 @@ def hardware_options(catalog: Catalog, acc: Accelerator, cal: Calibration, *, ma
             max_devices=None, capacity_basis="own cluster: no offer capacity applied", price=NO_PRICE,
             price_basis="no offer in the catalog prices this part"
                         + (f" in market {market}" if market else "")
-                        + ": add one with --catalog (see docs/catalog.md)"))
+                        + ": add one with --catalog (see docs/catalog.md)"
+                        + _distressed_note(catalog, acc.id, market)))
     return out

@@ -1,12 +1,21 @@
-"""Price of one accelerator-hour from the catalog's instances (cheapest published offer per kind)."""
+"""Price of one accelerator-hour from the catalog's instances (cheapest published offer per kind).
+
+Each instance contributes the price planning uses (`Instance.price`: the newest `as_of` of each kind;
+a distressed price only when the catalog's `pricing.use_distressed` is set). `price_label` names a
+price's kind of source honestly: "list price (source, date)" or "market quote (confidence)".
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuplan.hardware import Catalog, Instance
+from gpuplan.hardware import Catalog, Instance, Price
+from gpuplan.i18n import tr
 
-__all__ = ["DevicePrice", "device_price", "instance_price"]
+__all__ = ["PROVENANCE", "DevicePrice", "device_price", "instance_price", "price_label", "used_price"]
+
+PROVENANCE = ("catalog price: each instance's newest price of a kind, a list price or a market quote "
+              "with its own source, date and confidence (distressed-capacity prices only when asked)")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -24,7 +33,7 @@ class DevicePrice:
         return {"usd_per_device_hour": {"on_demand": self.on_demand, "spot": self.spot, "monthly": self.monthly},
                 "instances": {"on_demand": self.on_demand_instance, "spot": self.spot_instance,
                               "monthly": self.monthly_instance},
-                "provenance": "catalog price (datasheet-like: published list price, see each instance's source)"}
+                "provenance": PROVENANCE}
 
 
 def device_price(catalog: Catalog, accelerator: str, *, market: str | None = None,
@@ -51,9 +60,21 @@ def instance_price(catalog: Catalog, inst: Instance) -> DevicePrice:
     """USD per accelerator-hour of one instance, each kind it publishes."""
     got: dict[str, float | None] = {}
     for kind, key in (("on_demand_hourly", "on_demand"), ("spot_hourly", "spot"), ("monthly", "monthly")):
-        hourly = inst.hourly("USD", catalog.rates, kind)
+        hourly = inst.hourly("USD", catalog.rates, kind, distressed=catalog.pricing.use_distressed)
         got[key] = hourly / inst.accelerator_count if hourly is not None else None
     return DevicePrice(on_demand=got["on_demand"], spot=got["spot"], monthly=got["monthly"],
                        on_demand_instance=inst.id if got["on_demand"] is not None else None,
                        spot_instance=inst.id if got["spot"] is not None else None,
                        monthly_instance=inst.id if got["monthly"] is not None else None)
+
+
+def used_price(catalog: Catalog, inst: Instance, kind: str) -> Price | None:
+    """The price of `kind` that planning uses for `inst` under the catalog's pricing policy."""
+    return inst.price(kind, distressed=catalog.pricing.use_distressed)
+
+
+def price_label(p: Price, lang: str = "en") -> str:
+    """'list price (source, date)' or 'market quote (confidence, source, date)', with 'distressed' where marked."""
+    key = "price.label.market_quote" if p.basis == "market_quote" else "price.label.list_price"
+    text = tr(key, lang, source=p.source, as_of=p.as_of, confidence=tr(f"price.confidence.{p.confidence}", lang))
+    return text + tr("price.label.distressed", lang) if p.distressed else text
