@@ -165,13 +165,13 @@ def test_price_and_power_override_precedence() -> None:
 
 def test_rent_kinds_and_rent_override() -> None:
     base = {"devices": 8, "years": 3.0, "utilization": 0.5}
-    _, rates, _, fin = _run("ascend-910b4", **base, market="cn")
+    _, rates, _, fin = _run("h20-96gb", **base, market="cn")  # the 910B4 rent is distressed (round 2): not used
     got = dict(rates)
     monthly = got["monthly"].value
     assert got["yearly"].value == pytest.approx(monthly * 0.85)  # monthly x (1 - yearly_discount_vs_monthly)
     assert got["multi_year"].value == pytest.approx(monthly * 0.85 * (1 - fin.multi_year_discount_vs_yearly))
     assert got["monthly"].provenance == CATALOG and got["yearly"].provenance == "catalog + default"
-    _, rates, _, _ = _run("h100-sxm5-80gb", **base, market=None)
+    _, rates, _, _ = _run("h100-sxm5-80gb", **base, market="global")  # China rents H100 monthly since round 2
     got = dict(rates)
     assert got["multi_year"].value == pytest.approx(got["on_demand"].value * (1 - 0.57))
     _, rates, _, _ = _run("h100-sxm5-80gb", **base, market=None, rent_usd_per_device_hour=2.0)

@@ -96,8 +96,12 @@ def test_report_from_plan_infer_json_and_inference_compare(tmp_path: Path) -> No
     text = (tmp_path / "infer.md").read_text(encoding="utf-8")
     assert text.startswith("# 推理硬件规划") and "阶段：推理服务" in text
     # 100 ms TPOT: vllm-ascend decodes an 8B model at ~47 ms per token even at 4 requests (engines.yaml)
+    # the 910B3's only rent is a distressed-capacity price (catalog research round 2): asked for by a catalog file
+    policy = tmp_path / "policy"
+    policy.mkdir()
+    (policy / "pricing.yaml").write_text("pricing: {use_distressed: true}\n", encoding="utf-8")
     res = runner.invoke(app, ["compare", "-m", "llama3-8b", "--qps", "20", "--ttft-p99", "2", "--tpot-p99", "0.1",
-                              "--accelerators", "h100-nvl-94gb,ascend-910b3", "--json"])
+                              "--accelerators", "h100-nvl-94gb,ascend-910b3", "--catalog", str(policy), "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
     assert out["kind"] == "compare_infer"
