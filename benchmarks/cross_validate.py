@@ -35,21 +35,28 @@ from gpuplan.estimate.uncertainty import EstimateClass, summarize
 from gpuplan.hardware import load_catalog
 from gpuplan.validate.cases import Row, read_rows
 from gpuplan.validate.memory_cases import CaseResult, evaluate_memory_row
-from gpuplan.validate.refit import _is_moe, error_ratio, refit
+from gpuplan.validate.refit import error_ratio, refit
+from gpuplan.validate.row_class import row_dims
+from gpuplan.validate.serving_terms import serving_calibration, serving_evaluator
 from gpuplan.validate.sources import source_key
 from gpuplan.validate.training_cases import TRAIN_METRICS, evaluate_training_row
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_GT = ROOT.parent / "shared" / "ground-truth"
 OUT = ROOT / "src" / "gpuplan" / "estimate" / "data" / "accuracy.json"
-CAMPAIGN = {"device_hours", "time_to_train_days"}
-FILES = {"training": "train", "memory": "memory"}
+
+
+def base_terms(file: str) -> Calibration:
+    """The shipped terms a file's rows were tuned with (serving terms live in engines.yaml)."""
+    return serving_calibration() if file == "inference" else default_calibration()
 
 
 def evaluate(file: str, row: Row, cal: Calibration) -> CaseResult:
     cat = load_catalog()
     if file == "training":
         return evaluate_training_row(row, cat, cal)
+    if file == "inference":
+        return serving_evaluator(cat)(row, cal)
     return evaluate_memory_row(row, cat, cal)
 
 
@@ -58,15 +65,7 @@ def _evaluator(file: str) -> Any:
 
 
 def dims(file: str, row: Row) -> dict[str, str]:
-    n = int(float(row.get("num_accels") or 0) or (1024 if file == "training" else 1))
-    gpn = int(float(row.get("gpus_per_node") or 8))
-    if file == "training":
-        family = "campaign" if row.get("metric") in CAMPAIGN else "throughput"
-    else:
-        family = "infer" if row.get("method") == "inference" else "train"
-    return {"kind": FILES[file], "family": family,
-            "arch": "moe" if _is_moe(row.get("model", ""), row.get("moe_experts", "")) else "dense",
-            "scale": "multi" if n > gpn else "single"}
+    return row_dims(file, row)
 
 
 def _has_own_terms(cal: Calibration, acc: str) -> bool:
@@ -80,7 +79,8 @@ def run_fold(file: str, rows: list[Row], held: list[str], fold: str, name: str, 
     train = [r for r in rows if r["id"] not in held_set]
     test = [r for r in rows if r["id"] in held_set]
     drop = {name} if fold == "accelerator" else set()
-    cal, _ = refit(train, default_calibration(), _evaluator(file), file=file, drop_accelerators=drop, evals=evals)
+    cal, _ = refit(train, base_terms(file), _evaluator(file), file=file, drop_accelerators=drop, evals=evals)
+    left = {r.get("accelerator", "") for r in train}
     out = []
     for row in test:
         try:
@@ -88,7 +88,8 @@ def run_fold(file: str, rows: list[Row], held: list[str], fold: str, name: str, 
         except (GpuplanError, ValueError):
             continue
         acc = row.get("accelerator", "")
-        own = _has_own_terms(cal, acc) if file == "training" else True
+        own = (_has_own_terms(cal, acc) if file == "training" else acc in left and fold == "source"
+               if file == "inference" else True)
         out.append({"id": row["id"], "fold": fold, "efficiency": "validated" if own else "default",
                     "cv_pred": res.predicted, "cv_ratio": error_ratio(res.metric, res.measured, res.predicted)})
     return out
@@ -122,6 +123,10 @@ def _cls(e: dict[str, Any]) -> EstimateClass:
                          scale=e["scale"])
 
 
+META_KEYS = ("file", "id", "source", "accelerator", "metric", "measured", "in_sample", "in_sample_ratio", "kind",
+             "family", "arch", "scale")
+
+
 def _ape(ratio: float) -> float:
     return abs(1.0 / ratio - 1.0)
 
@@ -129,7 +134,9 @@ def _ape(ratio: float) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ground-truth", type=Path, default=DEFAULT_GT)
-    ap.add_argument("--files", default="training,memory")
+    ap.add_argument("--files", default="training,memory,inference")
+    ap.add_argument("--merge", type=Path, action="append", default=[],
+                    help="an earlier output whose entries for other files are kept (repeatable)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--evals", type=int, default=8, help="objective evaluations per refitted group")
     ap.add_argument("--out", type=Path, default=OUT)
@@ -142,13 +149,13 @@ def main() -> None:
     entries: list[dict[str, Any]] = []
     tasks = []
     meta: dict[str, dict[str, Any]] = {}
-    for file in args.files.split(","):
+    for file in (f for f in args.files.split(",") if f):
         rows = [r for r in read_rows(args.ground_truth / f"{file}.csv") if r.get("confidence") != "low"
                 and (file != "training" or r.get("metric") in TRAIN_METRICS)]
         good = []
         for r in rows:
             try:
-                res = evaluate(file, r, default_calibration())
+                res = evaluate(file, r, base_terms(file))
             except (GpuplanError, ValueError):
                 continue
             good.append(r)
@@ -163,13 +170,20 @@ def main() -> None:
             by_source[source_key(r.get("source", ""))].append(r["id"])
             by_acc[r.get("accelerator", "")].append(r["id"])
         tasks += [(file, good, ids, "source", s, args.evals) for s, ids in sorted(by_source.items())]
-        if file == "training":
+        if file in ("training", "inference"):
             tasks += [(file, good, ids, "accelerator", a, args.evals) for a, ids in sorted(by_acc.items())]
     print(f"{len(tasks)} folds", file=sys.stderr)
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for (file, *_rest), result in zip(tasks, pool.map(run_fold, *zip(*tasks, strict=True)), strict=True):
             for e in result:
                 entries.append({**meta[f"{file}:{e['id']}"], **e})
+    done = {f for f in args.files.split(",") if f}
+    for path in args.merge:  # the other files' entries from earlier runs
+        old = json.loads(path.read_text(encoding="utf-8"))
+        entries += [e for e in old.get("entries", old["rows"]) if e["file"] not in done]
+        done |= {e["file"] for e in old.get("entries", old["rows"])}
+        for e in entries:
+            meta.setdefault(f"{e['file']}:{e['id']}", {k: e[k] for k in META_KEYS})
     classed = [e for e in entries if _in_classes(e)]
     classes: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for e in classed:
@@ -184,6 +198,7 @@ def main() -> None:
                     for k, v in sorted(classes.items())},
         "parts": _parts(list(meta.values()), entries),
         "rows": sorted(classed, key=lambda e: (e["file"], e["id"], e["fold"])),
+        "entries": sorted(entries, key=lambda e: (e["file"], e["id"], e["fold"])),
     }
     args.out.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")
     print(f"wrote {args.out} ({len(classed)} entries, {time.time() - t0:.0f} s)", file=sys.stderr)

@@ -80,6 +80,13 @@ def test_every_key_used_in_code_exists() -> None:
     used |= {f"report.section.{k}" for k in ("job", "recommendation", "runners_up", "pareto", "memory", "step",
                                              "scaling", "findings", "tco", "assumptions", "calibration", "thresholds",
                                              "sources", "options")}
+    # how sure a plan is (render/trust_text.py) and price labels (search/pricing.py)
+    used |= {f"trust.level.{k}" for k in ("low", "medium", "high", "none")}
+    used |= {f"trust.{form}.{k}" for form in ("eff", "eff_short") for k in ("measured", "validated", "default")}
+    used |= {f"trust.basis.{k}" for k in ("list_price", "market_quote")}
+    used |= {f"trust.market.{k}" for k in ("cn", "global")}
+    used |= {f"trust.per.{k}" for k in ("monthly", "on_demand_hourly")}
+    used |= {f"price.confidence.{k}" for k in ("high", "medium", "low", "none")}
     assert len(used) > 60
     missing = sorted(k for k in used if k not in messages())
     assert missing == []

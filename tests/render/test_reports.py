@@ -51,7 +51,10 @@ def test_document_holds_every_section_with_provenance() -> None:
     d = doc()
     assert d["schema"] == "gpuplan.report/1" and d["kind"] == "train"
     rec = d["recommendation"]
-    assert rec["provenance"]["days"] == "estimated"
+    eff = rec["confidence"]["efficiency"]["provenance"]
+    assert rec["provenance"]["days"] == f"estimated ({eff} efficiency)"
+    assert rec["provenance"]["cost_usd"].startswith(("estimated from a list price", "estimated from a market quote",
+                                                     "unknown"))
     assert d["runners_up"] and all(r["accelerator"] != rec["accelerator"] for r in d["runners_up"])
     assert d["pareto"] and len(d["plans"]) >= len(d["pareto"])
     assert len(d["scaling"]) >= 3 and [p["devices"] for p in d["scaling"]] == sorted(p["devices"] for p in d["scaling"])

@@ -77,3 +77,12 @@ def test_refit_of_a_part_term_does_not_do_worse_than_the_shipped_value_on_its_ro
     # held out entirely, the part's term is removed and the default applies
     loao, _ = refit([], cal, lambda r, c: evaluate_training_row(r, cat, c), file="training", groups=group)
     assert "compute_efficiency.ascend-910b.bf16" not in loao.terms
+
+
+def test_weighted_median_counts_vendor_rows_less() -> None:
+    e = math.e
+    # three rows off by e, e^2, e^3: the plain median is 2; halving the weight of the e^1 row moves it to 2 still,
+    # while a zero-like weight on the two small rows moves the median to the largest
+    assert median_abs_log([e, e**2, e**3]) == pytest.approx(2.0)
+    assert median_abs_log([e, e**2, e**3], [1.0, 1.0, 1.0]) == pytest.approx(2.0)
+    assert median_abs_log([e, e**2, e**3], [0.01, 0.01, 1.0]) == pytest.approx(3.0)

@@ -28,6 +28,7 @@ from gpuplan.advise.report_train import REPORT_SCHEMA
 from gpuplan.advise.rules_market import node_power_kw
 from gpuplan.advise.sources import plan_sources
 from gpuplan.advise.tco import HOURS_PER_YEAR, tco, tco_inputs
+from gpuplan.advise.trust import serving_recommendation
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import default_calibration, load_calibration
 from gpuplan.estimate.memory_infer import estimate_inference_memory
@@ -57,7 +58,8 @@ def infer_summary(p: Mapping[str, Any]) -> dict[str, Any]:
             "weights": p["weights"], "instance": p["instance"], "instances": p["instances"],
             "usd_per_hour": p["cost_usd_per_hour"], "usd_per_million_tokens": p["cost_usd_per_million_tokens"],
             "ttft_p99_s": p["ttft_s"]["p99"], "tpot_p99_s": p["tpot_s"]["p99"], "utilization": p["utilization"],
-            "tenancy": p["advice"]["tenancy"], "provenance": "estimated"}
+            "tenancy": p["advice"]["tenancy"], "provenance": "estimated", "band": p.get("band", {}),
+            "band_basis": p.get("band_basis", {}), "confidence": p.get("confidence")}
 
 
 INFER_MEMORY_PARTS = ("weights", "kv_cache", "kv_free", "workspace", "other")
@@ -202,7 +204,10 @@ def inference_report(run: Mapping[str, Any], catalog: Catalog, *, thresholds: Th
     facts = inference_facts(run, best, catalog=catalog, requirements=requirements, growth=grow)
     findings = advise(facts, th)
     doc.update(
-        recommendation={**infer_summary(best), "advice": best["advice"]},
+        recommendation={**infer_summary(best), "advice": best["advice"],
+                        **{k: v for k, v in (serving_recommendation(
+                            plans, catalog, constraints.market if constraints else None) or {}).items()
+                           if k in ("caveats", "confirmed_alternative", "best_per_market")}},
         runners_up=[infer_summary(p) for p in runners[:runners_up]],
         plans=[infer_summary(p) for p in plans],
         latency={k: best[k] for k in ("ttft_s", "tpot_s", "e2e_s")},

@@ -32,6 +32,7 @@ from gpuplan.advise.findings import Thresholds, advise_data, default_thresholds
 from gpuplan.advise.rules_market import node_power_kw
 from gpuplan.advise.sources import plan_sources
 from gpuplan.advise.tco import tco, tco_inputs
+from gpuplan.advise.trust import caveats, is_confirmed, split_by_market
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.hardware import Catalog
 from gpuplan.search.train_eval import ClusterHardware, cluster_hardware, usual_network
@@ -162,8 +163,19 @@ def plan_summary(p: Mapping[str, Any]) -> dict[str, Any]:
             "time_s": p.get("time_to_train_s"), "device_hours": p.get("device_hours"),
             "offer": (p.get("hardware_option") or {}).get("offer"),
             "hardware_option": p.get("hardware_option"),
-            "provenance": {"days": "estimated", "cost_usd": "estimated from catalog prices (datasheet-like)",
-                           "mfu": "estimated", "memory_gib": "estimated"}}
+            "provenance": _provenance(p), "band": p.get("band", {}), "band_basis": p.get("band_basis", {}),
+            "confidence": p.get("confidence")}
+
+
+def _provenance(p: Mapping[str, Any]) -> dict[str, str]:
+    """Per figure: estimated (and on which efficiency), or estimated from which kind of price."""
+    conf = p.get("confidence") or {}
+    eff = (conf.get("efficiency") or {}).get("provenance", "default")
+    price = conf.get("price")
+    cost = ("unknown: no price" if price is None else
+            f"estimated from a {str(price['basis']).replace('_', ' ')} ({price['confidence']} confidence)")
+    return {"days": f"estimated ({eff} efficiency)", "cost_usd": cost, "mfu": f"estimated ({eff} efficiency)",
+            "memory_gib": "estimated"}
 
 
 def _tco(facts: PlanFacts, catalog: Catalog, cal: Calibration, th: Thresholds,
@@ -268,12 +280,15 @@ def training_report(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: P
         scaling = [plan_summary(p) for p in sorted(alone.plans, key=lambda p: p["devices"])]
     mem = best["memory"]
     doc.update(
-        recommendation={**plan_summary(best), "rule": rule},
+        recommendation=_with_trust(best, rule, res.plans, spec, job, catalog, cal, th, cons, tokens, requirements),
         runners_up=[{**plan_summary(p), "not_recommended": blocked.get(p["accelerator"])}
                     for p in runners[:runners_up]],
         pareto=[plan_summary(p) for p in res.pareto],
         plans=[{"accelerator": p["accelerator"], "devices": p["devices"], "days": p["time_to_train_s"] / 86400.0,
-                "cost_usd": p.get("cost_usd"), "mfu": p["mfu"]} for p in res.plans],
+                "cost_usd": p.get("cost_usd"), "mfu": p["mfu"],
+                "band_days": (p.get("band") or {}).get("time_to_train_days"),
+                "band_cost_usd": (p.get("band") or {}).get("cost_usd"),
+                "confidence": (p.get("confidence") or {}).get("level")} for p in res.plans],
         scaling=scaling,
         memory_gib={k.removesuffix("_bytes"): mem[k] / GIB for k in MEMORY_PARTS if mem.get(k)},
         device_memory_gib=facts.device_memory_bytes / GIB,
@@ -293,6 +308,26 @@ def training_report(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: P
                              model=("step-time, memory and reliability model", "docs/training.md, docs/memory.md")),
     )
     return doc
+
+
+def _with_trust(best: dict[str, Any], rule: dict[str, Any], plans: Sequence[dict[str, Any]], spec: ModelSpec,
+                job: TrainingJob, catalog: Catalog, cal: Calibration, th: Thresholds, cons: PlanConstraints,
+                tokens: float, requirements: Requirements | None) -> dict[str, Any]:
+    """The recommendation with what it rests on (advise/trust.py): caveats with break-even values against
+    the best plan on confirmed inputs, and the best plan of each market when no --market was given."""
+    def pick(pool: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+        return choose(pool, spec, job, catalog, cal, th, cons, tokens, requirements)[0] if pool else None
+
+    alt = None if is_confirmed(best) else pick([p for p in plans if is_confirmed(p)])
+    per_market = {}
+    if cons.market is None:
+        for market, pool in sorted(split_by_market(plans, catalog).items()):
+            chosen = pick(pool)
+            if chosen is not None:
+                per_market[market] = plan_summary(chosen)
+    return {**plan_summary(best), "rule": rule, "caveats": caveats(best, alt, rule.get("measure"), catalog),
+            "confirmed_alternative": plan_summary(alt) if alt is not None else None,
+            "best_per_market": per_market}
 
 
 def _job(spec: ModelSpec, job: TrainingJob, tokens: float, cons: PlanConstraints) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.report_io import load_report, write_report
 from gpuplan.render.report_md import compare_infer_rows, compare_rows
 from gpuplan.render.report_text import rule_line
+from gpuplan.render.trust_text import confidence_text
 from gpuplan.workload.jobs import TrainingJob, default_global_batch
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
@@ -132,6 +133,7 @@ def compare_cmd(
     gpus_per_node: int = typer.Option(None, help=help_text("help.estimate_train.gpus_per_node")),
     framework: Literal["megatron", "deepspeed", "mindspeed", "paddle"] | None = typer.Option(None),
     market: Literal["cn", "global"] | None = typer.Option(None),
+    trust: Literal["low", "medium", "high"] = typer.Option("low", help=help_text("help.common.trust")),
     provider: str = typer.Option(None),
     data_residency: str = typer.Option(None, help=help_text("help.common.data_residency")),
     compliance: list[str] = typer.Option(None, help=help_text("help.common.compliance")),
@@ -155,7 +157,7 @@ def compare_cmd(
                 raise InputError(field="tokens", value=tokens, allowed="left out with --qps (the inference form)")
             doc = _compare_infer(spec, cat, names, qps=qps, ttft_p99=ttft_p99, tpot_p99=tpot_p99,
                                  input_len=input_len, output_len=output_len, engine_id=engine_id, market=market,
-                                 provider=provider, max_devices=max_devices,
+                                 provider=provider, max_devices=max_devices, trust=trust,
                                  req=requirements(data_residency, compliance),
                                  th=load_thresholds(parse_pairs(threshold, "threshold")))
             if report is not None:
@@ -171,7 +173,7 @@ def compare_cmd(
         cons = plan_constraints(cat, float(count_params(spec).total), cal, method=method, framework=framework,
                                 deadline=deadline, budget=budget, max_devices=max_devices, market=market,
                                 provider=provider, network=network, nics_per_node=nics_per_node,
-                                gpus_per_node=gpus_per_node)
+                                gpus_per_node=gpus_per_node, trust=trust)
         doc = compare_training(spec, job, cat, names, cons, tokens=tokens, calibration=cal,
                                requirements=requirements(data_residency, compliance),
                                thresholds=load_thresholds(parse_pairs(threshold, "threshold")))
@@ -185,6 +187,7 @@ def compare_cmd(
 
 def _compare_infer(spec: ModelSpec, cat: Catalog, names: list[str], *, qps: float, ttft_p99: float | None,
                    tpot_p99: float | None, input_len: int, output_len: int, engine_id: str, market: str | None,
+                   trust: str = "low",
                    provider: str | None, max_devices: int, req: Requirements, th: Thresholds) -> dict[str, Any]:
     from gpuplan.search.infer_load import InferLoad, InferSlo
     from gpuplan.search.infer_search import InferConstraints, plan_inference
@@ -200,7 +203,8 @@ def _compare_infer(spec: ModelSpec, cat: Catalog, names: list[str], *, qps: floa
     prof = engine(engine_id)
 
     def run_for(acc: str) -> dict[str, Any]:
-        cons = InferConstraints(market=market, provider=provider, max_devices=max_devices, accelerators=(acc,))
+        cons = InferConstraints(market=market, provider=provider, max_devices=max_devices, accelerators=(acc,),
+                                trust=trust)
         try:
             res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof)
         except InputError as exc:
@@ -227,12 +231,17 @@ def _print_compare(doc: Mapping[str, Any], language: str, model: str, what: str,
     if doc["kind"] != "compare_infer":  # the offer goes under the accelerator, to keep the table narrow
         head = head[:1] + head[2:]
         rows = [[f"{r[0]}\n({r[1]})" if r[1] != "-" else r[0], *r[2:]] for r in rows]
-    for i, h in enumerate(head[:-1]):  # provenance is in the caption
+    for i, h in enumerate(head[:-1]):  # provenance and confidence are printed per option below the table
         t.add_column(h, no_wrap=i == 0 and doc["kind"] == "compare_infer", overflow="fold")
     for row in rows:
         t.add_row(*row[:-1])
     console.print(t)
     for opt in doc["options"]:
+        if opt["plan"] is not None and opt["plan"].get("confidence"):
+            console.print(f"{opt['accelerator']}: "
+                          + tr("trust.recommended_conf", language,
+                               text=confidence_text(opt["plan"]["confidence"], language, short=False)),
+                          highlight=False)
         if opt.get("rule") and opt["plan"] is not None:
             console.print(f"{opt['accelerator']}: {rule_line(opt['plan'] | {'rule': opt['rule']}, language)}",
                           highlight=False)

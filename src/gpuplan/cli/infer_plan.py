@@ -11,6 +11,7 @@ from rich.table import Table
 
 from gpuplan.advise.findings import load_thresholds
 from gpuplan.advise.report_infer import inference_report
+from gpuplan.advise.trust import serving_recommendation
 from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_report, save_report_quiet
 from gpuplan.cli.common import console, fail, print_json
 from gpuplan.cli.train import plan_app
@@ -18,6 +19,7 @@ from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import load_catalog
 from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.report_text import infer_rule_line
+from gpuplan.render.trust_text import trust_lines
 from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms
 from gpuplan.search.infer_search import WEIGHTS, InferConstraints, plan_inference
 from gpuplan.simulate.arrivals import read_trace
@@ -82,6 +84,7 @@ def plan_infer(
     weights: list[str] = typer.Option(None, help=help_text("help.plan_infer.weights", formats=", ".join(WEIGHTS))),
     kv_dtype: Literal["bf16", "fp16", "fp8", "int8"] = typer.Option("bf16", help=help_text("help.plan_infer.kv_dtype")),
     market: Literal["cn", "global"] | None = typer.Option(None),
+    trust: Literal["low", "medium", "high"] = typer.Option("low", help=help_text("help.common.trust")),
     vendor: str = typer.Option(None),
     provider: str = typer.Option(None),
     domestic_only: bool = typer.Option(False, "--domestic-only"),
@@ -108,14 +111,15 @@ def plan_infer(
         prof = engine(engine_id)
         cons = InferConstraints(market=market, vendor=vendor, provider=provider, domestic_only=domestic_only,
                                 max_devices=max_devices, weights=tuple(weights) if weights else WEIGHTS,
-                                kv_dtype=kv_dtype)
+                                kv_dtype=kv_dtype, trust=trust)
         res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, terms=planner_terms(_terms(term)))
         run = {"model": spec.name, "load": load.to_json(),
                "slo": {"ttft_p99_s": slo.ttft_p99_s, "tpot_p99_s": slo.tpot_p99_s},
                "engine": prof.id, "candidates_evaluated": res.candidates_evaluated,
                "simulated": res.simulated, "plans": res.plans, "rejected": res.rejected,
                "hardware_considered": res.hardware_considered, "best_unloaded": res.best_unloaded,
-               "terms": res.terms, "engine_terms": prof.used(), "kv_dtype": kv_dtype}
+               "terms": res.terms, "engine_terms": prof.used(), "kv_dtype": kv_dtype,
+               "recommended": serving_recommendation(res.plans, cat, market)}
         doc = None
         if report is not None or not json_out:  # findings, memory and the growth re-plan (one more planner run)
             doc = inference_report(run, cat, thresholds=th, requirements=req, infer_load=load,
@@ -128,6 +132,10 @@ def plan_infer(
         print_json(run)
         return
     _table(spec.name, load, slo, res.plans[:top], res.candidates_evaluated, res.simulated, res.rejected, language)
+    rec = serving_recommendation(res.plans, cat, market)
+    if rec is not None:
+        for line in trust_lines(rec, language):
+            console.print(line, highlight=False)
     if doc is not None and doc.get("recommendation"):
         print_findings(doc["findings"], language)
 

@@ -23,6 +23,7 @@ from gpuplan.hardware import Catalog, load_catalog
 from gpuplan.hardware.query import alias_note
 from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.report_text import bottleneck_text, duration_text, offer_text, rule_line
+from gpuplan.render.trust_text import band_cost, band_duration, confidence_text, trust_lines
 from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices
 from gpuplan.search.train_eval import cluster_hardware, usual_network
 from gpuplan.search.train_planner import best_layout, plan_figures
@@ -208,6 +209,7 @@ def plan_train(
     nics_per_node: float = typer.Option(None, help=help_text("help.estimate_train.nics_per_node")),
     gpus_per_node: int = typer.Option(None, help=help_text("help.estimate_train.gpus_per_node")),
     market: Literal["cn", "global"] | None = typer.Option(None),
+    trust: Literal["low", "medium", "high"] = typer.Option("low", help=help_text("help.common.trust")),
     vendor: str = typer.Option(None),
     provider: str = typer.Option(None),
     domestic_only: bool = typer.Option(False, "--domestic-only"),
@@ -242,7 +244,7 @@ def plan_train(
         cons = plan_constraints(cat, float(count_params(spec).total), cal, method=method, framework=framework,
                                 deadline=deadline, budget=budget, max_devices=max_devices, market=market,
                                 vendor=vendor, provider=provider, domestic_only=domestic_only, network=network,
-                                nics_per_node=nics_per_node, gpus_per_node=gpus_per_node)
+                                nics_per_node=nics_per_node, gpus_per_node=gpus_per_node, trust=trust)
         res = plan_training(spec, job, cat, cons, tokens=tokens, calibration=cal)
         if not res.plans:
             raise InputError(field="constraints", value=res.rejected, allowed="at least one feasible plan",
@@ -282,8 +284,8 @@ def _print_plans(model: str, tokens: float, res: Any, doc: dict[str, Any], cons:
     t = Table(title=tr("cli.plan.title_ranked", language, model=model, tokens=tokens),
               caption=tr("cli.plan.caption", language, candidates=res.candidates_evaluated, rejected=res.rejected)
               + "; " + tr("cli.plan.best_per_hw", language))
-    for col in ("accelerator", "devices", "layout", "time", "cost", "mfu", "bottleneck"):
-        t.add_column(tr(f"report.col.{col}", language))
+    for col in ("accelerator", "devices", "layout", "time", "cost", "mfu", "confidence", "bottleneck"):
+        t.add_column(tr(f"report.col.{col}", language), min_width=14 if col == "accelerator" else None)
     blocked = doc.get("not_recommended") or {}
     rec = doc["recommendation"]
 
@@ -302,8 +304,9 @@ def _print_plans(model: str, tokens: float, res: Any, doc: dict[str, Any], cons:
             where += "; " + tr("report.not_recommended", language, finding=blocked[p["accelerator"]])
         t.add_row(f"{p['accelerator']}\n({where})", str(p["devices"]),
                   f"tp{lay['tp']} pp{lay['pp']} dp{lay['dp']} cp{lay['cp']} ep{lay['ep']} rc={lay['recompute']}",
-                  duration_text(p["time_to_train_s"], language),
-                  f"{p['cost_usd']:,.0f}" if p["cost_usd"] else tr("cli.plan.no_price", language), f"{p['mfu']:.0%}",
+                  band_duration(p["time_to_train_s"], (p.get("band") or {}).get("time_to_train_s"), language),
+                  band_cost(p["cost_usd"], (p.get("band") or {}).get("cost_usd"), tr("cli.plan.no_price", language)),
+                  f"{p['mfu']:.0%}", confidence_text(p.get("confidence"), language),
                   bottleneck_text(p["breakdown_s"], language))
     console.print(t)
     if res.pareto:  # priced plans only: nothing to draw when no plan has a price
@@ -324,6 +327,8 @@ def _print_plans(model: str, tokens: float, res: Any, doc: dict[str, Any], cons:
             console.print(tr("cli.plan.option_basis", language, network=opt["network_basis"],
                              capacity=opt["capacity_basis"], price=opt["price_basis"]), highlight=False)
         console.print(rule_line(rec, language), highlight=False)
+        for line in trust_lines(rec, language):
+            console.print(line, highlight=False)
     else:
         console.print(rule_line({"rule": doc["rule"]}, language), highlight=False)
     print_findings(doc["findings"], language)

@@ -15,7 +15,8 @@ def plan_constraints(cat: Catalog, spec_params: float, cal: Calibration, *, meth
                      deadline: float | None, budget: float | None, max_devices: int, market: str | None,
                      vendor: str | None = None, provider: str | None = None, domestic_only: bool = False,
                      network: str | None = None, nics_per_node: float | None = None,
-                     gpus_per_node: int | None = None, accelerators: tuple[str, ...] = ()) -> PlanConstraints:
+                     gpus_per_node: int | None = None, accelerators: tuple[str, ...] = (),
+                     trust: str = "low") -> PlanConstraints:
     """The planner's constraints from the options `plan train` and `compare` share, checked."""
     for name, value, integer in (("deadline", deadline, False), ("budget", budget, False),
                                  ("max-devices", max_devices, True), ("nics-per-node", nics_per_node, False),
@@ -30,4 +31,4 @@ def plan_constraints(cat: Catalog, spec_params: float, cal: Calibration, *, meth
     return PlanConstraints(deadline_days=deadline, budget_usd=budget, max_devices=max_devices, market=market,
                            vendor=vendor, provider=provider, domestic_only=domestic_only, framework=framework,
                            network=network, nics_per_node=nics_per_node, gpus_per_node=gpus_per_node,
-                           layout_family=family, layout_reason=why, accelerators=accelerators)
+                           layout_family=family, layout_reason=why, accelerators=accelerators, trust=trust)

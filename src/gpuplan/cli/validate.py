@@ -33,11 +33,14 @@ def validate_cmd(
     t = Table(title=tr("cli.validate.title", language, name=cases.name))
     for col in COLS:
         t.add_column(tr(f"cli.validate.col.{col}", language))
-    for c in report.cases:
-        t.add_row(c.id, c.metric, f"{c.measured:,.4g}", f"{c.predicted:,.4g}", f"{c.ape:.1%}", c.detail)
+    for c, b in zip(report.cases, report.bands, strict=True):
+        predicted = f"{c.predicted:,.4g}" + (f" ({b[0]:,.3g}-{b[1]:,.3g})" if b else "")
+        t.add_row(c.id, c.metric, f"{c.measured:,.4g}", predicted, f"{c.ape:.1%}", c.detail)
     console.print(t)
     if report.cases:
         console.print(tr("cli.validate.summary", language, rows=len(report.cases), median=report.median_ape,
                          p90=report.p90_ape, skipped=len(report.skipped)))
+        if report.coverage is not None:
+            console.print(tr("cli.validate.coverage", language, coverage=report.coverage), highlight=False)
     for rid, reason in report.skipped:
         console.print(tr("cli.validate.skipped", language, id=rid, reason=reason), highlight=False)

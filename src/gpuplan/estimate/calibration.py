@@ -31,6 +31,7 @@ class TunedOn(BaseModel):
     file: Literal["training", "inference", "memory"]
     accelerator: tuple[str, ...] = ()
     precision: tuple[str, ...] = ()
+    engine: tuple[str, ...] = ()
     moe: bool | None = None
     pooled: bool = False
     bounds: tuple[float, float] = Field(description="range the refit searches")

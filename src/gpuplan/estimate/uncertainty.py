@@ -23,8 +23,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["MIN_ROWS", "Band", "ClassStats", "EstimateClass", "accuracy_data", "class_stats", "part_accuracy",
-           "summarize"]
+__all__ = ["MIN_ROWS", "Band", "ClassStats", "EstimateClass", "accuracy_data", "band", "class_stats",
+           "part_accuracy", "summarize"]
 
 MIN_ROWS = 12
 Orientation = Literal["rate", "time"]
@@ -120,14 +120,17 @@ def class_stats(cls: EstimateClass) -> ClassStats | None:
     return found
 
 
-def band(cls: EstimateClass, value: float | None, orientation: Orientation) -> Band | None:
-    """The 80% band of `value` for an estimate of class `cls` (None if no value or no data)."""
+def band(cls: EstimateClass, value: float | None, orientation: str) -> Band | None:
+    """The 80% band of `value` ("rate" or "time" orientation) for an estimate of class `cls` (None if no
+    value or no data)."""
+    if orientation not in ("rate", "time"):
+        raise ValueError(f"orientation must be 'rate' or 'time', got {orientation!r}")
     if value is None or not math.isfinite(value):
         return None
     st = class_stats(cls)
     if st is None:
         return None
-    lo, hi = st.band(value, orientation)
+    lo, hi = st.band(value, "rate" if orientation == "rate" else "time")
     return Band(low=lo, high=hi, basis=f"{st.key} ({st.n} rows, {st.sources} sources)")
 
 

@@ -36,6 +36,7 @@ from gpuplan.render.report_text import (
     tco_lines,
     tco_rows,
 )
+from gpuplan.render.trust_text import trust_lines
 
 __all__ = ["render_html", "render_infer_html"]
 
@@ -76,6 +77,16 @@ def _chart(fig: go.Figure, div_id: str) -> str:
     return f'<div class="chart">{body}</div>'
 
 
+def _error_bars(ps: Sequence[Mapping[str, Any]], key: str) -> dict[str, Any]:
+    """Asymmetric error bars from each plan's 80% band (`band_<key>`: [low, high]); none where absent."""
+    bands = [p.get(f"band_{key}") for p in ps]
+    if not any(bands):
+        return {"visible": False}
+    return {"type": "data", "symmetric": False, "thickness": 1, "width": 2,
+            "array": [(b[1] - p[key]) if b else 0.0 for p, b in zip(ps, bands, strict=True)],
+            "arrayminus": [(p[key] - b[0]) if b else 0.0 for p, b in zip(ps, bands, strict=True)]}
+
+
 def _pareto_chart(doc: Mapping[str, Any], lang: str) -> go.Figure:
     fig = go.Figure()
     by_acc: dict[str, list[Mapping[str, Any]]] = {}
@@ -84,7 +95,8 @@ def _pareto_chart(doc: Mapping[str, Any], lang: str) -> go.Figure:
             by_acc.setdefault(p["accelerator"], []).append(p)
     for acc, ps in by_acc.items():
         fig.add_trace(go.Scatter(x=[p["days"] for p in ps], y=[p["cost_usd"] for p in ps], mode="markers", name=acc,
-                                 text=[f"{acc} x {p['devices']}" for p in ps], marker={"size": 7, "opacity": .6}))
+                                 text=[f"{acc} x {p['devices']}" for p in ps], marker={"size": 7, "opacity": .6},
+                                 error_x=_error_bars(ps, "days"), error_y=_error_bars(ps, "cost_usd")))
     front = doc["pareto"]
     fig.add_trace(go.Scatter(x=[p["days"] for p in front], y=[p["cost_usd"] for p in front], mode="lines+markers",
                              name=tr("report.chart.front", lang), line={"color": "black", "dash": "dot"}))
@@ -205,7 +217,7 @@ def render_html(doc: Mapping[str, Any], lang: str) -> str:
         out += [_p(tr("report.no_plan", lang)), _p(tr("report.rejected", lang, rejected=doc.get("rejected")))]
         return "".join(out) + "</body></html>\n"
     out += [_h2("recommendation", lang), _table(*plan_rows([rec], lang)),
-            _p(rule_line(rec, lang), "muted"),
+            _p(rule_line(rec, lang), "muted"), *(_p(line, "trust") for line in trust_lines(rec, lang)),
             _p(f"{tr('report.col.bottleneck', lang)}: {bottleneck_text(doc['breakdown_s'], lang)}")]
     if doc["runners_up"]:
         out += [_h2("runners_up", lang), _table(*plan_rows(doc["runners_up"], lang))]
@@ -302,7 +314,8 @@ def render_infer_html(doc: Mapping[str, Any], lang: str) -> str:
     if rec is None:
         out += [_p(tr("report.no_plan", lang)), _p(tr("report.rejected", lang, rejected=doc.get("rejected")))]
         return "".join(out) + "</body></html>\n"
-    out += [_h2("recommendation", lang), _table(*infer_rows([rec], lang)), _p(infer_rule_line(rec, lang), "muted")]
+    out += [_h2("recommendation", lang), _table(*infer_rows([rec], lang)), _p(infer_rule_line(rec, lang), "muted"),
+            *(_p(line, "trust") for line in trust_lines(rec, lang))]
     if doc["runners_up"]:
         out += [_h2("runners_up", lang), _table(*infer_rows(doc["runners_up"], lang))]
     out += [_h2("findings", lang), _findings(doc["findings"], lang)]

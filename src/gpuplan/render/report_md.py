@@ -8,7 +8,6 @@ from typing import Any
 from gpuplan.i18n import tr
 from gpuplan.render.report_text import (
     bottleneck_text,
-    duration_text,
     finding_rows,
     fmt,
     fmt_sig,
@@ -26,6 +25,7 @@ from gpuplan.render.report_text import (
     tco_lines,
     tco_rows,
 )
+from gpuplan.render.trust_text import band_cost, band_duration, confidence_text, trust_lines
 
 __all__ = ["md_table", "render_markdown"]
 
@@ -58,7 +58,7 @@ def render_markdown(doc: Mapping[str, Any], lang: str) -> str:
         out += ["", tr("report.no_plan", lang), tr("report.rejected", lang, rejected=doc.get("rejected"))]
         return "\n".join(out) + "\n"
     out += [_section("recommendation", lang), md_table(*plan_rows([rec], lang)), "",
-            rule_line(rec, lang), "",
+            rule_line(rec, lang), "", *(f"- {line}" for line in trust_lines(rec, lang)), "",
             f"{tr('report.col.bottleneck', lang)}: {bottleneck_text(doc['breakdown_s'], lang)}"]
     if doc["runners_up"]:
         out += [_section("runners_up", lang), md_table(*plan_rows(doc["runners_up"], lang))]
@@ -112,13 +112,14 @@ def compare_rows(doc: Mapping[str, Any], lang: str) -> tuple[list[str], list[lis
                          else tr("report.no_plan_short", lang), "-"])
             continue
         rows.append([o["accelerator"], offer_text(p, lang), str(p["devices"]),
-                     duration_text(p.get("time_s") if p.get("time_s") is not None
-                                   else (p["days"] * 86400.0 if p.get("days") is not None else None), lang),
-                     fmt(p["cost_usd"], ",.0f"),
+                     band_duration(p.get("time_s") if p.get("time_s") is not None
+                                   else (p["days"] * 86400.0 if p.get("days") is not None else None),
+                                   (p.get("band") or {}).get("time_to_train_s"), lang),
+                     band_cost(p["cost_usd"], (p.get("band") or {}).get("cost_usd"), tr("cli.plan.no_price", lang)),
                      fmt(p["mfu"], ".1%"), fmt(o["memory_headroom"], ".0%"),
                      tr(f"report.risk.{o['ecosystem_risk']}", lang),
                      f"{crit}/{warn}",
-                     prov("estimated", lang)])
+                     confidence_text(p.get("confidence"), lang) if p.get("confidence") else prov("estimated", lang)])
     return head, rows
 
 
@@ -166,7 +167,8 @@ def _infer(doc: Mapping[str, Any], lang: str) -> str:
     if rec is None:
         out += ["", tr("report.no_plan", lang), tr("report.rejected", lang, rejected=doc.get("rejected"))]
         return "\n".join(out) + "\n"
-    out += [_section("recommendation", lang), md_table(*infer_rows([rec], lang)), "", infer_rule_line(rec, lang)]
+    out += [_section("recommendation", lang), md_table(*infer_rows([rec], lang)), "", infer_rule_line(rec, lang),
+            "", *(f"- {line}" for line in trust_lines(rec, lang))]
     if doc["runners_up"]:
         out += [_section("runners_up", lang), md_table(*infer_rows(doc["runners_up"], lang))]
     out += [_section("findings", lang), md_table(*finding_rows(doc["findings"], lang))]

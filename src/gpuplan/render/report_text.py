@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpuplan.i18n import Duration, tr
+from gpuplan.render.trust_text import band_cost, band_duration, band_num, confidence_text
 from gpuplan.units import sig
 
 __all__ = ["INFER_COLS", "bottleneck_text", "finding_rows", "fmt", "fmt_sig", "growth_line", "infer_job_lines",
@@ -53,9 +54,12 @@ PLAN_COLS = ("accelerator", "offer", "devices", "nodes", "layout", "time", "cost
 def plan_rows(plans: list[Mapping[str, Any]], lang: str) -> tuple[list[str], list[list[str]]]:
     head = [tr(f"report.col.{c}", lang) for c in PLAN_COLS]
     rows = [[p["accelerator"], offer_text(p, lang), str(p["devices"]), str(p["nodes"]), p["layout"],
-             duration_text(p.get("time_s") if p.get("time_s") is not None
-                           else (p["days"] * 86400.0 if p.get("days") is not None else None), lang),
-             fmt(p["cost_usd"], ",.0f"), fmt(p["mfu"], ".1%"), fmt(p["memory_gib"]), prov("estimated", lang)]
+             band_duration(p.get("time_s") if p.get("time_s") is not None
+                           else (p["days"] * 86400.0 if p.get("days") is not None else None),
+                           (p.get("band") or {}).get("time_to_train_s"), lang),
+             band_cost(p["cost_usd"], (p.get("band") or {}).get("cost_usd"), "-"), fmt(p["mfu"], ".1%"),
+             fmt(p["memory_gib"]), confidence_text(p.get("confidence"), lang) if p.get("confidence")
+             else prov("estimated", lang)]
             for p in plans]
     return head, rows
 
@@ -127,10 +131,14 @@ INFER_COLS = ("accelerator", "devices", "replicas", "layout", "weights", "usd_h"
 def infer_rows(plans: list[Mapping[str, Any]], lang: str) -> tuple[list[str], list[list[str]]]:
     head = [tr(f"report.col.{c}", lang) for c in INFER_COLS]
     rows = [[p["accelerator"], str(p["devices"]), str(p["replicas"]), p["layout"], p["weights"],
-             fmt(p["usd_per_hour"], ",.2f"), fmt_sig(p["usd_per_million_tokens"]), fmt(p["ttft_p99_s"], ".3f"),
-             fmt(p["tpot_p99_s"] * 1e3, ".1f"), fmt(p["utilization"], ".0%"),
+             band_num(p["usd_per_hour"], (p.get("band") or {}).get("cost_usd_per_hour"), ",.2f"),
+             fmt_sig(p["usd_per_million_tokens"]),
+             band_num(p["ttft_p99_s"], (p.get("band") or {}).get("ttft_s.p99"), ".3f"),
+             band_num(p["tpot_p99_s"], (p.get("band") or {}).get("tpot_s.p99"), ".1f", 1e3),
+             fmt(p["utilization"], ".0%"),
              tr(f"report.tenancy.{p['tenancy']}", lang) if p["tenancy"] in ("dedicated", "shared") else p["tenancy"],
-             prov("estimated", lang)] for p in plans]
+             confidence_text(p.get("confidence"), lang) if p.get("confidence") else prov("estimated", lang)]
+            for p in plans]
     return head, rows
 
 

@@ -32,6 +32,7 @@ from gpuplan.hardware import Accelerator, Catalog
 from gpuplan.search.infer_capacity import Capacity, capacity, length_moments, unloaded_latency
 from gpuplan.search.infer_fleet import Offer, advice, fleet_offers, price_fleet
 from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms
+from gpuplan.search.plan_trust import meets_trust, serving_bands, serving_confidence
 from gpuplan.search.train_search import PlanConstraints, policy_rejection
 from gpuplan.simulate.engine_sim import EngineConfig, simulate_engine
 from gpuplan.simulate.metrics import SimMetrics, Slo, summarize
@@ -60,6 +61,7 @@ class InferConstraints:
     accelerators: tuple[str, ...] = ()
     weights: tuple[str, ...] = WEIGHTS
     kv_dtype: str = "bf16"
+    trust: str = "low"  # plan_trust.LEVELS: keep fleets whose confidence is at least this
 
     def __post_init__(self) -> None:
         if self.max_devices < 1:
@@ -247,6 +249,7 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
                          hint=f"nearest feasible: {closest}; unloaded, the best p99-prompt TTFT is "
                               f"{best.get('ttft_s', math.nan):.3f} s on {best.get('ttft_on')}; relax the SLO")
     plans.sort(key=lambda p: (p["cost_usd_per_hour"], p["devices"]))
+    plans = _with_trust(plans, catalog, prof, spec, cons, rejected)
     return InferPlanResult(plans=plans, candidates_evaluated=evaluated, simulated=simulated, rejected=rejected,
                            hardware_considered=considered, best_unloaded=best, terms=cal.used(*TERMS_USED))
 
@@ -407,6 +410,26 @@ def _plan_record(c: _Cand, r: int, usd: float, offer: Offer, n_inst: int, m: Sim
         "provenance": "estimated: per-step cost model + discrete-event simulation per replica; "
                       "prices from the catalog (see the instance's source)",
     }
+
+
+def _with_trust(plans: list[dict[str, Any]], catalog: Catalog, prof: EngineProfile, spec: ModelSpec,
+                cons: InferConstraints, rejected: dict[str, int]) -> list[dict[str, Any]]:
+    """Each fleet with its confidence and 80% bands (search/plan_trust.py); fleets below --trust are dropped."""
+    overridden = any(t.overridden for t in prof.terms.values())
+    kept = []
+    for p in plans:
+        p["confidence"] = serving_confidence(catalog, p, overridden)
+        if not meets_trust(p["confidence"], cons.trust):
+            _bump(rejected, "trust")
+            continue
+        p["band"], p["band_basis"] = serving_bands(p, efficiency=p["confidence"]["efficiency"]["provenance"],
+                                                   moe=spec.moe is not None)
+        kept.append(p)
+    if not kept:
+        raise InputError(field="trust", value=cons.trust, allowed="a level some verified fleet reaches",
+                         hint="every fleet rests on a default efficiency or a low-confidence price; use --trust low "
+                              "and read the caveats, or add a quote / calibrate the part")
+    return kept
 
 
 def _no_plan(spec: ModelSpec, slo: InferSlo, cons: InferConstraints, rejected: dict[str, int],

@@ -20,6 +20,7 @@ from gpuplan.estimate.memory_fit import usable_bytes
 from gpuplan.hardware import Accelerator, Catalog
 from gpuplan.search.candidates import family_choices
 from gpuplan.search.offers import hardware_options
+from gpuplan.search.plan_trust import meets_trust, training_bands, training_confidence
 from gpuplan.search.train_eval import cluster_hardware, usual_network
 from gpuplan.search.train_planner import best_layout, cost_figures, plan_figures
 from gpuplan.units import GIB
@@ -50,6 +51,7 @@ class PlanConstraints:
     gpus_per_node: int | None = None
     layout_family: str = "megatron"  # candidates.LAYOUT_FAMILIES
     layout_reason: str = "pretraining: every Megatron-style layout (TP, PP, CP, EP, DP/ZeRO)"
+    trust: str = "low"  # plan_trust.LEVELS: keep plans whose confidence is at least this
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -230,13 +232,21 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
                 if cons.budget_usd is not None and (cost is None or cost > cons.budget_usd):
                     count("budget" if cost is not None else "no_price")
                     continue
+                conf = training_confidence(catalog, cal, acc.id, job.precision, opt)
+                if not meets_trust(conf, cons.trust):
+                    count("trust")
+                    continue
                 fig["accelerator"] = acc.id
                 fig["devices"] = n
+                fig["confidence"] = conf
                 fig["time_to_train_days"] = days
                 fig["cost_usd"] = cost
                 fig["bottleneck"] = bottleneck(fig["breakdown_s"])
                 fig["hardware_option"] = opt.to_json()
                 fig["layout_family"] = {"family": cons.layout_family, "why": cons.layout_reason}
+                fig["band"], fig["band_basis"] = training_bands(
+                    fig, efficiency=conf["efficiency"]["provenance"], moe=spec.moe is not None,
+                    nodes=-(-n // hw.gpus_per_node))
                 plans.append(fig)
         if seen:
             considered.append(acc.id)

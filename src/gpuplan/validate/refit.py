@@ -24,6 +24,7 @@ from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import Calibration, TunedOn
 from gpuplan.validate.cases import Row, model_for_row
 from gpuplan.validate.memory_cases import CaseResult
+from gpuplan.validate.row_notes import row_weight
 
 __all__ = ["TIME_METRICS", "Evaluator", "Group", "error_ratio", "median_abs_log", "refit", "row_matches",
            "term_groups", "without_part_terms"]
@@ -41,13 +42,25 @@ def error_ratio(metric: str, measured: float, predicted: float) -> float:
     return predicted / measured if metric in TIME_METRICS else measured / predicted
 
 
-def median_abs_log(ratios: Sequence[float]) -> float:
-    """The refit objective: median |ln(ratio)| (robust to a few rows the model misses)."""
-    values = sorted(abs(math.log(r)) for r in ratios)
-    n = len(values)
-    if n == 0:
+def median_abs_log(ratios: Sequence[float], weights: Sequence[float] | None = None) -> float:
+    """The refit objective: the (weighted) median |ln(ratio)|, robust to a few rows the model misses.
+
+    Weights: vendor-published rows count `vendor_weight` (validate/data/row_notes.yaml), others 1; the
+    weighted median is the smallest value whose cumulative weight reaches half the total.
+    """
+    if not ratios:
         return 0.0
-    return values[n // 2] if n % 2 else 0.5 * (values[n // 2 - 1] + values[n // 2])
+    w = list(weights) if weights is not None else [1.0] * len(ratios)
+    pairs = sorted(zip((abs(math.log(r)) for r in ratios), w, strict=True))
+    if weights is None:
+        n = len(pairs)
+        return pairs[n // 2][0] if n % 2 else 0.5 * (pairs[n // 2 - 1][0] + pairs[n // 2][0])
+    half, acc = 0.5 * sum(w), 0.0
+    for value, weight in pairs:
+        acc += weight
+        if acc >= half:
+            return value
+    return pairs[-1][0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +104,8 @@ def row_matches(t: TunedOn, row: Row) -> bool:
     precision = row.get("precision") or "bf16"
     if t.precision and precision not in t.precision:
         return False
+    if t.engine and row.get("engine", "") not in t.engine:
+        return False
     return t.moe is None or _is_moe(row.get("model", ""), row.get("moe_experts", "")) == t.moe
 
 
@@ -110,14 +125,15 @@ def _with_value(cal: Calibration, names: Sequence[str], value: float) -> Calibra
 
 
 def _objective(rows: Sequence[Row], cal: Calibration, evaluate: Evaluator) -> float:
-    ratios = []
+    ratios, weights = [], []
     for row in rows:
         try:
             res = evaluate(row, cal)
             ratios.append(error_ratio(res.metric, res.measured, res.predicted))
+            weights.append(row_weight(row.get("id", "")))
         except (GpuplanError, ValueError):
             continue
-    return median_abs_log(ratios) if ratios else math.inf
+    return median_abs_log(ratios, weights) if ratios else math.inf
 
 
 def _golden(f: Callable[[float], float], lo: float, hi: float, evals: int) -> float:
@@ -168,6 +184,8 @@ def refit(rows: Sequence[Row], cal: Calibration, evaluate: Evaluator, *, file: s
     fitted: dict[str, float] = {}
     live: list[tuple[Group, list[Row]]] = []
     for g in todo:
+        if not all(n in cal.terms for n in g.names):  # dropped with another group of the same part
+            continue
         sel = _affected(g, [r for r in rows if row_matches(g.tuned_on, r)], cal, evaluate)
         if sel:
             live.append((g, sel))

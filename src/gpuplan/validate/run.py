@@ -9,11 +9,13 @@ import numpy as np
 
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.calibration import Calibration
+from gpuplan.estimate.uncertainty import band
 from gpuplan.hardware import load_catalog
 from gpuplan.validate.cases import read_rows
 from gpuplan.validate.inference_cases import INFER_METRICS, evaluate_inference_row
 from gpuplan.validate.memory_cases import METRICS as MEMORY_METRICS
 from gpuplan.validate.memory_cases import CaseResult, evaluate_memory_row
+from gpuplan.validate.row_class import orientation, row_class
 from gpuplan.validate.training_cases import TRAIN_METRICS, evaluate_training_row
 
 __all__ = ["ValidationReport", "validate_file"]
@@ -23,6 +25,14 @@ __all__ = ["ValidationReport", "validate_file"]
 class ValidationReport:
     cases: list[CaseResult]
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (id, reason)
+    bands: list[tuple[float, float] | None] = field(default_factory=list)  # per case: the planner's 80% band
+
+    @property
+    def coverage(self) -> float | None:
+        """Share of cases whose measured value lies inside the band the planner would show."""
+        inside = [lo <= c.measured <= hi for c, b in zip(self.cases, self.bands, strict=False) if b is not None
+                  for lo, hi in (b,)]
+        return sum(inside) / len(inside) if inside else None
 
     @property
     def median_ape(self) -> float | None:
@@ -33,9 +43,11 @@ class ValidationReport:
         return float(np.percentile([c.ape for c in self.cases], 90)) if self.cases else None
 
     def to_json(self) -> dict[str, object]:
+        bands = self.bands or [None] * len(self.cases)
         return {"cases": [{"id": c.id, "metric": c.metric, "measured": c.measured, "predicted": c.predicted,
-                           "ape": c.ape, "detail": c.detail} for c in self.cases],
-                "median_ape": self.median_ape, "p90_ape": self.p90_ape,
+                           "ape": c.ape, "low": b[0] if b else None, "high": b[1] if b else None,
+                           "detail": c.detail} for c, b in zip(self.cases, bands, strict=True)],
+                "median_ape": self.median_ape, "p90_ape": self.p90_ape, "coverage": self.coverage,
                 "skipped": [{"id": i, "reason": r} for i, r in self.skipped]}
 
 
@@ -48,6 +60,7 @@ def validate_file(path: Path, *, calibration: Calibration | None = None,
     catalog = load_catalog()
     cases: list[CaseResult] = []
     skipped: list[tuple[str, str]] = []
+    bands: list[tuple[float, float] | None] = []
     for row in rows:
         rid = row.get("id", "?")
         if row.get("confidence") == "low" and not include_low_confidence:
@@ -56,13 +69,18 @@ def validate_file(path: Path, *, calibration: Calibration | None = None,
         metric = row.get("metric", "")
         try:
             if metric in MEMORY_METRICS and "optimizer" in row:
-                cases.append(evaluate_memory_row(row, catalog))
+                file, case = "memory", evaluate_memory_row(row, catalog)
             elif metric in TRAIN_METRICS:
-                cases.append(evaluate_training_row(row, catalog, calibration))
+                file, case = "training", evaluate_training_row(row, catalog, calibration)
             elif "engine" in row and metric in INFER_METRICS:
-                cases.append(evaluate_inference_row(row, catalog))
+                file, case = "inference", evaluate_inference_row(row, catalog)
             else:
                 skipped.append((rid, f"unknown metric {metric!r}"))
+                continue
         except (GpuplanError, ValueError) as exc:
             skipped.append((rid, str(exc)))
-    return ValidationReport(cases=cases, skipped=skipped)
+            continue
+        cases.append(case)
+        b = band(row_class(file, row), case.predicted, orientation(metric))
+        bands.append((b.low, b.high) if b is not None else None)
+    return ValidationReport(cases=cases, skipped=skipped, bands=bands)

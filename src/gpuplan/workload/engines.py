@@ -120,6 +120,9 @@ class EngineProfile(BaseModel):
     runtime_overhead_gib: float = Field(ge=0, description="device memory outside weights and KV per device")
     runtime_overhead_source: str = Field(min_length=1)
     terms: dict[str, EngineTerm]
+    hardware_table: tuple[HardwareTerms, ...] | None = Field(
+        default=None, exclude=True,
+        description="hardware terms to use instead of the shipped table (cross-validation refits them)")
 
     @model_validator(mode="after")
     def _check_terms(self) -> EngineProfile:
@@ -148,7 +151,8 @@ class EngineProfile(BaseModel):
     def for_accelerator(self, accelerator_id: str) -> EngineProfile:
         """This profile on `accelerator_id`: the matching `hardware_terms` replace the engine defaults
         (entries for every engine first, then those naming this engine); user overrides stay."""
-        matched = [h for h in hardware_terms() if h.matches(self.id, accelerator_id)]
+        table = self.hardware_table if self.hardware_table is not None else hardware_terms()
+        matched = [h for h in table if h.matches(self.id, accelerator_id)]
         if not matched:
             return self
         matched.sort(key=lambda h: "*" not in h.engines)  # engine-specific entries win

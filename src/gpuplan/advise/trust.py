@@ -1,0 +1,144 @@
+"""What the recommendation rests on: its caveats, the best plan on confirmed inputs, the break-even values.
+
+A plan rests on a low-confidence input when its efficiency is a default (no measurement of the part:
+search/plan_trust.py) or its price has low confidence (a market quote from one report, a distressed
+rent). For such a recommendation the answer names (1) the best plan that rests on confirmed inputs
+(efficiency measured or validated, price not low), chosen by the same rule; (2) per low-confidence
+input, the value at which the choice flips to that plan:
+- price: cost = price x billed device-hours, so the plan stays cheaper while its price is below
+  price x cost(alternative) / cost(plan) (per device-hour, and per instance-month where the quote is monthly);
+- efficiency: time to train is inversely proportional to MFU at fixed tokens and devices (MFU is
+  defined from the step time), and cost proportional to time, so the plan stays cheaper while its
+  MFU is above MFU x cost(plan) / cost(alternative) (times instead of costs when the rule chose by time);
+(3) what to do: get a quote; run `gpuplan bench` on the part and `gpuplan calibrate`.
+Without --market, plans offered only in China and plans offered only outside are not ranked
+silently together: `best_per_market` gives the recommendation of each market.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from gpuplan.hardware import Catalog
+from gpuplan.search.plan_trust import LEVELS
+
+__all__ = ["caveats", "is_confirmed", "plan_markets", "serving_caveats", "serving_recommendation", "split_by_market"]
+
+Chooser = Callable[[Sequence[dict[str, Any]]], dict[str, Any] | None]
+
+
+def is_confirmed(plan: dict[str, Any]) -> bool:
+    """Efficiency measured or validated, and a price (if any) of medium or high confidence."""
+    conf = plan.get("confidence") or {}
+    eff = (conf.get("efficiency") or {}).get("provenance")
+    price = conf.get("price")
+    return eff in ("measured", "validated") and (price is None or price.get("confidence") in LEVELS[1:])
+
+
+def plan_markets(plan: dict[str, Any], catalog: Catalog) -> tuple[str, ...]:
+    """Where the plan's hardware can be had: its offer's market, else the part's markets (own cluster)."""
+    offer = (plan.get("hardware_option") or {}).get("offer")
+    if offer and offer in catalog.instances:
+        return (catalog.instances[offer].market,)
+    return tuple(catalog.accelerator(plan["accelerator"]).markets)
+
+
+def split_by_market(plans: Sequence[dict[str, Any]], catalog: Catalog) -> dict[str, list[dict[str, Any]]]:
+    """Plans per market, only when plans of more than one market are present (else empty)."""
+    by: dict[str, list[dict[str, Any]]] = {}
+    for p in plans:
+        for m in plan_markets(p, catalog):
+            by.setdefault(m, []).append(p)
+    only = {m for p in plans for m in plan_markets(p, catalog) if len(plan_markets(p, catalog)) == 1}
+    return by if len(only) > 1 else {}
+
+
+def _quote(plan: dict[str, Any], catalog: Catalog, ratio: float) -> dict[str, Any]:
+    """Break-even of the plan's price: per device-hour and, for a monthly quote, per instance-month."""
+    price = plan["confidence"]["price"]
+    out: dict[str, Any] = {"usd_per_device_hour": price["usd_per_device_hour"] * ratio}
+    inst = catalog.instances.get(price["instance"])
+    p = inst.price(price["kind"]) if inst is not None else None
+    if p is not None and p.amount is not None:
+        out.update(amount=p.amount * ratio, currency=p.currency, per=price["kind"], instance=inst.id if inst else "")
+    return out
+
+
+def caveats(rec: dict[str, Any], alt: dict[str, Any] | None, measure: str | None, catalog: Catalog
+            ) -> list[dict[str, Any]]:
+    """One entry per low-confidence input of `rec`: input, value, break_even (vs `alt`), action."""
+    conf = rec.get("confidence") or {}
+    eff = conf.get("efficiency") or {}
+    price = conf.get("price")
+    by_cost = measure == "cost" and alt is not None and rec.get("cost_usd") and alt.get("cost_usd")
+    ratio = (float(alt["cost_usd"]) / float(rec["cost_usd"]) if by_cost and alt is not None
+             else float(alt["time_to_train_s"]) / float(rec["time_to_train_s"]) if alt is not None else None)
+    out: list[dict[str, Any]] = []
+    if eff.get("provenance") == "default":
+        be = {"mfu": float(rec["mfu"]) / ratio} if ratio else None
+        out.append({"input": "efficiency", "value": {"mfu": rec["mfu"], "term": eff.get("term"),
+                                                     "term_value": eff.get("value")},
+                    "break_even": be, "holds_while": "above" if be else None,
+                    "action": "bench", "accelerator": rec["accelerator"]})
+    if price is not None and price.get("confidence") not in LEVELS[1:]:
+        be = _quote(rec, catalog, ratio) if by_cost and ratio else None
+        out.append({"input": "price", "value": {"usd_per_device_hour": price["usd_per_device_hour"],
+                                                "source": price["source"], "as_of": price["as_of"],
+                                                "confidence": price["confidence"], "instance": price["instance"]},
+                    "break_even": be, "holds_while": "below" if be else None, "action": "quote",
+                    "accelerator": rec["accelerator"]})
+    return out
+
+
+def serving_caveats(rec: dict[str, Any], alt: dict[str, Any] | None, catalog: Catalog) -> list[dict[str, Any]]:
+    """Caveats of a serving recommendation: the fleet's cost per hour is capacity-bound, so it stays the
+    cheapest while one replica serves above capacity x cost / cost(alternative) and while its price is
+    below price x cost(alternative) / cost."""
+    conf = rec.get("confidence") or {}
+    eff = conf.get("efficiency") or {}
+    price = conf.get("price")
+    ratio = float(alt["cost_usd_per_hour"]) / float(rec["cost_usd_per_hour"]) if alt is not None else None
+    out: list[dict[str, Any]] = []
+    if eff.get("provenance") == "default":
+        cap = float(rec["capacity_requests_per_s_per_replica"])
+        out.append({"input": "efficiency", "value": {"capacity_requests_per_s_per_replica": cap,
+                                                     "term": eff.get("term")},
+                    "break_even": {"capacity_requests_per_s_per_replica": cap / ratio} if ratio else None,
+                    "holds_while": "above" if ratio else None, "action": "bench", "accelerator": rec["accelerator"]})
+    if price is not None and price.get("confidence") not in LEVELS[1:]:
+        out.append({"input": "price", "value": {"usd_per_device_hour": price["usd_per_device_hour"],
+                                                "source": price["source"], "as_of": price["as_of"],
+                                                "confidence": price["confidence"], "instance": price["instance"]},
+                    "break_even": _quote(rec, catalog, ratio) if ratio else None,
+                    "holds_while": "below" if ratio else None, "action": "quote", "accelerator": rec["accelerator"]})
+    return out
+
+
+def serving_recommendation(plans: Sequence[dict[str, Any]], catalog: Catalog, market: str | None
+                           ) -> dict[str, Any] | None:
+    """The cheapest fleet with its band, confidence, caveats, the cheapest fleet on confirmed inputs and,
+    without --market, the cheapest fleet of each market."""
+    if not plans:
+        return None
+    rec = plans[0]
+    alt = None if is_confirmed(rec) else next((p for p in plans if is_confirmed(p)), None)
+    per_market: dict[str, Any] = {}
+    if market is None:
+        for m, pool in sorted(split_by_market([{**p, "hardware_option": {"offer": p["instance"]}} for p in plans],
+                                              catalog).items()):
+            per_market[m] = _serving_summary(pool[0])
+    return {**_serving_summary(rec), "rule": "cheapest verified fleet per hour that meets the SLO at the headroom "
+                                             "load (search/infer_search.py)",
+            "caveats": serving_caveats(rec, alt, catalog),
+            "confirmed_alternative": _serving_summary(alt) if alt is not None else None,
+            "best_per_market": per_market}
+
+
+_SERVING_KEYS = ("accelerator", "instance", "instances", "replicas", "devices", "layout", "weights", "engine",
+                 "cost_usd_per_hour", "cost_usd_per_million_tokens", "utilization", "ttft_s", "tpot_s",
+                 "capacity_requests_per_s_per_replica", "band", "band_basis", "confidence")
+
+
+def _serving_summary(p: dict[str, Any]) -> dict[str, Any]:
+    return {k: p.get(k) for k in _SERVING_KEYS}

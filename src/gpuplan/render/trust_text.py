@@ -1,0 +1,145 @@
+"""How sure a plan is, in words: figures with their 80% band, the confidence column, the caveats.
+
+Used by the CLI tables and the Markdown/HTML reports alike; all text comes from the message catalog
+(English and Chinese).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gpuplan.i18n import Duration, tr
+from gpuplan.units import sig
+
+__all__ = ["band_cost", "band_duration", "band_num", "caveat_lines", "confidence_text", "market_lines", "trust_lines"]
+
+
+def _unit(seconds: float) -> tuple[float, str]:
+    if seconds < 3600:
+        return 60.0, "min"
+    if seconds < 48 * 3600:
+        return 3600.0, "h"
+    return 86400.0, "d"
+
+
+def _num(v: float) -> str:
+    return f"{v:.2g}" if v < 10 else f"{v:,.0f}"
+
+
+def band_duration(seconds: float | None, band: Sequence[float] | None, lang: str) -> str:
+    """'21.1 d (17-27)': the figure in its unit, then the band in the same unit."""
+    if seconds is None:
+        return "-"
+    text = Duration(seconds).text(lang)
+    if not band:
+        return text
+    div, _ = _unit(seconds)
+    return f"{text} ({_num(band[0] / div)}-{_num(band[1] / div)})"
+
+
+def band_cost(usd: float | None, band: Sequence[float] | None, no_price: str) -> str:
+    """'136,079 (112,000-171,000)', or the no-price text."""
+    if not usd:
+        return no_price
+    if not band:
+        return f"{usd:,.0f}"
+    return f"{usd:,.0f} ({band[0]:,.3g}-{band[1]:,.3g})".replace("e+0", "e").replace("e+", "e")
+
+
+def band_num(value: float | None, band: Sequence[float] | None, spec: str, scale: float = 1.0) -> str:
+    """'2.13 (1.8-2.6)': a figure with its band in the same format (`scale` multiplies both)."""
+    if value is None:
+        return "-"
+    text = format(value * scale, spec)
+    return f"{text} ({format(band[0] * scale, spec)}-{format(band[1] * scale, spec)})" if band else text
+
+
+def confidence_text(conf: Mapping[str, Any] | None, lang: str, short: bool = True) -> str:
+    """'low: default efficiency, price low' or the full sentence (short=False)."""
+    if not conf:
+        return "-"
+    eff = conf.get("efficiency") or {}
+    prov = eff.get("provenance", "default")
+    cv = eff.get("cv_median_ape")
+    eff_text = tr(f"trust.eff.{prov}", lang, rows=eff.get("rows", 0), cv=f"{cv:.0%}" if cv is not None else "-",
+                  value=eff.get("value"), term=eff.get("term", ""))
+    price = conf.get("price")
+    level = tr(f"trust.level.{conf.get('level', 'low')}", lang)
+    if short:  # the level, then what lowers it
+        bits = [tr(f"trust.eff_short.{prov}", lang)] if prov == "default" else []
+        if price is not None and price["confidence"] != "high":
+            bits.append(tr("trust.price_short", lang, confidence=tr(f"trust.level.{price['confidence']}", lang)
+                           if price["confidence"] in ("low", "medium", "high") else price["confidence"]))
+        return f"{level}: " + ", ".join(bits) if bits else level
+    price_text = (tr("trust.price_none", lang) if price is None else
+                  tr("trust.price", lang, basis=tr(f"trust.basis.{price['basis']}", lang), source=price["source"],
+                     as_of=price["as_of"], confidence=price["confidence"]))
+    return tr("trust.sentence", lang, level=level, eff=eff_text, price=price_text)
+
+
+def caveat_lines(rec: Mapping[str, Any], lang: str) -> list[str]:
+    """One line per caveat of the recommendation, then the best plan on confirmed inputs."""
+    lines = []
+    for c in rec.get("caveats") or []:
+        be = c.get("break_even")
+        if c["input"] == "efficiency" and "mfu" in c["value"]:
+            flip = (tr("trust.flip.mfu", lang, mfu=f"{be['mfu']:.0%}") if be else tr("trust.flip.none", lang))
+            lines.append(tr("trust.caveat.efficiency", lang, acc=c["accelerator"], mfu=f"{c['value']['mfu']:.0%}",
+                            term=c["value"].get("term") or "", flip=flip))
+        elif c["input"] == "efficiency":
+            key = "capacity_requests_per_s_per_replica"
+            flip = (tr("trust.flip.capacity", lang, rps=sig(be[key])) if be else tr("trust.flip.none", lang))
+            lines.append(tr("trust.caveat.serving", lang, acc=c["accelerator"], rps=sig(c["value"][key]),
+                            term=c["value"].get("term") or "", flip=flip))
+        else:
+            v = c["value"]
+            if be and "amount" in be:
+                flip = tr("trust.flip.price_native", lang, usd=f"{be['usd_per_device_hour']:.2f}",
+                          amount=f"{be['amount']:,.0f}", currency=be["currency"],
+                          per=tr(f"trust.per.{be['per']}", lang))
+            elif be:
+                flip = tr("trust.flip.price", lang, usd=f"{be['usd_per_device_hour']:.2f}")
+            else:
+                flip = tr("trust.flip.none", lang)
+            lines.append(tr("trust.caveat.price", lang, acc=c["accelerator"], usd=f"{v['usd_per_device_hour']:.2f}",
+                            source=v["source"], as_of=v["as_of"], confidence=v["confidence"],
+                            instance=v["instance"], flip=flip))
+    alt = rec.get("confirmed_alternative")
+    if rec.get("caveats"):
+        if alt and "cost_usd_per_hour" in alt:
+            lines.append(tr("trust.confirmed_fleet", lang, replicas=alt["replicas"], acc=alt["accelerator"],
+                            instance=alt.get("instance") or "-", cost=f"{alt['cost_usd_per_hour']:,.2f}"))
+        elif alt:
+            lines.append(tr("trust.confirmed_alt", lang, devices=alt["devices"], acc=alt["accelerator"],
+                            offer=alt.get("offer") or "-", time=band_duration(alt.get("time_s"),
+                                                                                (alt.get("band") or {}).get(
+                                                                                    "time_to_train_s"), lang),
+                            cost=f"{alt['cost_usd']:,.0f}" if alt.get("cost_usd") else "-"))
+        else:
+            lines.append(tr("trust.no_confirmed", lang))
+    return lines
+
+
+def market_lines(rec: Mapping[str, Any], lang: str) -> list[str]:
+    """The best plan of each market, when plans of several markets were ranked together."""
+    per = rec.get("best_per_market") or {}
+    if len(per) < 2:
+        return []
+    items = "; ".join(
+        tr("trust.market_fleet", lang, market=tr(f"trust.market.{m}", lang), replicas=p["replicas"],
+           acc=p["accelerator"], instance=p.get("instance") or "-", cost=f"{p['cost_usd_per_hour']:,.2f}")
+        if "cost_usd_per_hour" in p else
+        tr("trust.market_item", lang, market=tr(f"trust.market.{m}", lang), devices=p["devices"],
+           acc=p["accelerator"], offer=p.get("offer") or "-", time=Duration(p["time_s"]).text(lang),
+           cost=f"{p['cost_usd']:,.0f}" if p.get("cost_usd") else "-") for m, p in per.items())
+    return [tr("trust.per_market", lang, items=items)]
+
+
+def trust_lines(rec: Mapping[str, Any], lang: str) -> list[str]:
+    """Everything the CLI prints under the table about how sure the recommendation is."""
+    lines = [tr("trust.recommended_conf", lang, text=confidence_text(rec.get("confidence"), lang, short=False))]
+    basis = rec.get("band_basis") or {}
+    if basis:
+        lines.append(tr("trust.band_basis", lang, basis="; ".join(f"{k}: {v}" for k, v in basis.items())))
+    return lines + caveat_lines(rec, lang) + market_lines(rec, lang)

@@ -1,0 +1,175 @@
+"""What a plan rests on: the provenance of its efficiency and price, its 80% bands, one confidence level.
+
+- Efficiency (`efficiency_provenance`): `measured` when the part's compute-efficiency term came from
+  the user's `gpuplan calibrate`; `validated` when the part has rows in the shipped ground truth (how
+  many, and their cross-validated median error: estimate/data/accuracy.json); `default` otherwise
+  (the part runs on compute_efficiency.default.*, which no measurement of it supports).
+- Price (`price_confidence`): the catalog price the plan's cost uses, with its source, date, basis
+  (list price or market quote) and confidence; None when the plan has no price.
+- Level (`confidence_level`): the lower of the efficiency level (measured: high; validated: high when
+  its cross-validated median error is at most `HIGH_CV_APE`, else medium; default: low) and the price
+  level (its catalog confidence; a distressed price is low). `--trust` keeps plans at or above a level.
+- Bands (`training_bands`): from the cross-validated error of the plan's class (estimate/uncertainty.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from gpuplan.estimate.calibration import Calibration
+from gpuplan.estimate.uncertainty import EstimateClass, band, part_accuracy
+from gpuplan.hardware import Catalog
+from gpuplan.search.offers import HardwareOption
+from gpuplan.search.pricing import used_price
+
+__all__ = ["HIGH_CV_APE", "LEVELS", "confidence_level", "efficiency_provenance", "meets_trust", "price_confidence",
+           "training_bands", "training_confidence"]
+
+LEVELS = ("low", "medium", "high")
+Arch = Literal["dense", "moe"]
+Scale = Literal["single", "multi"]
+Eff = Literal["validated", "default"]
+HIGH_CV_APE = 0.15  # a validated part whose held-out median error exceeds this is medium, not high
+_PRICE_KINDS = (("on_demand", "on_demand_hourly"), ("monthly", "monthly"))
+
+
+def efficiency_provenance(cal: Calibration, accelerator: str, dtype: str, kind: str = "train") -> dict[str, Any]:
+    """Where the part's efficiency comes from: measured, validated (rows, CV error) or default."""
+    dtype = "fp8" if dtype == "fp8" else "bf16"
+    name = f"compute_efficiency.{accelerator}.{dtype}"
+    term = cal.terms.get(name)
+    acc = part_accuracy(kind, accelerator)
+    rows = int(acc["rows"]) if acc else 0
+    cv = acc.get("cv_median_ape") if acc else None
+    if term is not None and term.overridden:
+        prov = "measured"
+    elif rows:
+        prov = "validated"
+    else:
+        prov = "default"
+        name = f"compute_efficiency.default.{dtype}" if term is None else name
+        term = cal.terms.get(name)
+    return {"provenance": prov, "rows": rows, "cv_median_ape": cv, "term": name,
+            "value": term.value if term is not None else None, "source": term.source if term is not None else ""}
+
+
+def price_confidence(catalog: Catalog, opt: HardwareOption) -> dict[str, Any] | None:
+    """The catalog price behind an option's cost (on-demand, else monthly), None without a price."""
+    for key, kind in _PRICE_KINDS:
+        inst_id = getattr(opt.price, f"{key}_instance")
+        if inst_id is None:
+            continue
+        p = used_price(catalog, catalog.instances[inst_id], kind)
+        if p is None:
+            continue
+        return {"confidence": "low" if p.distressed else p.confidence, "source": p.source, "as_of": str(p.as_of),
+                "basis": p.basis, "kind": kind, "instance": inst_id, "distressed": p.distressed,
+                "usd_per_device_hour": getattr(opt.price, key)}
+    return None
+
+
+def _rank(level: str) -> int:
+    return LEVELS.index(level) if level in LEVELS else 0
+
+
+def confidence_level(efficiency: dict[str, Any], price: dict[str, Any] | None) -> str:
+    """The lower of the efficiency level and the price level (a plan without a price: efficiency alone)."""
+    prov = efficiency["provenance"]
+    if prov == "measured":
+        eff = "high"
+    elif prov == "validated":
+        cv = efficiency.get("cv_median_ape")
+        eff = "high" if cv is not None and cv <= HIGH_CV_APE else "medium"
+    else:
+        eff = "low"
+    if price is None:
+        return eff
+    pr = price["confidence"] if price["confidence"] in LEVELS else "low"
+    return LEVELS[min(_rank(eff), _rank(pr))]
+
+
+def meets_trust(confidence: dict[str, Any], trust: str) -> bool:
+    """Whether a plan's confidence is at least `trust` (low keeps everything)."""
+    return _rank(str(confidence["level"])) >= _rank(trust)
+
+
+def training_confidence(catalog: Catalog, cal: Calibration, accelerator: str, dtype: str,
+                        opt: HardwareOption) -> dict[str, Any]:
+    eff = efficiency_provenance(cal, accelerator, dtype)
+    price = price_confidence(catalog, opt)
+    return {"level": confidence_level(eff, price), "efficiency": eff, "price": price}
+
+
+def training_bands(fig: dict[str, Any], *, efficiency: str, moe: bool, nodes: int) -> tuple[dict[str, list[float]],
+                                                                                         dict[str, str]]:
+    """80% bands of a training plan's figures (name as in the plan's JSON -> [low, high]) and their bases."""
+    arch: Arch = "moe" if moe else "dense"
+    scale: Scale = "multi" if nodes > 1 else "single"
+    eff: Eff = "default" if efficiency == "default" else "validated"
+    step = EstimateClass(kind="train", efficiency=eff, family="throughput", arch=arch, scale=scale)
+    campaign = EstimateClass(kind="train", efficiency=eff, family="campaign", arch=arch, scale=scale)
+    out: dict[str, list[float]] = {}
+    basis: dict[str, str] = {}
+    for name, cls, orient in (("step_time_s", step, "time"), ("tokens_per_s", step, "rate"),
+                              ("tokens_per_s_per_device", step, "rate"), ("mfu", step, "rate"),
+                              ("tflops_per_device", step, "rate"), ("time_to_train_s", campaign, "time"),
+                              ("time_to_train_days", campaign, "time"), ("device_hours", campaign, "time"),
+                              ("cost_usd", campaign, "time")):
+        b = band(cls, fig.get(name), orient)
+        if b is not None:
+            out[name] = b.as_list()
+            basis["throughput" if cls is step else "campaign"] = b.basis
+    total = (fig.get("memory") or {}).get("total_bytes")
+    mb = band(EstimateClass(kind="memory", efficiency="validated", family="train", arch=arch, scale=scale),
+              total, "rate")
+    if mb is not None:
+        out["memory.total_bytes"] = mb.as_list()
+        basis["memory"] = mb.basis
+    return out, basis
+
+
+def serving_confidence(catalog: Catalog, plan: dict[str, Any], engine_overridden: bool) -> dict[str, Any]:
+    """Confidence of a serving plan: the part's serving rows (engine terms measured when the user set them)
+    and the price of its instance."""
+    acc = part_accuracy("serve", plan["accelerator"])
+    rows = int(acc["rows"]) if acc else 0
+    eff = {"provenance": "measured" if engine_overridden else "validated" if rows else "default", "rows": rows,
+           "cv_median_ape": acc.get("cv_median_ape") if acc else None, "term": f"engine {plan.get('engine')}",
+           "value": None, "source": "workload/data/engines.yaml"}
+    price = None
+    inst = catalog.instances.get(plan.get("instance", ""))
+    p = used_price(catalog, inst, plan.get("price_kind", "on_demand_hourly")) if inst is not None else None
+    if p is not None:
+        price = {"confidence": "low" if p.distressed else p.confidence, "source": p.source, "as_of": str(p.as_of),
+                 "basis": p.basis, "kind": plan.get("price_kind"), "instance": inst.id if inst else "",
+                 "distressed": p.distressed,
+                 "usd_per_device_hour": plan["cost_usd_per_hour"] / max(int(plan.get("devices") or 1), 1)}
+    return {"level": confidence_level(eff, price), "efficiency": eff, "price": price}
+
+
+def serving_bands(plan: dict[str, Any], *, efficiency: str, moe: bool) -> tuple[dict[str, list[float]],
+                                                                                dict[str, str]]:
+    """80% bands of a serving plan: latency percentiles from the latency class; throughput, fleet size and
+    cost from the throughput class (a replica serves proportionally to throughput, so the fleet and its
+    cost scale inversely)."""
+    arch: Arch = "moe" if moe else "dense"
+    scale: Scale = "multi" if int(plan.get("devices") or 1) // max(int(plan.get("replicas") or 1), 1) > 8 else "single"
+    eff: Eff = "default" if efficiency == "default" else "validated"
+    lat = EstimateClass(kind="serve", efficiency=eff, family="latency", arch=arch, scale=scale)
+    tput = EstimateClass(kind="serve", efficiency=eff, family="throughput", arch=arch, scale=scale)
+    out: dict[str, list[float]] = {}
+    basis: dict[str, str] = {}
+    for name, value, cls, orient in (
+            ("ttft_s.p99", (plan.get("ttft_s") or {}).get("p99"), lat, "time"),
+            ("tpot_s.p99", (plan.get("tpot_s") or {}).get("p99"), lat, "time"),
+            ("capacity_requests_per_s_per_replica", plan.get("capacity_requests_per_s_per_replica"), tput, "rate"),
+            ("replicas", plan.get("replicas"), tput, "time"),
+            ("cost_usd_per_hour", plan.get("cost_usd_per_hour"), tput, "time"),
+            ("cost_usd_per_million_tokens", plan.get("cost_usd_per_million_tokens"), tput, "time")):
+        b = band(cls, value, orient)
+        if b is not None:
+            out[name] = b.as_list()
+            basis["latency" if cls is lat else "throughput"] = b.basis
+    if "replicas" in out:  # a fleet is whole replicas
+        out["replicas"] = [float(max(1, int(out["replicas"][0]))), float(-(-out["replicas"][1] // 1))]
+    return out, basis

@@ -1,0 +1,119 @@
+"""The serving terms tuned on ground truth, as one table of terms that validate.refit can refit.
+
+workload/data/engines.yaml holds three kinds of tuned serving terms:
+- shared defaults (`default_terms`) that every engine starts from, tuned on all inference rows as a
+  whole: `SHARED` (GEMM efficiency, weight-stream bandwidth efficiency, per-request overhead);
+- an engine's own values where it departs from the defaults (for example TensorRT-LLM's step overhead
+  or KV read efficiency), tuned on that engine's rows: named `serve.<engine>.<term>`;
+- engine x hardware terms (`hardware_terms`, each with its `tuned_on` rows), named
+  `<term>.<accelerator>.hw-<entry>` so that holding out the part removes them, as for training terms.
+`engine_for(cal)` rebuilds the engine profiles from such a table, for `evaluate_inference_row`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from functools import cache
+
+from gpuplan.estimate.calibration import Calibration, CalibrationTerm, TunedOn
+from gpuplan.hardware import Catalog
+from gpuplan.validate.cases import Row
+from gpuplan.validate.inference_cases import evaluate_inference_row
+from gpuplan.validate.memory_cases import CaseResult
+from gpuplan.workload.engines import EngineProfile, EngineTerm, engine, hardware_terms, load_engines
+
+__all__ = ["SHARED", "engine_for", "serving_calibration", "serving_evaluator"]
+
+SHARED = ("gemm_efficiency", "memory_bw_efficiency", "request_overhead_s")
+_FRACTIONS = ("gemm_efficiency", "gemm_efficiency_8bit", "memory_bw_efficiency", "kv_read_efficiency",
+              "attention_efficiency")
+
+
+def _bounds(name: str, value: float) -> tuple[float, float]:
+    hi = value * 3.0
+    return (value / 3.0, min(hi, 1.0) if name in _FRACTIONS else hi)
+
+
+def _term(name: str, t: EngineTerm, tuned_on: TunedOn) -> CalibrationTerm:
+    return CalibrationTerm(value=t.value, unit=t.unit, source=t.source, note=t.note, applies_to=("infer",),
+                           tuned_on=tuned_on)
+
+
+@cache
+def _defaults() -> dict[str, float]:
+    """Per term, the value most engines keep (the shared default)."""
+    engines = load_engines().values()
+    names = next(iter(engines)).terms
+    return {n: Counter(e.terms[n].value for e in engines).most_common(1)[0][0] for n in names}
+
+
+@cache
+def serving_calibration() -> Calibration:
+    """The tuned serving terms of engines.yaml as a Calibration (names in the module docstring)."""
+    engines = load_engines()
+    base = next(iter(engines.values())).terms
+    defaults = _defaults()
+    terms: dict[str, CalibrationTerm] = {}
+    for n in SHARED:
+        terms[f"serve.{n}"] = _term(n, base[n].model_copy(update={"value": defaults[n]}),
+                                    TunedOn(file="inference", bounds=_bounds(n, defaults[n])))
+    for e in engines.values():
+        for n, t in e.terms.items():
+            if t.value != defaults[n] and t.tuned_on is None:
+                terms[f"serve.{e.id}.{n}"] = _term(n, t, TunedOn(file="inference", engine=(e.id,),
+                                                                 bounds=_bounds(n, t.value)))
+            elif t.tuned_on is not None:
+                terms[f"{n}.{t.tuned_on.accelerator[0]}.engine-{e.id}"] = _term(n, t, TunedOn(
+                    file="inference", accelerator=t.tuned_on.accelerator, engine=t.tuned_on.engine,
+                    bounds=_bounds(n, t.value)))
+    for h in hardware_terms():
+        for n, t in h.terms.items():
+            if t.tuned_on is not None:
+                terms[f"{n}.{t.tuned_on.accelerator[0]}.hw-{h.id}"] = _term(n, t, TunedOn(
+                    file="inference", accelerator=t.tuned_on.accelerator, engine=t.tuned_on.engine,
+                    bounds=_bounds(n, t.value)))
+    return Calibration(schema_version=1, as_of="derived from engines.yaml", terms=terms)
+
+
+def engine_for(cal: Calibration) -> Callable[[str], EngineProfile]:
+    """Engine profiles with the values of `cal`; a tuned term missing from `cal` (its part held out) is
+    left out, so the engine default applies."""
+    table = []
+    for h in hardware_terms():
+        kept = {}
+        for n, t in h.terms.items():
+            if t.tuned_on is None:
+                kept[n] = t
+                continue
+            key = f"{n}.{t.tuned_on.accelerator[0]}.hw-{h.id}"
+            if key in cal.terms:
+                kept[n] = t.model_copy(update={"value": cal.terms[key].value})
+        if kept:
+            table.append(h.model_copy(update={"terms": kept}))
+    hw = tuple(table)
+    defaults = _defaults()
+
+    def profile(engine_id: str) -> EngineProfile:
+        prof = engine(engine_id)
+        terms = dict(prof.terms)
+        for n, t in terms.items():
+            own = f"serve.{engine_id}.{n}"
+            tuned = f"{n}.{t.tuned_on.accelerator[0]}.engine-{engine_id}" if t.tuned_on is not None else ""
+            if own in cal.terms:
+                terms[n] = t.model_copy(update={"value": cal.terms[own].value})
+            elif tuned:
+                if tuned in cal.terms:
+                    terms[n] = t.model_copy(update={"value": cal.terms[tuned].value})
+                else:  # its part held out: the value the other engines keep
+                    terms[n] = t.model_copy(update={"value": defaults[n]})
+            elif n in SHARED and f"serve.{n}" in cal.terms:
+                terms[n] = t.model_copy(update={"value": cal.terms[f"serve.{n}"].value})
+        return prof.model_copy(update={"terms": terms, "hardware_table": hw})
+
+    return profile
+
+
+def serving_evaluator(catalog: Catalog) -> Callable[[Row, Calibration], CaseResult]:
+    """(row, table of serving terms) -> the row's prediction under those terms."""
+    return lambda row, cal: evaluate_inference_row(row, catalog, engine_for=engine_for(cal))
