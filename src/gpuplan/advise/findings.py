@@ -13,8 +13,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, ClassVar, Literal
 
-import yaml
-
+from gpuplan import yamlio
 from gpuplan.i18n import both
 from gpuplan.terms import Term, TermTable
 
@@ -103,5 +102,5 @@ def load_thresholds(overrides: Mapping[str, float] | None = None) -> Thresholds:
 def advise_data(name: str) -> dict[str, Any]:
     """One YAML file of advise/data (thresholds, ecosystem, compliance, tco)."""
     path = resources.files("gpuplan.advise") / "data" / f"{name}.yaml"
-    data: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data: dict[str, Any] = yamlio.safe_load(path.read_text(encoding="utf-8"))
     return data

@@ -25,6 +25,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from gpuplan import yamlio
 from gpuplan.bench.predict import reference_terms
 from gpuplan.bench.records import BenchResult, Measurement
 from gpuplan.errors import InputError
@@ -191,7 +192,7 @@ def load_user_calibration(directory: Path | None = None, base: Calibration | Non
     terms = dict(cal.terms)
     for path in sorted(d.glob("*.yaml")):
         try:
-            cf = CalibrationFile.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+            cf = CalibrationFile.model_validate(yamlio.safe_load(path.read_text(encoding="utf-8")))
         except (OSError, yaml.YAMLError, ValidationError) as exc:
             raise InputError(field="calibration file", value=str(path), allowed="a file written by gpuplan calibrate",
                              hint=f"fix or delete it ({str(exc).splitlines()[0][:200]})") from None

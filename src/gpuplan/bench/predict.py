@@ -18,8 +18,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
+from gpuplan import yamlio
 from gpuplan.bench.formulas import busbw_factor, collective_bytes
 from gpuplan.bench.records import Prediction
 from gpuplan.estimate import comm
@@ -39,7 +38,7 @@ __all__ = ["Predictor", "match_device", "predictor_for", "ratio", "reference_ter
 @cache
 def reference_terms() -> dict[str, CalibrationTerm]:
     """The bench reference efficiencies (data/reference.yaml)."""
-    raw = yaml.safe_load((resources.files("gpuplan.bench") / "data" / "reference.yaml").read_text(encoding="utf-8"))
+    raw = yamlio.safe_load((resources.files("gpuplan.bench") / "data" / "reference.yaml").read_text(encoding="utf-8"))
     return {k: CalibrationTerm.model_validate(v) for k, v in raw["terms"].items()}
 
 

@@ -11,9 +11,9 @@ from functools import cache
 from importlib import resources
 from typing import ClassVar, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from gpuplan import yamlio
 from gpuplan.terms import Term, TermTable
 
 __all__ = ["Calibration", "CalibrationTerm", "TunedOn", "default_calibration", "load_calibration"]
@@ -59,7 +59,7 @@ class Calibration(TermTable):
 @cache
 def default_calibration() -> Calibration:
     path = resources.files("gpuplan.estimate") / "data" / "calibration.yaml"
-    return Calibration.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    return Calibration.model_validate(yamlio.safe_load(path.read_text(encoding="utf-8")))
 
 
 def load_calibration(overrides: Mapping[str, float] | None = None) -> Calibration:

@@ -26,10 +26,10 @@ from importlib import resources
 from typing import Any, ClassVar, Literal, TypeAlias
 
 import numpy as np
-import yaml
 from numpy.typing import ArrayLike, NDArray
 from pydantic import Field
 
+from gpuplan import yamlio
 from gpuplan.errors import InputError
 from gpuplan.hardware.schema_devices import Accelerator
 from gpuplan.hardware.schema_offers import Network
@@ -132,7 +132,7 @@ class LinkCalibration(TermTable):
 @cache
 def default_link_calibration() -> LinkCalibration:
     path = resources.files("gpuplan.estimate") / "data" / "links.yaml"
-    return LinkCalibration.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    return LinkCalibration.model_validate(yamlio.safe_load(path.read_text(encoding="utf-8")))
 
 
 def load_link_calibration(overrides: Mapping[str, float] | None = None) -> LinkCalibration:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from functools import cache
 from importlib import resources
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from gpuplan import yamlio
 from gpuplan.errors import unknown_name
 
 __all__ = ["OptimizerSpec", "get_optimizer", "optimizer_names"]
@@ -27,7 +27,7 @@ class OptimizerSpec(BaseModel):
 
 @cache
 def _table() -> dict[str, OptimizerSpec]:
-    raw = yaml.safe_load((resources.files("gpuplan.estimate") / "data" / "optimizers.yaml").read_text("utf-8"))
+    raw = yamlio.safe_load((resources.files("gpuplan.estimate") / "data" / "optimizers.yaml").read_text("utf-8"))
     return {k: OptimizerSpec.model_validate(v) for k, v in raw["optimizers"].items()}
 
 

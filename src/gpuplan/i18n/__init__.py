@@ -13,8 +13,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, Literal
 
-import yaml
-
+from gpuplan import yamlio
 from gpuplan.errors import InputError
 
 __all__ = ["LANGS", "Duration", "Lang", "both", "default_lang", "help_text", "messages", "resolve_lang", "tr"]
@@ -27,7 +26,7 @@ LANGS: tuple[Lang, ...] = ("en", "zh")
 def messages() -> dict[str, dict[str, str]]:
     """The whole catalog: key -> {lang: template}."""
     path = resources.files("gpuplan.i18n") / "data" / "messages.yaml"
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = yamlio.safe_load(path.read_text(encoding="utf-8"))
     return {str(k): {str(lang): str(text) for lang, text in v.items()} for k, v in data.items()}
 
 

@@ -14,8 +14,8 @@ from functools import cache
 from importlib import resources
 
 import numpy as np
-import yaml
 
+from gpuplan import yamlio
 from gpuplan.errors import InputError
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.simulate.arrivals import Workload, poisson_workload
@@ -27,7 +27,7 @@ __all__ = ["InferLoad", "InferSlo", "planner_terms"]
 @cache
 def _default_terms() -> Calibration:
     path = resources.files("gpuplan.search") / "data" / "infer_plan.yaml"
-    return Calibration.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    return Calibration.model_validate(yamlio.safe_load(path.read_text(encoding="utf-8")))
 
 
 def planner_terms(overrides: Mapping[str, float] | None = None) -> Calibration:

@@ -10,8 +10,9 @@ from __future__ import annotations
 from functools import cache
 from importlib import resources
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
+
+from gpuplan import yamlio
 
 __all__ = ["VendorNote", "row_weight", "vendor_note"]
 
@@ -41,7 +42,7 @@ class _NotesFile(BaseModel):
 @cache
 def _notes() -> tuple[_NotesFile, dict[str, VendorNote]]:
     path = resources.files("gpuplan.validate") / "data" / "row_notes.yaml"
-    parsed = _NotesFile.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    parsed = _NotesFile.model_validate(yamlio.safe_load(path.read_text(encoding="utf-8")))
     by_id: dict[str, VendorNote] = {}
     for note in parsed.vendor_published:
         for i in note.ids:

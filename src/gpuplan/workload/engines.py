@@ -23,9 +23,9 @@ from functools import cache
 from importlib import resources
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from gpuplan import yamlio
 from gpuplan.errors import InputError, unknown_name
 from gpuplan.terms import override_terms
 
@@ -187,7 +187,7 @@ _SETTINGS = ("gpu_memory_fraction", "kv_block_tokens", "max_num_seqs", "max_batc
 @cache
 def _load_file() -> _EngineFile:
     path = resources.files("gpuplan.workload") / "data" / "engines.yaml"
-    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    raw = yamlio.safe_load(path.read_text(encoding="utf-8"))
     try:
         parsed = _EngineFile.model_validate(raw)
     except ValidationError as exc:  # a broken shipped file is a bug: say which file

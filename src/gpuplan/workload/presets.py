@@ -11,9 +11,9 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from gpuplan import yamlio
 from gpuplan.errors import InputError, unknown_name
 from gpuplan.workload.model_spec import ModelSpec
 
@@ -50,7 +50,7 @@ def _data_dir() -> Path:
 def _load_all() -> dict[str, Preset]:
     presets: dict[str, Preset] = {}
     for path in sorted(_data_dir().glob("*.yaml")):
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yamlio.safe_load(path.read_text(encoding="utf-8"))
         try:
             preset = Preset.model_validate(raw)
         except ValidationError as exc:  # a broken shipped file is a bug: say which file
