@@ -22,6 +22,7 @@ from gpuplan.estimate.memory_fit import fit_text
 from gpuplan.hardware import Catalog, load_catalog
 from gpuplan.hardware.query import alias_note
 from gpuplan.i18n import help_text, resolve_lang, tr
+from gpuplan.render.plan_json import compact_plans
 from gpuplan.render.report_text import bottleneck_text, duration_text, offer_text, rule_line
 from gpuplan.render.trust_text import band_cost, band_duration, confidence_text, trust_lines
 from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices
@@ -216,7 +217,8 @@ def plan_train(
     framework: Literal["megatron", "deepspeed", "mindspeed", "paddle"] | None = typer.Option(None),
     kernels: Kernels | None = typer.Option(None, help=help_text("help.plan_train.kernels")),
     data_loading: DataLoading = typer.Option("pretokenized", help=help_text("help.common.data_loading")),
-    top: int = typer.Option(10, help=help_text("help.common.top")),
+    top: int = typer.Option(10, help=help_text("help.plan_train.top")),
+    all_plans: bool = typer.Option(False, "--all", help=help_text("help.plan_train.all")),
     catalog_dir: list[Path] = typer.Option(None, "--catalog"),
     json_out: bool = typer.Option(False, "--json"),
     lang: str = typer.Option(None, "--lang", help=help_text("help.common.lang")),
@@ -263,7 +265,8 @@ def plan_train(
     for p in res.plans:
         best_per_hw.setdefault(p["accelerator"], p)
     if json_out:
-        print_json({"candidates_evaluated": res.candidates_evaluated, "plans": res.plans,
+        print_json({"candidates_evaluated": res.candidates_evaluated,
+                    "plans": compact_plans(res.plans, top, all_plans),
                     "pareto": [{"accelerator": p["accelerator"], "devices": p["devices"],
                                 "time_to_train_s": p["time_to_train_s"], "cost_usd": p["cost_usd"]}
                                for p in res.pareto],

@@ -1,0 +1,41 @@
+"""Compact `--json` of `plan train`: the first `top` plans in full, the rest as a summary.
+
+A full plan carries its memory breakdown, step-time assumptions, reliability and data-pipeline
+detail (about 20 KB each); a summary keeps what a table row or a script needs (accelerator,
+devices, layout, time, cost, MFU, bottleneck, offer) and, like every full plan, its `band`,
+`band_basis` and `confidence` (the trust contract). `--all` keeps every plan in full. Each
+plan says which it is in `detail` ("full" or "summary").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["SUMMARY_KEYS", "compact_plans", "plan_brief"]
+
+# top-level fields of a training plan that a summary keeps as they are
+SUMMARY_KEYS = (
+    "accelerator", "devices", "billed_devices", "layout", "layout_family", "time_to_train_s", "time_to_train_days",
+    "device_hours", "cost_usd", "mfu", "hfu", "tokens_per_s", "tokens_per_s_per_device", "step_time_s",
+    "energy_mwh", "bottleneck", "band", "band_basis", "confidence",
+)
+
+
+def plan_brief(p: Mapping[str, Any]) -> dict[str, Any]:
+    """The summary form of one training plan."""
+    out = {k: p[k] for k in SUMMARY_KEYS if k in p}
+    opt = p.get("hardware_option") or {}
+    out["offer"] = opt.get("offer")
+    out["network"] = (p.get("assumptions") or {}).get("network")
+    mem = p.get("memory") or {}
+    if "total_bytes" in mem:
+        out["memory"] = {"total_bytes": mem["total_bytes"]}
+    out["detail"] = "summary"
+    return out
+
+
+def compact_plans(plans: Sequence[Mapping[str, Any]], top: int, everything: bool = False) -> list[dict[str, Any]]:
+    """`plans` in their order: the first `top` (all with `everything`) in full, the rest as summaries."""
+    n = len(plans) if everything else max(top, 0)
+    return [{**p, "detail": "full"} if i < n else plan_brief(p) for i, p in enumerate(plans)]
