@@ -10,12 +10,13 @@ both use it without an upward import.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpuplan.errors import unknown_name
+from gpuplan.errors import InputError, unknown_name
 
 __all__ = ["Term", "TermTable", "override_terms"]
 
@@ -80,6 +81,8 @@ def override_terms(terms: Mapping[str, T], overrides: Mapping[str, float], *, la
     for name, value in overrides.items():
         if name not in out:
             raise unknown_name(label, name, out)
+        if not math.isfinite(float(value)):
+            raise InputError(field=name, value=value, allowed=f"a finite number ({label})")
         if check is not None:
             check(name, float(value))
         out[name] = out[name].model_copy(update={"value": float(value), "overridden": True,

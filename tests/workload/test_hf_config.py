@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from cli_result import exited
 from gpuplan.cli.main import app
 from gpuplan.errors import InputError
 from gpuplan.workload.hf_config import SUPPORTED_MODEL_TYPES, spec_from_hf_config, spec_from_hf_config_file
@@ -262,5 +263,5 @@ def test_cli_model_show_bad_config_exits_2(tmp_path: Path) -> None:
     bad = tmp_path / "config.json"
     bad.write_text(json.dumps({"model_type": "falcon"}), encoding="utf-8")
     result = CliRunner().invoke(app, ["model", "show", str(bad)])
-    assert result.exit_code == 2
-    assert "falcon" in result.output and "Traceback" not in result.output
+    exited(result, 2)
+    assert "falcon" in result.output

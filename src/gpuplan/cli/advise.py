@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -16,7 +15,7 @@ from gpuplan.advise.findings import Thresholds, load_thresholds
 from gpuplan.advise.report_infer import compare_inference, inference_report, is_infer_run
 from gpuplan.advise.report_train import compare_training
 from gpuplan.bench.calibrate import load_user_calibration
-from gpuplan.cli.common import console, fail, print_json
+from gpuplan.cli.common import console, fail, positives, print_json
 from gpuplan.cli.train_options import plan_constraints
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import Catalog, load_catalog
@@ -146,6 +145,9 @@ def compare_cmd(
     """Which of these, for this job: time (or latency), cost, memory headroom, porting risk and findings per part."""
     try:
         language = resolve_lang(lang)
+        positives(language, ("tokens", tokens, False), ("qps", qps, False), ("ttft-p99", ttft_p99, False),
+                  ("tpot-p99", tpot_p99, False), ("input-len", input_len, True), ("output-len", output_len, True),
+                  ("seq-len", seq_len, True), ("global-batch", global_batch, True))
         names = [a.strip() for a in accelerators.split(",") if a.strip()]
         if not names:
             raise InputError(field="accelerators", value=accelerators, allowed="comma-separated catalog ids")
@@ -165,7 +167,7 @@ def compare_cmd(
             _print_compare(doc, language, spec.name, tr("cli.compare.what_qps", language, qps=qps), json_out,
                            report)
             return
-        if tokens is None or not math.isfinite(tokens) or tokens <= 0:
+        if tokens is None:  # a bad number was caught above
             raise InputError(field="tokens", value=tokens, allowed="a positive number (or --qps for inference)")
         job = TrainingJob(method="full" if method in ("pretrain", "full_ft") else method, seq_len=seq_len,
                           global_batch=global_batch or default_global_batch(seq_len), precision=precision)
@@ -173,7 +175,7 @@ def compare_cmd(
         cons = plan_constraints(cat, float(count_params(spec).total), cal, method=method, framework=framework,
                                 deadline=deadline, budget=budget, max_devices=max_devices, market=market,
                                 provider=provider, network=network, nics_per_node=nics_per_node,
-                                gpus_per_node=gpus_per_node, trust=trust)
+                                gpus_per_node=gpus_per_node, trust=trust, lang=language)
         doc = compare_training(spec, job, cat, names, cons, tokens=tokens, calibration=cal,
                                requirements=requirements(data_residency, compliance),
                                thresholds=load_thresholds(parse_pairs(threshold, "threshold")))

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from gpuplan.cli.common import LANG_OPT, console, err_console, fail, print_json, ui_lang
+from gpuplan.cli.common import LANG_OPT, console, err_console, fail, positives, print_json, ui_lang
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import help_text, resolve_lang, tr
 
@@ -43,6 +43,8 @@ def bench(
         return
     try:
         language = resolve_lang(lang)
+        positives(language, ("tp", tp, True), ("workers", workers, True), ("token-rate", token_rate, False),
+                  ("timeout", timeout, False))
         from gpuplan.bench.suite import SuiteOptions, run_suite
 
         opts = SuiteOptions(device=device, quick=quick, only=tuple(x.strip() for x in only.split(",") if x.strip()),

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from gpuplan.cli.common import LANG_OPT, console, fail, print_json, ui_lang
+from gpuplan.cli.common import LANG_OPT, console, fail, positive, print_json, ui_lang
 from gpuplan.errors import GpuplanError, unknown_name
 from gpuplan.hardware.catalog import Catalog
 from gpuplan.hardware.issues import CatalogError
@@ -174,6 +174,7 @@ def list_cmd(
         language = resolve_lang(lang)
         if kind not in KINDS:
             raise unknown_name("kind", kind, KINDS)
+        positive("min-memory-gib", min_memory_gib, language, zero_ok=True)
         cat = _load(catalog, lang)
         rows = filter_records(
             cat, kind, vendor=vendor, market=market, provider=provider, min_memory_gib=min_memory_gib

@@ -16,8 +16,8 @@ from gpuplan.errors import InputError
 from gpuplan.hardware.issues import CatalogError
 from gpuplan.i18n import LANGS, default_lang, help_text, tr
 
-__all__ = ["LANG_OPT", "console", "error_line", "fail", "input_error_from_validation", "note", "print_json",
-           "ui_lang", "warn"]
+__all__ = ["LANG_OPT", "console", "error_line", "fail", "input_error_from_validation", "note", "positive",
+           "positives", "print_json", "ui_lang", "warn"]
 
 LANG_OPT = typer.Option(None, "--lang", help=help_text("help.common.lang"))
 
@@ -61,15 +61,25 @@ def fail(exc: Exception, lang: str | None = None) -> NoReturn:
     raise typer.Exit(code=2)
 
 
-def positive(field: str, value: float | None, lang: str = "en", *, integer: bool = False) -> None:
-    """InputError naming `field` unless `value` is a finite number > 0 (a whole number >= 1 when `integer`);
-    None passes: the option was left out."""
+def positive(field: str, value: float | None, lang: str = "en", *, integer: bool = False,
+             zero_ok: bool = False) -> None:
+    """InputError naming `field` unless `value` is a finite number > 0 (a whole number >= 1 when `integer`;
+    >= 0 with `zero_ok`); None passes: the option was left out."""
     if value is None:
         return
-    if not math.isfinite(value) or value <= 0 or (integer and value != int(value)):
-        raise InputError(field=field, value=value,
-                         allowed=tr("cli.allowed.whole" if integer else "cli.allowed.positive", ui_lang(lang)),
-                         hint=f"pass --{field} with a value above zero, or leave it out")
+    low_ok = value >= 0 if zero_ok else value > 0
+    if not math.isfinite(value) or not low_ok or (integer and value != int(value)):
+        key = ("cli.allowed.count" if integer else "cli.allowed.nonnegative") if zero_ok else (
+            "cli.allowed.whole" if integer else "cli.allowed.positive")
+        language = ui_lang(lang)
+        raise InputError(field=field, value=value, allowed=tr(key, language),
+                         hint=tr("cli.hint.nonnegative" if zero_ok else "cli.hint.positive", language, field=field))
+
+
+def positives(lang: str, *checks: tuple[str, float | None, bool]) -> None:
+    """`positive` for each (field, value, integer) in order: the first bad one raises."""
+    for field, value, integer in checks:
+        positive(field, value, lang, integer=integer)
 
 
 def warn(text: str | None) -> None:

@@ -9,7 +9,7 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
-from gpuplan.cli.common import LANG_OPT, console, fail, note, print_json
+from gpuplan.cli.common import LANG_OPT, console, fail, note, positives, print_json
 from gpuplan.cli.train import estimate_app
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.infer_estimate import InferenceEstimate, estimate_inference
@@ -77,6 +77,9 @@ def estimate_infer(
     """TTFT, TPOT, e2e latency, throughput and memory of one deployment (without --batch/--qps: offline)."""
     try:
         language = resolve_lang(lang)
+        positives(language, ("num-accels", num_accels, True), ("tp", tp, True), ("pp", pp, True), ("ep", ep, True),
+                  ("input-len", input_len, True), ("output-len", output_len, True), ("batch", batch, True),
+                  ("qps", qps, False), ("num-requests", num_requests, True))
         spec = load_model(model)
         cat = load_catalog(catalog_dir or ())
         acc = cat.accelerator(accelerator)

@@ -13,7 +13,7 @@ from gpuplan.advise.findings import load_thresholds
 from gpuplan.advise.report_infer import inference_report
 from gpuplan.advise.trust import serving_recommendation
 from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_report, save_report_quiet
-from gpuplan.cli.common import console, fail, print_json
+from gpuplan.cli.common import console, fail, positives, print_json
 from gpuplan.cli.train import plan_app
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import load_catalog
@@ -102,6 +102,9 @@ def plan_infer(
     """Search instances, TP/PP/EP, weight format and replicas for the cheapest fleet meeting the SLO."""
     try:
         language = resolve_lang(lang)
+        positives(language, ("qps", qps, False), ("input-len", input_len, True), ("output-len", output_len, True),
+                  ("ttft-p99", ttft_p99, False), ("tpot-p99", tpot_p99, False), ("max-devices", max_devices, True),
+                  ("top", top, True))
         req = requirements(data_residency, compliance)
         th = load_thresholds(parse_pairs(threshold, "threshold"))
         load = _load(qps, trace, input_len, output_len, input_dist, output_dist)

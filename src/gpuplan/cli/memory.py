@@ -7,7 +7,7 @@ from typing import Literal
 import typer
 from pydantic import ValidationError
 
-from gpuplan.cli.common import LANG_OPT, console, fail, note, print_json, warn
+from gpuplan.cli.common import LANG_OPT, console, fail, note, positive, positives, print_json, warn
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.memory_fit import MemoryFit, MemoryFix, memory_fit, nearest_infer_fix, nearest_train_fix
 from gpuplan.estimate.memory_infer import estimate_inference_memory, max_batch_that_fits
@@ -30,8 +30,7 @@ def _device_memory(accelerator: str | None, device_memory_gib: float | None,
     """Device memory in bytes from --device-memory-gib or the catalog entry of --accelerator, and the note
     naming the part an alias chose (None when the name was exact)."""
     if device_memory_gib is not None:
-        if device_memory_gib <= 0:
-            raise InputError(field="device-memory-gib", value=device_memory_gib, allowed="a positive number")
+        positive("device-memory-gib", device_memory_gib, lang)
         return device_memory_gib * GIB, None
     if accelerator is None:
         return None, None
@@ -100,6 +99,10 @@ def train_cmd(
     """Training memory per device (the most loaded pipeline rank)."""
     try:
         language = resolve_lang(lang)
+        positives(language, ("seq-len", seq_len, True), ("micro-batch", micro_batch, True),
+                  ("global-batch", global_batch, True), ("tp", tp, True), ("pp", pp, True), ("dp", dp, True),
+                  ("cp", cp, True), ("ep", ep, True), ("vpp", vpp, True), ("lora-rank", lora_rank, True),
+                  ("device-memory-gib", device_memory_gib, False))
         spec = load_model(model)
         targets = tuple(t.strip() for t in lora_targets.split(",") if t.strip())
         for t in targets:
@@ -158,6 +161,10 @@ def infer_cmd(
     """Inference memory per device, and the largest batch that fits a device."""
     try:
         language = resolve_lang(lang)
+        positives(language, ("batch", batch, True), ("context", context, True), ("tp", tp, True), ("pp", pp, True),
+                  ("ep", ep, True), ("group-size", group_size, True), ("memory-fraction", memory_fraction, False),
+                  ("device-memory-gib", device_memory_gib, False))
+        positive("generated", generated, language, integer=True, zero_ok=True)
         spec = load_model(model)
         job = InferenceJob(weights=weights, kv_dtype=kv_dtype, batch=batch, context=context,
                            int4_group_size=group_size, memory_fraction=memory_fraction, quant_scope=quant_scope,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,7 +14,7 @@ from gpuplan.advise.findings import load_thresholds
 from gpuplan.advise.report_train import training_report
 from gpuplan.bench.calibrate import load_user_calibration
 from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_report, save_report_quiet
-from gpuplan.cli.common import console, fail, note, positive, print_json, warn
+from gpuplan.cli.common import console, fail, note, positives, print_json, warn
 from gpuplan.cli.train_options import plan_constraints
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.memory_fit import fit_text
@@ -90,16 +89,16 @@ def estimate_train(
     """Step time, throughput, MFU, memory and cost of one configuration; unset layout flags are searched."""
     try:
         language = resolve_lang(lang)
+        positives(language, ("num-accels", num_accels, True), ("gpus-per-node", gpus_per_node, True),
+                  ("nics-per-node", nics_per_node, False), ("tp", tp, True), ("pp", pp, True), ("dp", dp, True),
+                  ("cp", cp, True), ("ep", ep, True), ("vpp", vpp, True), ("seq-len", seq_len, True),
+                  ("global-batch", global_batch, True), ("micro-batch", micro_batch, True),
+                  ("tokens", tokens, False))
         spec = load_model(model)
         cat = _catalog(catalog_dir)
         acc = cat.accelerator(accelerator)
         note(alias_note(cat, accelerator, language))
         warn(seq_len_warning(spec, seq_len, language))
-        for name, value, integer in (("num-accels", num_accels, True), ("gpus-per-node", gpus_per_node, True),
-                                     ("nics-per-node", nics_per_node, False), ("seq-len", seq_len, True),
-                                     ("global-batch", global_batch, True), ("micro-batch", micro_batch, True),
-                                     ("tokens", tokens, False)):
-            positive(name, value, language, integer=integer)
         gpn = gpus_per_node or min(8, num_accels)
         gb = global_batch or default_global_batch(seq_len, num_accels)
         job = _job(method, seq_len, gb, precision, micro_batch, kernels=kernels, data_loading=data_loading)
@@ -232,12 +231,10 @@ def plan_train(
     """Rank hardware x cluster size x layout for a training job; show the Pareto front, findings and rejections."""
     try:
         language = resolve_lang(lang)
-        if not math.isfinite(tokens) or tokens <= 0:
-            raise InputError(field="tokens", value=tokens, allowed="a finite number > 0", hint="e.g. --tokens 1e12")
+        positives(language, ("tokens", tokens, False), ("seq-len", seq_len, True),
+                  ("global-batch", global_batch, True), ("top", top, True), ("server-price", server_price, False))
         spec = load_model(model)
         cat = _catalog(catalog_dir)
-        positive("seq-len", seq_len, language, integer=True)
-        positive("global-batch", global_batch, language, integer=True)
         warn(seq_len_warning(spec, seq_len, language))
         gb = global_batch or default_global_batch(seq_len)
         job = _job(method, seq_len, gb, precision,
@@ -246,7 +243,8 @@ def plan_train(
         cons = plan_constraints(cat, float(count_params(spec).total), cal, method=method, framework=framework,
                                 deadline=deadline, budget=budget, max_devices=max_devices, market=market,
                                 vendor=vendor, provider=provider, domestic_only=domestic_only, network=network,
-                                nics_per_node=nics_per_node, gpus_per_node=gpus_per_node, trust=trust)
+                                nics_per_node=nics_per_node, gpus_per_node=gpus_per_node, trust=trust,
+                                lang=language)
         res = plan_training(spec, job, cat, cons, tokens=tokens, calibration=cal)
         if not res.plans:
             raise InputError(field="constraints", value=res.rejected, allowed="at least one feasible plan",

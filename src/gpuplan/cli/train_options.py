@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpuplan.cli.common import positive
+from gpuplan.cli.common import positives
 from gpuplan.errors import InputError
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.hardware import Catalog
@@ -16,12 +16,10 @@ def plan_constraints(cat: Catalog, spec_params: float, cal: Calibration, *, meth
                      vendor: str | None = None, provider: str | None = None, domestic_only: bool = False,
                      network: str | None = None, nics_per_node: float | None = None,
                      gpus_per_node: int | None = None, accelerators: tuple[str, ...] = (),
-                     trust: str = "low") -> PlanConstraints:
+                     trust: str = "low", lang: str = "en") -> PlanConstraints:
     """The planner's constraints from the options `plan train` and `compare` share, checked."""
-    for name, value, integer in (("deadline", deadline, False), ("budget", budget, False),
-                                 ("max-devices", max_devices, True), ("nics-per-node", nics_per_node, False),
-                                 ("gpus-per-node", gpus_per_node, True)):
-        positive(name, value, integer=integer)
+    positives(lang, ("deadline", deadline, False), ("budget", budget, False), ("max-devices", max_devices, True),
+              ("nics-per-node", nics_per_node, False), ("gpus-per-node", gpus_per_node, True))
     if network is not None:
         network = cat.network(network).id
     elif nics_per_node is not None:
