@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from functools import cache
+from functools import cache as cache_fn
 from importlib import resources
 from pathlib import Path
 
+from gpuplan import cache
 from gpuplan.hardware.catalog import Catalog, Layer, build_catalog
 from gpuplan.hardware.issues import CatalogError, CatalogIssue
 from gpuplan.hardware.parse import ParsedFiles, parse_dir
@@ -35,9 +36,46 @@ def user_catalog_dir() -> Path:
     return root / "gpuplan" / "catalog"
 
 
-@cache
+# The modules whose classes a cached layer holds: a change to any of them makes a new cache key.
+_SCHEMA_MODULES = ("schema_base.py", "schema_devices.py", "schema_offers.py", "parse.py", "issues.py")
+
+
+def _layer_key(directory: Path, label: str | None) -> str | None:
+    """The cache key of one layer: its files' names and bytes, the schema sources and the gpuplan version;
+    None when the folder cannot be read (the full parse then reports it)."""
+    from gpuplan import __version__
+
+    try:
+        here = Path(__file__).parent
+        parts = [__version__.encode(), str(label).encode(), str(directory).encode()]
+        parts += [(here / name).read_bytes() for name in _SCHEMA_MODULES]
+        for path in sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml")
+                           and not p.name.startswith(".")):
+            parts += [path.name.encode(), path.read_bytes()]
+    except OSError:
+        return None
+    return cache.digest(parts)
+
+
+def parse_layer(directory: Path, label: str | None = None) -> ParsedFiles:
+    """`parse_dir(directory, label)`, from the user's cache when the same files were parsed before.
+
+    Only a layer without problems is cached: a layer with any problem is parsed in full each time, so its
+    messages and line numbers are those of the parser."""
+    key = _layer_key(directory, label) if directory.is_dir() else None
+    if key is not None:
+        hit = cache.load("catalog", key)
+        if isinstance(hit, ParsedFiles) and not hit.issues:
+            return hit
+    parsed = parse_dir(directory, label=label)
+    if key is not None and not parsed.issues:
+        cache.store("catalog", key, parsed)
+    return parsed
+
+
+@cache_fn
 def _builtin_parsed() -> ParsedFiles:
-    return parse_dir(builtin_data_dir(), label="<builtin>")
+    return parse_layer(builtin_data_dir(), label="<builtin>")
 
 
 def _layers(catalog_dirs: Sequence[Path | str], use_user_dir: bool) -> list[Layer]:
@@ -45,9 +83,9 @@ def _layers(catalog_dirs: Sequence[Path | str], use_user_dir: bool) -> list[Laye
     if use_user_dir:
         user = user_catalog_dir()
         if user.is_dir():
-            layers.append(Layer("user", parse_dir(user)))
+            layers.append(Layer("user", parse_layer(user)))
     for d in catalog_dirs:
-        layers.append(Layer("user", parse_dir(Path(d).expanduser())))
+        layers.append(Layer("user", parse_layer(Path(d).expanduser())))
     return layers
 
 

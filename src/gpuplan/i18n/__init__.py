@@ -13,6 +13,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, Literal
 
+from gpuplan import cache as data_cache
 from gpuplan import yamlio
 from gpuplan.errors import InputError
 
@@ -26,8 +27,15 @@ LANGS: tuple[Lang, ...] = ("en", "zh")
 def messages() -> dict[str, dict[str, str]]:
     """The whole catalog: key -> {lang: template}."""
     path = resources.files("gpuplan.i18n") / "data" / "messages.yaml"
-    data = yamlio.safe_load(path.read_text(encoding="utf-8"))
-    return {str(k): {str(lang): str(text) for lang, text in v.items()} for k, v in data.items()}
+    raw = path.read_bytes()
+    key = data_cache.digest([raw])
+    hit = data_cache.load("messages", key)
+    if isinstance(hit, dict):
+        return hit
+    data = yamlio.safe_load(raw.decode("utf-8"))
+    out = {str(k): {str(lang): str(text) for lang, text in v.items()} for k, v in data.items()}
+    data_cache.store("messages", key, out)
+    return out
 
 
 def default_lang(env: Mapping[str, str] | None = None) -> Lang:
