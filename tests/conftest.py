@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import importlib
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gpuplan.bench.records import BenchResult, load_result
+from ground_truth import GROUND_TRUTH, missing_files
 
 # Figures made up for the tests (bf16 8192^3 GEMM 494.7 TFLOP/s, copy 2900 GB/s, all-reduce busbw 340 GB/s).
 SYNTHETIC = Path(__file__).parent / "fixtures" / "bench" / "h100-8gpu-synthetic.json"
@@ -29,6 +31,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test marked ground_truth("x.csv", ...) skips when a named case file is missing, and fails when CI is
+    set (tests/ground_truth.py)."""
+    for mark in item.iter_markers("ground_truth"):
+        missing = missing_files(tuple(mark.args))
+        if not missing:
+            continue
+        where = ", ".join(str(GROUND_TRUTH / n) for n in missing)
+        if os.environ.get("CI"):
+            pytest.fail(f"shared ground truth missing with CI set: {where}", pytrace=False)
+        pytest.skip(f"shared ground truth not present: {where}")
 
 
 @pytest.fixture(autouse=True, scope="session")

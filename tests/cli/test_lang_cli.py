@@ -13,6 +13,7 @@ from gpuplan.cli.common import error_line
 from gpuplan.cli.main import app
 from gpuplan.errors import InputError
 from gpuplan.i18n import tr
+from ground_truth import GROUND_TRUTH
 
 runner = CliRunner()
 PLAN_INFER = ["plan", "infer", "-m", "llama3-8b", "--qps", "5", "--ttft-p99", "2", "--tpot-p99", "0.05",
@@ -38,10 +39,10 @@ def test_tables_follow_lang(args: list[str], zh: str, en: str) -> None:
     assert en in e.stdout
 
 
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "ground-truth"
+SHARED = GROUND_TRUTH
 
 
-@pytest.mark.skipif(not (SHARED / "memory.csv").exists(), reason="shared ground truth absent")
+@pytest.mark.ground_truth("memory.csv")
 def test_validate_follows_lang() -> None:
     zh = runner.invoke(app, ["validate", str(SHARED / "memory.csv"), "--lang", "zh"])
     assert zh.exit_code == 0 and "验证 - memory.csv" in zh.stdout and "APE 中位数" in zh.stdout

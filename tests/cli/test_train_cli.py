@@ -10,9 +10,10 @@ from typer.testing import CliRunner
 
 from cli_result import exited
 from gpuplan.cli.main import app
+from ground_truth import GROUND_TRUTH
 
 runner = CliRunner()
-SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "ground-truth"
+SHARED = GROUND_TRUTH
 
 
 def test_estimate_train_json_contract() -> None:
@@ -82,7 +83,7 @@ def test_plan_train_model_too_big_for_the_cluster_names_the_smallest_fit() -> No
     assert "smallest cluster that fits is" in res.output
 
 
-@pytest.mark.skipif(not (SHARED / "memory.csv").exists(), reason="shared ground truth absent")
+@pytest.mark.ground_truth("memory.csv")
 def test_validate_json_shape() -> None:
     res = runner.invoke(app, ["validate", str(SHARED / "memory.csv"), "--json"])
     assert res.exit_code == 0, res.output

@@ -4,19 +4,52 @@ One set of calibration terms per engine profile, nothing fitted per row. Issue 5
 is median APE <= 15% and p90 <= 35% on the dev rows; the figures reached (docs/inference.md)
 are median 5.6% and p90 22.0% over 63 rows, so the stated regression tolerance is median
 <= 8% and p90 <= 30%, with at most 10 rows skipped (each with its reason).
+
+Issue 17 item 3: the skipped ids are pinned; TTFT, TPOT, end-to-end latency and throughput each have a gate at
+the figure observed when it was set (commit 2c2e79e) plus a small margin; no row may be more than 3x off, and the
+three rows beyond that are excluded by hand with the reason (the case files are read-only in CI).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Any
 
 import pytest
+from golden_gates import ROW_BOUND, check_excluded, check_skips, family, outside_row_bound, stats
 
-from gpuplan.validate.run import validate_file
+from gpuplan.validate.run import ValidationReport, validate_file
+from ground_truth import case_file
 
-CASES = Path(__file__).resolve().parents[2].parent / "shared" / "ground-truth" / "inference.csv"
+CASES = case_file("inference.csv")
 
-pytestmark = pytest.mark.skipif(not CASES.exists(), reason="shared ground-truth cases not present")
+pytestmark = pytest.mark.ground_truth("inference.csv")
+
+_DISAGG = "prefill/decode disaggregated deployment"
+# The rows gpuplan skips, each with (a substring of) its reason. A new skip fails until it is named here.
+SKIPPED = {
+    **{rid: _DISAGG for rid in ("I045", "I077", "I078", "G2I014", "G2I015", "G2I016", "G2I017", "G2I018",
+                                "G2I019", "G2I022", "G2I023", "G2I024", "G2I025", "G2I026")},
+    "I050": "confidence low",  # an author's estimate, not a measurement
+    "I103": "confidence low",
+    "I079": "speculative decoding",
+    "I081": "states no request rate",
+    "I082": "states no request rate",
+    "I093": "names neither a request rate nor a dataset",
+}
+_MLPERF_SERVER = ("MLPerf Server run: NVIDIA's harness batches up to the scenario's latency limits (TTFT 2 s, "
+                  "TPOT 200 ms) for throughput, so the measured latency is that batching policy (about 4x more "
+                  "requests in flight than 348 req/s needs at gpuplan's latency, by Little's law), not the "
+                  "engine's fastest service; the continuous-batching simulator schedules work as it arrives")
+# Rows more than 3x off, excluded by hand: the modelling that would explain them is missing.
+EXCLUDED = {
+    "I055": _MLPERF_SERVER,  # Mixtral TTFT: 180 ms measured, 52 ms predicted (3.4x)
+    "I056": _MLPERF_SERVER,  # Mixtral TPOT: 102.6 ms measured, 25.5 ms predicted (4.0x)
+    # DeepSeek-V3 prefill on 8 x H20 with SGLang: 16.5k prompt tokens/s per node measured, 5.3k predicted (3.1x);
+    # the model charges the TP-sharded narrow experts the grouped-GEMM width penalty (moe_expert_half_width) that
+    # large-M prefill GEMMs do not pay, and not the tuned cluster's FP8 attention and DeepGEMM (docs/validation.md)
+    "G2I020": "prefill of TP-sharded narrow experts with tuned FP8 attention and DeepGEMM kernels: not modelled",
+}
+THROUGHPUT = ("output_tokens_per_s_per_device", "output_tokens_per_s", "total_tokens_per_s", "requests_per_s")
 
 
 def _split(report):  # type: ignore[no-untyped-def]
@@ -60,3 +93,48 @@ def test_g2i_rows_meet_issue_12_target() -> None:
     assert len([i for i, _ in report.skipped if i.startswith("G2")]) <= 12
     assert _median(new) <= 0.25
     assert _p90(new) <= 0.45
+
+
+@pytest.fixture(scope="module")
+def report() -> ValidationReport:
+    return validate_file(CASES)
+
+
+def test_skipped_rows_are_the_pinned_ones(report: ValidationReport) -> None:
+    check_skips(report, SKIPPED)
+
+
+def test_no_row_more_than_3x_off(report: ValidationReport) -> None:
+    """Worst observed besides the exclusions: I006 (TensorRT-LLM peak-throughput table, 2.3x) and G2I040
+    (MI300X, 2.1x)."""
+    check_excluded(report, EXCLUDED)
+    assert not outside_row_bound(report, EXCLUDED), f"rows more than {ROW_BOUND:g}x off"
+
+
+def _gate(cases: list[Any], n: int, median: float, spread: float, *, use_max: bool = False) -> None:
+    med, p90, worst = stats(cases)
+    print(f"n={len(cases)} median {med:.1%} p90 {p90:.1%} max {worst:.1%}")
+    assert len(cases) >= n
+    assert med <= median
+    assert (worst if use_max else p90) <= spread
+
+
+def test_ttft_family(report: ValidationReport) -> None:
+    """TTFT, 12 rows (I055 excluded): observed median 6.0%, p90 19.9%."""
+    _gate(family(report, ("ttft_ms",), skip=EXCLUDED), 12, median=0.075, spread=0.215)
+
+
+def test_tpot_family(report: ValidationReport) -> None:
+    """TPOT, 3 rows (I056 excluded): observed median 12.7%, max 22.3%."""
+    _gate(family(report, ("tpot_ms",), skip=EXCLUDED), 3, median=0.145, spread=0.24, use_max=True)
+
+
+def test_e2e_latency_family(report: ValidationReport) -> None:
+    """End-to-end latency, 11 rows: observed median 2.6%, p90 8.8%."""
+    _gate(family(report, ("e2e_latency_s",), skip=EXCLUDED), 11, median=0.04, spread=0.105)
+
+
+def test_throughput_family(report: ValidationReport) -> None:
+    """Output, total and per-device tokens/s and requests/s, 54 rows (G2I020 excluded): observed median 5.7%,
+    p90 19.3%."""
+    _gate(family(report, THROUGHPUT, skip=EXCLUDED), 54, median=0.07, spread=0.21)

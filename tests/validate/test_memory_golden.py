@@ -7,18 +7,23 @@ asks for <= 10%); over the rows that are not UNKNOWABLE (an unstated input decid
 DEFERRED (they need a model that a later issue builds) the median stays <= 5% (4.3%
 recorded) and every row within 50% (worst: M018, 46%). The figures are recorded in
 docs/validation.md.
+
+Issue 17 item 3: the skipped ids are pinned, the memory family has a gate at the figure observed when it was set
+(commit 2c2e79e) plus a small margin, and no row may be more than 3x off; M016 (6.8x) is excluded by hand with
+its reason, M071 (1.8x) is held to the 3x bound.
 """
 
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
 
 import pytest
+from golden_gates import ROW_BOUND, check_excluded, check_skips, outside_row_bound, stats
 
 from gpuplan.validate.run import validate_file
+from ground_truth import case_file
 
-CASES = Path(__file__).resolve().parents[2].parent / "shared" / "ground-truth" / "memory.csv"
+CASES = case_file("memory.csv")
 ALL_ROWS_MEDIAN_TOLERANCE = 0.07
 MEDIAN_TOLERANCE = 0.05
 ROW_TOLERANCE = 0.50
@@ -33,7 +38,15 @@ DEFERRED = {
     "M071": "engine KV pool needs the serving-engine profiles of the inference planner",
 }
 
-pytestmark = pytest.mark.skipif(not CASES.exists(), reason="shared ground-truth cases not present")
+# Rows more than 3x off, excluded by hand (the case files are read-only in CI); each reason is the modelling
+# that is missing. M016: 127.7 GiB predicted for 18.9 GiB measured (6.8x).
+EXCLUDED = {"M016": UNKNOWABLE["M016"]}
+# The rows gpuplan skips, each with (a substring of) its reason. A new skip fails until it is named here.
+SKIPPED = {
+    "M014": "needs seq_len",  # a training row that states no sequence length
+}
+
+pytestmark = pytest.mark.ground_truth("memory.csv")
 
 
 def _results() -> tuple[list[tuple[str, float, float, float]], list[str]]:
@@ -78,3 +91,25 @@ def test_recipe_facts_the_rows_state_map_to_job_settings() -> None:
     assert inference_settings(rows["M049"]) == {"kv_layout": "concat", "prompt_logits": "all"}
     assert inference_settings(rows["M031"]) == {"quant_scope": "mlp"}
     assert inference_settings(rows["M069"]) == {}
+
+
+def test_skipped_rows_are_the_pinned_ones() -> None:
+    check_skips(validate_file(CASES), SKIPPED)
+
+
+def test_no_row_more_than_3x_off() -> None:
+    """Worst observed besides M016: M071 (kv_cache_gib, 1.8x)."""
+    report = validate_file(CASES)
+    check_excluded(report, EXCLUDED)
+    assert not outside_row_bound(report, EXCLUDED), f"rows more than {ROW_BOUND:g}x off"
+
+
+def test_memory_family() -> None:
+    """Peak memory, model states and KV pool, every evaluated row but M016: 26 rows, observed median 4.5%,
+    p90 24.0%."""
+    report = validate_file(CASES)
+    med, p90, worst = stats([c for c in report.cases if c.id not in EXCLUDED])
+    print(f"median {med:.1%} p90 {p90:.1%} max {worst:.1%}")
+    assert len(report.cases) - len(EXCLUDED) >= 26
+    assert med <= 0.06
+    assert p90 <= 0.255

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 
@@ -13,8 +12,9 @@ from gpuplan.validate.cases import read_rows
 from gpuplan.validate.refit import _golden, error_ratio, median_abs_log, refit, term_groups, without_part_terms
 from gpuplan.validate.sources import source_key
 from gpuplan.validate.training_cases import evaluate_training_row
+from ground_truth import case_file
 
-CASES = Path(__file__).resolve().parents[2].parent / "shared" / "ground-truth" / "training.csv"
+CASES = case_file("training.csv")
 
 
 @pytest.mark.parametrize(("text", "key"), [
@@ -56,7 +56,7 @@ def test_a_part_without_rows_loses_its_own_terms() -> None:
     assert "compute_efficiency.a100-sxm4-80gb.bf16" in cal.terms
 
 
-@pytest.mark.skipif(not CASES.exists(), reason="shared ground-truth cases not present")
+@pytest.mark.ground_truth("training.csv")
 def test_refit_of_a_part_term_does_not_do_worse_than_the_shipped_value_on_its_rows() -> None:
     cat = load_catalog()
     rows = [r for r in read_rows(CASES) if r["accelerator"] == "ascend-910b" and r["heads"]]

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import csv
-from pathlib import Path
 
 import pytest
 
 from gpuplan.validate.row_notes import row_weight, vendor_note
+from ground_truth import case_file
 
-CASES = Path(__file__).resolve().parents[2].parent / "shared" / "ground-truth" / "inference.csv"
+CASES = case_file("inference.csv")
 
 
 def test_vendor_rows_are_known_and_weighed_below_third_party_rows() -> None:
@@ -20,7 +20,7 @@ def test_vendor_rows_are_known_and_weighed_below_third_party_rows() -> None:
     assert 0 < row_weight("G2I037") < 1.0
 
 
-@pytest.mark.skipif(not CASES.exists(), reason="shared ground-truth cases not present")
+@pytest.mark.ground_truth("inference.csv")
 def test_every_noted_row_exists_and_is_the_vendors_part() -> None:
     with CASES.open(encoding="utf-8") as f:
         rows = {r["id"]: r for r in csv.DictReader(f)}

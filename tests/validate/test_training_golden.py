@@ -3,23 +3,49 @@
 One set of calibration terms for every row; unstated layouts are chosen by the planner.
 The project's accuracy target (issue: training planner): median APE <= 10% and p90 <= 25%
 over the dev rows, and the throughput rows (tokens/s per device) median <= 10%.
+
+Issue 17 item 3: that aggregate is dominated by the 142 tokens/s rows, so each metric family has its own gate
+at the figure observed when the gate was set (commit 2c2e79e, `gpuplan validate
+../shared/ground-truth/training.csv --json`) plus a small margin, and no row may be more than 3x off. Device-hours
+and time to train (the figures a buyer reads as days and cost) and step time were not gated before.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Any
 
 import pytest
+from golden_gates import ROW_BOUND, check_excluded, check_skips, family, outside_row_bound, stats
 
-from gpuplan.validate.run import validate_file
+from gpuplan.validate.run import ValidationReport, validate_file
+from ground_truth import case_file
 
-CASES = Path(__file__).resolve().parents[2].parent / "shared" / "ground-truth" / "training.csv"
+CASES = case_file("training.csv")
 
-pytestmark = pytest.mark.skipif(not CASES.exists(), reason="shared ground-truth cases not present")
+pytestmark = pytest.mark.ground_truth("training.csv")
+
+# The rows gpuplan skips, each with (a substring of) its reason. A new skip fails until it is named here.
+SKIPPED = {
+    "opt175b_paper": "vocab='' is invalid",  # the row names no preset and leaves the vocabulary empty
+    "glm130b_mfu": "vocab='' is invalid",
+    "mindformers_800t_TeleChat2-7b_bfloat16_8": "heads='' is invalid",
+    "deepseekv2_per_trillion": "moe_ffn='' is invalid",
+    "modellink_910b_gpt3_175b_scale_6144": "confidence low",  # an author's estimate, not a measurement
+}
+# Rows more than 3x off, excluded by hand with the reason (the case files are read-only in CI): none.
+EXCLUDED: dict[str, str] = {}
+
+THROUGHPUT = ("tokens_per_s_per_device", "tflops_per_device", "hw_tflops_per_device", "mfu")
+STEP = ("step_time_s",)
+CAMPAIGN = ("device_hours", "time_to_train_days")
 
 
-def test_training_rows_within_stated_tolerance() -> None:
-    report = validate_file(CASES)
+@pytest.fixture(scope="module")
+def report() -> ValidationReport:
+    return validate_file(CASES)
+
+
+def test_training_rows_within_stated_tolerance(report: ValidationReport) -> None:
     for c in report.cases:
         print(f"{c.id}: {c.metric} measured {c.measured:.4g} predicted {c.predicted:.4g} APE {c.ape:.1%}")
     print(f"median {report.median_ape:.1%} p90 {report.p90_ape:.1%} skipped {len(report.skipped)}")
@@ -28,5 +54,39 @@ def test_training_rows_within_stated_tolerance() -> None:
     assert report.p90_ape is not None and report.p90_ape <= 0.25
     tput = sorted(c.ape for c in report.cases if c.metric == "tokens_per_s_per_device")
     assert tput[len(tput) // 2] <= 0.10
-    reasons = " ".join(r for _, r in report.skipped)
-    assert len(report.skipped) <= 6, reasons
+
+
+def test_skipped_rows_are_the_pinned_ones(report: ValidationReport) -> None:
+    check_skips(report, SKIPPED)
+
+
+def test_no_row_more_than_3x_off(report: ValidationReport) -> None:
+    """Worst observed: mds_longseq_a100_30b_2k_old (TFLOP/s, 2.66x), deepseekv3_pretrain_gpuhours (2.46x)."""
+    check_excluded(report, EXCLUDED)
+    assert not outside_row_bound(report, EXCLUDED), f"rows more than {ROW_BOUND:g}x off"
+
+
+def _gate(cases: list[Any], n: int, median: float, spread: float, *, use_max: bool = False) -> None:
+    med, p90, worst = stats(cases)
+    print(f"n={len(cases)} median {med:.1%} p90 {p90:.1%} max {worst:.1%}")
+    assert len(cases) >= n
+    assert med <= median
+    assert (worst if use_max else p90) <= spread
+
+
+def test_throughput_family(report: ValidationReport) -> None:
+    """tokens/s per device, model and hardware TFLOP/s per device, MFU: 185 rows, observed median 7.7%,
+    p90 21.3%."""
+    _gate(family(report, THROUGHPUT), 180, median=0.085, spread=0.225)
+
+
+def test_step_time_family(report: ValidationReport) -> None:
+    """Step time: 4 rows, observed median 27.2%, max 54.9% (bloomberggpt_step: 32.5 s measured, 14.7 s
+    predicted)."""
+    _gate(family(report, STEP), 4, median=0.29, spread=0.57, use_max=True)
+
+
+def test_device_hours_and_time_to_train_family(report: ValidationReport) -> None:
+    """Device-hours and time to train: 18 rows, observed median 20.0%, p90 75.2% (the DeepSeek-V3 rows,
+    2.4x over, are the worst)."""
+    _gate(family(report, CAMPAIGN), 18, median=0.215, spread=0.77)

@@ -1,0 +1,27 @@
+"""Where the tests find the shared ground-truth case files, and the rule when they are missing.
+
+Tests that read ../shared/ground-truth carry `@pytest.mark.ground_truth("training.csv", ...)` (or
+`pytestmark = ...`). tests/conftest.py skips them when a named file is missing on a developer's machine and
+fails them when the environment variable CI is set (.ci/run sets CI=1): a broken path in CI must not pass
+with nothing checked. GPUPLAN_GROUND_TRUTH points at another folder (the test of this rule uses it).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = ["GROUND_TRUTH", "case_file", "missing_files"]
+
+GROUND_TRUTH = Path(os.environ.get("GPUPLAN_GROUND_TRUTH")
+                    or Path(__file__).resolve().parents[1].parent / "shared" / "ground-truth")
+
+
+def case_file(name: str) -> Path:
+    """One case file of the shared ground truth (it may be missing; see the ground_truth marker)."""
+    return GROUND_TRUTH / name
+
+
+def missing_files(names: tuple[str, ...]) -> list[str]:
+    """The named case files (the folder itself when none is named) that are not there."""
+    return [n for n in names or ("",) if not (GROUND_TRUTH / n).exists()]
