@@ -1,0 +1,29 @@
+"""One version (issue 16): pyproject.toml's, as the package metadata, `gpuplan.__version__` and `gpuplan version`."""
+
+from __future__ import annotations
+
+import re
+from importlib.metadata import version
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+import gpuplan
+from gpuplan.cli.main import app
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_version_agrees_everywhere() -> None:
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    declared = re.search(r'^version = "([^"]+)"', text, re.M)
+    assert declared is not None
+    res = CliRunner().invoke(app, ["version"])
+    assert res.exit_code == 0
+    assert declared.group(1) == version("gpuplan") == gpuplan.__version__ == res.output.strip()
+
+
+def test_the_changelog_names_this_version() -> None:
+    changelog = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert changelog.startswith("# Changelog")
+    assert f"## [{gpuplan.__version__}]" in changelog
