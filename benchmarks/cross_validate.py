@@ -135,6 +135,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ground-truth", type=Path, default=DEFAULT_GT)
     ap.add_argument("--files", default="training,memory,inference")
+    ap.add_argument("--folds", default="source,accelerator", help="which hold-outs to run")
     ap.add_argument("--merge", type=Path, action="append", default=[],
                     help="an earlier output whose entries for other files are kept (repeatable)")
     ap.add_argument("--jobs", type=int, default=2)
@@ -169,19 +170,20 @@ def main() -> None:
         for r in good:
             by_source[source_key(r.get("source", ""))].append(r["id"])
             by_acc[r.get("accelerator", "")].append(r["id"])
-        tasks += [(file, good, ids, "source", s, args.evals) for s, ids in sorted(by_source.items())]
-        if file in ("training", "inference"):
+        if "source" in args.folds:
+            tasks += [(file, good, ids, "source", s, args.evals) for s, ids in sorted(by_source.items())]
+        if file in ("training", "inference") and "accelerator" in args.folds:
             tasks += [(file, good, ids, "accelerator", a, args.evals) for a, ids in sorted(by_acc.items())]
     print(f"{len(tasks)} folds", file=sys.stderr)
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for (file, *_rest), result in zip(tasks, pool.map(run_fold, *zip(*tasks, strict=True)), strict=True):
             for e in result:
                 entries.append({**meta[f"{file}:{e['id']}"], **e})
-    done = {f for f in args.files.split(",") if f}
-    for path in args.merge:  # the other files' entries from earlier runs
+    done = {(f, fold) for f in args.files.split(",") if f for fold in args.folds.split(",")}
+    for path in args.merge:  # the other files' and folds' entries from earlier runs
         old = json.loads(path.read_text(encoding="utf-8"))
-        entries += [e for e in old.get("entries", old["rows"]) if e["file"] not in done]
-        done |= {e["file"] for e in old.get("entries", old["rows"])}
+        entries += [e for e in old.get("entries", old["rows"]) if (e["file"], e["fold"]) not in done]
+        done |= {(e["file"], e["fold"]) for e in old.get("entries", old["rows"])}
         for e in entries:
             meta.setdefault(f"{e['file']}:{e['id']}", {k: e[k] for k in META_KEYS})
     classed = [e for e in entries if _in_classes(e)]

@@ -246,12 +246,13 @@ def compare_inference(run_for: Callable[[str], Mapping[str, Any]], accelerators:
         risk = risk_of(catalog, acc)
         if "error" in run or not run.get("plans"):
             options.append({"accelerator": acc, "plan": None, "rejected": run.get("error", run.get("rejected")),
-                            "ecosystem_risk": risk, "findings": []})
+                            "ecosystem_risk": risk, "findings": [], "band": {}, "confidence": None})
             continue
         best = run["plans"][0]
         facts = inference_facts(run, best, catalog=catalog, requirements=requirements)
         options.append({"accelerator": acc, "plan": infer_summary(best), "rejected": run.get("rejected", {}),
-                        "memory_headroom": None, "ecosystem_risk": risk,
+                        "memory_headroom": None, "ecosystem_risk": risk, "band": best.get("band", {}),
+                        "confidence": best.get("confidence"),
                         "findings": [f.to_json() for f in advise(facts, th)]})
     return {"schema": REPORT_SCHEMA, "kind": "compare_infer", "generated": dt.date.today().isoformat(),
             "gpuplan_version": __version__, "job": dict(job), "options": options}

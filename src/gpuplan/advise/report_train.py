@@ -355,9 +355,11 @@ def compare_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, accele
         if best is None or facts is None:
             blocked = rule["excluded"][0]["finding"] if rule["excluded"] else None
             options.append({"accelerator": acc.id, "plan": None, "rejected": res.rejected, "ecosystem_risk": risk,
+                            "band": {}, "confidence": None,
                             "findings": [], "not_recommended": blocked, "nearest": res.nearest})
             continue
         options.append({"accelerator": acc.id, "plan": plan_summary(best), "rule": rule, "rejected": res.rejected,
+                        "band": best.get("band", {}), "confidence": best.get("confidence"),
                         "memory_headroom": 1 - facts.memory_per_device_bytes / facts.device_memory_bytes,
                         "ecosystem_risk": risk, "findings": [f.to_json() for f in found],
                         "tco": _tco(facts, catalog, cal, th, None)})

@@ -8,8 +8,9 @@ input, the value at which the choice flips to that plan:
 - price: cost = price x billed device-hours, so the plan stays cheaper while its price is below
   price x cost(alternative) / cost(plan) (per device-hour, and per instance-month where the quote is monthly);
 - efficiency: time to train is inversely proportional to MFU at fixed tokens and devices (MFU is
-  defined from the step time), and cost proportional to time, so the plan stays cheaper while its
-  MFU is above MFU x cost(plan) / cost(alternative) (times instead of costs when the rule chose by time);
+  defined from the step time), and cost and device-hours proportional to time, so the plan stays
+  cheaper while its MFU is above MFU x cost(plan) / cost(alternative) (device-hours when no plan has a
+  price, times when the rule chose by time);
 (3) what to do: get a quote; run `gpuplan bench` on the part and `gpuplan calibrate`.
 Without --market, plans offered only in China and plans offered only outside are not ranked
 silently together: `best_per_market` gives the recommendation of each market.
@@ -71,9 +72,10 @@ def caveats(rec: dict[str, Any], alt: dict[str, Any] | None, measure: str | None
     conf = rec.get("confidence") or {}
     eff = conf.get("efficiency") or {}
     price = conf.get("price")
-    by_cost = measure == "cost" and alt is not None and rec.get("cost_usd") and alt.get("cost_usd")
-    ratio = (float(alt["cost_usd"]) / float(rec["cost_usd"]) if by_cost and alt is not None
-             else float(alt["time_to_train_s"]) / float(rec["time_to_train_s"]) if alt is not None else None)
+    by_cost = bool(measure == "cost" and alt is not None and rec.get("cost_usd") and alt.get("cost_usd"))
+    key = ("cost_usd" if by_cost else "device_hours" if measure == "device_hours" and alt is not None
+           and rec.get("device_hours") and alt.get("device_hours") else "time_to_train_s")
+    ratio = float(alt[key]) / float(rec[key]) if alt is not None else None
     out: list[dict[str, Any]] = []
     if eff.get("provenance") == "default":
         be = {"mfu": float(rec["mfu"]) / ratio} if ratio else None

@@ -55,6 +55,10 @@ def band_num(value: float | None, band: Sequence[float] | None, spec: str, scale
     return f"{text} ({format(band[0] * scale, spec)}-{format(band[1] * scale, spec)})" if band else text
 
 
+def _level(level: str, lang: str) -> str:
+    return tr(f"trust.level.{level}", lang) if level in ("low", "medium", "high", "none") else level
+
+
 def confidence_text(conf: Mapping[str, Any] | None, lang: str, short: bool = True) -> str:
     """'low: default efficiency, price low' or the full sentence (short=False)."""
     if not conf:
@@ -69,12 +73,11 @@ def confidence_text(conf: Mapping[str, Any] | None, lang: str, short: bool = Tru
     if short:  # the level, then what lowers it
         bits = [tr(f"trust.eff_short.{prov}", lang)] if prov == "default" else []
         if price is not None and price["confidence"] != "high":
-            bits.append(tr("trust.price_short", lang, confidence=tr(f"trust.level.{price['confidence']}", lang)
-                           if price["confidence"] in ("low", "medium", "high") else price["confidence"]))
+            bits.append(tr("trust.price_short", lang, confidence=_level(price["confidence"], lang)))
         return f"{level}: " + ", ".join(bits) if bits else level
     price_text = (tr("trust.price_none", lang) if price is None else
                   tr("trust.price", lang, basis=tr(f"trust.basis.{price['basis']}", lang), source=price["source"],
-                     as_of=price["as_of"], confidence=price["confidence"]))
+                     as_of=price["as_of"], confidence=_level(price["confidence"], lang)))
     return tr("trust.sentence", lang, level=level, eff=eff_text, price=price_text)
 
 
@@ -103,7 +106,7 @@ def caveat_lines(rec: Mapping[str, Any], lang: str) -> list[str]:
             else:
                 flip = tr("trust.flip.none", lang)
             lines.append(tr("trust.caveat.price", lang, acc=c["accelerator"], usd=f"{v['usd_per_device_hour']:.2f}",
-                            source=v["source"], as_of=v["as_of"], confidence=v["confidence"],
+                            source=v["source"], as_of=v["as_of"], confidence=_level(v["confidence"], lang),
                             instance=v["instance"], flip=flip))
     alt = rec.get("confirmed_alternative")
     if rec.get("caveats"):
