@@ -31,7 +31,7 @@ import numpy as np
 from gpuplan import __version__
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import Calibration, default_calibration
-from gpuplan.estimate.uncertainty import EstimateClass, summarize
+from gpuplan.estimate.uncertainty import EstimateClass, source_quantiles, summarize
 from gpuplan.hardware import load_catalog
 from gpuplan.validate.cases import Row, read_rows
 from gpuplan.validate.memory_cases import CaseResult, evaluate_memory_row
@@ -100,7 +100,8 @@ def _in_classes(e: dict[str, Any]) -> bool:
 
 
 def coverage(entries: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """Nested coverage: each entry's band from its class's other sources; share inside, per kind."""
+    """Nested coverage: each entry's band from its class's other sources (source-weighted, as the planner's
+    bands); the share of entries inside, per kind."""
     by_key: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for e in entries:
         for k in _cls(e).levels():
@@ -113,7 +114,7 @@ def coverage(entries: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
                 break
         if not others:
             continue
-        lo, hi = np.percentile([o["cv_ratio"] for o in others], [10, 90])
+        lo, hi = source_quantiles([o["cv_ratio"] for o in others], [o["source"] for o in others], (0.1, 0.9))
         hits[e["kind"]].append(int(lo <= e["cv_ratio"] <= hi))
     return {k: {"coverage": float(np.mean(v)), "rows": len(v)} for k, v in hits.items()}
 

@@ -74,6 +74,11 @@ def test_markdown_in_both_languages() -> None:
         assert title in en
     assert "## 推荐方案" in zh and "## 检查结果" in zh and "估算" in zh
     assert doc()["findings"][0]["message"]["zh"] in zh
+    # how sure: the confidence sentence, the band basis, and the time with its band in brackets
+    assert "How sure:" in en and "80% bands" in en and "可信程度" in zh and "80% 区间" in zh
+    rec = doc()["recommendation"]
+    assert re.search(r"\d (days|h|min) \([\d.,]+-[\d.,]+\)", en), "time to train without its band"
+    assert rec["confidence"]["level"] in en.split("How sure:")[1].split("\n")[0]
 
 
 def test_html_is_self_contained() -> None:
@@ -139,6 +144,9 @@ def test_html_report_draws_its_charts_in_chromium(tmp_path: Path, lang: str) -> 
         start = dom.index(f'id="{chart}"')
         assert 'class="main-svg"' in dom[start:start + 4000], chart
     assert "js-plotly-plot" in dom
+    pareto = dom[dom.index('id="chart-pareto"'):]
+    pareto = pareto[:pareto.index('id="chart-memory"')] if 'id="chart-memory"' in pareto else pareto
+    assert 'class="xerror"' in pareto and 'class="yerror"' in pareto  # the 80% bands drawn as error bars
     console = [line for line in log.splitlines() if "CONSOLE" in line]
     assert console == [], console  # no console errors or messages from the page
 

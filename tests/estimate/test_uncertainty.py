@@ -1,0 +1,81 @@
+"""Bands from cross-validated errors (estimate/uncertainty.py) and the freshness of the shipped result."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpuplan.estimate.uncertainty import MIN_ROWS, ClassStats, EstimateClass, accuracy_data, band, class_stats
+from gpuplan.hardware import load_catalog
+from gpuplan.validate.cases import read_rows
+from gpuplan.validate.memory_cases import evaluate_memory_row
+from gpuplan.validate.refit import error_ratio
+from gpuplan.validate.serving_terms import serving_calibration, serving_evaluator
+from gpuplan.validate.training_cases import evaluate_training_row
+from ground_truth import GROUND_TRUTH
+
+GT = GROUND_TRUTH
+
+
+def test_band_orientation_rates_scale_up_times_scale_down() -> None:
+    st = ClassStats(key="k", n=50, q10=0.8, q50=1.0, q90=1.25, median_ape=0.1, sources=5)
+    assert st.band(100.0, "rate") == pytest.approx((80.0, 125.0))
+    # a run 1.25x faster than predicted takes 1/1.25 of the predicted time
+    assert st.band(100.0, "time") == pytest.approx((80.0, 125.0))
+    st2 = ClassStats(key="k", n=50, q10=0.5, q50=1.0, q90=1.1, median_ape=0.1, sources=5)
+    lo, hi = st2.band(10.0, "time")
+    assert lo == pytest.approx(10 / 1.1) and hi == pytest.approx(20.0)
+    with pytest.raises(ValueError, match="orientation"):
+        band(EstimateClass(kind="train"), 1.0, "sideways")
+
+
+def test_a_small_class_borrows_the_next_coarser_one() -> None:
+    rows = {k: v["n"] for k, v in accuracy_data()["classes"].items()}
+    checked = 0
+    for kind in ("train", "serve", "memory"):
+        for cls in (EstimateClass(kind=kind, efficiency="default", family="latency", arch="moe", scale="multi"),  # type: ignore[arg-type]
+                    EstimateClass(kind=kind, efficiency="validated", arch="moe", scale="multi")):  # type: ignore[arg-type]
+            st = class_stats(cls)
+            present = [k for k in cls.levels() if k in rows]
+            if not present:
+                assert st is None
+                continue
+            big = [k for k in present if rows[k] >= MIN_ROWS]
+            assert st is not None and st.key == (big[0] if big else present[-1])
+            checked += 1
+    assert checked >= 3
+
+
+def test_measured_parts_borrow_the_validated_errors() -> None:
+    m = class_stats(EstimateClass(kind="train", efficiency="measured"))
+    v = class_stats(EstimateClass(kind="train", efficiency="validated"))
+    assert m == v and m is not None
+
+
+@pytest.mark.ground_truth("training.csv", "inference.csv", "memory.csv")
+def test_shipped_cross_validation_matches_todays_estimates() -> None:
+    """The in-sample predictions recorded in accuracy.json are today's: an estimator change that moves them
+    must re-run benchmarks/cross_validate.py (the bands would describe another model)."""
+    cat = load_catalog(use_user_dir=False)
+    serve = serving_evaluator(cat)
+    recorded: dict[tuple[str, str], float] = {}
+    for e in accuracy_data()["entries"]:
+        recorded[(e["file"], e["id"])] = e["in_sample"]
+    drift: dict[str, list[float]] = {}
+    for file in ("training", "inference", "memory"):
+        for row in read_rows(GT / f"{file}.csv"):
+            key = (file, row["id"])
+            if key not in recorded:
+                continue
+            if file == "training":
+                res = evaluate_training_row(row, cat)
+            elif file == "inference":
+                res = serve(row, serving_calibration())
+            else:
+                res = evaluate_memory_row(row, cat)
+            error_ratio(res.metric, res.measured, res.predicted)
+            drift.setdefault(file, []).append(abs(res.predicted / recorded[key] - 1.0))
+    assert set(drift) == {"training", "inference", "memory"}
+    for file, d in drift.items():
+        assert float(np.median(d)) < 0.01 and float(np.percentile(d, 90)) < 0.05, (
+            f"{file}: estimates moved since accuracy.json was written; run python benchmarks/cross_validate.py")
