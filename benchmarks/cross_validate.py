@@ -199,7 +199,7 @@ def main() -> None:
         "coverage": coverage(classed),
         "classes": {k: asdict(summarize(k, [e["cv_ratio"] for e in v], [e["source"] for e in v]))
                     for k, v in sorted(classes.items())},
-        "parts": _parts(list(meta.values()), entries),
+        "parts": _parts(list(meta.values()), entries, _precisions(args.ground_truth)),
         "rows": sorted(classed, key=lambda e: (e["file"], e["id"], e["fold"])),
         "entries": sorted(entries, key=lambda e: (e["file"], e["id"], e["fold"])),
     }
@@ -208,7 +208,18 @@ def main() -> None:
     print_markdown(data)
 
 
-def _parts(meta: list[dict[str, Any]], entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def _precisions(gt: Path) -> dict[tuple[str, str], str]:
+    """(file, id) -> the precision family a row ran at: bf16 (16-bit) or fp8 (training rows only)."""
+    out: dict[tuple[str, str], str] = {}
+    path = gt / "training.csv"
+    if path.exists():
+        for r in read_rows(path):
+            out[("training", r["id"])] = "fp8" if r.get("precision") == "fp8" else "bf16"
+    return out
+
+
+def _parts(meta: list[dict[str, Any]], entries: list[dict[str, Any]],
+           precision: dict[tuple[str, str], str]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = defaultdict(dict)
     for kind in {m["kind"] for m in meta}:
         for acc in sorted({m["accelerator"] for m in meta if m["kind"] == kind}):
@@ -224,6 +235,9 @@ def _parts(meta: list[dict[str, Any]], entries: list[dict[str, Any]]) -> dict[st
                 "cv_p90_ape": float(np.percentile([_ape(r) for r in loso], 90)) if loso else None,
                 "default_median_ape": float(np.median([_ape(r) for r in loao])) if loao else None,
             }
+            if kind == "train":  # a part's 16-bit and fp8 efficiencies are separate terms
+                fams = [precision.get(("training", m["id"]), "bf16") for m in rows]
+                out[kind][acc]["rows_by_precision"] = {f: fams.count(f) for f in ("bf16", "fp8")}
     return dict(out)
 
 

@@ -82,7 +82,7 @@ def test_every_key_used_in_code_exists() -> None:
                                              "sources", "options")}
     # how sure a plan is (render/trust_text.py) and price labels (search/pricing.py)
     used |= {f"trust.level.{k}" for k in ("low", "medium", "high", "none")}
-    used |= {f"trust.{form}.{k}" for form in ("eff", "eff_short") for k in ("measured", "validated", "default")}
+    used |= {f"trust.eff.{k}" for k in ("measured", "validated", "default")}
     used |= {f"trust.basis.{k}" for k in ("list_price", "market_quote")}
     used |= {f"trust.market.{k}" for k in ("cn", "global")}
     used |= {f"trust.per.{k}" for k in ("monthly", "on_demand_hourly")}

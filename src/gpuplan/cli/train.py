@@ -286,7 +286,8 @@ def _print_plans(model: str, tokens: float, res: Any, doc: dict[str, Any], cons:
               caption=tr("cli.plan.caption", language, candidates=res.candidates_evaluated, rejected=res.rejected)
               + "; " + tr("cli.plan.best_per_hw", language))
     for col in ("accelerator", "devices", "layout", "time", "cost", "mfu", "confidence", "bottleneck"):
-        t.add_column(tr(f"report.col.{col}", language), min_width=14 if col == "accelerator" else None)
+        t.add_column(tr(f"report.col.{col}", language), overflow="fold",
+                     min_width=10 if col == "accelerator" else None)
     blocked = doc.get("not_recommended") or {}
     rec = doc["recommendation"]
 
@@ -304,7 +305,8 @@ def _print_plans(model: str, tokens: float, res: Any, doc: dict[str, Any], cons:
         if p["accelerator"] in blocked:
             where += "; " + tr("report.not_recommended", language, finding=blocked[p["accelerator"]])
         t.add_row(f"{p['accelerator']}\n({where})", str(p["devices"]),
-                  f"tp{lay['tp']} pp{lay['pp']} dp{lay['dp']} cp{lay['cp']} ep{lay['ep']} rc={lay['recompute']}",
+                  " ".join([f"tp{lay['tp']} pp{lay['pp']} dp{lay['dp']}",
+                            *(f"{k}{lay[k]}" for k in ("cp", "ep") if lay[k] > 1), f"rc={lay['recompute']}"]),
                   band_duration(p["time_to_train_s"], (p.get("band") or {}).get("time_to_train_s"), language),
                   band_cost(p["cost_usd"], (p.get("band") or {}).get("cost_usd"), tr("cli.plan.no_price", language)),
                   f"{p['mfu']:.0%}", confidence_text(p.get("confidence"), language),

@@ -38,13 +38,22 @@ def band_duration(seconds: float | None, band: Sequence[float] | None, lang: str
     return f"{text} ({_num(band[0] / div)}-{_num(band[1] / div)})"
 
 
+def _short_money(v: float) -> str:
+    """Two significant digits with k/M: 115k, 1.7M, 950."""
+    for div, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if v >= div:
+            x = v / div
+            return f"{x:.2g}{suffix}" if x < 100 else f"{x:.0f}{suffix}"
+    return f"{v:.2g}" if v < 100 else f"{v:.0f}"
+
+
 def band_cost(usd: float | None, band: Sequence[float] | None, no_price: str) -> str:
-    """'136,079 (112,000-171,000)', or the no-price text."""
+    """'136,079 (115k-171k)', or the no-price text."""
     if not usd:
         return no_price
     if not band:
         return f"{usd:,.0f}"
-    return f"{usd:,.0f} ({band[0]:,.3g}-{band[1]:,.3g})".replace("e+0", "e").replace("e+", "e")
+    return f"{usd:,.0f} ({_short_money(band[0])}-{_short_money(band[1])})"
 
 
 def band_num(value: float | None, band: Sequence[float] | None, spec: str, scale: float = 1.0) -> str:
@@ -71,10 +80,10 @@ def confidence_text(conf: Mapping[str, Any] | None, lang: str, short: bool = Tru
     price = conf.get("price")
     level = tr(f"trust.level.{conf.get('level', 'low')}", lang)
     if short:  # the level, then what lowers it
-        bits = [tr(f"trust.eff_short.{prov}", lang)] if prov == "default" else []
+        bits = [tr("trust.eff_short.default", lang)] if prov == "default" else []
         if price is not None and price["confidence"] != "high":
-            bits.append(tr("trust.price_short", lang, confidence=_level(price["confidence"], lang)))
-        return f"{level}: " + ", ".join(bits) if bits else level
+            bits.append(tr("trust.price_short", lang))
+        return tr("trust.short", lang, level=level, why=tr("trust.sep", lang).join(bits)) if bits else level
     price_text = (tr("trust.price_none", lang) if price is None else
                   tr("trust.price", lang, basis=tr(f"trust.basis.{price['basis']}", lang), source=price["source"],
                      as_of=price["as_of"], confidence=_level(price["confidence"], lang)))

@@ -1,8 +1,9 @@
 """What a plan rests on: the provenance of its efficiency and price, its 80% bands, one confidence level.
 
 - Efficiency (`efficiency_provenance`): `measured` when the part's compute-efficiency term came from
-  the user's `gpuplan calibrate`; `validated` when the part has rows in the shipped ground truth (how
-  many, and their cross-validated median error: estimate/data/accuracy.json); `default` otherwise
+  the user's `gpuplan calibrate`; `validated` when the part has rows at that precision (16-bit or fp8)
+  in the shipped ground truth (how many, and their cross-validated median error:
+  estimate/data/accuracy.json); `default` otherwise
   (the part runs on compute_efficiency.default.*, which no measurement of it supports).
 - Price (`price_confidence`): the catalog price the plan's cost uses, with its source, date, basis
   (list price or market quote) and confidence; None when the plan has no price.
@@ -40,6 +41,12 @@ def efficiency_provenance(cal: Calibration, accelerator: str, dtype: str, kind: 
     term = cal.terms.get(name)
     acc = part_accuracy(kind, accelerator)
     rows = int(acc["rows"]) if acc else 0
+    if acc and "rows_by_precision" in acc:  # rows at this precision validate this precision's term
+        rows = int(acc["rows_by_precision"].get(dtype, 0))
+    tied = term.tuned_on.accelerator if term is not None and term.tuned_on is not None else ()
+    if rows == 0 and len(tied) > 1:  # one value tuned on several parts (same die): their rows validate it
+        rows = sum(int(((part_accuracy(kind, a) or {}).get("rows_by_precision") or {}).get(dtype, 0))
+                   for a in tied)
     cv = acc.get("cv_median_ape") if acc else None
     if term is not None and term.overridden:
         prov = "measured"
