@@ -19,7 +19,7 @@ from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import load_catalog
 from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.report_text import infer_rule_line
-from gpuplan.render.trust_text import trust_lines
+from gpuplan.render.trust_text import band_num, confidence_text, trust_lines
 from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms
 from gpuplan.search.infer_search import WEIGHTS, InferConstraints, plan_inference
 from gpuplan.simulate.arrivals import read_trace
@@ -30,7 +30,7 @@ from gpuplan.workload.presets import load_model
 
 __all__ = ["COLS", "plan_infer"]
 
-COLS = ("hardware", "fleet", "usd_h", "usd_m", "util", "latency", "tenancy")  # cli.pinfer.col.<name>
+COLS = ("hardware", "fleet", "usd_h", "usd_m", "util", "latency", "confidence", "tenancy")  # cli.pinfer.col.<name>
 
 
 def _load(qps: float | None, trace: Path | None, input_len: int | None, output_len: int | None,
@@ -153,16 +153,19 @@ def _table(name: str, load: InferLoad, slo: InferSlo, plans: list[dict[str, Any]
                        output=load.output_len.label, ttft=slo.ttft_p99_s, tpot=slo.tpot_p99_s),
               caption=tr("cli.pinfer.caption", lang, candidates=evaluated, simulated=simulated, rejected=rejected))
     for col in COLS:
-        t.add_column(tr(f"cli.pinfer.col.{col}", lang))
+        t.add_column(tr(f"cli.pinfer.col.{col}", lang), no_wrap=col == "usd_m", overflow="fold")
     for p in plans:
         lay = p["layout"]
         t.add_row(f"{p['accelerator']} tp{lay['tp']}" + (f" pp{lay['pp']}" if lay["pp"] > 1 else "")
                   + (f" ep{lay['ep']}" if lay["ep"] > 1 else "") + f" {p['weights']}",
                   tr("cli.pinfer.fleet", lang, replicas=p["replicas"], instances=p["instances"],
-                     instance=p["instance"]), f"{p['cost_usd_per_hour']:,.2f}",
+                     instance=p["instance"]),
+                  band_num(p["cost_usd_per_hour"], (p.get("band") or {}).get("cost_usd_per_hour"), ",.2f"),
                   f"{sig(p['cost_usd_per_million_input_tokens'])} | {sig(p['cost_usd_per_million_output_tokens'])}",
-                  f"{p['utilization']:.0%}", f"{p['ttft_s']['p99']:.2f} s|{p['tpot_s']['p99'] * 1e3:.0f} ms",
-                  _tenancy(p["advice"]["tenancy"], lang))
+                  f"{p['utilization']:.0%}",
+                  band_num(p["ttft_s"]["p99"], (p.get("band") or {}).get("ttft_s.p99"), ".2f") + " s | "
+                  + band_num(p["tpot_s"]["p99"], (p.get("band") or {}).get("tpot_s.p99"), ".0f", 1e3) + " ms",
+                  confidence_text(p.get("confidence"), lang), _tenancy(p["advice"]["tenancy"], lang))
     console.print(t)
     if plans:
         best = plans[0]
