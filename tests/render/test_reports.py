@@ -196,6 +196,10 @@ def test_inference_and_compare_reports_draw_in_chromium(tmp_path: Path, lang: st
         for chart in charts:
             start = dom.index(f'id="{chart}"')
             assert 'class="main-svg"' in dom[start:start + 4000], (name, chart)
+        if name == "infer":  # cost per hour and p99 TPOT drawn with their 80% bands
+            cost = dom[dom.index('id="chart-cost-latency"'):dom.index('id="chart-latency"')]
+            assert 'class="xerror"' in cost and 'class="yerror"' in cost
+            assert ("How sure:" if lang == "en" else "可信程度") in dom
         assert [line for line in log.splitlines() if "CONSOLE" in line] == [], name
 
 

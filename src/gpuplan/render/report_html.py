@@ -77,14 +77,15 @@ def _chart(fig: go.Figure, div_id: str) -> str:
     return f'<div class="chart">{body}</div>'
 
 
-def _error_bars(ps: Sequence[Mapping[str, Any]], key: str) -> dict[str, Any]:
-    """Asymmetric error bars from each plan's 80% band (`band_<key>`: [low, high]); none where absent."""
-    bands = [p.get(f"band_{key}") for p in ps]
+def _error_bars(ps: Sequence[Mapping[str, Any]], key: str, band_key: str | None = None,
+                scale: float = 1.0) -> dict[str, Any]:
+    """Asymmetric error bars from each plan's 80% band: `band_<key>` ([low, high]) or `band[band_key]`."""
+    bands = [p.get(f"band_{key}") if band_key is None else (p.get("band") or {}).get(band_key) for p in ps]
     if not any(bands):
         return {"visible": False}
     return {"type": "data", "symmetric": False, "thickness": 1, "width": 2,
-            "array": [(b[1] - p[key]) if b else 0.0 for p, b in zip(ps, bands, strict=True)],
-            "arrayminus": [(p[key] - b[0]) if b else 0.0 for p, b in zip(ps, bands, strict=True)]}
+            "array": [(b[1] - p[key]) * scale if b else 0.0 for p, b in zip(ps, bands, strict=True)],
+            "arrayminus": [(p[key] - b[0]) * scale if b else 0.0 for p, b in zip(ps, bands, strict=True)]}
 
 
 def _pareto_chart(doc: Mapping[str, Any], lang: str) -> go.Figure:
@@ -264,7 +265,9 @@ def _cost_latency_chart(doc: Mapping[str, Any], lang: str) -> go.Figure:
     for acc, ps in by_acc.items():
         fig.add_trace(go.Scatter(x=[p["tpot_p99_s"] * 1e3 for p in ps], y=[p["usd_per_hour"] for p in ps],
                                  mode="markers", name=acc, marker={"size": 9},
-                                 text=[f"{acc} {p['layout']} {p['weights']} x{p['replicas']}" for p in ps]))
+                                 text=[f"{acc} {p['layout']} {p['weights']} x{p['replicas']}" for p in ps],
+                                 error_x=_error_bars(ps, "tpot_p99_s", "tpot_s.p99", 1e3),
+                                 error_y=_error_bars(ps, "usd_per_hour", "cost_usd_per_hour")))
     rec = doc["recommendation"]
     fig.add_trace(go.Scatter(x=[rec["tpot_p99_s"] * 1e3], y=[rec["usd_per_hour"]], mode="markers",
                              name=tr("report.chart.recommended", lang),
