@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpuplan.validate.inference_workloads import dataset_for_row, num_prompts, truncated_exponential
+from gpuplan.errors import GpuplanError
+from gpuplan.validate.inference_workloads import dataset, truncated_exponential
+from gpuplan.validate.row_settings import resolve_row
 
 
 @pytest.mark.parametrize(("mean", "cap"), [(245.0, 1024), (145.0, 1024), (300.0, 2048)])
@@ -18,13 +20,14 @@ def test_truncated_exponential_has_the_requested_mean_and_bounds(mean: float, ca
     assert d.quantile(0.99) > 3 * mean  # heavy right tail, as conversation lengths
 
 
-def test_dataset_and_prompt_count_come_from_the_notes() -> None:
-    row = {"notes": "Throughput tests: 200 ShareGPT prompts (fixed seed), outputs = dataset lengths"}
-    d = dataset_for_row(row)
-    assert d is not None and d.key == "sharegpt"
-    assert num_prompts(row) == 200
-    mix = {"notes": "Mixtral MLPerf dataset (OpenOrca+GSM8K+MBXP); server constraints"}
-    d2 = dataset_for_row(mix)
-    assert d2 is not None and d2.key == "mixtral mlperf dataset"  # not plain OpenOrca
-    assert dataset_for_row({"notes": "no dataset here"}) is None
-    assert num_prompts({"notes": "batch = cap 128 from 'max batch 128, 3000 prompts'"}) == 3000
+def test_dataset_and_prompt_count_come_from_the_rows_settings_not_their_notes() -> None:
+    row = {"id": "X1", "notes": "Throughput tests: 200 ShareGPT prompts",
+           "settings": "dataset=sharegpt;num_prompts=200"}
+    _, st = resolve_row(row)
+    assert st.dataset == "sharegpt" and st.num_prompts == 200
+    assert dataset("mlperf_mixtral").output_mean < dataset("mlperf_openorca").output_mean  # not plain OpenOrca
+    # words in the notes choose nothing
+    _, bare = resolve_row({"id": "X2", "notes": "200 ShareGPT prompts, Mixtral MLPerf dataset"})
+    assert bare.dataset is None and bare.num_prompts is None
+    with pytest.raises(GpuplanError, match="unknown dataset"):
+        dataset("lmsys-chat")

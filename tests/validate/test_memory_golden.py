@@ -76,21 +76,26 @@ def test_memory_rows_within_stated_tolerance() -> None:
 def test_recipe_facts_the_rows_state_map_to_job_settings() -> None:
     from gpuplan.validate.cases import read_rows
     from gpuplan.validate.memory_cases import inference_settings, recipe_settings
+    from gpuplan.validate.row_settings import resolve_row
 
-    rows = {r["id"]: r for r in read_rows(CASES)}
+    rows = {r["id"]: resolve_row(r) for r in read_rows(CASES)}
+
+    def recipe(rid: str) -> tuple[dict[str, object], str, str]:
+        row, st = rows[rid]
+        return recipe_settings(row, st), row.get("lora_rank", ""), row.get("zero_stage", "")
+
     # Qwen profiling table: Q-LoRA = GPTQ-Int4 base through DeepSpeed ZeRO-2 fp16, LoRA rank 64
-    assert recipe_settings(rows["M047"]) == ({"quant_format": "gptq", "lora_rank": 64, "zero_impl": "deepspeed",
-                                              "loss_upcast": False}, 2)
-    # single-GPU LoRA: HF Trainer, torch AdamW, amp (fp32 loss)
-    assert recipe_settings(rows["M037"]) == ({"lora_rank": 64, "optimizer": "adamw_foreach"}, None)
+    assert recipe("M047") == ({"quant_format": "gptq", "zero_impl": "deepspeed", "loss_upcast": False}, "64", "2")
+    # single-GPU LoRA: HF Trainer, torch AdamW (foreach), amp (fp32 loss)
+    assert recipe("M037") == ({"optimizer": "adamw_foreach"}, "64", rows["M037"][0].get("zero_stage", ""))
     # the 72B row states DeepSpeed ZeRO-3 and its layout column says stage 3
-    assert recipe_settings(rows["M046"]) == ({"zero_impl": "deepspeed", "lora_rank": 64}, None)
+    assert recipe("M046")[0] == {"zero_impl": "deepspeed"} and recipe("M046")[2] == "3"
     # rows from other sources keep the defaults
-    assert recipe_settings(rows["M018"]) == ({}, None)
-    assert inference_settings(rows["M054"]) == {"kv_layout": "concat", "prompt_logits": "all", "generated": 8192}
-    assert inference_settings(rows["M049"]) == {"kv_layout": "concat", "prompt_logits": "all"}
-    assert inference_settings(rows["M031"]) == {"quant_scope": "mlp"}
-    assert inference_settings(rows["M069"]) == {}
+    assert recipe("M018")[0] == {}
+    assert inference_settings(rows["M054"][1]) == {"kv_layout": "concat", "prompt_logits": "all", "generated": 8192}
+    assert inference_settings(rows["M049"][1]) == {"kv_layout": "concat", "prompt_logits": "all"}
+    assert inference_settings(rows["M031"][1]) == {"quant_scope": "mlp"}
+    assert inference_settings(rows["M069"][1]) == {}
 
 
 def test_skipped_rows_are_the_pinned_ones() -> None:

@@ -6,7 +6,7 @@ team would: every tensor-parallel degree (pp = 1; ep = 1 or ep = tp for MoE mode
 replica fits on the row's devices is tried and the best for the row's metric kept (the
 most throughput, or the least latency). `num_accels` is the whole deployment: it holds
 num_accels / (tp x pp) replicas. Rows measured on a dataset without stated lengths take
-that dataset's mean lengths (`DATASETS`, matched by name in the row's notes). One set of
+that dataset's mean lengths (`DATASETS`, named by the row's `settings`: dataset=, num_prompts=). One set of
 calibration terms per engine serves every row; nothing is fitted per row.
 """
 
@@ -19,9 +19,10 @@ from gpuplan.estimate.infer_perf import InferencePerf, fixed_batch_perf, offline
 from gpuplan.estimate.infer_step import StepCostModel, step_cost_model
 from gpuplan.hardware import Catalog
 from gpuplan.validate.cases import Row, model_for_row, opt_int
-from gpuplan.validate.inference_workloads import Dataset, dataset_for_row, num_prompts, simulate_row
+from gpuplan.validate.inference_workloads import Dataset, dataset, simulate_row
 from gpuplan.validate.memory_cases import CaseResult
 from gpuplan.validate.row_notes import vendor_note
+from gpuplan.validate.row_settings import RowSettings, resolve_row
 from gpuplan.workload.engines import EngineProfile, engine
 from gpuplan.workload.jobs import InferenceJob, Layout
 from gpuplan.workload.model_spec import ModelSpec
@@ -33,48 +34,45 @@ INFER_METRICS = ("output_tokens_per_s", "output_tokens_per_s_per_device", "total
 LATENCY_METRICS = ("ttft_ms", "tpot_ms", "e2e_latency_s")
 
 
-_NOT_MODELLED = (
-    (("disaggregat",), "prefill/decode disaggregated deployment over several nodes (wide EP, attention DP): "
-                      "not modelled, gpuplan models one engine replica serving both phases"),
-    (("speculative",), "speculative decoding (draft model) is not modelled"),
-)
+def _not_modelled(st: RowSettings) -> str | None:
+    if st.deployment == "pd_disaggregated":
+        return ("prefill/decode disaggregated deployment over several nodes (wide EP, attention DP): not modelled, "
+                "gpuplan models one engine replica serving both phases")
+    if st.speculative:
+        return "speculative decoding (draft model) is not modelled"
+    return None
 
 
-def _lengths(row: Row) -> tuple[float, float, Dataset | None]:
-    """Stated lengths, else the means of the dataset the notes name (then the row is simulated)."""
+def _lengths(row: Row, st: RowSettings) -> tuple[float, float, Dataset | None]:
+    """Stated lengths, else the means of the dataset the row's settings name (then the row is simulated)."""
     i, o = opt_int(row, "input_len"), opt_int(row, "output_len")
-    d = dataset_for_row(row)
+    d = dataset(st.dataset) if st.dataset else None
     if i is not None and o is not None:
         return float(i), float(o), None
     if d is None:
-        raise GpuplanError("input/output lengths not stated and no known dataset named in the notes")
+        raise GpuplanError("input/output lengths not stated and no dataset in the row's settings")
     return float(i if i is not None else d.input_mean), float(o if o is not None else d.output_mean), d
 
 
-def _engine_id(row: Row) -> str:
-    """The row's engine; NeMo's Python inference wrapper around TensorRT-LLM engines runs as `generic`,
-    a `generic` row whose notes name HF Transformers' generate runs as `hf_transformers`.
+def _engine_id(row: Row, st: RowSettings) -> str:
+    """The row's engine; NeMo's Python inference wrapper around TensorRT-LLM engines (`framework=nemo`)
+    runs as `generic`, a `generic` row that ran HF Transformers' generate (`framework=hf_transformers`)
+    as `hf_transformers`.
 
     NeMo Framework inference drives TensorRT-LLM engines from Python, one call per generation
     step (NeMo deploy docs), so its per-step host overhead is that of a plain Python engine,
     not of TensorRT-LLM's C++ batch manager.
     """
-    notes = row.get("notes", "").lower()
-    if "nemo framework inference" in notes:
+    if st.framework == "nemo":
         return "generic"
-    if "hf transformers" in notes and (row.get("engine") or "generic") == "generic":
-        return "hf_transformers"  # transformers' generate: eager PyTorch, no serving engine (notes say so)
+    if st.framework == "hf_transformers" and (row.get("engine") or "generic") == "generic":
+        return "hf_transformers"  # transformers' generate: eager PyTorch, no serving engine
     return row.get("engine") or "generic"
 
 
-def _default_kv(row: Row, weights: str) -> str:
-    """The README default, except that NVIDIA ModelOpt FP8 checkpoints carry an FP8 KV cache.
-
-    nvidia/*-FP8 checkpoints declare kv_cache_quant_algo FP8 in hf_quant_config.json and
-    TensorRT-LLM (trtllm-bench) then runs an FP8 KV cache (TensorRT-LLM quantization docs).
-    """
-    if weights == "fp8" and "modelopt" in row.get("notes", "").lower():
-        return "fp8"
+def _default_kv(weights: str) -> str:
+    """The README default: the weight dtype for 16-bit weights, else bf16. (NVIDIA ModelOpt FP8
+    checkpoints carry an FP8 KV cache: those rows state kv_precision fp8, row_settings.yaml.)"""
     return InferenceJob(weights=weights).kv_cache_dtype
 
 
@@ -96,7 +94,7 @@ def _layouts(spec: ModelSpec, row: Row, n_devices: int) -> list[Layout]:
 
 
 def _simulated(row: Row, model: StepCostModel, eng: EngineProfile, d: Dataset, replicas: int,
-               per_replica: int) -> InferencePerf:
+               per_replica: int, prompts: int | None) -> InferencePerf:
     """A dataset run through the load simulator, scaled to the replicas (each gets 1/replicas of the load)."""
     scenario = row.get("scenario", "")
     rate = opt_int(row, "batch")
@@ -106,7 +104,6 @@ def _simulated(row: Row, model: StepCostModel, eng: EngineProfile, d: Dataset, r
         load = max(1, round(rate / replicas))
     else:
         load = rate or 0
-    prompts = num_prompts(row)
     m = simulate_row(model, eng, d, scenario=scenario, rate_or_cap=load or None,
                      prompts=max(1, prompts // replicas) if prompts else None)
     return InferencePerf(
@@ -121,12 +118,12 @@ def _simulated(row: Row, model: StepCostModel, eng: EngineProfile, d: Dataset, r
 
 def _predict(row: Row, spec: ModelSpec, model: StepCostModel, eng: EngineProfile, layout: Layout,
              n_devices: int, input_len: float, output_len: float, dataset: Dataset | None,
-             simulate: bool) -> InferencePerf:
+             simulate: bool, prompts: int | None = None) -> InferencePerf:
     scenario = row.get("scenario", "")
     per_replica = layout.tp * layout.pp
     replicas = max(1, n_devices // per_replica)
     if simulate and dataset is not None:
-        return _simulated(row, model, eng, dataset, replicas, per_replica)
+        return _simulated(row, model, eng, dataset, replicas, per_replica, prompts)
     if scenario == "server":
         return offline_perf(model, input_len=input_len, output_len=output_len, max_num_seqs=eng.max_num_seqs,
                             max_batched_tokens=eng.max_batched_tokens, scheduling=eng.scheduling,
@@ -153,16 +150,16 @@ def evaluate_inference_row(row: Row, catalog: Catalog,
         raise GpuplanError(f"metric {metric!r} is not an inference metric ({', '.join(INFER_METRICS)})")
     if not row.get("accelerator"):
         raise GpuplanError("the row names no accelerator")
-    notes = row.get("notes", "").lower()
-    for words, reason in _NOT_MODELLED:
-        if all(w in notes for w in words):
-            raise GpuplanError(reason)
+    row, st = resolve_row(row)
+    reason = _not_modelled(st)
+    if reason:
+        raise GpuplanError(reason)
     spec = model_for_row(row)
     acc = catalog.accelerator(row["accelerator"])
-    eng = (engine_for or engine)(_engine_id(row))
+    eng = (engine_for or engine)(_engine_id(row, st))
     weights = row.get("weight_precision") or "bf16"
-    kv = row.get("kv_precision") or _default_kv(row, weights)
-    input_len, output_len, dataset = _lengths(row)
+    kv = row.get("kv_precision") or _default_kv(weights)
+    input_len, output_len, dataset = _lengths(row, st)
     scenario = row.get("scenario", "")
     if scenario == "server" and dataset is None:
         raise GpuplanError("server row names neither a request rate nor a dataset to simulate (its concurrency "
@@ -180,7 +177,7 @@ def evaluate_inference_row(row: Row, catalog: Catalog,
             model = step_cost_model(spec, accelerator=acc, layout=layout, weights=weights, kv_dtype=kv,
                                     engine=eng, catalog=catalog)
             perf = _predict(row, spec, model, eng, layout, n_devices, input_len, output_len, dataset,
-                            simulate=scenario != "server")
+                            simulate=scenario != "server", prompts=st.num_prompts)
         except InputError as exc:
             reasons.append(f"tp={layout.tp} ep={layout.ep}: {exc}")
             continue
@@ -192,7 +189,8 @@ def evaluate_inference_row(row: Row, catalog: Catalog,
         raise GpuplanError("no layout fits: " + "; ".join(reasons[:3]))
     value, perf, layout, model = best
     if scenario == "server":
-        perf = _predict(row, spec, model, eng, layout, n_devices, input_len, output_len, dataset, simulate=True)
+        perf = _predict(row, spec, model, eng, layout, n_devices, input_len, output_len, dataset, simulate=True,
+                        prompts=st.num_prompts)
     value = perf.metric(metric)
     detail = (f"{eng.id} tp={layout.tp} pp={layout.pp} ep={layout.ep} x{perf.replicas} {weights}/{kv} "
               f"batch={perf.batch} I={perf.input_len:.0f} O={perf.output_len:.0f} ({length_src}) "

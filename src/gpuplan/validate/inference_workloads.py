@@ -14,17 +14,16 @@ longest outputs finishing alone) and the queueing are counted, not only the mean
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
+from gpuplan.errors import GpuplanError
 from gpuplan.estimate.infer_step import StepCostModel
 from gpuplan.simulate import EngineConfig, LengthDist, SimMetrics, Workload, simulate_engine, summarize
-from gpuplan.validate.cases import Row
 from gpuplan.workload.engines import EngineProfile
 
-__all__ = ["DATASETS", "Dataset", "dataset_for_row", "num_prompts", "simulate_row", "truncated_exponential"]
+__all__ = ["DATASETS", "Dataset", "dataset", "simulate_row", "truncated_exponential"]
 
 SEED = 0
 SERVER_REQUESTS = 3000  # Poisson arrivals simulated for a server row
@@ -33,7 +32,7 @@ OFFLINE_REQUESTS = 3000  # prompts of an offline row that does not say how many
 
 @dataclass(frozen=True, slots=True)
 class Dataset:
-    key: str  # matched (case-insensitive) in the row's notes
+    key: str  # the `dataset=` value of a row's settings
     input_mean: float
     output_mean: float
     input_max: int
@@ -41,9 +40,9 @@ class Dataset:
     source: str
 
 
-DATASETS = (  # first match wins
+DATASETS = (
     # MLPerf mixtral-8x7b mixes OpenOrca, GSM8K and MBXP (5k samples each): shorter answers.
-    Dataset("mixtral mlperf dataset", 300.0, 145.0, 2048, 1024,
+    Dataset("mlperf_mixtral", 300.0, 145.0, 2048, 1024,
             "MLPerf mixtral-8x7b dataset (OpenOrca + GSM8K + MBXP); output cap 1024"),
     # LMDeploy's ShareGPT request-throughput tables give requests/s, output tokens/s and total
     # tokens/s per run: 3210.3 / 12.611 = 255 output and 6619.4 / 12.611 - 255 = 270 prompt tokens
@@ -52,25 +51,17 @@ DATASETS = (  # first match wins
             "LMDeploy ShareGPT benchmark tables (total tokens / requests); vLLM benchmark drops prompts > 1024"),
     # MLPerf llama2-70b (OpenOrca): tokens/s / samples/s of the v4.1 submissions = 290 output tokens
     # per sample; prompts and outputs are capped at 1024 tokens (MLCommons llama2-70b reference).
-    Dataset("llama2-70b", 300.0, 290.0, 1024, 1024,
+    Dataset("mlperf_openorca", 300.0, 290.0, 1024, 1024,
             "MLPerf llama2-70b OpenOrca: tokens/s over samples/s; 1024-token caps"),
-    Dataset("openorca", 300.0, 290.0, 1024, 1024, "MLPerf OpenOrca subset, as llama2-70b"),
 )
 
 
-def dataset_for_row(row: Row) -> Dataset | None:
-    notes = (row.get("notes", "") + " " + row.get("quote", "")).lower()
+def dataset(key: str) -> Dataset:
+    """The dataset a row's settings name (`dataset=`)."""
     for d in DATASETS:
-        if d.key in notes:
+        if d.key == key:
             return d
-    return None
-
-
-def num_prompts(row: Row) -> int | None:
-    """The prompt count an offline run states in its notes ('200 ShareGPT prompts', '3000 prompts')."""
-    m = re.search(r"(\d[\d,]*)\s+(?:sharegpt\s+)?prompts", row.get("notes", "") + " " + row.get("quote", ""),
-                  flags=re.IGNORECASE)
-    return int(m.group(1).replace(",", "")) if m else None
+    raise GpuplanError(f"unknown dataset {key!r}; known: {', '.join(d.key for d in DATASETS)}")
 
 
 def truncated_exponential(mean: float, cap: int, *, bins: int = 48, low: int = 4) -> LengthDist:

@@ -7,29 +7,17 @@ full activation checkpointing, the default of the common fine-tuning recipes (to
 authors' fine-tuning scripts); pretraining takes the cheapest recomputation that fits
 the device (none, then selective, then full). Attention is flash; the optimizer AdamW.
 
-Recipe facts a row states are mapped to job settings (`recipe_settings`), never fitted:
-- "GPTQ" in the precision/notes text: the QLoRA base is a GPTQ int4 checkpoint (quant_format=gptq).
-- "DeepSpeed" in the quote/notes: the DeepSpeed ZeRO optimizer runtime (zero_impl=deepspeed).
-- A row from the QwenLM/Qwen README profiling table (its `source`) ran Qwen's finetune.py through
-  the scripts of that repository (finetune/*.sh, read at commit 00dceeb): LoRA rank 64 on c_attn,
-  c_proj, w1, w2, i.e. every linear (LoraArguments defaults; the scripts pass no --lora_r);
-  Q-LoRA and full-parameter runs go through DeepSpeed ZeRO-2 with finetune/ds_config_zero2.json
-  (finetune_qlora_single_gpu.sh and finetune_ds.sh pass --deepspeed; reduce/allgather buckets
-  2e8, overlap_comm), single-GPU LoRA through the HF Trainer with torch AdamW (optim adamw_torch,
-  foreach on CUDA: optimizer=adamw_foreach).
-  DeepSpeed runs the module in 16-bit without torch autocast and modeling_qwen.py takes the
-  cross-entropy of the 16-bit logits (loss_upcast=False); the HF Trainer's amp keeps the fp32 loss.
-- Inference rows: "HuggingFace transformers" in the notes: the KV cache grows by torch.cat
-  (kv_layout=concat) and the prefill returns logits for every prompt token (prompt_logits=all;
-  transformers before 4.45 and remote-code models such as modeling_qwen.py);
-  "generating N tokens" sets the decoded share of the context (generated=N);
-  "attention/embeddings bf16" in the precision text: only the MLP matrices are in the weight
-  format (quant_scope=mlp, Meta's FP8 release).
+Recipe facts come from what the row states (its `settings`, or gpuplan's overlay of the
+facts its source states, validate/row_settings.py), never from its source's name or words:
+`quant_format` (a GPTQ QLoRA base), `zero_impl=deepspeed` (DeepSpeed's ZeRO runtime and buckets),
+`loss=full_16bit` (cross-entropy of 16-bit logits, as DeepSpeed's 16-bit engine with Qwen's
+modeling code runs it); filled columns such as `lora_rank`, `optimizer` and `zero_stage` (the
+QwenLM/Qwen profiling rows ran that repository's finetune scripts: rank 64, ZeRO-2 with
+ds_config_zero2.json, torch AdamW). Inference rows: `inference_settings`.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from gpuplan.errors import GpuplanError
@@ -40,6 +28,7 @@ from gpuplan.estimate.records import MemoryBreakdown
 from gpuplan.hardware import Catalog
 from gpuplan.units import GIB
 from gpuplan.validate.cases import Row, model_for_row, opt_int
+from gpuplan.validate.row_settings import RowSettings, resolve_row
 from gpuplan.workload.jobs import InferenceJob, Layout, TrainingJob
 
 __all__ = ["CaseResult", "device_memory_gib", "evaluate_memory_row", "inference_settings", "recipe_settings"]
@@ -79,55 +68,44 @@ def _metric(mem: MemoryBreakdown, metric: str) -> float:
     return mem.kv_cache_bytes / GIB
 
 
-QWEN_PROFILING_SOURCE = "github.com/QwenLM/Qwen/blob/main/README.md#profiling-of-memory-and-speed"
-QWEN_LORA_RANK = 64  # finetune.py LoraArguments.lora_r default
-
-
-def recipe_settings(row: Row) -> tuple[dict[str, object], int | None]:
-    """(TrainingJob settings, ZeRO stage or None) that the row's stated recipe fixes (module docstring)."""
-    text = " ".join(row.get(k, "") for k in ("precision", "quote", "notes")).lower()
-    method = row.get("method", "")
+def recipe_settings(row: Row, st: RowSettings) -> dict[str, object]:
+    """TrainingJob settings from what the row states (`settings`, validate/row_settings.py)."""
     job: dict[str, object] = {}
-    zero: int | None = None
-    if method == "qlora" and "gptq" in text:
-        job["quant_format"] = "gptq"
-    if "deepspeed" in text:
-        job["zero_impl"] = "deepspeed"
-    if QWEN_PROFILING_SOURCE in row.get("source", ""):
-        if method in ("lora", "qlora") and not row.get("lora_rank"):
-            job["lora_rank"] = QWEN_LORA_RANK
-        if method == "lora" and "deepspeed" not in text:
-            job["optimizer"] = "adamw_foreach"  # HF Trainer optim adamw_torch: torch AdamW, foreach on CUDA
-        if method in ("qlora", "full_ft") and not row.get("zero_stage"):
-            job["zero_impl"] = "deepspeed"
-            zero = 2  # finetune/ds_config_zero2.json
-            # DeepSpeed's fp16/bf16 engine runs the module in 16-bit without torch autocast (the README: "we
-            # have to use DeepSpeed for mixed-precision training due to ... errors caused by torch amp"), and
-            # modeling_qwen.py takes CrossEntropyLoss of the 16-bit logits
-            job["loss_upcast"] = False
-    return job, zero
-
-
-def inference_settings(row: Row) -> dict[str, object]:
-    """InferenceJob settings that the row's stated serving stack fixes (module docstring)."""
-    notes = row.get("notes", "").lower()
-    job: dict[str, object] = {}
-    if "huggingface transformers" in notes or "hugging face transformers" in notes:
-        job["kv_layout"] = "concat"
-        job["prompt_logits"] = "all"
-        made = re.search(r"generating (\d+) tokens", notes)
-        if made:
-            job["generated"] = int(made.group(1))
-    if "attention/embeddings bf16" in notes:
-        job["quant_scope"] = "mlp"
+    if st.quant_format is not None and row.get("method") == "qlora":
+        job["quant_format"] = st.quant_format
+    if st.zero_impl is not None:
+        job["zero_impl"] = st.zero_impl
+    if st.loss == "full_16bit":  # cross-entropy of the 16-bit logits, no fp32 upcast
+        job["loss_upcast"] = False
+    if st.optimizer_impl == "foreach" and (row.get("optimizer") or "adamw") == "adamw":
+        job["optimizer"] = "adamw_foreach"  # torch AdamW with foreach=True (the default on CUDA)
     return job
 
 
-def _layout(row: Row, zero_default: int | None = None) -> Layout:
+def inference_settings(st: RowSettings) -> dict[str, object]:
+    """InferenceJob settings from the row's stated serving stack.
+
+    `framework=hf_transformers`: the KV cache grows by torch.cat (kv_layout=concat) and the prefill
+    returns logits for every prompt token (prompt_logits=all: transformers before 4.45 and
+    remote-code models such as modeling_qwen.py); `generated_tokens` sets the decoded share of the
+    context; `quant_scope=mlp`: only the MLP matrices are in the weight format.
+    """
+    job: dict[str, object] = {}
+    if st.framework == "hf_transformers":
+        job["kv_layout"] = "concat"
+        job["prompt_logits"] = "all"
+        if st.generated_tokens is not None:
+            job["generated"] = st.generated_tokens
+    if st.quant_scope is not None:
+        job["quant_scope"] = st.quant_scope
+    return job
+
+
+def _layout(row: Row) -> Layout:
     tp, pp = opt_int(row, "tp") or 1, opt_int(row, "pp") or 1
     n = opt_int(row, "num_accels") or tp * pp
     dp = opt_int(row, "dp") or max(n // (tp * pp), 1)
-    zero = opt_int(row, "zero_stage") or zero_default or 0
+    zero = opt_int(row, "zero_stage") or 0
     return Layout(tp=tp, pp=pp, dp=dp, zero_stage=zero)
 
 
@@ -136,9 +114,10 @@ def evaluate_memory_row(row: Row, catalog: Catalog, calibration: Calibration | N
     metric = row.get("metric", "")
     if metric not in METRICS:
         raise GpuplanError(f"metric {metric!r} is not a memory metric ({', '.join(METRICS)})")
+    row, st = resolve_row(row)
     spec = model_for_row(row)
-    recipe, zero_default = recipe_settings(row)
-    layout = _layout(row, zero_default)
+    recipe = recipe_settings(row, st)
+    layout = _layout(row)
     device = device_memory_gib(catalog, row.get("accelerator", ""))
     seq = opt_int(row, "seq_len")
     method = row.get("method") or "pretrain"
@@ -151,7 +130,7 @@ def evaluate_memory_row(row: Row, catalog: Catalog, calibration: Calibration | N
             job = InferenceJob(weights=weights, context=seq or 4096)
             fit = max_batch_that_fits(spec, job, device * GIB, layout)
             return _result(row, metric, fit.kv_budget_bytes / GIB, "engine KV pool at memory fraction 0.9")
-        stack = inference_settings(row)
+        stack = inference_settings(st)
         context = seq or 4096
         if "generated" in stack:
             stack["generated"] = min(int(str(stack["generated"])), context)
