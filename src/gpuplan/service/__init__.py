@@ -1,0 +1,21 @@
+"""Requests as data: the checked inputs of `plan train`, `plan infer` and `memory train` as pydantic models,
+and the functions that answer them with the same JSON the CLI's `--json` prints.
+
+The web app (`gpuplan.web`) is a thin door onto these: it parses a request, calls `run_*`, stores and
+renders the result. Nothing here reads a file-system path from the request: models are preset ids only,
+the catalog is the built-in one plus the user's own folder on the serving machine.
+"""
+
+from gpuplan.service.requests import InferPlanRequest, MemoryTrainRequest, TrainPlanRequest, canonical_json
+from gpuplan.service.run import catalog_version, run_memory_train, run_plan_infer, run_plan_train
+
+__all__ = [
+    "InferPlanRequest",
+    "MemoryTrainRequest",
+    "TrainPlanRequest",
+    "canonical_json",
+    "catalog_version",
+    "run_memory_train",
+    "run_plan_infer",
+    "run_plan_train",
+]

@@ -1,0 +1,108 @@
+"""The inputs of `plan train`, `plan infer` and `memory train` as pydantic models (extra keys rejected).
+
+Field names are the CLI's option names with `_` for `-` (`--seq-len` -> `seq_len`); defaults are the CLI's.
+Range checks (positive numbers, known names) are left to the same functions the CLI calls, so a bad value
+gets the CLI's wording. `canonical_json` is the form a plan's id is hashed from.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["InferPlanRequest", "MemoryTrainRequest", "TrainPlanRequest", "canonical_json"]
+
+Method = Literal["full", "pretrain", "full_ft", "lora", "qlora"]
+Precision = Literal["bf16", "fp16", "fp32", "fp8"]
+Market = Literal["cn", "global"]
+Trust = Literal["low", "medium", "high"]
+Framework = Literal["megatron", "deepspeed", "mindspeed", "paddle"]
+Name = Field(default=None, max_length=100)
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field(..., min_length=1, max_length=100, description="a model preset id or alias (gpuplan model list)")
+
+
+class TrainPlanRequest(_Request):
+    """`gpuplan plan train`."""
+
+    kind: Literal["train"] = "train"
+    tokens: float = Field(..., description="training tokens, e.g. 1e12")
+    seq_len: int = 4096
+    global_batch: int | None = None
+    method: Method = "full"
+    precision: Precision = "bf16"
+    deadline: float | None = Field(default=None, description="days")
+    budget: float | None = Field(default=None, description="USD")
+    max_devices: int = 4096
+    network: str | None = Name
+    nics_per_node: float | None = None
+    gpus_per_node: int | None = None
+    market: Market | None = None
+    trust: Trust = "low"
+    vendor: str | None = Name
+    provider: str | None = Name
+    domestic_only: bool = False
+    framework: Framework | None = None
+    kernels: Literal["auto", "hf", "fused"] | None = None
+    data_loading: Literal["pretokenized", "online"] = "pretokenized"
+    top: int = 10
+
+
+class InferPlanRequest(_Request):
+    """`gpuplan plan infer` on a rate (`qps`) with fixed lengths or length distributions (no trace files)."""
+
+    kind: Literal["infer"] = "infer"
+    qps: float
+    input_len: int | None = None
+    output_len: int | None = None
+    input_dist: str | None = Field(default=None, max_length=100, description="e.g. uniform:512-2048")
+    output_dist: str | None = Field(default=None, max_length=100)
+    ttft_p99: float = Field(..., description="seconds")
+    tpot_p99: float = Field(..., description="seconds")
+    engine: str = Field(default="vllm", max_length=50)
+    weights: list[Literal["bf16", "fp8", "int8", "int4"]] | None = Field(default=None, max_length=4)
+    kv_dtype: Literal["bf16", "fp16", "fp8", "int8"] = "bf16"
+    market: Market | None = None
+    trust: Trust = "low"
+    vendor: str | None = Name
+    provider: str | None = Name
+    domestic_only: bool = False
+    max_devices: int = 1024
+    top: int = 10
+
+
+class MemoryTrainRequest(_Request):
+    """`gpuplan memory train`."""
+
+    kind: Literal["memory_train"] = "memory_train"
+    method: Method = "full"
+    seq_len: int = 4096
+    micro_batch: int = 1
+    global_batch: int | None = None
+    precision: Precision = "bf16"
+    optimizer: str = Field(default="adamw", max_length=50)
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    cp: int = 1
+    ep: int = 1
+    vpp: int = 1
+    zero: Literal[0, 1, 2, 3] = 0
+    seq_parallel: bool = True
+    recompute: Literal["none", "selective", "full"] = "none"
+    attention: Literal["flash", "eager"] = "flash"
+    lora_rank: int = 16
+    accelerator: str | None = Name
+    device_memory_gib: float | None = None
+
+
+def canonical_json(obj: BaseModel | dict[str, Any]) -> str:
+    """One text per request: every field (defaults included), keys sorted, no spaces."""
+    data = obj.model_dump(mode="json") if isinstance(obj, BaseModel) else obj
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

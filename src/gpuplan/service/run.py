@@ -1,0 +1,160 @@
+"""Answer a request with the JSON the CLI's `--json` prints for the same options.
+
+Each function follows its CLI command step by step (same checks, same library calls, same output keys);
+tests/service/test_contract.py holds them to the CLI's output. Errors are the library's `InputError`
+(field, value, allowed, hint), raised before any work is done where the CLI checks early.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from functools import cache
+from typing import Any
+
+from gpuplan.errors import InputError
+from gpuplan.service.requests import InferPlanRequest, MemoryTrainRequest, TrainPlanRequest
+from gpuplan.workload.model_spec import ModelSpec
+
+__all__ = ["catalog_version", "run_memory_train", "run_plan_infer", "run_plan_train"]
+
+
+def _spec(name: str) -> ModelSpec:
+    """A preset by id or alias; never a file path (a request comes from a client)."""
+    from gpuplan.workload.presets import get_preset
+
+    return get_preset(name).spec
+
+
+def catalog_version() -> str:
+    """A short digest of the catalog files the server plans with (built-in and the user's folder)."""
+    from gpuplan.hardware import builtin_data_dir, user_catalog_dir
+
+    h = hashlib.sha256()
+    for root in (builtin_data_dir(), user_catalog_dir()):
+        if not root.is_dir():
+            continue
+        for path in sorted(root.rglob("*.y*ml")):
+            h.update(str(path.relative_to(root)).encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()[:12]
+
+
+@cache
+def _lang() -> str:
+    return "en"  # stored results are language-neutral where the library allows; pages translate around them
+
+
+def run_plan_train(req: TrainPlanRequest) -> dict[str, Any]:
+    """`gpuplan plan train ... --json`."""
+    from gpuplan.advise.findings import load_thresholds
+    from gpuplan.advise.report_train import training_report
+    from gpuplan.bench.calibrate import load_user_calibration
+    from gpuplan.cli.advise import requirements
+    from gpuplan.cli.common import positives
+    from gpuplan.cli.train import FRAMEWORK_KERNELS, _job
+    from gpuplan.cli.train_options import plan_constraints
+    from gpuplan.hardware import load_catalog
+    from gpuplan.render.plan_json import compact_plans
+    from gpuplan.search.train_search import plan_training
+    from gpuplan.workload.jobs import default_global_batch
+    from gpuplan.workload.params import count_params
+
+    language = _lang()
+    positives(language, ("tokens", req.tokens, False), ("seq-len", req.seq_len, True),
+              ("global-batch", req.global_batch, True), ("top", req.top, True))
+    spec = _spec(req.model)
+    cat = load_catalog()
+    gb = req.global_batch or default_global_batch(req.seq_len)
+    job = _job(req.method, req.seq_len, gb, req.precision,
+               kernels=req.kernels or FRAMEWORK_KERNELS.get(req.framework or "", "auto"),
+               data_loading=req.data_loading)
+    cal = load_user_calibration()
+    cons = plan_constraints(cat, float(count_params(spec).total), cal, method=req.method, framework=req.framework,
+                            deadline=req.deadline, budget=req.budget, max_devices=req.max_devices,
+                            market=req.market, vendor=req.vendor, provider=req.provider,
+                            domestic_only=req.domestic_only, network=req.network, nics_per_node=req.nics_per_node,
+                            gpus_per_node=req.gpus_per_node, trust=req.trust, lang=language)
+    res = plan_training(spec, job, cat, cons, tokens=req.tokens, calibration=cal)
+    if not res.plans:
+        raise InputError(field="constraints", value=res.rejected, allowed="at least one feasible plan",
+                         hint=(f"Nearest: {res.nearest}. " if res.nearest else "")
+                         + "Relax --deadline/--budget, raise --max-devices, or allow more hardware")
+    doc = training_report(spec, job, cat, cons, tokens=req.tokens, result=res, calibration=cal,
+                          requirements=requirements(None, None), thresholds=load_thresholds({}), tco_overrides={})
+    best_per_hw: dict[str, dict[str, Any]] = {}
+    for p in res.plans:
+        best_per_hw.setdefault(p["accelerator"], p)
+    return {"candidates_evaluated": res.candidates_evaluated,
+            "plans": compact_plans(res.plans, req.top, False),
+            "pareto": [{"accelerator": p["accelerator"], "devices": p["devices"],
+                        "time_to_train_s": p["time_to_train_s"], "cost_usd": p["cost_usd"]} for p in res.pareto],
+            "best_per_hardware": {k: {"devices": v["devices"], "cost_usd": v["cost_usd"],
+                                      "time_to_train_s": v["time_to_train_s"], "device_hours": v["device_hours"],
+                                      "offer": v["hardware_option"]["offer"]} for k, v in best_per_hw.items()},
+            "layout_family": {"family": cons.layout_family, "why": cons.layout_reason},
+            "rejected": res.rejected, "hardware_considered": res.hardware_considered,
+            "recommended": doc["recommendation"], "not_recommended": doc["not_recommended"],
+            "findings": doc["findings"], "tco": doc["tco"]}
+
+
+def run_plan_infer(req: InferPlanRequest) -> dict[str, Any]:
+    """`gpuplan plan infer ... --json` (rate and lengths; no trace)."""
+    from gpuplan.advise.trust import serving_recommendation
+    from gpuplan.cli.common import positives
+    from gpuplan.cli.infer_plan import _load
+    from gpuplan.hardware import load_catalog
+    from gpuplan.search.infer_load import InferSlo, planner_terms
+    from gpuplan.search.infer_search import WEIGHTS, InferConstraints, plan_inference
+    from gpuplan.workload.engines import engine
+
+    language = _lang()
+    positives(language, ("qps", req.qps, False), ("input-len", req.input_len, True),
+              ("output-len", req.output_len, True), ("ttft-p99", req.ttft_p99, False),
+              ("tpot-p99", req.tpot_p99, False), ("max-devices", req.max_devices, True), ("top", req.top, True))
+    load = _load(req.qps, None, req.input_len, req.output_len, req.input_dist, req.output_dist)
+    slo = InferSlo(ttft_p99_s=req.ttft_p99, tpot_p99_s=req.tpot_p99)
+    spec = _spec(req.model)
+    cat = load_catalog()
+    prof = engine(req.engine)
+    cons = InferConstraints(market=req.market, vendor=req.vendor, provider=req.provider,
+                            domestic_only=req.domestic_only, max_devices=req.max_devices,
+                            weights=tuple(req.weights) if req.weights else WEIGHTS, kv_dtype=req.kv_dtype,
+                            trust=req.trust)
+    res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, terms=planner_terms({}))
+    return {"model": spec.name, "load": load.to_json(),
+            "slo": {"ttft_p99_s": slo.ttft_p99_s, "tpot_p99_s": slo.tpot_p99_s},
+            "engine": prof.id, "candidates_evaluated": res.candidates_evaluated,
+            "simulated": res.simulated, "plans": res.plans, "rejected": res.rejected,
+            "hardware_considered": res.hardware_considered, "best_unloaded": res.best_unloaded,
+            "terms": res.terms, "engine_terms": prof.used(), "kv_dtype": req.kv_dtype,
+            "recommended": serving_recommendation(res.plans, cat, req.market)}
+
+
+def run_memory_train(req: MemoryTrainRequest) -> dict[str, Any]:
+    """`gpuplan memory train ... --json`."""
+    from gpuplan.cli.common import positives
+    from gpuplan.cli.memory import _device_memory, _fit_json
+    from gpuplan.estimate.memory_fit import memory_fit, nearest_train_fix
+    from gpuplan.estimate.memory_train import estimate_training_memory
+    from gpuplan.workload.jobs import Layout, TrainingJob
+
+    language = _lang()
+    positives(language, ("seq-len", req.seq_len, True), ("micro-batch", req.micro_batch, True),
+              ("global-batch", req.global_batch, True), ("tp", req.tp, True), ("pp", req.pp, True),
+              ("dp", req.dp, True), ("cp", req.cp, True), ("ep", req.ep, True), ("vpp", req.vpp, True),
+              ("lora-rank", req.lora_rank, True), ("device-memory-gib", req.device_memory_gib, False))
+    spec = _spec(req.model)
+    job = TrainingJob(method="full" if req.method in ("pretrain", "full_ft") else req.method,
+                      seq_len=req.seq_len, micro_batch=req.micro_batch, global_batch=req.global_batch,
+                      precision=req.precision, optimizer=req.optimizer, recompute=req.recompute,
+                      attention=req.attention, lora_rank=req.lora_rank)
+    layout = Layout(tp=req.tp, pp=req.pp, dp=req.dp, cp=req.cp, ep=req.ep, vpp=req.vpp, zero_stage=req.zero,
+                    seq_parallel=req.seq_parallel)
+    mem = estimate_training_memory(spec, job, layout)
+    device, _ = _device_memory(req.accelerator, req.device_memory_gib, language)
+    fit = memory_fit(mem.total_bytes, device) if device is not None else None
+    fix = nearest_train_fix(spec, job, layout, fit.device_bytes) if fit is not None and not fit.fits else None
+    out: dict[str, Any] = mem.to_json()
+    if fit is not None:
+        out.update(_fit_json(fit, fix))
+    return out

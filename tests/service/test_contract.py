@@ -1,0 +1,68 @@
+"""The service layer answers with exactly the CLI's --json for the same options (one schema for CLI, API, forms)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from cli_result import exited
+from gpuplan.cli.main import app
+from gpuplan.errors import InputError
+from gpuplan.service import (
+    InferPlanRequest,
+    MemoryTrainRequest,
+    TrainPlanRequest,
+    canonical_json,
+    run_memory_train,
+    run_plan_infer,
+    run_plan_train,
+)
+
+runner = CliRunner()
+
+
+def _cli(*args: str) -> dict:
+    res = runner.invoke(app, [*args, "--json"])
+    exited(res, 0)
+    return json.loads(res.stdout)
+
+
+def test_plan_train_matches_cli() -> None:
+    got = run_plan_train(TrainPlanRequest(model="llama3-8b", tokens=1e12, deadline=30, top=3))
+    want = _cli("plan", "train", "--model", "llama3-8b", "--tokens", "1e12", "--deadline", "30", "--top", "3",
+                "--lang", "en")
+    assert json.dumps(got, sort_keys=True) == json.dumps(want, sort_keys=True)
+    assert all("band" in p and "confidence" in p for p in got["plans"])
+
+
+def test_plan_infer_matches_cli() -> None:
+    got = run_plan_infer(InferPlanRequest(model="llama3.1-8b", qps=5, ttft_p99=2, tpot_p99=0.05))
+    want = _cli("plan", "infer", "--model", "llama3.1-8b", "--qps", "5", "--ttft-p99", "2", "--tpot-p99", "0.05")
+    assert json.dumps(got, sort_keys=True) == json.dumps(want, sort_keys=True)
+
+
+def test_memory_train_matches_cli() -> None:
+    got = run_memory_train(MemoryTrainRequest(model="llama3-8b", tp=2, zero=1, dp=4, accelerator="h100-sxm5-80gb"))
+    want = _cli("memory", "train", "--model", "llama3-8b", "--tp", "2", "--zero", "1", "--dp", "4",
+                "--accelerator", "h100-sxm5-80gb")
+    assert got == want
+
+
+def test_models_are_preset_names_never_paths() -> None:
+    with pytest.raises(InputError) as err:
+        run_memory_train(MemoryTrainRequest(model="/etc/passwd"))
+    assert err.value.field == "model"
+
+
+def test_bad_values_carry_the_cli_wording() -> None:
+    with pytest.raises(InputError) as err:
+        run_plan_train(TrainPlanRequest(model="llama3-8b", tokens=0))
+    assert err.value.field == "tokens" and "tokens" in err.value.hint
+
+
+def test_canonical_json_includes_defaults_and_sorts_keys() -> None:
+    a = canonical_json(TrainPlanRequest(model="llama3-8b", tokens=1e12))
+    b = canonical_json(TrainPlanRequest(tokens=1e12, model="llama3-8b", seq_len=4096))
+    assert a == b and '"seq_len":4096' in a
