@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "compare": ("advise",),
     "report": ("advise",),
     "tco": ("tco",),
+    "serve": ("serve",),
     "version": (),
 }
 
@@ -90,6 +91,8 @@ def build_app(commands: Iterable[str] | None = None) -> typer.Typer:
         out.command("report", help=help_text("help.report"))(_mod("advise").report_cmd)
     if "tco" in want:
         out.command("tco", help=help_text("help.tco"))(_mod("tco").tco_cmd)
+    if "serve" in want:
+        out.command("serve", help=help_text("help.serve"))(_mod("serve").serve_cmd)
     if "version" in want:
         out.command("version", help=help_text("help.version"))(version)
     return out

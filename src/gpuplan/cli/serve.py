@@ -1,0 +1,45 @@
+"""`gpuplan serve`: the web app and JSON API on one machine (loopback by default)."""
+
+from __future__ import annotations
+
+import os
+
+import typer
+
+from gpuplan.cli.common import err_console, fail, positives
+from gpuplan.errors import GpuplanError
+from gpuplan.i18n import default_lang, help_text, tr
+
+__all__ = ["serve_cmd"]
+
+
+def app_factory() -> object:
+    """The app for uvicorn's workers (`--factory`): the planner slots come from GPUPLAN_SLOTS."""
+    from gpuplan.web.app import create_app
+
+    return create_app(slots=int(os.environ.get("GPUPLAN_SLOTS", "2")))
+
+
+def serve_cmd(
+    host: str = typer.Option("127.0.0.1", help=help_text("help.serve.host")),
+    port: int = typer.Option(8000, help=help_text("help.serve.port")),
+    workers: int = typer.Option(1, help=help_text("help.serve.workers")),
+    slots: int = typer.Option(2, help=help_text("help.serve.slots")),
+) -> None:
+    """Serve the planner as a web app and a JSON API."""
+    lang = default_lang()
+    try:
+        positives(lang, ("port", port, True), ("workers", workers, True), ("slots", slots, True))
+    except GpuplanError as exc:
+        fail(exc)
+    try:
+        import uvicorn
+
+        import gpuplan.web.app  # noqa: F401  (fails early when fastapi, jinja2 or sqlalchemy is missing)
+    except ImportError as exc:
+        err_console.print(tr("cli.serve.missing", lang, name=exc.name or str(exc)), style="red", markup=False)
+        raise typer.Exit(code=2) from None
+    os.environ["GPUPLAN_SLOTS"] = str(slots)
+    err_console.print(tr("cli.serve.listening", lang, host=host, port=port), markup=False, highlight=False)
+    uvicorn.run("gpuplan.cli.serve:app_factory", factory=True, host=host, port=port, workers=workers,
+                log_level="warning", server_header=False, access_log=False)

@@ -1,0 +1,6 @@
+"""`gpuplan serve`: the planner as a web app and a JSON API (FastAPI, Jinja2, htmx, plotly.js; all assets vendored).
+
+A thin door onto the library: requests are `gpuplan.service` models, answers are the CLI's `--json`
+documents, stored as immutable plans (`store.py`) and rendered on the server (`pages.py`, `templates/`).
+Needs the `web` extra (`pip install "gpuplan[web]"`).
+"""

@@ -1,0 +1,185 @@
+"""The FastAPI application: middleware (body limit, security headers, language cookie), error mapping, routes.
+
+Errors: `InputError` and request validation answer 422 with field, value, allowed, hint and the CLI's line;
+any other error answers 500 with a fixed text (never a stack trace); logs never hold request bodies.
+"""
+
+from __future__ import annotations
+
+import logging
+from importlib import resources
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from gpuplan.errors import GpuplanError, InputError
+from gpuplan.i18n import LANGS
+
+__all__ = ["MAX_BODY_BYTES", "create_app"]
+
+MAX_BODY_BYTES = 256 * 1024
+log = logging.getLogger("gpuplan.web")
+
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
+       "font-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; "
+       "frame-ancestors 'none'")
+SECURITY_HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-type-options", b"nosniff"),
+                    (b"x-frame-options", b"DENY"), (b"referrer-policy", b"same-origin"),
+                    (b"cross-origin-opener-policy", b"same-origin")]
+
+
+class Guard:
+    """Pure ASGI middleware: 413 past the body limit (declared or streamed), security headers on every answer,
+    the `lang` cookie set when `?lang=` names a catalog language."""
+
+    def __init__(self, app: ASGIApp, max_body: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.max_body = max_body
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        declared = headers.get(b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > self.max_body):
+            await _too_large(scope, receive, send)
+            return
+        lang = _query_lang(scope.get("query_string", b""))
+        if declared is None and scope.get("method") in ("POST", "PUT", "PATCH"):
+            # no declared length (chunked): read the body here, up to the limit, and hand it on whole
+            chunks, seen, more = [], 0, True
+            while more:
+                msg = await receive()
+                if msg["type"] != "http.request":
+                    break
+                chunks.append(msg.get("body", b""))
+                seen += len(chunks[-1])
+                if seen > self.max_body:
+                    await _too_large(scope, receive, send)
+                    return
+                more = bool(msg.get("more_body"))
+            body = b"".join(chunks)
+            sent = False
+
+            async def replay() -> Message:
+                nonlocal sent
+                if sent:
+                    return await receive()
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+
+            receive = replay
+
+        async def send_with_headers(msg: Message) -> None:
+            if msg["type"] == "http.response.start":
+                hs = list(msg.get("headers") or [])
+                hs += SECURITY_HEADERS
+                if lang:
+                    hs.append((b"set-cookie", f"lang={lang}; Path=/; Max-Age=31536000; SameSite=Lax".encode()))
+                msg = {**msg, "headers": hs}
+            await send(msg)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def _query_lang(qs: bytes) -> str | None:
+    for part in qs.decode("latin-1").split("&"):
+        k, _, v = part.partition("=")
+        if k == "lang" and v in LANGS:
+            return v
+    return None
+
+
+async def _too_large(scope: Scope, receive: Receive, send: Send) -> None:
+    resp = JSONResponse({"detail": {"field": "body", "value": None, "allowed": f"at most {MAX_BODY_BYTES} bytes",
+                                    "hint": "", "message": "request body too large"}}, status_code=413,
+                        headers={k.decode(): v.decode() for k, v in SECURITY_HEADERS})
+    await resp(scope, receive, send)
+
+
+def error_detail(exc: Exception, lang: str = "en") -> dict[str, Any]:
+    """field, value, allowed, hint and the CLI's one line for an InputError (or a pydantic error turned into one)."""
+    from gpuplan.cli.common import error_line
+
+    if isinstance(exc, InputError):
+        value = exc.value if isinstance(exc.value, (str, int, float, bool, type(None))) else str(exc.value)
+        return {"field": exc.field, "value": value, "allowed": exc.allowed, "hint": exc.hint,
+                "message": error_line(exc, lang)}
+    return {"field": "input", "value": None, "allowed": "", "hint": "", "message": error_line(exc, lang)}
+
+
+def _from_validation(exc: RequestValidationError) -> InputError:
+    first = exc.errors()[0] if exc.errors() else {}
+    loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")]
+    msg = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
+    value = first.get("input")
+    if isinstance(value, dict):
+        value = None
+    return InputError(field=".".join(loc) or "body", value=value, allowed=msg,
+                      hint="see /openapi.json for every field" if first.get("type") == "extra_forbidden" else "")
+
+
+def create_app(database_url: str | None = None, slots: int = 2) -> FastAPI:
+    """The whole app; `database_url` defaults to GPUPLAN_DATABASE_URL or the SQLite file in the data folder."""
+    from gpuplan import __version__
+    from gpuplan.web import api, pages
+    from gpuplan.web.plans import Slots
+    from gpuplan.web.store import Store
+
+    app = FastAPI(title="gpuplan", version=__version__, docs_url="/api/docs", redoc_url=None,
+                  description="Which GPU servers or cloud instances to rent or buy for LLM training and serving. "
+                              "The API answers with the same JSON as the CLI's --json.")
+    app.add_middleware(Guard)
+    app.state.store = Store(database_url)
+    app.state.slots = Slots(slots)
+    static = resources.files("gpuplan.web") / "static"
+    app.mount("/static", StaticFiles(directory=str(static)), name="static")
+    app.include_router(api.router)
+    app.include_router(pages.router)
+
+    @app.get("/healthz", tags=["ops"])
+    async def healthz() -> dict[str, Any]:
+        """Liveness: answers while every planner slot is busy."""
+        return {"status": "ok", "version": __version__, "busy": app.state.slots.busy, "slots": app.state.slots.n}
+
+    @app.exception_handler(GpuplanError)
+    async def on_input(request: Request, exc: GpuplanError) -> Response:
+        return _error(request, exc, 422)
+
+    @app.exception_handler(RequestValidationError)
+    async def on_validation(request: Request, exc: RequestValidationError) -> Response:
+        return _error(request, _from_validation(exc), 422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http(request: Request, exc: StarletteHTTPException) -> Response:
+        if request.url.path.startswith("/api/") or exc.status_code == 429:
+            return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
+        return pages.error_page(request, exc.status_code, str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def on_crash(request: Request, exc: Exception) -> Response:
+        log.error("internal error on %s %s: %s", request.method, request.url.path, type(exc).__name__)
+        if request.url.path.startswith("/api/"):
+            return JSONResponse({"detail": "internal error"}, status_code=500)
+        return pages.error_page(request, 500, "internal error")
+
+    return app
+
+
+def _error(request: Request, exc: Exception, status: int) -> Response:
+    from gpuplan.web.i18n import page_lang
+
+    lang = page_lang(request)
+    detail = error_detail(exc, lang)
+    if request.url.path.startswith("/api/"):
+        return JSONResponse({"detail": detail}, status_code=status)
+    from gpuplan.web import pages
+
+    resp: HTMLResponse = pages.error_page(request, status, detail["message"])
+    return resp

@@ -1,0 +1,206 @@
+"""The HTML pages, rendered on the server in the visitor's language; htmx fetches the memory answer as a fragment.
+
+Forms post to the same service functions the API calls; a plan's page is `/p/<id>`, rendered from the stored
+result only. Chart data travels as JSON in a `<script type="application/json">` block that static/app.js
+draws with plotly.js (no inline script, so the CSP can forbid it).
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+from pydantic import BaseModel, ValidationError
+
+from gpuplan.errors import GpuplanError, InputError
+from gpuplan.i18n import LANGS
+from gpuplan.service import InferPlanRequest, MemoryTrainRequest, TrainPlanRequest, catalog_version, run_memory_train
+from gpuplan.web import catalog_view, views
+from gpuplan.web.i18n import page_lang, translator
+from gpuplan.web.plans import compute_and_store
+from gpuplan.web.store import ID_PATTERN
+
+__all__ = ["error_page", "router"]
+
+router = APIRouter(include_in_schema=False)
+templates = Jinja2Templates(directory=str(resources.files("gpuplan.web") / "templates"))
+templates.env.filters["tojson_attr"] = lambda v: json.dumps(v, ensure_ascii=False)
+MAX_FIELDS = 60
+
+
+def _ctx(request: Request, **extra: Any) -> dict[str, Any]:
+    from gpuplan import __version__
+
+    lang = page_lang(request)
+    return {"request": request, "lang": lang, "t": translator(lang), "langs": LANGS, "version": __version__,
+            "path": request.url.path, **extra}
+
+
+def render(request: Request, name: str, status: int = 200, **extra: Any) -> HTMLResponse:
+    return templates.TemplateResponse(request, name, _ctx(request, **extra), status_code=status)
+
+
+def error_page(request: Request, status: int, message: str) -> HTMLResponse:
+    return render(request, "error.html", status=status, status_code=status, message=message)
+
+
+def _request_from(cls: type[BaseModel], data: dict[str, Any]) -> Any:
+    """A request model from form or query fields: empty fields are left out, checkboxes are booleans, lists split."""
+    fields = cls.model_fields
+    clean: dict[str, Any] = {}
+    for key, value in list(data.items())[:MAX_FIELDS]:
+        if key not in fields or key == "kind" or value in ("", None):
+            continue
+        ann = str(fields[key].annotation)
+        if ann == "<class 'bool'>":
+            clean[key] = value in ("on", "true", "1", True)
+        elif "list" in ann:
+            clean[key] = [v for v in str(value).split(",") if v]
+        else:
+            clean[key] = value
+    for key, f in fields.items():  # an unchecked checkbox sends nothing
+        if str(f.annotation) == "<class 'bool'>" and key not in clean and f"{key}__present" in data:
+            clean[key] = False
+    try:
+        return cls.model_validate(clean)
+    except ValidationError as exc:
+        from gpuplan.cli.common import input_error_from_validation
+
+        raise input_error_from_validation(exc) from None
+
+
+def _form_error(exc: Exception, lang: str) -> str:
+    from gpuplan.web.app import error_detail
+
+    return str(error_detail(exc, lang)["message"])
+
+
+def _models() -> list[dict[str, Any]]:
+    return list(catalog_view.models_json()["models"])
+
+
+def _engines() -> tuple[str, ...]:
+    from gpuplan.workload.engines import engine_ids
+
+    return engine_ids()
+
+
+@router.get("/", response_class=HTMLResponse)
+async def home(request: Request) -> HTMLResponse:
+    recent = request.app.state.store.recent(10)
+    return render(request, "home.html", recent=recent)
+
+
+@router.get("/train", response_class=HTMLResponse)
+async def train_form(request: Request) -> HTMLResponse:
+    return render(request, "train.html", models=_models(), values=dict(request.query_params), error=None)
+
+
+@router.post("/train", response_class=HTMLResponse)
+async def train_submit(request: Request) -> Response:
+    form = dict(await request.form())
+    lang = page_lang(request)
+    try:
+        req = _request_from(TrainPlanRequest, form)
+        saved = await compute_and_store(request.app, req)
+    except GpuplanError as exc:
+        return render(request, "train.html", status=422, models=_models(), values=form, error=_form_error(exc, lang))
+    return RedirectResponse(f"/p/{saved.id}", status_code=303)
+
+
+@router.get("/serve", response_class=HTMLResponse)
+async def serve_form(request: Request) -> HTMLResponse:
+    return render(request, "serve.html", models=_models(), engines=_engines(), values=dict(request.query_params),
+                  error=None)
+
+
+@router.post("/serve", response_class=HTMLResponse)
+async def serve_submit(request: Request) -> Response:
+    form = dict(await request.form())
+    lang = page_lang(request)
+    try:
+        req = _request_from(InferPlanRequest, form)
+        saved = await compute_and_store(request.app, req)
+    except GpuplanError as exc:
+        return render(request, "serve.html", status=422, models=_models(), engines=_engines(), values=form,
+                      error=_form_error(exc, lang))
+    return RedirectResponse(f"/p/{saved.id}", status_code=303)
+
+
+def _memory(request: Request) -> tuple[dict[str, Any] | None, str | None]:
+    values = dict(request.query_params)
+    if "model" not in values:
+        values["model"] = "llama3-8b"
+    try:
+        req = _request_from(MemoryTrainRequest, values)
+        result = run_memory_train(req)
+    except GpuplanError as exc:
+        return None, _form_error(exc, page_lang(request))
+    return views.memory_parts(result, page_lang(request)), None
+
+
+@router.get("/memory", response_class=HTMLResponse)
+async def memory_page(request: Request) -> HTMLResponse:
+    mem, error = _memory(request)
+    values = {"model": "llama3-8b", **dict(request.query_params)}
+    return render(request, "memory.html", models=_models(), values=values, mem=mem, error=error)
+
+
+@router.get("/memory/result", response_class=HTMLResponse)
+async def memory_fragment(request: Request) -> HTMLResponse:
+    mem, error = _memory(request)
+    return render(request, "_memory_result.html", mem=mem, error=error)
+
+
+@router.get("/catalog", response_class=HTMLResponse)
+async def catalog_page(request: Request) -> HTMLResponse:
+    q = request.query_params
+    kind = q.get("kind") or "accelerators"
+    try:
+        min_mem = float(q["min_memory_gib"]) if q.get("min_memory_gib") else None
+        doc = catalog_view.list_json(kind, vendor=q.get("vendor"), market=q.get("market"), min_memory_gib=min_mem)
+        error = None
+    except (GpuplanError, ValueError) as exc:
+        doc, error = {"kind": kind, "count": 0, "items": []}, _form_error(
+            exc if isinstance(exc, GpuplanError) else InputError(field="min-memory-gib", value=q.get(
+                "min_memory_gib"), allowed="a number"), page_lang(request))
+    return render(request, "catalog.html", doc=doc, values=dict(q), error=error,
+                  kinds=("accelerators", "servers", "networks", "instances", "storage"))
+
+
+@router.get("/catalog/{kind}/{record_id}", response_class=HTMLResponse)
+async def catalog_record(request: Request, kind: str, record_id: str) -> HTMLResponse:
+    try:
+        doc = catalog_view.show_json(kind, record_id)
+    except GpuplanError as exc:
+        return error_page(request, 404, _form_error(exc, page_lang(request)))
+    return render(request, "record.html", doc=doc)
+
+
+@router.get("/history", response_class=HTMLResponse)
+async def history(request: Request) -> HTMLResponse:
+    return render(request, "history.html", recent=request.app.state.store.recent(100))
+
+
+@router.get("/p/{plan_id}", response_class=HTMLResponse)
+async def plan_page(request: Request, plan_id: str) -> HTMLResponse:
+    from gpuplan import __version__
+
+    if not ID_PATTERN.match(plan_id):
+        return error_page(request, 404, "no such plan")
+    saved = request.app.state.store.get(plan_id)
+    if saved is None:
+        return error_page(request, 404, "no such plan")
+    lang = page_lang(request)
+    stale = saved.gpuplan_version != __version__ or saved.catalog_version != catalog_version()
+    common = {"saved": saved, "stale": stale, "rec": views.recommendation(saved.result, lang, saved.kind),
+              "findings": views.findings(saved.result, lang)}
+    if saved.kind == "train":
+        return render(request, "plan_train.html", rows=views.train_rows(saved.result, lang),
+                      chart=views.pareto_chart(saved.result, lang), **common)
+    return render(request, "plan_infer.html", rows=views.infer_rows(saved.result, lang),
+                  chart=views.infer_chart(saved.result, lang), **common)

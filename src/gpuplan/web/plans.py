@@ -1,0 +1,78 @@
+"""Compute a plan once per canonical request and versions, in a bounded number of slots, and store it."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from fastapi import FastAPI, HTTPException
+from fastapi.concurrency import run_in_threadpool
+
+from gpuplan.service import (
+    InferPlanRequest,
+    TrainPlanRequest,
+    canonical_json,
+    catalog_version,
+    run_plan_infer,
+    run_plan_train,
+)
+from gpuplan.web.store import SavedPlan, plan_id
+
+__all__ = ["Slots", "compute_and_store", "saved_json", "title_of"]
+
+
+class Slots:
+    """At most `n` plan searches at once; the next one gets 429 with Retry-After instead of a queue that times out."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.busy = 0
+        self._lock = asyncio.Lock()
+
+    async def take(self) -> None:
+        async with self._lock:
+            if self.busy >= self.n:
+                raise HTTPException(429, "every planner slot is busy: try again shortly", headers={"Retry-After": "2"})
+            self.busy += 1
+
+    def give(self) -> None:
+        self.busy -= 1
+
+
+def title_of(req: TrainPlanRequest | InferPlanRequest) -> str:
+    if isinstance(req, TrainPlanRequest):
+        extra = f", {req.deadline:g} days" if req.deadline else ""
+        return f"train {req.model}, {req.tokens:.3g} tokens, {req.method}{extra}"
+    return f"serve {req.model}, {req.qps:g} req/s, p99 TTFT {req.ttft_p99:g} s, TPOT {req.tpot_p99 * 1e3:g} ms"
+
+
+async def compute_and_store(app: FastAPI, req: TrainPlanRequest | InferPlanRequest) -> SavedPlan:
+    """The stored plan for `req` on this gpuplan and catalog version, computed now when there is none."""
+    from gpuplan import __version__
+
+    store = app.state.store
+    cat_v = await run_in_threadpool(catalog_version)
+    pid = plan_id(canonical_json(req), __version__, cat_v)
+    saved: SavedPlan | None = await run_in_threadpool(store.get, pid)
+    if saved is not None:
+        return saved
+    slots: Slots = app.state.slots
+    await slots.take()
+    try:
+        fn = run_plan_train if isinstance(req, TrainPlanRequest) else run_plan_infer
+        result = await run_in_threadpool(fn, req)  # type: ignore[arg-type]
+    finally:
+        slots.give()
+    out: SavedPlan = await run_in_threadpool(
+        lambda: store.put(pid, req.kind, req.model_dump(mode="json"), result, gpuplan_version=__version__,
+                          catalog_version=cat_v, title=title_of(req)))
+    return out
+
+
+def saved_json(saved: SavedPlan, with_request: bool = False) -> dict[str, Any]:
+    out: dict[str, Any] = {"plan_id": saved.id, "share_url": f"/p/{saved.id}"}
+    if with_request:
+        out |= {"kind": saved.kind, "request": saved.request, "gpuplan_version": saved.gpuplan_version,
+                "catalog_version": saved.catalog_version, "title": saved.title,
+                "created_at": saved.created_at.isoformat()}
+    return out | saved.result

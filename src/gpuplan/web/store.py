@@ -1,0 +1,148 @@
+"""Saved plans: immutable rows addressed by a hash of the canonical request plus the gpuplan and catalog versions.
+
+SQLite in the user data folder by default (`GPUPLAN_DATA_DIR`, else `XDG_DATA_HOME/gpuplan`, else
+`~/.local/share/gpuplan`), in WAL mode; any SQLAlchemy URL through `GPUPLAN_DATABASE_URL` (PostgreSQL with
+psycopg 3: `postgresql+psycopg://...`). The schema is made and upgraded by the Alembic migrations in
+`web/migrations` when the store opens. A stored result is never recomputed: `/p/<id>` shows what was computed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import zlib
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import DateTime, LargeBinary, String, Text, create_engine, event, select
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+
+__all__ = ["ID_PATTERN", "PlanRow", "SavedPlan", "Store", "database_url", "plan_id"]
+
+ID_PATTERN = re.compile(r"^[0-9a-f]{16}$")
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class PlanRow(Base):
+    __tablename__ = "plan"
+
+    id: Mapped[str] = mapped_column(String(16), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(20))
+    request_json: Mapped[str] = mapped_column(Text)
+    result_z: Mapped[bytes] = mapped_column(LargeBinary)
+    gpuplan_version: Mapped[str] = mapped_column(String(40))
+    catalog_version: Mapped[str] = mapped_column(String(40))
+    title: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+@dataclass(frozen=True)
+class SavedPlan:
+    id: str
+    kind: str
+    request: dict[str, Any]
+    result: dict[str, Any]
+    gpuplan_version: str
+    catalog_version: str
+    title: str
+    created_at: datetime
+
+
+def plan_id(canonical_request: str, gpuplan_version: str, catalog_version: str) -> str:
+    """16 hex digits of SHA-256 over the canonical request and both versions."""
+    text = "\n".join((canonical_request, gpuplan_version, catalog_version))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _data_dir() -> Path:
+    if os.environ.get("GPUPLAN_DATA_DIR"):
+        return Path(os.environ["GPUPLAN_DATA_DIR"])
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "gpuplan"
+
+
+def database_url() -> str:
+    """`GPUPLAN_DATABASE_URL`, else a SQLite file `gpuplan.db` in the user data folder (made if missing)."""
+    url = os.environ.get("GPUPLAN_DATABASE_URL")
+    if url:
+        return url
+    folder = _data_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{folder / 'gpuplan.db'}"
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA busy_timeout=5000")
+    cur.close()
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the schema to the newest Alembic revision."""
+    from alembic import command
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(resources.files("gpuplan.web") / "migrations"))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
+
+
+class Store:
+    """The plan table behind one engine."""
+
+    def __init__(self, url: str | None = None) -> None:
+        self.url = url or database_url()
+        self.engine = create_engine(self.url)
+        if self.engine.dialect.name == "sqlite":
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        migrate(self.engine)
+
+    def get(self, pid: str) -> SavedPlan | None:
+        if not ID_PATTERN.match(pid):
+            return None
+        with Session(self.engine) as s:
+            row = s.get(PlanRow, pid)
+            return None if row is None else _saved(row)
+
+    def put(self, pid: str, kind: str, request: dict[str, Any], result: dict[str, Any], *, gpuplan_version: str,
+            catalog_version: str, title: str) -> SavedPlan:
+        """Store a plan once; an id already stored keeps its first row (plans never change)."""
+        with Session(self.engine) as s:
+            row = s.get(PlanRow, pid)
+            if row is None:
+                row = PlanRow(id=pid, kind=kind, request_json=json.dumps(request, sort_keys=True),
+                              result_z=zlib.compress(json.dumps(result).encode(), 6),
+                              gpuplan_version=gpuplan_version, catalog_version=catalog_version, title=title[:200],
+                              created_at=datetime.now(timezone.utc))
+                s.add(row)
+                try:
+                    s.commit()
+                except Exception:  # another request stored the same id first
+                    s.rollback()
+                    row = s.get(PlanRow, pid)
+                    if row is None:
+                        raise
+            return _saved(row)
+
+    def recent(self, limit: int = 50) -> list[SavedPlan]:
+        with Session(self.engine) as s:
+            rows = s.scalars(select(PlanRow).order_by(PlanRow.created_at.desc()).limit(limit)).all()
+            return [_saved(r) for r in rows]
+
+
+def _saved(row: PlanRow) -> SavedPlan:
+    return SavedPlan(id=row.id, kind=row.kind, request=json.loads(row.request_json),
+                     result=json.loads(zlib.decompress(row.result_z)), gpuplan_version=row.gpuplan_version,
+                     catalog_version=row.catalog_version, title=row.title, created_at=row.created_at)

@@ -1,0 +1,176 @@
+"""Stored results as rows, lines and chart data for the templates, in one language.
+
+Presentation only: every figure comes from the result document (the CLI's `--json`); texts come from the
+render helpers the CLI and the reports use (trust_text, report_text), so a page says what the CLI says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from gpuplan.i18n import tr
+from gpuplan.render.report_text import bottleneck_text, infer_rule_line, offer_text, rule_line
+from gpuplan.render.trust_text import band_cost, band_duration, band_num, confidence_text, trust_lines
+from gpuplan.units import GIB, sig
+
+__all__ = ["findings", "infer_chart", "infer_rows", "memory_parts", "pareto_chart", "recommendation", "train_rows"]
+
+MEMORY_KEYS = ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "kv_cache_bytes",
+               "other_bytes")
+
+
+def _layout(lay: Mapping[str, Any]) -> str:
+    return " ".join([f"tp{lay['tp']} pp{lay['pp']} dp{lay['dp']}",
+                     *(f"{k}{lay[k]}" for k in ("cp", "ep") if lay.get(k, 1) > 1), f"rc={lay['recompute']}"])
+
+
+def _is_rec(p: Mapping[str, Any], rec: Mapping[str, Any] | None) -> bool:
+    return rec is not None and (p["accelerator"], p["devices"], p.get("offer") or (p.get("hardware_option") or {})
+                                .get("offer")) == (rec["accelerator"], rec["devices"], rec.get("offer"))
+
+
+def train_rows(result: Mapping[str, Any], lang: str, top: int = 12) -> list[dict[str, Any]]:
+    """The ranked table as the CLI shows it: the recommended plan, the best per accelerator, then by rank."""
+    from gpuplan.cli.train import ranked_rows
+
+    plans = result["plans"]
+    rec = result.get("recommended")
+    blocked = result.get("not_recommended") or {}
+    picked = [p for p in plans if _is_rec(p, rec)][:1]
+    rows = []
+    for p in picked + [p for p in ranked_rows(plans, top) if not _is_rec(p, rec)]:
+        band = p.get("band") or {}
+        where = str(p.get("offer")) if p.get("detail") == "summary" and p.get("offer") else offer_text(p, lang)
+        rows.append({
+            "accelerator": p["accelerator"], "where": where, "devices": p["devices"],
+            "layout": _layout(p["layout"]),
+            "time": band_duration(p["time_to_train_s"], band.get("time_to_train_s"), lang),
+            "cost": band_cost(p["cost_usd"], band.get("cost_usd"), tr("cli.plan.no_price", lang)),
+            "mfu": f"{p['mfu']:.0%}", "confidence": confidence_text(p.get("confidence"), lang),
+            "level": (p.get("confidence") or {}).get("level", "low"),
+            "bottleneck": bottleneck_text(p["breakdown_s"], lang) if "breakdown_s" in p else str(p.get("bottleneck")),
+            "recommended": _is_rec(p, rec),
+            "blocked": tr("report.not_recommended", lang, finding=blocked[p["accelerator"]])
+            if p["accelerator"] in blocked else "",
+        })
+    return rows
+
+
+def _err(points: list[Mapping[str, Any]], key: str, scale: float) -> dict[str, Any]:
+    lo: list[float] = []
+    hi: list[float] = []
+    for p in points:
+        b = (p.get("band") or {}).get(key)
+        v = p.get(key)
+        if b is None or v is None:
+            hi.append(0.0)
+            lo.append(0.0)
+            continue
+        hi.append(max(b[1] - v, 0) / scale)
+        lo.append(max(v - b[0], 0) / scale)
+    return {"type": "data", "symmetric": False, "array": hi, "arrayminus": lo, "thickness": 1}
+
+
+def pareto_chart(result: Mapping[str, Any], lang: str) -> dict[str, Any]:
+    """Plotly data and layout: every ranked plan with a price (time vs cost, 80% bands as error bars) and the
+    Pareto front as a line."""
+    priced = [p for p in result["plans"] if p.get("cost_usd")]
+    front = sorted(result.get("pareto") or [], key=lambda p: p["time_to_train_s"])
+    day = 86400.0
+
+    def label(p: Mapping[str, Any]) -> str:
+        return f"{p['devices']} x {p['accelerator']}"
+
+    data = [
+        {"type": "scatter", "mode": "markers", "name": tr("web.chart.plans", lang),
+         "x": [p["time_to_train_s"] / day for p in priced], "y": [p["cost_usd"] for p in priced],
+         "text": [label(p) for p in priced], "error_x": _err(priced, "time_to_train_s", day),
+         "error_y": _err(priced, "cost_usd", 1.0), "marker": {"size": 8, "opacity": 0.7}},
+        {"type": "scatter", "mode": "lines+markers", "name": tr("web.chart.front", lang),
+         "x": [p["time_to_train_s"] / day for p in front], "y": [p["cost_usd"] for p in front],
+         "text": [label(p) for p in front], "line": {"shape": "hv"}},
+    ]
+    layout = {"xaxis": {"title": {"text": tr("web.chart.days", lang)}},
+              "yaxis": {"title": {"text": tr("web.chart.cost", lang)}}, "margin": {"t": 20},
+              "legend": {"orientation": "h"}, "height": 420}
+    return {"data": data, "layout": layout}
+
+
+def recommendation(result: Mapping[str, Any], lang: str, kind: str = "train") -> dict[str, Any] | None:
+    """The recommended plan in one line, the rule as applied and every trust line (caveats with break-evens)."""
+    rec = result.get("recommended")
+    if not rec:
+        return None
+    if kind == "train":
+        head = tr("cli.plan.recommended_on", lang, devices=rec["devices"], acc=rec["accelerator"],
+                  offer=offer_text(rec, lang), time=band_duration(rec["time_s"], (rec.get("band") or {}).get(
+                      "time_to_train_s"), lang), cost=f"{rec['cost_usd']:,.0f}" if rec["cost_usd"] else "-")
+        return {"head": head, "rule": rule_line(rec, lang), "lines": trust_lines(rec, lang)}
+    plans = result.get("plans") or []
+    rule = infer_rule_line({"tenancy": plans[0]["advice"]["tenancy"], "utilization": plans[0]["utilization"],
+                            "advice": plans[0]["advice"]}, lang) if plans else ""
+    head = tr("cli.pinfer.recommended", lang, acc=rec["accelerator"], rule=rule)
+    return {"head": head, "rule": "", "lines": trust_lines(rec, lang)}
+
+
+def findings(result: Mapping[str, Any], lang: str, limit: int = 12) -> list[dict[str, str]]:
+    out = []
+    for f in (result.get("findings") or [])[:limit]:
+        msg, fix = f.get("message") or {}, f.get("fix") or {}
+        out.append({"severity": f.get("severity", "info"), "sev_text": tr(f"report.sev.{f.get('severity', 'info')}",
+                                                                          lang) if f.get("severity") in (
+            "info", "warn", "critical") else str(f.get("severity")),
+                    "message": msg.get(lang) or msg.get("en", ""), "fix": fix.get(lang) or fix.get("en", "")})
+    return out
+
+
+def infer_rows(result: Mapping[str, Any], lang: str, top: int = 10) -> list[dict[str, Any]]:
+    rows = []
+    for p in (result.get("plans") or [])[:top]:
+        lay, band = p["layout"], p.get("band") or {}
+        rows.append({
+            "hardware": f"{p['accelerator']} tp{lay['tp']}" + (f" pp{lay['pp']}" if lay["pp"] > 1 else "")
+            + (f" ep{lay['ep']}" if lay["ep"] > 1 else "") + f" {p['weights']}",
+            "fleet": tr("cli.pinfer.fleet", lang, replicas=p["replicas"], instances=p["instances"],
+                        instance=p["instance"]),
+            "usd_h": band_num(p["cost_usd_per_hour"], band.get("cost_usd_per_hour"), ",.2f"),
+            "usd_m": f"{sig(p['cost_usd_per_million_input_tokens'])} | "
+                     f"{sig(p['cost_usd_per_million_output_tokens'])}",
+            "util": f"{p['utilization']:.0%}",
+            "latency": band_num(p["ttft_s"]["p99"], band.get("ttft_s.p99"), ".2f") + " s | "
+            + band_num(p["tpot_s"]["p99"], band.get("tpot_s.p99"), ".0f", 1e3) + " ms",
+            "confidence": confidence_text(p.get("confidence"), lang),
+            "level": (p.get("confidence") or {}).get("level", "low"),
+        })
+    return rows
+
+
+def infer_chart(result: Mapping[str, Any], lang: str) -> dict[str, Any]:
+    """Cost per hour vs p99 TPOT of each fleet, with 80% bands."""
+    plans = (result.get("plans") or [])[:20]
+    x = [p["tpot_s"]["p99"] * 1e3 for p in plans]
+    y = [p["cost_usd_per_hour"] for p in plans]
+    lo = [max(p["cost_usd_per_hour"] - ((p.get("band") or {}).get("cost_usd_per_hour") or [p["cost_usd_per_hour"]]
+                                        * 2)[0], 0) for p in plans]
+    hi = [max(((p.get("band") or {}).get("cost_usd_per_hour") or [0, p["cost_usd_per_hour"]])[1]
+              - p["cost_usd_per_hour"], 0) for p in plans]
+    data = [{"type": "scatter", "mode": "markers", "name": tr("web.chart.fleets", lang), "x": x, "y": y,
+             "text": [f"{p['replicas']} x {p['accelerator']} {p['weights']}" for p in plans],
+             "error_y": {"type": "data", "symmetric": False, "array": hi, "arrayminus": lo, "thickness": 1}}]
+    layout = {"xaxis": {"title": {"text": tr("web.chart.tpot", lang)}},
+              "yaxis": {"title": {"text": tr("web.chart.usd_h", lang)}}, "margin": {"t": 20}, "height": 380}
+    return {"data": data, "layout": layout}
+
+
+def memory_parts(result: Mapping[str, Any], lang: str) -> dict[str, Any]:
+    """Memory by part in GiB, a bar chart of it and the fit line."""
+    parts = [(k.removesuffix("_bytes"), result.get(k) or 0) for k in MEMORY_KEYS]
+    rows = [{"part": tr(f"report.part.{name}", lang), "gib": f"{v / GIB:,.2f}"} for name, v in parts]
+    chart = {"data": [{"type": "bar", "orientation": "h", "x": [v / GIB for _, v in parts],
+                       "y": [r["part"] for r in rows]}],
+             "layout": {"xaxis": {"title": {"text": "GiB"}}, "margin": {"t": 10, "l": 120}, "height": 260}}
+    fits = result.get("fits")
+    return {"rows": rows, "total": f"{result['total_bytes'] / GIB:,.2f}", "chart": chart, "fits": fits,
+            "usable": f"{result['usable_memory_bytes'] / GIB:,.1f}" if result.get("usable_memory_bytes") else None,
+            "fix": (result.get("nearest_fix") or {}).get("flags")}

@@ -1,0 +1,120 @@
+"""The pages in both languages: forms, a stored plan reopened by its link, the memory fragment, the catalog."""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from typing import Any
+
+import pytest
+
+from gpuplan.i18n import messages
+
+PAGES = ["/", "/train", "/serve", "/memory", "/catalog", "/catalog?kind=instances&market=cn",
+         "/catalog/accelerators/h100-sxm5-80gb", "/history"]
+
+
+@pytest.mark.parametrize("url", PAGES)
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_every_page_renders_in_both_languages(fresh: Any, url: str, lang: str) -> None:
+    sep = "&" if "?" in url else "?"
+    r = fresh.get(f"{url}{sep}lang={lang}")
+    assert r.status_code == 200, r.text
+    assert f'<html lang="{"zh-CN" if lang == "zh" else "en"}">' in r.text
+    assert ("训练规划" in r.text) == (lang == "zh")
+
+
+def test_language_from_cookie_then_accept_language(fresh: Any) -> None:
+    assert 'lang="zh-CN"' in fresh.get("/", headers={"accept-language": "zh-CN,zh;q=0.9,en;q=0.8"}).text
+    assert 'lang="en"' in fresh.get("/", headers={"accept-language": "fr, en;q=0.5"}).text
+    r = fresh.get("/?lang=zh")
+    assert "lang=zh" in r.headers["set-cookie"]
+    assert 'lang="zh-CN"' in fresh.get("/train", headers={"accept-language": "en"}).text  # the cookie wins
+    assert 'lang="en"' in fresh.get("/train?lang=en").text  # ?lang= wins over the cookie
+
+
+def test_every_web_key_in_the_templates_exists_in_both_languages() -> None:
+    root = resources.files("gpuplan.web") / "templates"
+    keys = set()
+    for f in root.iterdir():
+        keys |= set(re.findall(r"""\bt\(\s*["']([a-z0-9_.]+)["']""", f.read_text(encoding="utf-8")))
+    keys = {k for k in keys if not k.endswith(".")}  # prefixes completed in the template (catalog kinds)
+    assert len(keys) > 50
+    missing = sorted(k for k in keys if k not in messages())
+    assert missing == []
+
+
+def test_training_form_to_plan_page(fresh: Any) -> None:
+    r = fresh.post("/train", data={"model": "llama3-8b", "tokens": "1e12", "deadline": "30", "market": "",
+                                   "domestic_only": ""}, follow_redirects=False)
+    assert r.status_code == 303 and re.fullmatch(r"/p/[0-9a-f]{16}", r.headers["location"])
+    page = fresh.get(r.headers["location"] + "?lang=en")
+    assert page.status_code == 200
+    text = page.text
+    assert 'id="plans"' in text and 'id="chart-data"' in text and 'id="recommendation"' in text
+    assert "80% band" in text and "%" in text and "confidence" in text.lower()
+    zh = fresh.get(r.headers["location"] + "?lang=zh").text
+    assert "推荐" in zh and "80% 区间" in zh
+
+
+def test_plan_page_is_the_stored_result(fresh: Any, train_plan: dict[str, Any]) -> None:
+    text = fresh.get(train_plan["share_url"] + "?lang=en").text
+    rec = train_plan["recommended"]
+    assert rec["accelerator"] in text and f"{rec['devices']} x {rec['accelerator']}" in text
+    assert train_plan["plan_id"] in text  # the share link
+
+
+def test_serving_form_to_plan_page(fresh: Any) -> None:
+    r = fresh.post("/serve", data={"model": "llama3.1-8b", "qps": "5", "ttft_p99": "2", "tpot_p99": "0.05",
+                                   "input_dist": "", "output_dist": "", "engine": "vllm"}, follow_redirects=False)
+    assert r.status_code == 303
+    text = fresh.get(r.headers["location"]).text
+    assert 'id="plans"' in text and 'id="chart-data"' in text
+
+
+@pytest.mark.parametrize(("path", "data", "words"), [
+    ("/train", {"model": "llama3-8b", "tokens": "many"}, "tokens"),
+    ("/train", {"model": "llama3-8b", "tokens": "-5"}, "tokens"),
+    ("/serve", {"model": "llama3.1-8b", "qps": "5", "ttft_p99": "2"}, "tpot_p99"),
+])
+def test_form_errors_show_the_cli_line_and_keep_the_values(fresh: Any, path: str, data: dict[str, str],
+                                                          words: str) -> None:
+    r = fresh.post(path + "?lang=en", data=data)
+    assert r.status_code == 422 and 'id="form-error"' in r.text and words in r.text
+    assert f'value="{data.get("tokens", data.get("qps"))}"' in r.text
+
+
+def test_memory_page_and_fragment(fresh: Any) -> None:
+    page = fresh.get("/memory?lang=en")
+    assert 'hx-get="/memory/result' in page.text and 'id="memory-total"' in page.text
+    one = fresh.get("/memory/result", params={"model": "llama3-8b", "tp": "1", "accelerator": "h100-sxm5-80gb"})
+    two = fresh.get("/memory/result", params={"model": "llama3-8b", "tp": "4", "accelerator": "h100-sxm5-80gb"})
+    assert one.status_code == two.status_code == 200
+    total = re.compile(r'id="memory-total">[^0-9]*([0-9.,]+) GiB')
+    assert float(total.search(one.text)[1].replace(",", "")) > float(total.search(two.text)[1].replace(",", ""))
+    assert "<html" not in one.text  # a fragment for htmx
+    bad = fresh.get("/memory/result", params={"model": "llama3-8b", "tp": "0"})
+    assert bad.status_code == 200 and 'role="alert"' in bad.text and "tp" in bad.text
+
+
+def test_catalog_filters_and_errors(fresh: Any) -> None:
+    cn = fresh.get("/catalog", params={"kind": "accelerators", "market": "cn", "lang": "en"}).text
+    assert "ascend-910b" in cn.lower()
+    bad = fresh.get("/catalog", params={"kind": "accelerators", "min_memory_gib": "lots"})
+    assert bad.status_code == 200 and 'role="alert"' in bad.text
+    assert fresh.get("/catalog/accelerators/no-such-gpu").status_code == 404
+
+
+def test_unknown_plan_page_is_404(fresh: Any) -> None:
+    for pid in ("0000000000000000", "abc", "..%2Fsecret"):
+        r = fresh.get(f"/p/{pid}")
+        assert r.status_code == 404 and "Traceback" not in r.text
+
+
+def test_vendored_assets_are_served_and_no_page_loads_from_elsewhere(fresh: Any, train_plan: dict[str, Any]) -> None:
+    for asset in ("htmx-2.0.11.min.js", "alpinejs-csp-3.17.4.min.js", "plotly-4.1.2.min.js"):
+        assert fresh.get(f"/static/vendor/{asset}").status_code == 200
+    for url in (*PAGES, train_plan["share_url"]):
+        text = fresh.get(url).text
+        assert not re.search(r"""(src|href)=["']https?://""", text), url
+        assert "<script>" not in text  # no inline script: the CSP forbids it
