@@ -185,3 +185,17 @@ def test_shipped_accuracy_file_is_cross_validated_and_covers_every_kind() -> Non
         assert 0.7 <= data["coverage"][kind]["coverage"] <= 0.9, (kind, data["coverage"][kind])
         st = class_stats(EstimateClass(kind=kind, efficiency="validated"))
         assert st is not None and st.q10 < 1.0 < st.q90
+
+
+def test_host_findings_use_the_server_of_the_offer_the_plan_rents() -> None:
+    """A plan on a rental reads its host facts (power, cores, RAM) from that offer's server, not from the
+    catalog server of the part with the most fields (regression: B200 power estimated from chip power
+    although the CoreWeave offer runs on a DGX B200 of stated power)."""
+    from gpuplan.advise.adapt_train import server_for
+
+    inst = next(i for i in CAT.instances.values() if CAT.server(i.server).accelerator == "b200-sxm-180gb"
+                and CAT.server(i.server).power_kw is not None and i.accelerator_count == 8)
+    sv = server_for(CAT, "b200-sxm-180gb", 8, inst.id)
+    assert sv is not None and sv.id == inst.server and sv.power_kw is not None
+    own = server_for(CAT, "b200-sxm-180gb", 8)
+    assert own is not None  # own cluster: the most complete server of the part

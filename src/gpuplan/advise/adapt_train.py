@@ -64,8 +64,14 @@ def replan_step(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, devices:
     return float(ev.step_s[best]) if best is not None else None
 
 
-def server_for(catalog: Catalog, accelerator: str, gpus_per_node: int) -> Server | None:
-    """The catalog server for this part and node size with the most host data (CPU, RAM, NVMe, power)."""
+def server_for(catalog: Catalog, accelerator: str, gpus_per_node: int, offer: str | None = None) -> Server | None:
+    """The server the plan runs on: its offer's server (the node a rental supplies), else the catalog server
+    for this part and node size with the most host data (CPU, RAM, NVMe, power)."""
+    inst = catalog.instances.get(offer) if offer else None
+    if inst is not None:
+        sv = catalog.servers.get(inst.server)
+        if sv is not None and sv.accelerators_per_node == gpus_per_node:
+            return sv
     options = [s for s in catalog.servers.values()
                if s.accelerator == accelerator and s.accelerators_per_node == gpus_per_node]
     if not options:
@@ -168,11 +174,12 @@ def training_facts(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, fig: 
         if r:
             variants["fp8"], variants["fp8_mem"] = r
     acc = hw.accelerator
+    offer = (fig.get("hardware_option") or {}).get("offer")
     cost = fig.get("cost") or {}
     price = cost.get("usd_per_device_hour", {})
     return PlanFacts(
         kind="train", model=spec.name, params_total=float(count_params(spec).total), method=job.method,
-        precision=job.precision, accelerator=acc, server=server_for(catalog, acc.id, gpn), network=hw.network,
+        precision=job.precision, accelerator=acc, server=server_for(catalog, acc.id, gpn, offer), network=hw.network,
         devices=n, gpus_per_node=gpn, nics_per_node=hw.nics_per_node,
         memory_per_device_bytes=float(fig["memory"]["total_bytes"]),
         device_memory_bytes=float(acc.memory_gib or 0) * GIB, tokens_per_s=float(fig["tokens_per_s"]),
