@@ -83,7 +83,7 @@ def test_catalog_errors(fresh: Any, url: str, field: str) -> None:
     ("/api/v1/plan/infer", {**INFER, "input_len": 512, "input_dist": "uniform:1-2"}, "input-dist", "left out", ""),
     ("/api/v1/plan/infer", {**INFER, "engine": "vlm"}, "engine", "vllm", ""),
     ("/api/v1/memory/train", {"model": "llama3-8b", "tp": 0}, "tp", "whole number", ""),
-    ("/api/v1/memory/train", {"model": "llama3-8b", "zero": 5}, "zero", "0", ""),
+    ("/api/v1/memory/train", {"model": "llama3-8b", "zero": 5}, "zero", "3", ""),
     ("/api/v1/memory/train", {"model": "/etc/passwd"}, "model", "one of", ""),
 ])
 def test_bad_input_is_422_as_the_cli_words_it(fresh: Any, path: str, body: dict[str, Any], field: str,

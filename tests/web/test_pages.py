@@ -93,6 +93,9 @@ def test_memory_page_and_fragment(fresh: Any) -> None:
     total = re.compile(r'id="memory-total">[^0-9]*([0-9.,]+) GiB')
     assert float(total.search(one.text)[1].replace(",", "")) > float(total.search(two.text)[1].replace(",", ""))
     assert "<html" not in one.text  # a fragment for htmx
+    form = {"model": "llama3-8b", "method": "lora", "seq_len": "4096", "micro_batch": "1", "tp": "2", "pp": "1",
+            "dp": "4", "zero": "1", "recompute": "selective", "accelerator": "h100-sxm5-80gb"}  # every field, as sent
+    assert 'id="memory-total"' in fresh.get("/memory/result", params=form).text
     bad = fresh.get("/memory/result", params={"model": "llama3-8b", "tp": "0"})
     assert bad.status_code == 200 and 'role="alert"' in bad.text and "tp" in bad.text
 

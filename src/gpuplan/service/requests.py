@@ -93,7 +93,7 @@ class MemoryTrainRequest(_Request):
     cp: int = 1
     ep: int = 1
     vpp: int = 1
-    zero: Literal[0, 1, 2, 3] = 0
+    zero: int = Field(default=0, ge=0, le=3, description="ZeRO stage")
     seq_parallel: bool = True
     recompute: Literal["none", "selective", "full"] = "none"
     attention: Literal["flash", "eager"] = "flash"

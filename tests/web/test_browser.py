@@ -1,0 +1,114 @@
+"""The app in a real browser: Playwright for Python driving Debian's chromium (never a downloaded browser).
+
+Flows: training form -> plan page with the chart drawn; the share link reopens the same plan; language switch;
+the memory calculator answers as a field changes; no console errors or CSP violations on any page.
+Skipped with the reason when playwright or /usr/bin/chromium is missing (.ci/run installs both).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
+CHROMIUM = os.environ.get("GPUPLAN_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+if not Path(CHROMIUM).exists():
+    pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
+
+import uvicorn  # noqa: E402
+
+from gpuplan.web.app import create_app  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    app = create_app(f"sqlite:///{tmp_path_factory.mktemp('browser') / 'p.db'}")
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+@pytest.fixture()
+def page(browser: Any) -> Iterator[Any]:
+    ctx = browser.new_context()
+    pg = ctx.new_page()
+    pg.set_default_timeout(30_000)
+    problems: list[str] = []
+    pg.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
+    pg.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    pg.problems = problems
+    yield pg
+    ctx.close()
+    assert problems == []
+
+
+def test_form_to_plan_to_chart_and_share_link(page: Any, base_url: str, browser: Any) -> None:
+    page.goto(f"{base_url}/train?lang=en")
+    page.select_option("#model", "llama3-8b")
+    page.fill("#tokens", "1e12")
+    page.fill("#deadline", "30")
+    page.click("#go")
+    page.wait_for_url("**/p/*")
+    page.wait_for_selector("#chart[data-drawn] .main-svg")  # plotly drew the Pareto chart
+    assert page.locator("#plans tbody tr").count() >= 2
+    assert "80%" in page.inner_text("main") and page.locator("#recommendation").is_visible()
+    url, first = page.url, page.inner_text("#plans")
+    other = browser.new_context().new_page()  # the link alone, in a fresh browser context
+    other.goto(url)
+    other.wait_for_selector("#chart[data-drawn]")
+    assert other.inner_text("#plans") == first
+    other.context.close()
+
+
+def test_language_switch(page: Any, base_url: str) -> None:
+    page.goto(f"{base_url}/?lang=en")
+    assert page.get_attribute("html", "lang") == "en"
+    page.click("#lang-zh")
+    page.wait_for_load_state()
+    assert page.get_attribute("html", "lang") == "zh-CN" and "训练规划" in page.inner_text("header")
+    page.goto(f"{base_url}/memory")  # the cookie keeps the choice
+    assert page.get_attribute("html", "lang") == "zh-CN"
+
+
+def test_memory_answers_as_fields_change(page: Any, base_url: str) -> None:
+    page.goto(f"{base_url}/memory?lang=en")
+    page.wait_for_selector("#memory-chart[data-drawn]")
+    before = page.inner_text("#memory-total")
+    page.fill("#tp", "8")
+    page.wait_for_function("t => document.querySelector('#memory-total').innerText !== t", arg=before)
+    assert page.inner_text("#memory-total") != before
+    page.wait_for_selector("#memory-chart[data-drawn]")
+
+
+@pytest.mark.parametrize("path", ["/", "/serve", "/catalog?kind=instances", "/catalog/accelerators/h20-96gb",
+                                  "/history"])
+def test_pages_load_without_console_errors(page: Any, base_url: str, path: str) -> None:
+    for lang in ("en", "zh"):
+        page.goto(f"{base_url}{path}{'&' if '?' in path else '?'}lang={lang}")
+        page.wait_for_load_state("networkidle")
