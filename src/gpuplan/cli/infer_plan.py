@@ -14,7 +14,9 @@ from gpuplan.advise.report_infer import inference_report
 from gpuplan.advise.trust import serving_recommendation
 from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_report, save_report_quiet
 from gpuplan.cli.common import console, fail, positives, print_json
+from gpuplan.cli.emit import check_formats, pick_plan, write_serve
 from gpuplan.cli.train import plan_app
+from gpuplan.emit import SERVE_FORMATS
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import load_catalog
 from gpuplan.i18n import help_text, resolve_lang, tr
@@ -98,10 +100,14 @@ def plan_infer(
     data_residency: str = typer.Option(None, help=help_text("help.common.data_residency")),
     compliance: list[str] = typer.Option(None, help=help_text("help.common.compliance")),
     threshold: list[str] = typer.Option(None, help=help_text("help.common.threshold")),
+    emit: str = typer.Option(None, "--emit", help=help_text("help.common.emit", formats=", ".join(SERVE_FORMATS))),
+    emit_out: Path = typer.Option(Path("gpuplan-emit"), "--out", help=help_text("help.common.emit_out")),
+    pick: int = typer.Option(None, "--pick", min=1, help=help_text("help.common.emit_pick")),
 ) -> None:
     """Search instances, TP/PP/EP, weight format and replicas for the cheapest fleet meeting the SLO."""
     try:
         language = resolve_lang(lang)
+        formats = check_formats(emit, "serve")
         positives(language, ("qps", qps, False), ("input-len", input_len, True), ("output-len", output_len, True),
                   ("ttft-p99", ttft_p99, False), ("tpot-p99", tpot_p99, False), ("max-devices", max_devices, True),
                   ("top", top, True))
@@ -129,6 +135,12 @@ def plan_infer(
                                    max_devices=max_devices, constraints=cons)
         if report is not None and doc is not None:
             (save_report_quiet if json_out else save_report)(doc, report, language)
+        if formats and res.plans:
+            write_serve(formats, emit_out, model_id=model, spec=spec, run=run, lang=language,
+                        fleet=pick_plan(res.plans, pick, serving_recommendation(res.plans, cat, market),
+                                        ("accelerator", "instance", "replicas", "layout", "weights")),
+                        max_model_len=min(spec.max_position_embeddings, load.input_len.max + load.output_len.max),
+                        stated={"kv_dtype"} | ({"weights"} if weights else set()))
     except (GpuplanError, ValidationError) as exc:
         fail(exc, lang)
     if json_out:

@@ -15,7 +15,9 @@ from gpuplan.advise.report_train import training_report
 from gpuplan.bench.calibrate import load_user_calibration
 from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_report, save_report_quiet
 from gpuplan.cli.common import console, fail, note, positives, print_json, warn
+from gpuplan.cli.emit import check_formats, pick_plan, write_train
 from gpuplan.cli.train_options import plan_constraints
+from gpuplan.emit import TRAIN_FORMATS
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.memory_fit import fit_text
 from gpuplan.hardware import Catalog, load_catalog
@@ -85,10 +87,13 @@ def estimate_train(
     catalog_dir: list[Path] = typer.Option(None, "--catalog", help=help_text("help.common.catalog_dir")),
     json_out: bool = typer.Option(False, "--json"),
     lang: str = typer.Option(None, "--lang", help=help_text("help.common.lang")),
+    emit: str = typer.Option(None, "--emit", help=help_text("help.common.emit", formats=", ".join(TRAIN_FORMATS))),
+    emit_out: Path = typer.Option(Path("gpuplan-emit"), "--out", help=help_text("help.common.emit_out")),
 ) -> None:
     """Step time, throughput, MFU, memory and cost of one configuration; unset layout flags are searched."""
     try:
         language = resolve_lang(lang)
+        formats = check_formats(emit, "train")
         positives(language, ("num-accels", num_accels, True), ("gpus-per-node", gpus_per_node, True),
                   ("nics-per-node", nics_per_node, False), ("tp", tp, True), ("pp", pp, True), ("dp", dp, True),
                   ("cp", cp, True), ("ep", ep, True), ("vpp", vpp, True), ("seq-len", seq_len, True),
@@ -131,11 +136,18 @@ def estimate_train(
                              hint=f"nearest feasible: more devices, --recompute full, --method qlora, or a "
                                   f"larger-memory part (layout needing least: {c.row(least)})")
         fig = plan_figures(spec, job, hw, c, ev, best, catalog=cat, tokens=tokens, calibration=cal)
+        fig["bottleneck"] = bottleneck(fig["breakdown_s"])
+        fig["candidates_evaluated"] = len(c)
+        fig["rejected"] = rejected
+        if formats:
+            given = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vpp": vpp, "zero_stage": zero,
+                     "recompute": recompute, "micro_batch": micro_batch, "global_batch": global_batch}
+            write_train(formats, emit_out, model_id=model, spec=spec, job=job,
+                        plan={**fig, "accelerator": acc.id, "devices": num_accels}, tokens=tokens,
+                        stated={k for k, v in given.items() if v is not None} | {"seq_len", "precision"},
+                        lang=language)
     except (GpuplanError, ValidationError) as exc:
         fail(exc, lang)
-    fig["bottleneck"] = bottleneck(fig["breakdown_s"])
-    fig["candidates_evaluated"] = len(c)
-    fig["rejected"] = rejected
     if json_out:
         print_json(fig)
         return
@@ -227,10 +239,14 @@ def plan_train(
     server_price: float = typer.Option(None, help=help_text("help.plan_train.server_price")),
     threshold: list[str] = typer.Option(None, help=help_text("help.common.threshold")),
     tco_input: list[str] = typer.Option(None, "--tco", help=help_text("help.plan_train.tco_input")),
+    emit: str = typer.Option(None, "--emit", help=help_text("help.common.emit", formats=", ".join(TRAIN_FORMATS))),
+    emit_out: Path = typer.Option(Path("gpuplan-emit"), "--out", help=help_text("help.common.emit_out")),
+    pick: int = typer.Option(None, "--pick", min=1, help=help_text("help.common.emit_pick")),
 ) -> None:
     """Rank hardware x cluster size x layout for a training job; show the Pareto front, findings and rejections."""
     try:
         language = resolve_lang(lang)
+        formats = check_formats(emit, "train")
         positives(language, ("tokens", tokens, False), ("seq-len", seq_len, True),
                   ("global-batch", global_batch, True), ("top", top, True), ("server-price", server_price, False))
         spec = load_model(model)
@@ -257,6 +273,11 @@ def plan_train(
                                              **({"server_price_usd": server_price} if server_price else {})})
         if report is not None:
             (save_report_quiet if json_out else save_report)(doc, report, language)
+        if formats:
+            write_train(formats, emit_out, model_id=model, spec=spec, job=job, tokens=tokens, lang=language,
+                        plan=pick_plan(res.plans, pick, doc["recommendation"], ("accelerator", "devices", "offer")),
+                        stated={k for k, v in {"global_batch": global_batch}.items() if v is not None}
+                        | {"seq_len", "precision"})
     except (GpuplanError, ValidationError) as exc:
         fail(exc, lang)
     best_per_hw: dict[str, dict[str, Any]] = {}

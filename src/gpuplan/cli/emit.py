@@ -1,0 +1,74 @@
+"""`--emit FORMAT [--out DIR] [--pick N]` on `plan train`, `estimate train` and `plan infer`: a thin
+door to gpuplan.emit (pick the plan, build the target, write atomically, say what was written)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from gpuplan.cli.common import note
+from gpuplan.emit import (
+    SERVE_FORMATS,
+    TRAIN_FORMATS,
+    ServeTarget,
+    TrainTarget,
+    emit_serve,
+    emit_train,
+    parse_formats,
+    write_files,
+)
+from gpuplan.errors import InputError
+from gpuplan.i18n import tr
+from gpuplan.workload.jobs import TrainingJob
+from gpuplan.workload.model_spec import ModelSpec
+
+__all__ = ["check_formats", "pick_plan", "write_serve", "write_train"]
+
+
+def check_formats(emit: str | None, kind: str) -> list[str]:
+    """The format names of --emit (checked before any planning, so a typo fails fast with exit 2)."""
+    if emit is None:
+        return []
+    return parse_formats(emit, TRAIN_FORMATS if kind == "train" else SERVE_FORMATS)
+
+
+def pick_plan(plans: Sequence[Mapping[str, Any]], pick: int | None, recommended: Mapping[str, Any] | None,
+              keys: tuple[str, ...]) -> Mapping[str, Any]:
+    """The N-th ranked plan (1-based), else the recommended one, else the first."""
+    if pick is not None:
+        if not 1 <= pick <= len(plans):
+            raise InputError(field="pick", value=pick, allowed=f"1..{len(plans)} (the ranked plans)")
+        return plans[pick - 1]
+    if recommended:
+        for p in plans:
+            if all(_get(p, k) == recommended.get(k) for k in keys):
+                return p
+    return plans[0]
+
+
+def _get(p: Mapping[str, Any], key: str) -> Any:
+    if key == "offer":
+        return (p.get("hardware_option") or {}).get("offer")
+    return p.get(key)
+
+
+def write_train(names: list[str], out: Path, *, model_id: str, spec: ModelSpec, job: TrainingJob,
+                plan: Mapping[str, Any], tokens: float | None, stated: set[str], lang: str) -> None:
+    t = TrainTarget(model_id=model_id, spec=spec, plan=plan, method=job.method, seq_len=job.seq_len,
+                    global_batch=int(job.global_batch or plan["layout"]["dp"]), precision=job.precision,
+                    lora_rank=job.lora_rank, lora_targets=tuple(job.lora_targets), tokens=tokens,
+                    stated=frozenset(stated))
+    _write(emit_train(t, names), out, lang)
+
+
+def write_serve(names: list[str], out: Path, *, model_id: str, spec: ModelSpec, run: Mapping[str, Any],
+                fleet: Mapping[str, Any], max_model_len: int, stated: set[str], lang: str) -> None:
+    t = ServeTarget(model_id=model_id, spec=spec, fleet=fleet, run=run, max_model_len=max_model_len,
+                    stated=frozenset(stated))
+    _write(emit_serve(t, names), out, lang)
+
+
+def _write(files: Mapping[str, str], out: Path, lang: str) -> None:
+    written = write_files(files, out)
+    note(tr("cli.emit.written", lang, n=len(written), out=str(out), files=", ".join(p.name for p in written)))

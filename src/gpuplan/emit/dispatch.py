@@ -1,0 +1,87 @@
+"""Format names -> emitters. `--emit` takes a comma list; `all` is every format of the kind. Launchers
+(torchrun, slurm, pytorchjob) wrap the first launchable training format named (megatron, mindspeed,
+torchtitan, ddp), else the plan's own family (mindspeed on Ascend, megatron for TP/PP, else ddp)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gpuplan.emit.context import ServeTarget, TrainTarget
+from gpuplan.emit.deploy import deployment_files, skypilot_files
+from gpuplan.emit.launchers import LAUNCHABLE, pytorchjob_files, slurm_files, torchrun_files
+from gpuplan.emit.serve import serve_files
+from gpuplan.emit.train_configs import ddp_files, deepspeed_files, torchtitan_files, torchtune_files
+from gpuplan.emit.train_megatron import megatron_files, mindspeed_files, nemo_files
+from gpuplan.errors import InputError
+
+__all__ = ["LAUNCHERS", "SERVE_FORMATS", "TRAIN_FORMATS", "emit_serve", "emit_train", "parse_formats"]
+
+_TRAIN: dict[str, Callable[[TrainTarget], dict[str, str]]] = {
+    "megatron": megatron_files, "mindspeed": mindspeed_files, "torchtitan": torchtitan_files,
+    "deepspeed": deepspeed_files, "torchtune": torchtune_files, "nemo": nemo_files, "ddp": ddp_files}
+_LAUNCH: dict[str, Callable[[TrainTarget, str], dict[str, str]]] = {
+    "torchrun": torchrun_files, "slurm": slurm_files, "pytorchjob": pytorchjob_files}
+LAUNCHERS = tuple(_LAUNCH)
+TRAIN_FORMATS = (*_TRAIN, *_LAUNCH)
+SERVE_FORMATS = ("vllm", "sglang", "trtllm", "mindie", "lmdeploy", "k8s", "skypilot")
+
+
+def parse_formats(text: str, allowed: tuple[str, ...]) -> list[str]:
+    """'a,b' or 'all' -> format names in order; an unknown name is an InputError naming the allowed ones."""
+    names = [n.strip().lower() for n in text.split(",") if n.strip()]
+    if names == ["all"]:
+        return list(allowed)
+    bad = [n for n in names if n not in allowed]
+    if bad or not names:
+        raise InputError(field="emit", value=text, allowed=", ".join((*allowed, "all")),
+                         hint="a comma list, e.g. --emit megatron,slurm")
+    return list(dict.fromkeys(names))
+
+
+def _wrapped(t: TrainTarget, names: list[str]) -> str:
+    for n in names:
+        if n in LAUNCHABLE:
+            return n
+    if t.ascend:
+        return "mindspeed"
+    return "megatron" if max(t.deg("tp"), t.deg("pp"), t.deg("cp"), t.deg("ep")) > 1 else "ddp"
+
+
+def emit_train(t: TrainTarget, names: list[str]) -> dict[str, str]:
+    """{file name: text} for the training formats `names` (launchers add the script they wrap)."""
+    if names == list(TRAIN_FORMATS):  # `all`: every framework that fits the plan (the others say why not)
+        names = [n for n in names if _fits(t, n)]
+    files: dict[str, str] = {}
+    launchers = [n for n in names if n in _LAUNCH]
+    for n in names:
+        if n in _TRAIN:
+            files.update(_TRAIN[n](t))
+    if launchers:
+        inner = _wrapped(t, names)
+        files.update(_TRAIN[inner](t))
+        for n in launchers:
+            files.update(_LAUNCH[n](t, f"{inner}.sh"))
+    return files
+
+
+def _fits(t: TrainTarget, name: str) -> bool:
+    if name not in _TRAIN:
+        return True
+    try:
+        _TRAIN[name](t)
+    except InputError:
+        return False
+    return True
+
+
+def emit_serve(t: ServeTarget, names: list[str]) -> dict[str, str]:
+    """{file name: text} for the serving formats `names`."""
+    files: dict[str, str] = {}
+    for n in names:
+        if n == "k8s":
+            files.update(deployment_files(t))
+        elif n == "skypilot":
+            files.update(skypilot_files(t))
+        else:
+            files.update(serve_files(t, n))
+    return files

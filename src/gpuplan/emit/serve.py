@@ -1,0 +1,159 @@
+"""Serving-engine formats: `vllm serve`, SGLang `launch_server`, `trtllm-serve` (+ its --config YAML),
+MindIE Service config.json, `lmdeploy serve api_server`. One replica's command (or config) per
+file; the fleet's replica count goes into the Deployment / SkyPilot service (deploy.py).
+
+Settings: parallel sizes from the fleet's layout, max sequences, memory fraction and token budget
+from the engine profile (workload/data/engines.yaml) the plan was simulated with (for another
+engine, that engine's profile), max model length from the load's longest request, weight format
+and KV-cache dtype from the plan."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Any
+
+import yaml
+
+from gpuplan.emit.context import ServeTarget, header
+from gpuplan.workload.engines import EngineProfile, engine
+
+__all__ = ["Arg", "command_words", "lmdeploy_args", "mindie_config", "serve_files", "sglang_args", "trtllm_args",
+           "vllm_args"]
+
+Arg = tuple[str, str | None]
+PORT = 8000
+
+
+def _profile(t: ServeTarget, engine_id: str) -> EngineProfile:
+    return engine(engine_id)
+
+
+def _quant_note(t: ServeTarget) -> tuple[str, ...]:
+    w = t.fleet["weights"]
+    if w in ("int8", "int4"):
+        return (f"Weights {w}: serve a pre-quantized checkpoint ({'AWQ/GPTQ' if w == 'int4' else 'W8A8/SmoothQuant'}); "
+                "the engine reads its format from the checkpoint's quantization config.",)
+    return ()
+
+
+def vllm_args(t: ServeTarget) -> list[Arg]:
+    p = _profile(t, "vllm")
+    a: list[Arg] = [("--host", "0.0.0.0"), ("--port", str(PORT)), ("--tensor-parallel-size", str(t.tp)),
+                    ("--pipeline-parallel-size", str(t.pp))]
+    if t.ep > 1:
+        a.append(("--enable-expert-parallel", None))  # vLLM's EP size is TP x DP of the replica
+    a += [("--max-num-seqs", str(p.max_num_seqs)), ("--max-model-len", str(t.max_model_len)),
+          ("--max-num-batched-tokens", str(p.max_batched_tokens)),
+          ("--gpu-memory-utilization", f"{p.gpu_memory_fraction:g}")]
+    if t.fleet["weights"] == "fp8":
+        a.append(("--quantization", "fp8"))
+    a.append(("--kv-cache-dtype", "fp8" if t.run.get("kv_dtype") in ("fp8", "int8") else "auto"))
+    return a
+
+
+def sglang_args(t: ServeTarget) -> list[Arg]:
+    p = _profile(t, "sglang")
+    a: list[Arg] = [("--model-path", "${MODEL_PATH}"), ("--host", "0.0.0.0"), ("--port", str(PORT)),
+                    ("--tp-size", str(t.tp)), ("--pp-size", str(t.pp))]
+    if t.ep > 1:
+        a.append(("--ep-size", str(t.ep)))
+    a += [("--max-running-requests", str(p.max_num_seqs)), ("--context-length", str(t.max_model_len)),
+          ("--mem-fraction-static", f"{p.gpu_memory_fraction:g}"),
+          ("--chunked-prefill-size", str(p.max_batched_tokens))]
+    if t.fleet["weights"] == "fp8":
+        a.append(("--quantization", "fp8"))
+    if t.run.get("kv_dtype") in ("fp8", "int8"):
+        a.append(("--kv-cache-dtype", "fp8_e4m3"))
+    if t.ascend:
+        a += [("--device", "npu"), ("--attention-backend", "ascend")]
+    return a
+
+
+def trtllm_args(t: ServeTarget) -> list[Arg]:
+    p = _profile(t, "trtllm")
+    a: list[Arg] = [("--host", "0.0.0.0"), ("--port", str(PORT)), ("--backend", "pytorch"),
+                    ("--tp_size", str(t.tp)), ("--pp_size", str(t.pp))]
+    if t.ep > 1:
+        a.append(("--ep_size", str(t.ep)))
+    a += [("--max_batch_size", str(p.max_num_seqs)), ("--max_num_tokens", str(p.max_batched_tokens)),
+          ("--max_seq_len", str(t.max_model_len)),
+          ("--kv_cache_free_gpu_memory_fraction", f"{p.gpu_memory_fraction:g}"),
+          ("--config", "trtllm_config.yaml")]
+    return a
+
+
+def trtllm_options(t: ServeTarget) -> dict[str, Any]:
+    kv = {"fp8": "fp8", "int8": "fp8"}.get(str(t.run.get("kv_dtype")), "auto")
+    return {"kv_cache_config": {"dtype": kv, "free_gpu_memory_fraction": _profile(t, "trtllm").gpu_memory_fraction}}
+
+
+def lmdeploy_args(t: ServeTarget) -> list[Arg]:
+    p = _profile(t, "lmdeploy")
+    a: list[Arg] = [("--server-name", "0.0.0.0"), ("--server-port", str(PORT)),
+                    ("--backend", "pytorch" if t.ascend or t.pp > 1 else "turbomind"), ("--tp", str(t.tp))]
+    if t.ep > 1:
+        a.append(("--ep", str(t.ep)))
+    a += [("--session-len", str(t.max_model_len)), ("--max-batch-size", str(p.max_num_seqs)),
+          ("--cache-max-entry-count", f"{p.gpu_memory_fraction:g}")]
+    if t.fleet["weights"] == "int4":
+        a.append(("--model-format", "awq"))
+    kv = str(t.run.get("kv_dtype"))
+    if kv in ("int8", "fp8"):
+        a.append(("--quant-policy", "8"))
+    if t.ascend:
+        a.append(("--device", "ascend"))
+    return a
+
+
+def mindie_config(t: ServeTarget) -> dict[str, Any]:
+    p = _profile(t, "mindie")
+    world = t.devices_per_replica
+    return {
+        "Version": "1.0.0",
+        "ServerConfig": {"ipAddress": "0.0.0.0", "port": PORT, "httpsEnabled": False},
+        "BackendConfig": {
+            "npuDeviceIds": [list(range(world))], "multiNodesInferEnabled": False,
+            "ModelDeployConfig": {
+                "maxSeqLen": t.max_model_len, "maxInputTokenLen": t.max_model_len, "truncation": False,
+                "ModelConfig": [{"modelInstanceType": "Standard", "modelName": t.model_id,
+                                 "modelWeightPath": "/data/model", "worldSize": world, "backendType": "atb",
+                                 "trustRemoteCode": False}]},
+            "ScheduleConfig": {"maxBatchSize": p.max_num_seqs, "maxPrefillBatchSize": max(1, p.max_num_seqs // 4),
+                               "maxPrefillTokens": p.max_batched_tokens, "maxIterTimes": t.max_model_len}},
+        "LogConfig": {"logLevel": "Info"}}
+
+
+def _cmd(t: ServeTarget, fmt: str, entry: str, args: list[Arg], notes: tuple[str, ...] = ()) -> str:
+    words = " \\\n    ".join(k + (f" {v}" if v is not None else "") for k, v in args)
+    return ("#!/usr/bin/env bash\n" + header(t, fmt, notes=notes + _quant_note(t)) + "set -euo pipefail\n"
+            f"exec {entry} \\\n    {words} \"$@\"\n")
+
+
+def serve_files(t: ServeTarget, fmt: str) -> dict[str, str]:
+    """The files of one serving format."""
+    if fmt == "vllm":
+        return {"vllm.sh": _cmd(t, fmt, 'vllm serve "${MODEL_PATH}"', vllm_args(t))}
+    if fmt == "sglang":
+        return {"sglang.sh": _cmd(t, fmt, "python -m sglang.launch_server", sglang_args(t))}
+    if fmt == "trtllm":
+        opts = header(t, fmt) + yaml.safe_dump(trtllm_options(t), sort_keys=False)
+        return {"trtllm.sh": _cmd(t, fmt, 'trtllm-serve "${MODEL_PATH}"', trtllm_args(t)),
+                "trtllm_config.yaml": opts}
+    if fmt == "lmdeploy":
+        return {"lmdeploy.sh": _cmd(t, fmt, 'lmdeploy serve api_server "${MODEL_PATH}"', lmdeploy_args(t))}
+    if fmt == "mindie":
+        cfg = mindie_config(t)
+        run = ("#!/usr/bin/env bash\n" + header(t, fmt, notes=(
+            "mindie_config.json (JSON has no comments: this header is its provenance) goes to "
+            "$MIES_INSTALL_PATH/conf/config.json; put the weights at /data/model.",)) + "set -euo pipefail\n"
+            'cp "$(dirname "$0")/mindie_config.json" "${MIES_INSTALL_PATH:?}/conf/config.json"\n'
+            'cd "$MIES_INSTALL_PATH" && exec ./bin/mindieservice_daemon\n')
+        return {"mindie_config.json": json.dumps(cfg, indent=2, ensure_ascii=False) + "\n", "mindie.sh": run}
+    raise ValueError(fmt)
+
+
+def command_words(text: str) -> list[str]:
+    """The words of the exec line of an emitted serving script (tests parse them back)."""
+    body = text[text.index("exec "):].replace("\\\n", " ")
+    return shlex.split(body.splitlines()[0])

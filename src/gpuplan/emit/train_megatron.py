@@ -1,0 +1,158 @@
+"""Megatron-family training formats: Megatron-LM `pretrain_gpt.py`, MindSpeed-LLM (Ascend), NeMo 2 /
+Megatron-Bridge recipe overrides. Each maps the plan's layout, model shape, batch, precision,
+recomputation and checkpoint interval onto the tool's own flag or field names (data/flags)."""
+
+from __future__ import annotations
+
+import shlex
+
+import yaml
+
+from gpuplan.emit.context import TrainTarget, header
+from gpuplan.errors import InputError
+
+__all__ = ["Arg", "array_lines", "megatron_args", "megatron_files", "mindspeed_args", "mindspeed_files", "nemo_files",
+           "nemo_overrides"]
+
+Arg = tuple[str, str | None]  # (--flag, value or None for a switch)
+
+
+def _no_lora(t: TrainTarget, fmt: str) -> None:
+    if t.method in ("lora", "qlora"):
+        raise InputError(field="emit", value=fmt, allowed="torchtune for a LoRA/QLoRA plan",
+                         hint=f"{fmt}'s pretraining script has no LoRA flags in the targeted version")
+
+
+def megatron_args(t: TrainTarget, *, ascend: bool = False) -> list[Arg]:
+    """`pretrain_gpt.py` arguments for the plan (Megatron-Core models, mock data for the trial run)."""
+    _no_lora(t, "mindspeed" if ascend else "megatron")
+    s, lay = t.spec, t.layout
+    a: list[Arg] = [("--tensor-model-parallel-size", str(t.deg("tp"))),
+                    ("--pipeline-model-parallel-size", str(t.deg("pp"))),
+                    ("--context-parallel-size", str(t.deg("cp"))),
+                    ("--expert-model-parallel-size", str(t.deg("ep")))]
+    if t.deg("vpp") > 1:
+        a.append(("--num-layers-per-virtual-pipeline-stage", str(max(1, s.num_layers // (t.deg("pp") * t.deg("vpp"))))))
+    if t.deg("tp") > 1 and lay.get("seq_parallel", True):
+        a.append(("--sequence-parallel", None))
+    zero = t.deg("zero_stage") if lay.get("zero_stage") else 0
+    if zero == 3:
+        a += [("--use-megatron-fsdp", None), ("--data-parallel-sharding-strategy", "optim_grads_params")]
+    elif zero >= 1:
+        a += [("--use-distributed-optimizer", None), ("--overlap-grad-reduce", None), ("--overlap-param-gather", None)]
+    a += [("--micro-batch-size", str(t.deg("micro_batch"))), ("--global-batch-size", str(t.global_batch)),
+          ("--seq-length", str(t.seq_len)),
+          ("--max-position-embeddings", str(max(t.seq_len, s.max_position_embeddings))),
+          ("--num-layers", str(s.num_layers)), ("--hidden-size", str(s.hidden_size)),
+          ("--ffn-hidden-size", str(s.ffn_hidden_size)), ("--num-attention-heads", str(s.num_heads))]
+    if s.head_dim and s.head_dim != s.hidden_size // s.num_heads:
+        a.append(("--kv-channels", str(s.head_dim)))
+    if s.num_kv_heads and s.num_kv_heads != s.num_heads:
+        a += [("--group-query-attention", None), ("--num-query-groups", str(s.num_kv_heads))]
+    if s.mlp == "swiglu":
+        a.append(("--swiglu", None))
+    a.append(("--normalization", "RMSNorm" if s.norm == "rmsnorm" else "LayerNorm"))
+    if s.position_embedding == "rope":
+        a.append(("--position-embedding-type", "rope"))
+    if not s.tie_word_embeddings:
+        a.append(("--untie-embeddings-and-output-weights", None))
+    if not (s.mlp_bias or s.attn_out_bias):
+        a.append(("--disable-bias-linear", None))
+    if s.qkv_bias:
+        a.append(("--add-qkv-bias", None))
+    if s.qk_norm:
+        a.append(("--qk-layernorm", None))
+    if s.moe is not None:
+        a += [("--num-experts", str(s.moe.num_experts)), ("--moe-router-topk", str(s.moe.top_k)),
+              ("--moe-ffn-hidden-size", str(s.moe.expert_ffn_size)), ("--moe-grouped-gemm", None)]
+        if s.moe.num_shared_experts:
+            width = (s.moe.shared_expert_ffn_size or s.moe.expert_ffn_size) * s.moe.num_shared_experts
+            a.append(("--moe-shared-expert-intermediate-size", str(width)))
+    if s.mla is not None:
+        a += [("--multi-latent-attention", None), ("--kv-lora-rank", str(s.mla.kv_lora_rank)),
+              ("--qk-head-dim", str(s.mla.qk_nope_head_dim)), ("--qk-pos-emb-head-dim", str(s.mla.qk_rope_head_dim)),
+              ("--v-head-dim", str(s.mla.v_head_dim))]
+        if s.mla.q_lora_rank:
+            a.append(("--q-lora-rank", str(s.mla.q_lora_rank)))
+    precision: dict[str, list[Arg]] = {"bf16": [("--bf16", None)], "fp16": [("--fp16", None)], "fp32": [],
+                                       "fp8": [("--bf16", None), ("--fp8-format", "hybrid")]}
+    a += precision[t.precision]
+    rc = lay.get("recompute", "none")
+    if rc == "selective":
+        a.append(("--recompute-granularity", "selective"))
+    elif rc == "full":
+        a += [("--recompute-granularity", "full"), ("--recompute-method", "uniform"), ("--recompute-num-layers", "1")]
+    if not ascend:
+        a.append(("--transformer-impl", "transformer_engine"))
+    a += [("--train-iters", str(t.train_iters)), ("--save-interval", str(t.save_interval)),
+          ("--save", "${CKPT_DIR:-checkpoints}"), ("--load", "${CKPT_DIR:-checkpoints}"),
+          ("--lr", "3.0e-4"), ("--min-lr", "3.0e-5"), ("--lr-decay-style", "cosine"), ("--weight-decay", "0.1"),
+          ("--clip-grad", "1.0"), ("--log-interval", "10"),
+          ("--mock-data", None), ("--tokenizer-type", "NullTokenizer"), ("--vocab-size", str(s.vocab_size))]
+    if ascend:
+        a += [("--use-mcore-models", None), ("--use-flash-attn", None), ("--use-fused-rmsnorm", None),
+              ("--use-fused-rotary-pos-emb", None)]
+        if s.mlp == "swiglu":
+            a.append(("--use-fused-swiglu", None))
+    return a
+
+
+def mindspeed_args(t: TrainTarget) -> list[Arg]:
+    """MindSpeed-LLM's `pretrain_gpt.py` arguments: Megatron's plus its fused Ascend kernels."""
+    return megatron_args(t, ascend=True)
+
+
+def array_lines(args: list[Arg]) -> str:
+    """One `--flag value` per line of a bash array (values are shell words; ${VAR} stays expandable)."""
+    return "\n".join(f"    {k}" + (f" {v}" if v is not None else "") for k, v in args)
+
+
+def _script(t: TrainTarget, fmt: str, entry: str, args: list[Arg], notes: tuple[str, ...]) -> str:
+    return ("#!/usr/bin/env bash\n" + header(t, fmt, notes=notes) + "set -euo pipefail\n"
+            f"# Run through a launcher (gpuplan ... --emit {fmt},torchrun|slurm|pytorchjob) on every node.\n"
+            "GPUPLAN_ARGS=(\n" + array_lines(args) + "\n)\n"
+            f'exec ${{LAUNCH:-python}} {shlex.quote(entry)} "${{GPUPLAN_ARGS[@]}}" "$@"\n')
+
+
+_DATA_NOTE = ("Data: --mock-data/NullTokenizer make the trial run self-contained; for the real run replace them "
+              "with --data-path and --tokenizer-type HuggingFaceTokenizer --tokenizer-model.",
+              "Learning-rate settings are common defaults, not planned figures.")
+
+
+def megatron_files(t: TrainTarget) -> dict[str, str]:
+    return {"megatron.sh": _script(t, "megatron", "pretrain_gpt.py", megatron_args(t), _DATA_NOTE)}
+
+
+def mindspeed_files(t: TrainTarget) -> dict[str, str]:
+    return {"mindspeed.sh": _script(t, "mindspeed", "pretrain_gpt.py", mindspeed_args(t), _DATA_NOTE)}
+
+
+def nemo_overrides(t: TrainTarget) -> dict[str, dict[str, object]]:
+    """Megatron-Bridge ConfigContainer overrides (model / train / checkpoint sections)."""
+    _no_lora(t, "nemo")
+    lay = t.layout
+    model: dict[str, object] = {
+        "tensor_model_parallel_size": t.deg("tp"), "pipeline_model_parallel_size": t.deg("pp"),
+        "context_parallel_size": t.deg("cp"), "expert_model_parallel_size": t.deg("ep"),
+        "sequence_parallel": bool(t.deg("tp") > 1 and lay.get("seq_parallel", True)), "seq_length": t.seq_len,
+        "bf16": t.precision in ("bf16", "fp8"), "fp16": t.precision == "fp16"}
+    if t.deg("vpp") > 1:
+        model["virtual_pipeline_model_parallel_size"] = t.deg("vpp")
+    if t.precision == "fp8":
+        model["fp8"] = "hybrid"
+    rc = lay.get("recompute", "none")
+    if rc != "none":
+        model["recompute_granularity"] = rc
+        if rc == "full":
+            model.update(recompute_method="uniform", recompute_num_layers=1)
+    return {"model": model,
+            "train": {"micro_batch_size": t.deg("micro_batch"), "global_batch_size": t.global_batch,
+                      "train_iters": t.train_iters},
+            "checkpoint": {"save_interval": t.save_interval, "save": "checkpoints"}}
+
+
+def nemo_files(t: TrainTarget) -> dict[str, str]:
+    body = yaml.safe_dump(nemo_overrides(t), sort_keys=False)
+    note = ("Overrides for a Megatron-Bridge recipe (e.g. llama3_8b_pretrain_config()): pass as the recipe "
+            "script's --config-file, or as key=value overrides.",)
+    return {"nemo_overrides.yaml": header(t, "nemo", notes=note) + body}

@@ -1,0 +1,22 @@
+"""The plans the emit tests use (README quick start, a 70B multi-node plan, the README's plan infer)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from cli_result import exited
+from gpuplan.cli.main import app
+
+README_TRAIN = ["plan", "train", "--model", "llama3-8b", "--tokens", "1e12", "--deadline", "30"]
+TRAIN_70B = ["plan", "train", "--model", "llama3-70b", "--tokens", "2e12", "--deadline", "60",
+             "--vendor", "nvidia"]
+README_INFER = ["plan", "infer", "-m", "llama3.1-70b", "--qps", "20", "--input-dist", "uniform:512-2048",
+                "--output-dist", "uniform:128-512", "--ttft-p99", "2", "--tpot-p99", "0.05"]
+
+
+def emit(args: list[str], out: Path, fmt: str = "all") -> dict[str, str]:
+    res = CliRunner().invoke(app, [*args, "--emit", fmt, "--out", str(out), "--json"])
+    exited(res, 0)
+    return {p.name: p.read_text(encoding="utf-8") for p in sorted(out.iterdir())}

@@ -1,0 +1,185 @@
+"""Every emitted file parses with its format's rules, and names only flags of the targeted tool version."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+from typing import Any
+
+import pytest
+import tomllib
+import yaml
+from emit_cases import README_TRAIN, emit
+from typer.testing import CliRunner
+
+from gpuplan.cli.main import app
+from gpuplan.emit.flags import flag_list, schema, unknown
+from gpuplan.emit.serve import command_words
+
+TRAIN_FILES = {"megatron.sh", "mindspeed.sh", "torchtitan.toml", "torchtitan.sh", "nemo_overrides.yaml", "ddp.sh",
+               "model.json", "torchrun.sh", "slurm.sbatch", "pytorchjob.yaml"}
+SERVE_FILES = {"vllm.sh", "sglang.sh", "trtllm.sh", "trtllm_config.yaml", "mindie_config.json", "mindie.sh",
+               "lmdeploy.sh", "deployment.yaml", "skypilot.yaml"}
+
+
+def _array_flags(text: str) -> list[str]:
+    body = text[text.index("GPUPLAN_ARGS=(") + len("GPUPLAN_ARGS=("):text.index("\n)\n")]
+    return [w for w in shlex.split(body, posix=True) if w.startswith("--")]
+
+
+def _keys(doc: Any, prefix: str = "", lists: bool = True) -> list[str]:
+    out: list[str] = []
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            path = f"{prefix}{k}"
+            sub = _keys(v, path + ".", lists)
+            out += sub if (sub and isinstance(v, dict | list)) else [path]
+    elif isinstance(doc, list) and lists:
+        for item in doc:
+            if isinstance(item, dict):
+                out += _keys(item, prefix, lists)
+    return out
+
+
+def _header(text: str, marker: str = "#") -> None:
+    lines = [ln for ln in text.splitlines() if not ln.startswith("#!")]
+    assert lines[0].startswith(f"{marker} Emitted by gpuplan"), lines[0]
+    head = "\n".join(lines[:10])
+    assert "plan train-" in head or "plan serve-" in head
+    assert "80% band" in head and "Chosen by gpuplan:" in head and "Stated by you:" in head
+
+
+def _required(obj: Any, path: str) -> None:
+    parts = path.split(".")
+    cur: list[Any] = [obj]
+    for p in parts:
+        nxt: list[Any] = []
+        for c in cur:
+            key = p.removesuffix("[]")
+            assert isinstance(c, dict) and key in c, f"missing {path}"
+            nxt += c[key] if p.endswith("[]") else [c[key]]
+        cur = nxt
+    assert cur, path
+
+
+def _check_schema(kind: str, obj: dict[str, Any]) -> None:
+    s = schema(kind)
+    for path in s.required:
+        _required(obj, path)
+    for k, v in s.constants.items():
+        assert obj[k] == v
+
+
+@pytest.mark.parametrize("plan", ["readme_train", "train_70b"])
+def test_training_formats(plan: str, request: pytest.FixtureRequest) -> None:
+    files: dict[str, str] = request.getfixturevalue(plan)
+    assert set(files) >= TRAIN_FILES, sorted(files)
+    for name, text in files.items():
+        if name != "model.json":
+            _header(text)
+    assert unknown(["megatron"], _array_flags(files["megatron.sh"])) == []
+    assert unknown(["megatron", "mindspeed"], _array_flags(files["mindspeed.sh"])) == []
+    toml = tomllib.loads(files["torchtitan.toml"])
+    assert unknown(["torchtitan"], _keys(toml)) == []
+    nemo = yaml.safe_load(files["nemo_overrides.yaml"])
+    assert unknown(["nemo"], _keys(nemo)) == []
+    # the layout travels unchanged into every format
+    lay = re.search(r"Chosen by gpuplan: tp=(\d+), pp=(\d+), dp=(\d+), cp=(\d+)", files["megatron.sh"])
+    assert lay is not None
+    tp, pp, dp, cp = map(int, lay.groups())
+    assert f"--tensor-model-parallel-size {tp}\n" in files["megatron.sh"]
+    assert toml["parallelism"]["tensor_parallel_degree"] == tp and toml["parallelism"]["pipeline_parallel_degree"] == pp
+    par = toml["parallelism"]
+    assert par["data_parallel_replicate_degree"] * par["data_parallel_shard_degree"] == dp
+    assert nemo["model"]["context_parallel_size"] == cp
+    sb = [ln for ln in files["slurm.sbatch"].splitlines() if ln.startswith("#SBATCH")]
+    assert unknown(["slurm"], [ln.split()[1].split("=")[0] for ln in sb]) == []
+    job = yaml.safe_load(files["pytorchjob.yaml"])
+    _check_schema("pytorchjob", job)
+    nodes = int(next(ln for ln in sb if "--nodes" in ln).split("=")[1])
+    specs = job["spec"]["pytorchReplicaSpecs"]
+    assert specs["Master"]["replicas"] + specs.get("Worker", {}).get("replicas", 0) == nodes
+    assert set(job["spec"]) <= set(schema("pytorchjob").allowed["spec"])
+
+
+def test_torchrun_command_parses_with_torchs_own_parser(readme_train: dict[str, str]) -> None:
+    torch_run = pytest.importorskip("torch.distributed.run")
+    line = next(ln for ln in readme_train["torchrun.sh"].splitlines() if ln.startswith("export LAUNCH="))
+    expanded = subprocess.run(["bash", "-c", f'NODE_RANK=0 MASTER_ADDR=node0; {line}; printf "%s" "$LAUNCH"'],
+                              capture_output=True, text=True, check=True).stdout  # as the shell expands it
+    words = shlex.split(expanded)[1:]  # less "torchrun"
+    args = torch_run.get_args_parser().parse_args([*words, "megatron.sh"])
+    assert args.nnodes == "4" and int(args.nproc_per_node) == 8
+    assert unknown(["torchrun"], [w for w in words if w.startswith("--")]) == []
+    assert "NCCL_IB_HCA" in readme_train["torchrun.sh"]  # InfiniBand plan: the advisor's RDMA settings
+
+
+def test_serving_formats(readme_infer: dict[str, str]) -> None:
+    files = readme_infer
+    assert set(files) >= SERVE_FILES, sorted(files)
+    for name, text in files.items():
+        if not name.endswith(".json"):
+            _header(text)
+    for name, tool in (("vllm.sh", "vllm"), ("sglang.sh", "sglang"), ("trtllm.sh", "trtllm"),
+                       ("lmdeploy.sh", "lmdeploy")):
+        words = command_words(files[name])
+        flags = [w for w in words if w.startswith("--")]
+        assert flags and unknown([tool], flags) == [], name
+    vllm = command_words(files["vllm.sh"])
+    assert vllm[vllm.index("--tensor-parallel-size") + 1] == "4"
+    assert unknown(["trtllm"], _keys(yaml.safe_load(files["trtllm_config.yaml"]))) == []
+    assert unknown(["mindie"], _keys(json.loads(files["mindie_config.json"]))) == []
+    dep = yaml.safe_load(files["deployment.yaml"])
+    _check_schema("deployment", dep)
+    assert dep["spec"]["replicas"] == 9
+    assert dep["spec"]["selector"]["matchLabels"].items() <= dep["spec"]["template"]["metadata"]["labels"].items()
+    container = dep["spec"]["template"]["spec"]["containers"][0]
+    assert set(container) <= set(schema("deployment").allowed["container"])
+    assert unknown(["vllm"], [w for w in container["args"] if w.startswith("--")]) == []
+    sky = yaml.safe_load(files["skypilot.yaml"])
+    _check_schema("skypilot", sky)
+    assert set(sky) <= set(schema("skypilot").allowed["top"])
+    assert set(sky["service"]) <= set(schema("skypilot").allowed["service"])
+    assert sky["resources"]["accelerators"] == "A100-80GB:4" and sky["service"]["replicas"] == 9
+
+
+def test_flag_lists_carry_source_and_version() -> None:
+    for tool in ("megatron", "mindspeed", "torchtitan", "deepspeed", "torchtune", "nemo", "vllm", "sglang",
+                 "trtllm", "lmdeploy", "mindie", "torchrun", "slurm"):
+        fl = flag_list(tool)
+        assert fl.source and fl.version and fl.flags
+
+
+def test_deepspeed_and_torchtune_on_a_data_parallel_plan(tmp_path: Any) -> None:
+    args = ["estimate", "train", "-m", "llama3-8b", "--accelerator", "h100-sxm5-80gb", "--num-accels", "16",
+            "--tp", "1", "--pp", "1", "--cp", "1", "--zero", "3", "--tokens", "1e10"]
+    files = emit(args, tmp_path, "deepspeed,torchtune,torchtitan")
+    ds = json.loads(files["ds_config.json"])
+    assert unknown(["deepspeed"], _keys(ds)) == []
+    assert ds["zero_optimization"]["stage"] == 3
+    assert ds["train_batch_size"] == ds["train_micro_batch_size_per_gpu"] * ds["gradient_accumulation_steps"] * 16
+    launcher = next(ln for ln in files["deepspeed.sh"].splitlines() if ln.startswith("exec deepspeed"))
+    assert unknown(["deepspeed"], [w for w in shlex.split(launcher)[2:] if w.startswith("--") and "_" in w
+                                   and w not in ("--deepspeed_config",)]) == []
+    tune = yaml.safe_load(files["torchtune.yaml"])
+    assert unknown(["torchtune"], _keys(tune)) == []
+    assert "Stated by you: tp=1, pp=1, cp=1, zero_stage=3" in files["torchtune.yaml"]
+
+
+def test_lora_plan_goes_to_torchtune_and_megatron_says_why(tmp_path: Any) -> None:
+    args = ["estimate", "train", "-m", "llama3-8b", "--accelerator", "h100-sxm5-80gb", "--num-accels", "8",
+            "--method", "lora", "--tp", "1", "--pp", "1"]
+    tune = yaml.safe_load(emit(args, tmp_path / "a", "torchtune")["torchtune.yaml"])
+    assert tune["model"]["lora_rank"] > 0 and tune["model"]["lora_attn_modules"]
+    res = CliRunner().invoke(app, [*args, "--emit", "megatron", "--out", str(tmp_path / "b")])
+    assert res.exit_code == 2 and "torchtune" in res.output
+    assert not (tmp_path / "b").exists() or not any((tmp_path / "b").iterdir())
+
+
+def test_bad_format_exits_2_naming_the_allowed_values(tmp_path: Any) -> None:
+    res = CliRunner().invoke(app, [*README_TRAIN, "--emit", "megatorn", "--out", str(tmp_path / "x")])
+    assert res.exit_code == 2
+    assert "megatron" in res.output and "torchtitan" in res.output and "pytorchjob" in res.output
+    assert not (tmp_path / "x").exists()
