@@ -32,6 +32,7 @@ runner = CliRunner()
 BASE: dict[str, list[str]] = {
     "compare": ["compare", "-m", "llama3-8b", "--accelerators", "h100-sxm5-80gb", "--tokens", "1e9",
                 "--max-devices", "8"],
+    "serve": ["serve"],  # every bad number exits before the server starts
     "tco": ["tco", "--accelerator", "h100-sxm5-80gb", "--devices", "8", "--years", "3", "--utilization", "0.5"],
     "memory train": ["memory", "train", "-m", "llama3-8b"],
     "memory infer": ["memory", "infer", "-m", "llama3-8b"],

@@ -6,9 +6,9 @@ import os
 
 import typer
 
-from gpuplan.cli.common import err_console, fail, positives
+from gpuplan.cli.common import LANG_OPT, err_console, fail, positives, ui_lang
 from gpuplan.errors import GpuplanError
-from gpuplan.i18n import default_lang, help_text, tr
+from gpuplan.i18n import help_text, resolve_lang, tr
 
 __all__ = ["serve_cmd"]
 
@@ -25,13 +25,14 @@ def serve_cmd(
     port: int = typer.Option(8000, help=help_text("help.serve.port")),
     workers: int = typer.Option(1, help=help_text("help.serve.workers")),
     slots: int = typer.Option(2, help=help_text("help.serve.slots")),
+    lang: str | None = LANG_OPT,
 ) -> None:
-    """Serve the planner as a web app and a JSON API."""
-    lang = default_lang()
+    """Serve the planner as a web app and a JSON API (the pages choose their language per visitor)."""
     try:
-        positives(lang, ("port", port, True), ("workers", workers, True), ("slots", slots, True))
+        positives(resolve_lang(lang), ("port", port, True), ("workers", workers, True), ("slots", slots, True))
     except GpuplanError as exc:
-        fail(exc)
+        fail(exc, lang)
+    lang = ui_lang(lang)
     try:
         import uvicorn
 
