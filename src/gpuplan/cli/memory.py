@@ -91,6 +91,7 @@ def train_cmd(
                                      help=help_text("help.memory_train.loss_upcast")),
     lora_rank: int = typer.Option(16),
     lora_targets: str = typer.Option(",".join(LORA_TARGETS), help=help_text("help.memory_train.lora_targets")),
+    trainable_extra: str = typer.Option("", help=help_text("help.memory_train.trainable_extra")),
     accelerator: str = typer.Option(None, help=help_text("help.memory_train.accelerator")),
     device_memory_gib: float = typer.Option(None, help=help_text("help.memory_train.device_memory_gib")),
     json_out: bool = typer.Option(False, "--json", help=help_text("help.common.json_out")),
@@ -108,12 +109,20 @@ def train_cmd(
         for t in targets:
             if t not in LORA_TARGETS:
                 raise InputError(field="lora-targets", value=t, allowed=", ".join(LORA_TARGETS))
+        extra = tuple(t.strip() for t in trainable_extra.split(",") if t.strip())
+        for t in extra:
+            if t not in ("embed", "head"):
+                raise InputError(field="trainable-extra", value=t, allowed="embed, head",
+                                 hint="e.g. --trainable-extra embed,head (PEFT modules_to_save)")
+        if extra and method not in ("lora", "qlora"):
+            raise InputError(field="trainable-extra", value=trainable_extra, allowed="used with --method lora or qlora",
+                             hint="full fine-tuning trains every module already")
         job = TrainingJob(method="full" if method in ("pretrain", "full_ft") else method,
                           seq_len=seq_len, micro_batch=micro_batch, global_batch=global_batch,
                           precision=precision, optimizer=optimizer,
                           recompute=recompute, attention=attention, kernels=kernels, zero_impl=zero_impl,
                           quant_format=quant_format, loss_upcast=loss_upcast,
-                          lora_rank=lora_rank, lora_targets=targets)
+                          lora_rank=lora_rank, lora_targets=targets, trainable_extra=extra)
         layout = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, zero_stage=zero,
                         seq_parallel=seq_parallel)
         mem = estimate_training_memory(spec, job, layout)

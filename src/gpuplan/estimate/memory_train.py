@@ -217,6 +217,16 @@ def rank_terms(spec: ModelSpec, counts: ParamCounts, job: TrainingJob, cal: Cali
         weights["adapters"] = sharded(ad * ADAPTER_BYTES, 0.0, 3)
         grads["adapters"] = sharded(ad * ADAPTER_BYTES, 0.0, 2)
         optim["states"] = sharded(ad * opt.state_bytes_per_param, 0.0, 1)
+        if job.trainable_extra:
+            # PEFT modules_to_save (tuners_utils ModulesToSaveWrapper): a deep copy of each listed module is
+            # trained, the original stays frozen; the copy keeps the module's dtype, fp32 after QLoRA's
+            # prepare_model_for_kbit_training (which casts the non-quantized parameters to fp32); torch
+            # AdamW keeps its two states in the parameter's dtype
+            cb = 4.0 if job.method == "qlora" else pbytes
+            full = extra_trainable(counts, job, first, last, g.tp)
+            weights["trainable_copies"] = sharded(full * cb, 0.0, 3)
+            grads["trainable_copies"] = sharded(full * cb, 0.0, 2)
+            optim["trainable_copies"] = sharded(full * opt.state_bytes_per_param * cb / 4.0, 0.0, 1)
 
     other: dict[str, Any] = {}
     unit = largest * quant
@@ -242,7 +252,7 @@ def rank_terms(spec: ModelSpec, counts: ParamCounts, job: TrainingJob, cal: Cali
     if job.method == "full":
         train_dense, train_expert = dm + do, ex
     else:
-        train_dense, train_expert = ad, 0.0
+        train_dense, train_expert = ad + extra_trainable(counts, job, first, last, g.tp), 0.0
     if job.zero_impl == "deepspeed":
         # DeepSpeed ZeRO-1/2 step (runtime/zero/stage_1_and_2.py step()): the local 16-bit gradient
         # partition is flattened (a copy) and cast to an fp32 copy for the fp32 master update
@@ -291,12 +301,24 @@ def geometry(layout: Layout, job: TrainingJob, acts: ActivationBreakdown, rank: 
     )
 
 
+def extra_trainable(counts: ParamCounts, job: TrainingJob, first: Any, last: Any, tp: Any) -> Any:
+    """Parameters of the modules trained in full beside LoRA (`trainable_extra`) on a rank: the input
+    embedding on the first pipeline stage, the output layer (the embedding when tied) on the last."""
+    n: Any = 0.0
+    if "embed" in job.trainable_extra:
+        n = n + np.where(first, counts.embedding / tp, 0.0)
+    if "head" in job.trainable_extra:
+        n = n + np.where(last, (counts.lm_head or counts.embedding) / tp, 0.0)
+    return n
+
+
 def trainable_params(spec: ModelSpec, counts: ParamCounts, job: TrainingJob) -> int:
     if job.method == "full":
         return counts.total
     per_dense = lora_params_per_layer(spec, job.lora_rank, job.lora_targets, False)
     per_moe = lora_params_per_layer(spec, job.lora_rank, job.lora_targets, True)
-    return spec.num_dense_layers * per_dense + spec.num_moe_layers * per_moe
+    extra = int(float(extra_trainable(counts, job, True, True, 1)))
+    return spec.num_dense_layers * per_dense + spec.num_moe_layers * per_moe + extra
 
 
 def estimate_training_memory(
@@ -340,6 +362,7 @@ def estimate_training_memory(
         "quant_format": job.quant_format if job.method == "qlora" else None,
         "zero_impl": job.zero_impl,
         "loss_upcast": job.loss_upcast,
+        "trainable_extra": list(job.trainable_extra),
         "optimizer_step": ("DeepSpeed ZeRO step: flattened 16-bit and fp32 copies of the local gradient partition"
                            if job.zero_impl == "deepspeed" else
                            f"{get_optimizer(job.optimizer).step_temp_source}"),

@@ -77,6 +77,8 @@ def recipe_settings(row: Row, st: RowSettings) -> dict[str, object]:
         job["zero_impl"] = st.zero_impl
     if st.loss == "full_16bit":  # cross-entropy of the 16-bit logits, no fp32 upcast
         job["loss_upcast"] = False
+    if st.trainable_extra and row.get("method") in ("lora", "qlora"):
+        job["trainable_extra"] = st.trainable_extra
     if st.optimizer_impl == "foreach" and (row.get("optimizer") or "adamw") == "adamw":
         job["optimizer"] = "adamw_foreach"  # torch AdamW with foreach=True (the default on CUDA)
     return job

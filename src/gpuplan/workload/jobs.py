@@ -94,6 +94,9 @@ class TrainingJob(BaseModel):
     zero_impl: ZeroImpl = Field(default="torch", description="optimizer runtime: torch (FSDP/DDP) or deepspeed")
     loss_upcast: bool = Field(default=True, description="the loss upcasts the logits to fp32 (HF loss, autocast); "
                               "False: cross-entropy of the 16-bit logits (pure fp16/bf16 without autocast)")
+    trainable_extra: tuple[Literal["embed", "head"], ...] = Field(
+        default=(), description="LoRA/QLoRA: modules trained in full beside the adapters (PEFT modules_to_save: "
+        "a trainable copy of each, the original kept frozen)")
 
     def num_microbatches(self, layout: Layout) -> int:
         """Micro-batches per step per pipeline; without a global batch, enough to fill the pipeline."""
