@@ -30,8 +30,14 @@ def read_rows(path: Path) -> list[Row]:
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise InputError(field="cases", value=str(path), allowed="a readable UTF-8 CSV file",
                          hint=str(exc)) from None
-    if rows and "id" not in rows[0]:
-        raise InputError(field="cases", value=str(path), allowed="a CSV with an 'id' header column")
+    if not rows:
+        raise InputError(field="cases", value=str(path),
+                         allowed="a case CSV: a header with id, metric and value, and at least one row",
+                         hint="see the ground-truth README for the case format (docs/validation.md)")
+    missing = [c for c in ("id", "metric", "value") if c not in rows[0]]
+    if missing:
+        raise InputError(field="cases", value=str(path), allowed=f"a CSV with the header columns {', '.join(missing)}",
+                         hint="see the ground-truth README for the case format (docs/validation.md)")
     return rows
 
 
