@@ -62,3 +62,24 @@ def test_no_rule_in_validate_reads_a_rows_source_quote_or_notes_to_choose_a_sett
             if pattern.search(line):
                 offenders.append(f"{path.name}:{i}: {line.strip()}")
     assert offenders == []
+
+
+@pytest.mark.ground_truth("inference.csv")
+def test_a_row_that_states_static_batching_is_simulated_with_static_batches() -> None:
+    """Issue 13: engines of 2023 batched statically; an offline run with varied lengths then loses throughput
+    (each batch decodes until its longest request ends). Fixed-batch rows are unchanged by it."""
+    from gpuplan.hardware import load_catalog
+    from gpuplan.validate.cases import read_rows
+    from gpuplan.validate.inference_cases import evaluate_inference_row
+    from ground_truth import case_file
+
+    cat = load_catalog(use_user_dir=False)
+    rows = {r["id"]: r for r in read_rows(case_file("inference.csv"))}
+    offline = rows["I075"]  # ShareGPT prompts, offline, throughput
+    inflight = evaluate_inference_row(offline, cat).predicted
+    static = evaluate_inference_row({**offline, "settings": "batching=static"}, cat).predicted
+    assert static < 0.9 * inflight
+    fixed = rows["I001"]  # stated static (gptSessionBenchmark): equal lengths, nothing to lose
+    assert _overlay()["I001"]["settings"] == "batching=static"
+    again = evaluate_inference_row({**fixed, "id": "X-no-overlay"}, cat).predicted
+    assert evaluate_inference_row(fixed, cat).predicted == pytest.approx(again)

@@ -16,6 +16,8 @@ iteration's wall time comes from a step cost model. Scheduling follows vLLM (Kwo
   into chunks when `chunked_prefill` is on, else whole (a prompt that does not fit waits).
   `prefill_first` (vLLM v0, SGLang, MindIE): an iteration with admissible prompts runs only
   prompts (chunks of the budget when chunking) while the running decodes pause.
+- `static` (FasterTransformer, TensorRT-LLM before in-flight batching): prompts are admitted only while
+  no request decodes; the batch then decodes until its last request ends (a row's `batching=static`).
 - `batching=False` serves one request at a time (an M/D/1 server for fixed lengths).
 
 Speed: time advances per iteration only while a prompt is being prefilled. Between
@@ -64,7 +66,7 @@ class EngineConfig:
     max_num_seqs: int = 256
     max_batched_tokens: int = 8192
     chunked_prefill: bool = True
-    scheduling: Literal["fcfs", "prefill_first", "decode_first"] = "fcfs"
+    scheduling: Literal["fcfs", "prefill_first", "decode_first", "static"] = "fcfs"
     batching: bool = True
 
     def __post_init__(self) -> None:
@@ -72,9 +74,9 @@ class EngineConfig:
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
                 raise InputError(field=name, value=v, allowed="a positive integer")
-        if self.scheduling not in ("fcfs", "prefill_first", "decode_first"):
+        if self.scheduling not in ("fcfs", "prefill_first", "decode_first", "static"):
             raise InputError(field="scheduling", value=self.scheduling,
-                             allowed="fcfs, prefill_first or decode_first")
+                             allowed="fcfs, prefill_first, decode_first or static")
 
     @staticmethod
     def from_profile(profile: object, *, batching: bool = True) -> EngineConfig:
@@ -158,7 +160,10 @@ def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | N
     max_seqs = cfg.max_num_seqs if cfg.batching else 1
     budget_max = cfg.max_batched_tokens if cfg.batching else 1 << 62
     chunked = cfg.chunked_prefill and cfg.batching
-    prefill_only = cfg.scheduling == "prefill_first" or not cfg.batching
+    # static batching (FasterTransformer, TensorRT-LLM before in-flight batching, gptSessionBenchmark): a
+    # batch is formed, prefilled and decoded until its longest request ends; nobody joins a decoding batch
+    static = cfg.scheduling == "static"
+    prefill_only = cfg.scheduling in ("prefill_first", "static") or not cfg.batching
     arr = workload.arrival_s.tolist()
     arr.append(math.inf)  # sentinel: no arrival after the last
     inp = workload.input_len.tolist()
@@ -281,7 +286,7 @@ def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | N
                     chunks.append((i, c, x))
                     p_tok += x
                     pairs += x * c + x * (x + 1) / 2.0  # causal attention pairs of the chunk
-            if not preempted and waiting and budget > 0:
+            if not preempted and waiting and budget > 0 and not (static and n_dec):
                 while waiting and len(running) < max_seqs and budget > 0:
                     i = waiting[0]
                     x = target[i] if target[i] else inp[i]

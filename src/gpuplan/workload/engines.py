@@ -32,7 +32,7 @@ from gpuplan.terms import override_terms
 __all__ = ["ENGINE_TERMS", "EngineProfile", "EngineTerm", "HardwareTerms", "Scheduling", "TunedOn", "engine",
            "engine_ids", "hardware_terms", "load_engines"]
 
-Scheduling = Literal["fcfs", "prefill_first", "decode_first"]
+Scheduling = Literal["fcfs", "prefill_first", "decode_first", "static"]
 
 # The calibration terms every profile carries (data/engines.yaml explains each).
 ENGINE_TERMS = (
