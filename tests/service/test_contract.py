@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -15,6 +16,8 @@ from gpuplan.service import (
     MemoryTrainRequest,
     TrainPlanRequest,
     canonical_json,
+    plan_infer_report,
+    plan_train_report,
     run_memory_train,
     run_plan_infer,
     run_plan_train,
@@ -41,6 +44,21 @@ def test_plan_infer_matches_cli() -> None:
     got = run_plan_infer(InferPlanRequest(model="llama3.1-8b", qps=5, ttft_p99=2, tpot_p99=0.05))
     want = _cli("plan", "infer", "--model", "llama3.1-8b", "--qps", "5", "--ttft-p99", "2", "--tpot-p99", "0.05")
     assert json.dumps(got, sort_keys=True) == json.dumps(want, sort_keys=True)
+
+
+def test_report_documents_are_those_of_the_cli_report(tmp_path: Path) -> None:
+    """The documents the web's HTML and Markdown exports render are what `--report plan.json` writes."""
+    for fn, req, args in (
+        (plan_infer_report, InferPlanRequest(model="llama3.1-8b", qps=5, ttft_p99=2, tpot_p99=0.05),
+         ["plan", "infer", "--model", "llama3.1-8b", "--qps", "5", "--ttft-p99", "2", "--tpot-p99", "0.05"]),
+        (plan_train_report, TrainPlanRequest(model="llama3-8b", tokens=1e12, deadline=30, top=3),
+         ["plan", "train", "--model", "llama3-8b", "--tokens", "1e12", "--deadline", "30", "--top", "3"]),
+    ):
+        out = tmp_path / f"{args[1]}.json"
+        result, doc = fn(req)  # type: ignore[operator]
+        assert json.loads(runner.invoke(app, [*args, "--json", "--report", str(out)]).stdout) == json.loads(
+            json.dumps(result))
+        assert json.loads(out.read_text(encoding="utf-8")) == json.loads(json.dumps(doc))
 
 
 def test_memory_train_matches_cli() -> None:

@@ -1,6 +1,7 @@
 """The app in a real browser: Playwright for Python driving Debian's chromium (never a downloaded browser).
 
-Flows: training form -> plan page with the chart drawn; the share link reopens the same plan; language switch;
+Flows: training form -> plan page with the chart drawn; the share link reopens the same plan; exports download
+from the plan page; language switch;
 the memory calculator answers as a field changes; no console errors or CSP violations on any page.
 Skipped with the reason when playwright or /usr/bin/chromium is missing (.ci/run installs both).
 """
@@ -84,6 +85,23 @@ def test_form_to_plan_to_chart_and_share_link(page: Any, base_url: str, browser:
     other.wait_for_selector("#chart[data-drawn]")
     assert other.inner_text("#plans") == first
     other.context.close()
+
+
+def test_exports_download_from_the_plan_page(page: Any, base_url: str) -> None:
+    r = page.request.post(f"{base_url}/api/v1/plan/infer",
+                          data={"model": "llama3.1-8b", "qps": 5, "ttft_p99": 2, "tpot_p99": 0.05})
+    assert r.ok
+    plan = r.json()
+    page.goto(f"{base_url}{plan['share_url']}?lang=zh")
+    page.wait_for_selector("#chart[data-drawn]")
+    for link, name, check in (("#export-md", "md", "推荐"), ("#export-csv", "csv", "rank,accelerator,instance")):
+        with page.expect_download() as info:
+            page.click(link)
+        download = info.value
+        assert download.suggested_filename == f"gpuplan-{plan['plan_id']}.{name}"
+        assert check in Path(download.path()).read_text(encoding="utf-8")
+    page.click("#cli-command-toggle")
+    assert page.inner_text("#cli-command").startswith("gpuplan plan infer --model llama3.1-8b")
 
 
 def test_language_switch(page: Any, base_url: str) -> None:

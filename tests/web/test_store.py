@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import zlib
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -37,10 +39,30 @@ def test_sqlite_runs_in_wal_mode_with_the_migrated_schema(tmp_path: Path) -> Non
     s = Store(f"sqlite:///{tmp_path / 'p.db'}")
     with s.engine.connect() as c:
         assert c.execute(text("PRAGMA journal_mode")).scalar() == "wal"
-        assert c.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0001"
-    assert {"id", "request_json", "result_z", "catalog_version"} <= {
+        assert c.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0002"
+    assert {"id", "request_json", "result_z", "catalog_version", "report_z"} <= {
         col["name"] for col in inspect(s.engine).get_columns("plan")}
     Store(s.url)  # opening again migrates nothing and keeps the rows
+
+
+def test_a_0001_database_is_upgraded_and_keeps_its_plans(tmp_path: Path) -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    s = Store(f"sqlite:///{tmp_path / 'p.db'}")
+    cfg = Config()
+    cfg.set_main_option("script_location", str(resources.files("gpuplan.web") / "migrations"))
+    with s.engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "0001")
+    with s.engine.begin() as conn:
+        conn.execute(text("INSERT INTO plan VALUES ('00000000000000ff', 'train', '{}', :z, 'v', 'c', 't', "
+                          "'2025-01-01 00:00:00')"), {"z": zlib.compress(b'{"r": 1}')})
+    again = Store(s.url)
+    assert again.get("00000000000000ff").result == {"r": 1} and again.report("00000000000000ff") is None
+    again.set_report("00000000000000ff", {"kind": "train"})
+    again.set_report("00000000000000ff", {"kind": "other"})  # kept once, never changed
+    assert again.report("00000000000000ff") == {"kind": "train"}
 
 
 def test_database_url_default_and_override(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,8 +6,16 @@ renders the result. Nothing here reads a file-system path from the request: mode
 the catalog is the built-in one plus the user's own folder on the serving machine.
 """
 
+from gpuplan.service.exports import cli_command, plans_csv, request_of
 from gpuplan.service.requests import InferPlanRequest, MemoryTrainRequest, TrainPlanRequest, canonical_json
-from gpuplan.service.run import catalog_version, run_memory_train, run_plan_infer, run_plan_train
+from gpuplan.service.run import (
+    catalog_version,
+    plan_infer_report,
+    plan_train_report,
+    run_memory_train,
+    run_plan_infer,
+    run_plan_train,
+)
 
 __all__ = [
     "InferPlanRequest",
@@ -15,6 +23,11 @@ __all__ = [
     "TrainPlanRequest",
     "canonical_json",
     "catalog_version",
+    "cli_command",
+    "plan_infer_report",
+    "plan_train_report",
+    "plans_csv",
+    "request_of",
     "run_memory_train",
     "run_plan_infer",
     "run_plan_train",

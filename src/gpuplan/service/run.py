@@ -15,7 +15,8 @@ from gpuplan.errors import InputError
 from gpuplan.service.requests import InferPlanRequest, MemoryTrainRequest, TrainPlanRequest
 from gpuplan.workload.model_spec import ModelSpec
 
-__all__ = ["catalog_version", "run_memory_train", "run_plan_infer", "run_plan_train"]
+__all__ = ["catalog_version", "plan_infer_report", "plan_train_report", "run_memory_train", "run_plan_infer",
+           "run_plan_train"]
 
 
 def _spec(name: str) -> ModelSpec:
@@ -46,6 +47,11 @@ def _lang() -> str:
 
 def run_plan_train(req: TrainPlanRequest) -> dict[str, Any]:
     """`gpuplan plan train ... --json`."""
+    return plan_train_report(req)[0]
+
+
+def plan_train_report(req: TrainPlanRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`gpuplan plan train ... --json` and the report document `--report` renders (advise.report_train)."""
     from gpuplan.advise.findings import load_thresholds
     from gpuplan.advise.report_train import training_report
     from gpuplan.bench.calibrate import load_user_calibration
@@ -94,11 +100,24 @@ def run_plan_train(req: TrainPlanRequest) -> dict[str, Any]:
             "layout_family": {"family": cons.layout_family, "why": cons.layout_reason},
             "rejected": res.rejected, "hardware_considered": res.hardware_considered,
             "recommended": doc["recommendation"], "not_recommended": doc["not_recommended"],
-            "findings": doc["findings"], "tco": doc["tco"]}
+            "findings": doc["findings"], "tco": doc["tco"]}, doc
 
 
 def run_plan_infer(req: InferPlanRequest) -> dict[str, Any]:
     """`gpuplan plan infer ... --json` (rate and lengths; no trace)."""
+    return _plan_infer(req, report=False)[0]
+
+
+def plan_infer_report(req: InferPlanRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`gpuplan plan infer ... --json` and the report document `--report` renders (advise.report_infer: findings,
+    memory, TCO and the growth re-plan, one more planner run)."""
+    run, doc = _plan_infer(req, report=True)
+    assert doc is not None
+    return run, doc
+
+
+def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    from gpuplan.advise.report_infer import inference_report
     from gpuplan.advise.trust import serving_recommendation
     from gpuplan.cli.common import positives
     from gpuplan.cli.infer_plan import _load
@@ -121,13 +140,17 @@ def run_plan_infer(req: InferPlanRequest) -> dict[str, Any]:
                             weights=tuple(req.weights) if req.weights else WEIGHTS, kv_dtype=req.kv_dtype,
                             trust=req.trust)
     res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, terms=planner_terms({}))
-    return {"model": spec.name, "load": load.to_json(),
-            "slo": {"ttft_p99_s": slo.ttft_p99_s, "tpot_p99_s": slo.tpot_p99_s},
-            "engine": prof.id, "candidates_evaluated": res.candidates_evaluated,
-            "simulated": res.simulated, "plans": res.plans, "rejected": res.rejected,
-            "hardware_considered": res.hardware_considered, "best_unloaded": res.best_unloaded,
-            "terms": res.terms, "engine_terms": prof.used(), "kv_dtype": req.kv_dtype,
-            "recommended": serving_recommendation(res.plans, cat, req.market)}
+    run = {"model": spec.name, "load": load.to_json(),
+           "slo": {"ttft_p99_s": slo.ttft_p99_s, "tpot_p99_s": slo.tpot_p99_s},
+           "engine": prof.id, "candidates_evaluated": res.candidates_evaluated,
+           "simulated": res.simulated, "plans": res.plans, "rejected": res.rejected,
+           "hardware_considered": res.hardware_considered, "best_unloaded": res.best_unloaded,
+           "terms": res.terms, "engine_terms": prof.used(), "kv_dtype": req.kv_dtype,
+           "recommended": serving_recommendation(res.plans, cat, req.market)}
+    # as the CLI's --report: default requirements and thresholds, the planned load and constraints
+    doc = inference_report(run, cat, infer_load=load, max_devices=req.max_devices, constraints=cons) if report \
+        else None
+    return run, doc
 
 
 def run_memory_train(req: MemoryTrainRequest) -> dict[str, Any]:

@@ -7,16 +7,26 @@ stores nothing. Bad input: 422 with the field, the value, what is allowed and a 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.concurrency import run_in_threadpool
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict
 
-from gpuplan.service import InferPlanRequest, MemoryTrainRequest, TrainPlanRequest, run_memory_train
+from gpuplan.service import (
+    InferPlanRequest,
+    MemoryTrainRequest,
+    TrainPlanRequest,
+    cli_command,
+    plans_csv,
+    request_of,
+    run_memory_train,
+)
 from gpuplan.web import catalog_view
-from gpuplan.web.plans import compute_and_store, saved_json
+from gpuplan.web.i18n import page_lang
+from gpuplan.web.plans import compute_and_store, report_of, saved_json
+from gpuplan.web.store import SavedPlan
 
 __all__ = ["router"]
 
@@ -66,15 +76,53 @@ async def memory_train(req: MemoryTrainRequest) -> dict[str, Any]:
     return await run_in_threadpool(run_memory_train, req)
 
 
+def _stored(request: Request, plan_id: str) -> SavedPlan:
+    saved: SavedPlan | None = request.app.state.store.get(plan_id)
+    if saved is None:
+        raise HTTPException(404, "no such plan")
+    return saved
+
+
+def _attachment(name: str) -> dict[str, str]:
+    return {"Content-Disposition": f'attachment; filename="{name}"'}
+
+
 @router.get("/plans/{plan_id}", response_model=PlanAnswer, responses={404: {"description": "no such plan"}})
 async def get_plan(plan_id: str, request: Request) -> JSONResponse:
     """A stored plan as computed (never recomputed), with its inputs and versions: the JSON export."""
-    saved = request.app.state.store.get(plan_id)
-    if saved is None:
-        raise HTTPException(404, "no such plan")
+    saved = _stored(request, plan_id)
     return JSONResponse(saved_json(saved, with_request=True),
-                        headers={"Content-Disposition": f'attachment; filename="gpuplan-{saved.id}.json"'}
-                        if request.query_params.get("download") else None)
+                        headers=_attachment(f"gpuplan-{saved.id}.json") if request.query_params.get("download")
+                        else None)
+
+
+ExportFormat = Literal["html", "md", "csv", "json", "cli"]
+EXPORT_TYPES = {"html": "text/html; charset=utf-8", "md": "text/markdown; charset=utf-8",
+                "csv": "text/csv; charset=utf-8", "cli": "text/plain; charset=utf-8"}
+
+
+@router.get("/plans/{plan_id}/export/{fmt}", response_class=Response,
+            responses={200: {"content": {t.split(";")[0]: {} for t in EXPORT_TYPES.values()}},
+                       404: {"description": "no such plan"},
+                       409: {"description": "stored before reports were kept, on other versions: recompute it"}})
+async def export_plan(plan_id: str, fmt: ExportFormat, request: Request) -> Response:
+    """A stored plan as a file: `html` the self-contained report of `--report plan.html` (charts inline, works
+    offline), `md` its Markdown, `csv` the ranked plans, `json` the stored plan, `cli` the command that
+    reproduces it. Reports are in the request's language (`?lang=zh|en`, the cookie, Accept-Language)."""
+    saved = _stored(request, plan_id)
+    name = f"gpuplan-{saved.id}"
+    if fmt == "json":
+        return JSONResponse(saved_json(saved, with_request=True), headers=_attachment(f"{name}.json"))
+    if fmt == "cli":
+        return Response(cli_command(request_of(saved.kind, saved.request)) + "\n", media_type=EXPORT_TYPES[fmt])
+    if fmt == "csv":
+        return Response(plans_csv(saved.kind, saved.result), media_type=EXPORT_TYPES[fmt],
+                        headers=_attachment(f"{name}.csv"))
+    from gpuplan.render.report_io import render_report
+
+    doc = await report_of(request.app, saved)
+    text = await run_in_threadpool(render_report, doc, fmt, page_lang(request))
+    return Response(text, media_type=EXPORT_TYPES[fmt], headers=_attachment(f"{name}.{fmt}"))
 
 
 @router.get("/catalog/{kind}")

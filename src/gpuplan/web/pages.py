@@ -18,7 +18,15 @@ from pydantic import BaseModel, ValidationError
 
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.i18n import LANGS
-from gpuplan.service import InferPlanRequest, MemoryTrainRequest, TrainPlanRequest, catalog_version, run_memory_train
+from gpuplan.service import (
+    InferPlanRequest,
+    MemoryTrainRequest,
+    TrainPlanRequest,
+    catalog_version,
+    cli_command,
+    request_of,
+    run_memory_train,
+)
 from gpuplan.web import catalog_view, views
 from gpuplan.web.i18n import page_lang, translator
 from gpuplan.web.plans import compute_and_store
@@ -186,6 +194,14 @@ async def history(request: Request) -> HTMLResponse:
     return render(request, "history.html", recent=request.app.state.store.recent(100))
 
 
+def _command(saved: Any) -> str | None:
+    """The CLI command of a stored plan (None when its request no longer reads on this gpuplan version)."""
+    try:
+        return cli_command(request_of(saved.kind, saved.request))
+    except GpuplanError:
+        return None
+
+
 @router.get("/p/{plan_id}", response_class=HTMLResponse)
 async def plan_page(request: Request, plan_id: str) -> HTMLResponse:
     from gpuplan import __version__
@@ -198,7 +214,8 @@ async def plan_page(request: Request, plan_id: str) -> HTMLResponse:
     lang = page_lang(request)
     stale = saved.gpuplan_version != __version__ or saved.catalog_version != catalog_version()
     common = {"saved": saved, "stale": stale, "rec": views.recommendation(saved.result, lang, saved.kind),
-              "findings": views.findings(saved.result, lang)}
+              "findings": views.findings(saved.result, lang),
+              "command": _command(saved)}
     if saved.kind == "train":
         return render(request, "plan_train.html", rows=views.train_rows(saved.result, lang),
                       chart=views.pareto_chart(saved.result, lang), **common)

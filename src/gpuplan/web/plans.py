@@ -13,12 +13,13 @@ from gpuplan.service import (
     TrainPlanRequest,
     canonical_json,
     catalog_version,
-    run_plan_infer,
-    run_plan_train,
+    plan_infer_report,
+    plan_train_report,
+    request_of,
 )
 from gpuplan.web.store import SavedPlan, plan_id
 
-__all__ = ["Slots", "compute_and_store", "saved_json", "title_of"]
+__all__ = ["Slots", "compute_and_store", "report_of", "saved_json", "title_of"]
 
 
 class Slots:
@@ -56,17 +57,42 @@ async def compute_and_store(app: FastAPI, req: TrainPlanRequest | InferPlanReque
     saved: SavedPlan | None = await run_in_threadpool(store.get, pid)
     if saved is not None:
         return saved
+    result, report = await _plan(app, req)
+    out: SavedPlan = await run_in_threadpool(
+        lambda: store.put(pid, req.kind, req.model_dump(mode="json"), result, gpuplan_version=__version__,
+                          catalog_version=cat_v, title=title_of(req), report=report))
+    return out
+
+
+async def _plan(app: FastAPI, req: TrainPlanRequest | InferPlanRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The CLI's --json and the report document, computed in one of the app's planner slots."""
     slots: Slots = app.state.slots
     await slots.take()
     try:
-        fn = run_plan_train if isinstance(req, TrainPlanRequest) else run_plan_infer
-        result = await run_in_threadpool(fn, req)  # type: ignore[arg-type]
+        fn = plan_train_report if isinstance(req, TrainPlanRequest) else plan_infer_report
+        out: tuple[dict[str, Any], dict[str, Any]] = await run_in_threadpool(fn, req)  # type: ignore[arg-type]
     finally:
         slots.give()
-    out: SavedPlan = await run_in_threadpool(
-        lambda: store.put(pid, req.kind, req.model_dump(mode="json"), result, gpuplan_version=__version__,
-                          catalog_version=cat_v, title=title_of(req)))
     return out
+
+
+async def report_of(app: FastAPI, saved: SavedPlan) -> dict[str, Any]:
+    """The report document of a stored plan. A plan stored before reports were kept gets it computed now, only
+    while the gpuplan and catalog versions are those it was planned with (then the same inputs give the same
+    plan); otherwise 409: it has to be recomputed as a new plan."""
+    from gpuplan import __version__
+
+    store = app.state.store
+    doc: dict[str, Any] | None = await run_in_threadpool(store.report, saved.id)
+    if doc is not None:
+        return doc
+    cat_v = await run_in_threadpool(catalog_version)
+    if (saved.gpuplan_version, saved.catalog_version) != (__version__, cat_v):
+        raise HTTPException(409, "this plan was stored before its report was kept and gpuplan or the catalog has "
+                                 "changed since: recompute it with the current catalog (the button on its page)")
+    _, doc = await _plan(app, request_of(saved.kind, saved.request))
+    await run_in_threadpool(store.set_report, saved.id, doc)
+    return doc
 
 
 def saved_json(saved: SavedPlan, with_request: bool = False) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from typing import Any
 
 from sqlalchemy import DateTime, LargeBinary, String, Text, create_engine, event, select
 from sqlalchemy.engine import Engine
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, deferred, mapped_column
 
 __all__ = ["ID_PATTERN", "PlanRow", "SavedPlan", "Store", "database_url", "plan_id"]
 
@@ -43,6 +43,8 @@ class PlanRow(Base):
     catalog_version: Mapped[str] = mapped_column(String(40))
     title: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    # the report document (`--report`) for the HTML and Markdown exports; loaded only when asked for
+    report_z: Mapped[bytes | None] = deferred(mapped_column(LargeBinary, nullable=True))
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,7 @@ class Store:
             return None if row is None else _saved(row)
 
     def put(self, pid: str, kind: str, request: dict[str, Any], result: dict[str, Any], *, gpuplan_version: str,
-            catalog_version: str, title: str) -> SavedPlan:
+            catalog_version: str, title: str, report: dict[str, Any] | None = None) -> SavedPlan:
         """Store a plan once; an id already stored keeps its first row (plans never change)."""
         with Session(self.engine) as s:
             row = s.get(PlanRow, pid)
@@ -125,7 +127,7 @@ class Store:
                 row = PlanRow(id=pid, kind=kind, request_json=json.dumps(request, sort_keys=True),
                               result_z=zlib.compress(json.dumps(result).encode(), 6),
                               gpuplan_version=gpuplan_version, catalog_version=catalog_version, title=title[:200],
-                              created_at=datetime.now(timezone.utc))
+                              created_at=datetime.now(timezone.utc), report_z=_pack(report))
                 s.add(row)
                 try:
                     s.commit()
@@ -136,10 +138,30 @@ class Store:
                         raise
             return _saved(row)
 
+    def report(self, pid: str) -> dict[str, Any] | None:
+        """The stored report document of a plan (None when the plan or its report is missing)."""
+        if not ID_PATTERN.match(pid):
+            return None
+        with Session(self.engine) as s:
+            blob = s.scalar(select(PlanRow.report_z).where(PlanRow.id == pid))
+            return None if blob is None else dict(json.loads(zlib.decompress(blob)))
+
+    def set_report(self, pid: str, report: dict[str, Any]) -> None:
+        """Keep the report of a plan stored before reports were (only where none is stored: plans never change)."""
+        with Session(self.engine) as s:
+            row = s.get(PlanRow, pid)
+            if row is not None and row.report_z is None:
+                row.report_z = _pack(report)
+                s.commit()
+
     def recent(self, limit: int = 50) -> list[SavedPlan]:
         with Session(self.engine) as s:
             rows = s.scalars(select(PlanRow).order_by(PlanRow.created_at.desc()).limit(limit)).all()
             return [_saved(r) for r in rows]
+
+
+def _pack(doc: dict[str, Any] | None) -> bytes | None:
+    return None if doc is None else zlib.compress(json.dumps(doc).encode(), 6)
 
 
 def _saved(row: PlanRow) -> SavedPlan:
