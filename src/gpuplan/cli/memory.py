@@ -92,6 +92,8 @@ def train_cmd(
     lora_rank: int = typer.Option(16),
     lora_targets: str = typer.Option(",".join(LORA_TARGETS), help=help_text("help.memory_train.lora_targets")),
     trainable_extra: str = typer.Option("", help=help_text("help.memory_train.trainable_extra")),
+    loss: Literal["full", "chunked", "fused"] = typer.Option("full", help=help_text("help.memory_train.loss")),
+    loss_chunks: int = typer.Option(8, help=help_text("help.memory_train.loss_chunks")),
     accelerator: str = typer.Option(None, help=help_text("help.memory_train.accelerator")),
     device_memory_gib: float = typer.Option(None, help=help_text("help.memory_train.device_memory_gib")),
     json_out: bool = typer.Option(False, "--json", help=help_text("help.common.json_out")),
@@ -103,6 +105,7 @@ def train_cmd(
         positives(language, ("seq-len", seq_len, True), ("micro-batch", micro_batch, True),
                   ("global-batch", global_batch, True), ("tp", tp, True), ("pp", pp, True), ("dp", dp, True),
                   ("cp", cp, True), ("ep", ep, True), ("vpp", vpp, True), ("lora-rank", lora_rank, True),
+                  ("loss-chunks", loss_chunks, True),
                   ("device-memory-gib", device_memory_gib, False))
         spec = load_model(model)
         targets = tuple(t.strip() for t in lora_targets.split(",") if t.strip())
@@ -122,7 +125,8 @@ def train_cmd(
                           precision=precision, optimizer=optimizer,
                           recompute=recompute, attention=attention, kernels=kernels, zero_impl=zero_impl,
                           quant_format=quant_format, loss_upcast=loss_upcast,
-                          lora_rank=lora_rank, lora_targets=targets, trainable_extra=extra)
+                          lora_rank=lora_rank, lora_targets=targets, trainable_extra=extra, loss=loss,
+                          loss_chunks=loss_chunks)
         layout = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, zero_stage=zero,
                         seq_parallel=seq_parallel)
         mem = estimate_training_memory(spec, job, layout)

@@ -18,6 +18,7 @@ full recomputation keeps one layer input per layer.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -215,11 +216,25 @@ def activation_breakdown(spec: ModelSpec, job: TrainingJob, layout: Layout) -> A
         "log_probs": loss_e * t * vocab,
         "labels": INDEX * t,
     }
+    # full: the 16-bit logits and their whole upcast live at once (e + loss_e per logit); the log-softmax output
+    # is saved for backward either way. chunked (torchtune CEWithChunkedOutputLoss, num_output_chunks): the
+    # logits stay as 16-bit chunks and one chunk at a time is upcast. Measured on the CPU with the PyTorch
+    # profiler: peak beyond the logits 8 and 4.5 bytes per logit (tests/estimate/test_loss_memory_torch.py).
+    logits = (e + loss_e) * t * vocab
+    if job.loss == "chunked":
+        logits = (e + loss_e / job.loss_chunks) * t * vocab
+    elif job.loss == "fused":
+        # Liger fused linear cross-entropy (ops/fused_linear_cross_entropy.py): logits of
+        # next_pow2(ceil(BT / ceil(V / H))) tokens at a time, upcast, softmax gradient formed in the forward
+        # pass; what survives for backward is the gradient of the input (BT x H), not the log-probabilities
+        chunk = min(t, 2 ** math.ceil(math.log2(max(1.0, t / math.ceil(vocab / h)))))
+        last["log_probs"] = e * t * h
+        logits = (e + FP32) * chunk * vocab
     return ActivationBreakdown(
         dense_layer=dense,
         moe_layer=moe,
         first_stage_extra=first,
         last_stage_extra=last,
-        logits_transient_bytes=(e + loss_e) * t * vocab,
+        logits_transient_bytes=logits,
         recompute_working_bytes=recompute_working,
     )

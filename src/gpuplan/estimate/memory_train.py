@@ -363,6 +363,7 @@ def estimate_training_memory(
         "zero_impl": job.zero_impl,
         "loss_upcast": job.loss_upcast,
         "trainable_extra": list(job.trainable_extra),
+        "loss": job.loss if job.loss != "chunked" else f"chunked ({job.loss_chunks} chunks)",
         "optimizer_step": ("DeepSpeed ZeRO step: flattened 16-bit and fp32 copies of the local gradient partition"
                            if job.zero_impl == "deepspeed" else
                            f"{get_optimizer(job.optimizer).step_temp_source}"),

@@ -77,6 +77,8 @@ def recipe_settings(row: Row, st: RowSettings) -> dict[str, object]:
         job["zero_impl"] = st.zero_impl
     if st.loss == "full_16bit":  # cross-entropy of the 16-bit logits, no fp32 upcast
         job["loss_upcast"] = False
+    elif st.loss in ("chunked", "fused"):
+        job["loss"] = st.loss
     if st.trainable_extra and row.get("method") in ("lora", "qlora"):
         job["trainable_extra"] = st.trainable_extra
     if st.optimizer_impl == "foreach" and (row.get("optimizer") or "adamw") == "adamw":

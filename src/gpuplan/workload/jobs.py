@@ -94,6 +94,11 @@ class TrainingJob(BaseModel):
     zero_impl: ZeroImpl = Field(default="torch", description="optimizer runtime: torch (FSDP/DDP) or deepspeed")
     loss_upcast: bool = Field(default=True, description="the loss upcasts the logits to fp32 (HF loss, autocast); "
                               "False: cross-entropy of the 16-bit logits (pure fp16/bf16 without autocast)")
+    loss: Literal["full", "chunked", "fused"] = Field(
+        default="full", description="cross-entropy: full (the whole logits upcast at once, HF), chunked (torchtune "
+        "CEWithChunkedOutputLoss: one chunk of tokens upcast at a time) or fused (Liger fused linear cross-entropy: "
+        "no full logits)")
+    loss_chunks: int = Field(default=8, gt=0, description="chunks of the chunked loss (torchtune num_output_chunks)")
     trainable_extra: tuple[Literal["embed", "head"], ...] = Field(
         default=(), description="LoRA/QLoRA: modules trained in full beside the adapters (PEFT modules_to_save: "
         "a trainable copy of each, the original kept frozen)")
