@@ -13,7 +13,10 @@ Applied to estimates:
         (reference); divides the memory-bound step terms.
     link_bw_scale.<acc> = (busbw of the largest intra-node all-reduce / per-direction link peak)
         / the shipped <link kind>_bw_efficiency; scales this part's intra-node link bandwidth.
-Recorded (shown): the raw <link kind>_bw_efficiency and train_mfu (end-to-end MFU of the bench model).
+    compute_efficiency.<acc>.bf16 from `gpuplan bench --plan` (plan.step_time): the efficiency the prediction
+        used x predicted compute / (predicted compute + measured - predicted step); replaces the GEMM-derived one.
+Recorded (shown): the raw <link kind>_bw_efficiency, train_mfu (end-to-end MFU of the bench model), and from a
+plan run plan_mfu and plan_memory_ratio (measured / predicted peak memory).
 """
 
 from __future__ import annotations
@@ -85,7 +88,8 @@ def calibration_from_result(result: BenchResult, catalog: Catalog, *, accelerato
     """The measured terms of `result` for its accelerator (or `accelerator`)."""
     if result.machine.backend == "cpu":
         raise InputError(field="result", value=result_path or "result", allowed="a result measured on a GPU or NPU",
-                         hint="a CPU run has no catalog accelerator to calibrate; run gpuplan bench on the machine")
+                         hint="a CPU run has no catalog accelerator to calibrate (its figures stay in the result); "
+                              "run gpuplan bench (or bench --plan) on the machine")
     acc_id = accelerator or result.accelerator
     if acc_id is None:
         raise InputError(field="accelerator", value=None, allowed="a catalog accelerator id",
@@ -134,6 +138,7 @@ def calibration_from_result(result: BenchResult, catalog: Catalog, *, accelerato
             unit="measured / shipped intra-node link efficiency", applies_to=("train",),
             source=f"{link[1].source}; shipped {link[0]} {kind_eff:g}",
             note="measured; scales this part's intra-node link bandwidth in the collectives", overridden=True)
+    _plan_terms(ms, acc, cal, origin, terms, recorded)
     mfu = next((m for m in ms if m.name == "train.mfu"), None)
     if mfu is not None:
         recorded["train_mfu"] = RecordedFigure(value=round(mfu.value, 4), unit="fraction of the bf16 peak",
@@ -141,10 +146,59 @@ def calibration_from_result(result: BenchResult, catalog: Catalog, *, accelerato
                                                note="end-to-end MFU of the bench model at its batch")
     if not terms and not recorded:
         raise InputError(field="result", value=result_path or "result", allowed="a result with GEMM, memory, "
-                         "collective or train measurements", hint="run gpuplan bench with --only gemm,memory at least")
+                         "collective, train or plan measurements",
+                         hint="run gpuplan bench with --only gemm,memory at least, or gpuplan bench --plan")
     return CalibrationFile(accelerator=acc.id, from_result=str(result_path), measured_at=result.created_at,
                            written_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                            terms=terms, recorded=recorded)
+
+
+def _plan_terms(ms: list[Measurement], acc: Accelerator, cal: Calibration, origin: str,
+                terms: dict[str, CalibrationTerm], recorded: dict[str, RecordedFigure]) -> None:
+    """`gpuplan bench --plan`: the plan's measured step sets this part's compute efficiency; MFU and memory recorded.
+
+    The part of the predicted step that scales with 1 / efficiency (compute_scaled_s, else the compute time)
+    absorbs the whole gap: needed = that part + (measured - predicted step); efficiency = the one the
+    prediction used x that part / needed.
+    It replaces a GEMM-derived term of the same result (the end-to-end step of the plan is what estimates predict).
+    """
+    step = next((m for m in ms if m.name == "plan.step_time"), None)
+    if step is not None and step.predicted.value:
+        pt = step.predicted.terms
+        used = next((k for k in pt if k.startswith("compute_efficiency.")), None)
+        if used is not None:
+            eff, t_p, t_m = pt[used], step.predicted.value, step.value
+            c_p = pt.get("compute_scaled_s") or pt.get("breakdown_s.compute") or t_p
+            need = max(c_p + (t_m - t_p), 0.05 * c_p)
+            value = min(max(eff * c_p / need, 0.01), 1.0)
+            name = f"compute_efficiency.{acc.id}.bf16"
+            if name in terms:
+                old = terms[name]
+                recorded["compute_efficiency_from_gemm"] = RecordedFigure(
+                    value=old.value, unit=old.unit, source=old.source,
+                    note="replaced by the plan run's end-to-end figure")
+            unit = cal.terms["compute_efficiency.default.bf16"].unit
+            terms[name] = CalibrationTerm(
+                value=round(value, 4), unit=unit, applies_to=("train",),
+                source=f"{origin}: plan run {step.params.get('model')} dp{step.params.get('dp')} "
+                       f"zero{step.params.get('zero')} mb{step.params.get('micro_batch')}x"
+                       f"{step.params.get('microbatches')} recompute={step.params.get('recompute')} seq "
+                       f"{step.params.get('seq_len')}: step {t_m:.4g} s measured vs {t_p:.4g} s predicted ({c_p:.4g} s "
+                       f"of it scale with 1/{used} {eff:g}) -> {value:.4f}",
+                note="measured end to end; replaces the shipped value for this part", overridden=True)
+    mfu = next((m for m in ms if m.name == "plan.mfu"), None)
+    if mfu is not None:
+        recorded["plan_mfu"] = RecordedFigure(value=round(mfu.value, 4), unit="fraction of the bf16 peak",
+                                              source=f"{origin}: {mfu.params.get('model')}",
+                                              note="end-to-end MFU of the plan's layout"
+                                                   + (f" (predicted {mfu.predicted.value:.4f})"
+                                                      if mfu.predicted.value else ""))
+    mem = next((m for m in ms if m.name == "plan.peak_memory"), None)
+    if mem is not None and mem.ratio is not None:
+        recorded["plan_memory_ratio"] = RecordedFigure(
+            value=round(mem.ratio, 4), unit="measured / predicted peak bytes",
+            source=f"{origin}: {mem.value / 2**30:.2f} GiB measured vs {(mem.predicted.value or 0) / 2**30:.2f} GiB "
+                   f"predicted", note="weights, gradients, optimizer states and activations (max_memory_allocated)")
 
 
 def _link_efficiency(ms: list[Measurement], acc: Accelerator, origin: str) -> tuple[str, RecordedFigure] | None:

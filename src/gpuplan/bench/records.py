@@ -24,6 +24,7 @@ __all__ = [
     "Device",
     "Machine",
     "Measurement",
+    "PlanRun",
     "Prediction",
     "Telemetry",
     "load_result",
@@ -54,7 +55,8 @@ class Measurement(BaseModel):
 
     model_config = _FROZEN
 
-    benchmark: str = Field(description="gemm, memory, transfer, d2d, collectives, storage, dataloader, train, decode")
+    benchmark: str = Field(description="gemm, memory, transfer, d2d, collectives, storage, dataloader, train, decode, "
+                                       "plan (gpuplan bench --plan)")
     name: str = Field(min_length=1, description="unique within a result, e.g. gemm.bf16.4096x4096x4096")
     metric: str = Field(min_length=1, description="what value is, e.g. tflops, copy_bandwidth, busbw")
     value: float
@@ -121,6 +123,34 @@ class Telemetry(BaseModel):
     mean: dict[str, float] = Field(default_factory=dict)
 
 
+class PlanRun(BaseModel):
+    """What `gpuplan bench --plan` ran for one plan: the plan, the layout and model run, every difference."""
+
+    model_config = _FROZEN
+
+    source: str = Field(description="the plan file")
+    document: Literal["plan train", "plan", "estimate train"] = Field(description="what the file held")
+    pick: int | None = Field(default=None, description="--pick N (null: the recommended plan)")
+    plan_id: str = Field(description="the id emitted files carry (gpuplan.emit plan_id)")
+    model: str = Field(description="the plan's model")
+    run_model: str = Field(description="the model run: the plan's, or a scaled-down copy (scaled)")
+    scaled: bool = Field(description="true when this machine could not hold the plan's model")
+    accelerator: str = Field(description="the plan's accelerator")
+    devices: int = Field(ge=1, description="the plan's device count")
+    planned_layout: str
+    run_layout: dict[str, Param] = Field(description="dp, zero, micro_batch, microbatches, recompute")
+    run_layout_label: str
+    strategy: str = Field(description="DDP, DDP + ZeroRedundancyOptimizer or FSDP, and activation checkpointing")
+    processes: int = Field(ge=1)
+    implementation: str = ""
+    seq_len: int = Field(ge=1)
+    differences: tuple[str, ...] = Field(default=(), description="each way the run differs from the plan, and why")
+    predicted_for: str = Field(description="what the predictions of the plan.* measurements are for (or why none)")
+    plan_predicted: dict[str, float | None] = Field(
+        default_factory=dict, description="the plan's own figures for its hardware, for reference; the "
+        "measurements are compared with the prediction for what ran, never with these when they differ")
+
+
 class BenchResult(BaseModel):
     """One run of `gpuplan bench`."""
 
@@ -138,6 +168,7 @@ class BenchResult(BaseModel):
     benchmarks: tuple[BenchmarkStatus, ...]
     measurements: tuple[Measurement, ...]
     telemetry: Telemetry | None = None
+    plan: PlanRun | None = Field(default=None, description="gpuplan bench --plan: the plan run (null for the suite)")
 
 
 def result_schema() -> dict[str, object]:

@@ -31,11 +31,14 @@ def bench(
     directory: Path = typer.Option(Path("."), "--dir", help=help_text("help.bench.directory")),
     out: Path = typer.Option(Path("gpuplan-bench.json"), "--out", help=help_text("help.bench.out")),
     accelerator: str = typer.Option(None, help=help_text("help.bench.accelerator")),
-    model: str = typer.Option("llama3.1-8b", "--model", "-m", help=help_text("help.bench.model")),
+    model: str = typer.Option(None, "--model", "-m", help=help_text("help.bench.model")),
     tp: int = typer.Option(None, help=help_text("help.bench.tp")),
     workers: int = typer.Option(2, help=help_text("help.bench.workers")),
     token_rate: float = typer.Option(1e6, help=help_text("help.bench.token_rate")),
-    timeout: float = typer.Option(120.0, help=help_text("help.bench.timeout")),
+    timeout: float = typer.Option(None, help=help_text("help.bench.timeout"), show_default="120; 300 with --plan"),
+    plan: Path = typer.Option(None, "--plan", help=help_text("help.bench.plan")),
+    pick: int = typer.Option(None, "--pick", min=1, help=help_text("help.bench.pick")),
+    steps: int = typer.Option(5, "--steps", min=1, help=help_text("help.bench.steps")),
     lang: str = LANG_OPT,
 ) -> None:
     """Run the benchmark suite and write one JSON result (docs/bench.md)."""
@@ -45,12 +48,20 @@ def bench(
         language = resolve_lang(lang)
         positives(language, ("tp", tp, True), ("workers", workers, True), ("token-rate", token_rate, False),
                   ("timeout", timeout, False))
-        from gpuplan.bench.suite import SuiteOptions, run_suite
+        if plan is not None:
+            from gpuplan.bench.plan_run import PlanOptions, run_plan
 
-        opts = SuiteOptions(device=device, quick=quick, only=tuple(x.strip() for x in only.split(",") if x.strip()),
-                            directory=directory, out=out, accelerator=accelerator, model=model, tp=tp,
-                            workers=workers, token_rate=token_rate, collective_timeout_s=timeout)
-        result = run_suite(opts, command=_command(ctx))
+            result = run_plan(PlanOptions(plan=plan, pick=pick, model=model, device=device, accelerator=accelerator,
+                                          out=out, repeats=steps, timeout_s=timeout or 300.0),
+                              command=_command(ctx))
+        else:
+            from gpuplan.bench.suite import SuiteOptions, run_suite
+
+            opts = SuiteOptions(device=device, quick=quick, only=tuple(x.strip() for x in only.split(",")
+                                                                       if x.strip()),
+                                directory=directory, out=out, accelerator=accelerator, model=model or "llama3.1-8b",
+                                tp=tp, workers=workers, token_rate=token_rate, collective_timeout_s=timeout or 120.0)
+            result = run_suite(opts, command=_command(ctx))
     except GpuplanError as exc:
         fail(exc, lang)
     except KeyboardInterrupt:
@@ -58,7 +69,10 @@ def bench(
         raise typer.Exit(code=130) from None
     if int(os.environ.get("RANK", "0")) != 0:  # torchrun: rank 0 reports and writes the file
         return
-    _print_summary(result, language)
+    if result.plan is not None:
+        _print_plan(result, language)
+    else:
+        _print_summary(result, language)
     bad = [s for s in result.benchmarks if s.status in ("failed", "partial")]
     if bad:
         err_console.print(f"[yellow]{escape(tr('cli.bench.partial', language, path=str(out)))}[/]: "
@@ -112,6 +126,42 @@ def _print_summary(result: Any, lang: str = "en") -> None:
         t.add_row(m.name, _fmt(m.value), m.unit, f"{m.spread:.0%}", _fmt(m.predicted.value),
                   f"{m.ratio:.2f}" if m.ratio is not None else "-")
     console.print(t)
+
+
+_PLAN_ROWS = (("plan.step_time", "step_time_s"), ("plan.tokens_per_s", "tokens_per_s"),
+              ("plan.model_tflops", "tflops_per_device"), ("plan.mfu", "mfu"),
+              ("plan.peak_memory", "memory_bytes"))
+
+
+def _print_plan(result: Any, lang: str = "en") -> None:
+    """`bench --plan`: measured vs predicted for what ran, the plan's own figures beside, then every difference."""
+    pr = result.plan
+    t = Table(title=tr("cli.bench.plan_title", lang, plan=pr.plan_id),
+              caption=tr("cli.bench.plan_caption", lang, run=f"{pr.run_model}, {pr.run_layout_label}, {pr.strategy}, "
+                         f"{pr.processes} x {result.machine.backend}", pred=pr.predicted_for))
+    t.add_column(tr("cli.bench.col.figure", lang), overflow="fold")
+    for col in ("measured", "unit", "spread", "predicted", "ratio"):
+        t.add_column(tr(f"cli.bench.col.{col}", lang), justify="right" if col != "unit" else "left")
+    t.add_column(tr("cli.bench.col.plan_value", lang, acc=f"{pr.devices} x {pr.accelerator}"), justify="right")
+    by = {m.name: m for m in result.measurements}
+    for name, key in _PLAN_ROWS:
+        m = by.get(name)
+        if m is None:
+            continue
+        t.add_row(name, _fmt(m.value), m.unit, f"{m.spread:.0%}", _fmt(m.predicted.value),
+                  f"{m.ratio:.2f}" if m.ratio is not None else "-", _fmt(pr.plan_predicted.get(key)))
+    console.print(t)
+    notes = [n for s in result.benchmarks for n in s.notes]
+    if notes:
+        console.print(tr("cli.bench.plan_diffs", lang), markup=False, highlight=False)
+        for n in notes:
+            console.print(f"- {n}", markup=False, highlight=False, soft_wrap=True)
+    else:
+        console.print(tr("cli.bench.plan_same", lang), markup=False, highlight=False)
+    reasons = {m.predicted.reason for m in result.measurements if m.predicted.reason}
+    for r in sorted(reasons):
+        console.print(f"- {tr('cli.bench.col.predicted', lang)}: {r}", markup=False, highlight=False,
+                      soft_wrap=True)
 
 
 @app.command("compare", help=help_text("help.bench_compare"))
