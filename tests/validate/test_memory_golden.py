@@ -90,8 +90,10 @@ def test_recipe_facts_the_rows_state_map_to_job_settings() -> None:
     assert recipe("M037") == ({"optimizer": "adamw_foreach"}, "64", rows["M037"][0].get("zero_stage", ""))
     # the 72B row states DeepSpeed ZeRO-3 and its layout column says stage 3
     assert recipe("M046")[0] == {"zero_impl": "deepspeed"} and recipe("M046")[2] == "3"
-    # rows from other sources keep the defaults
-    assert recipe("M018")[0] == {}
+    # torchtune's table: its recipes run the chunked cross-entropy (row_settings.yaml quotes the config)
+    assert recipe("M018")[0] == {"loss": "chunked"}
+    # rows that state nothing keep the defaults
+    assert recipe("M069")[0] == {}
     assert inference_settings(rows["M054"][1]) == {"kv_layout": "concat", "prompt_logits": "all", "generated": 8192}
     assert inference_settings(rows["M049"][1]) == {"kv_layout": "concat", "prompt_logits": "all"}
     assert inference_settings(rows["M031"][1]) == {"quant_scope": "mlp"}
