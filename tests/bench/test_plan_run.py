@@ -187,3 +187,22 @@ def test_cpu_end_to_end_two_process_ddp(tmp_path: Path, tiny: tuple[Path, Path])
     cal = runner.invoke(app, ["calibrate", str(out), "--dir", str(tmp_path / "cal")])
     exited(cal, 2)  # read and understood: a CPU has no catalog part to calibrate, said in one line
     assert "CPU run" in cal.output
+
+
+@pytest.mark.gpu
+def test_gpu_plan_run_against_the_prediction_for_this_machine(tmp_path: Path, tiny: tuple[Path, Path]) -> None:
+    cfg, est = tiny
+    out = tmp_path / "r.json"
+    res = runner.invoke(app, ["bench", "--plan", str(est), "--model", str(cfg), "--device", "auto", "--out", str(out),
+                              "--steps", "3"])
+    exited(res, 0)
+    r = load_result(out)
+    assert r.plan is not None and r.machine.backend in ("cuda", "npu")
+    assert r.plan.processes == min(2, len(r.machine.devices))
+    if r.accelerator is not None:  # a catalog part: predicted for exactly what ran, MFU measured
+        by = {m.name: m for m in r.measurements}
+        assert by["plan.step_time"].predicted.value and by["plan.step_time"].ratio
+        assert "plan.mfu" in by and by["plan.peak_memory"].predicted.value
+        cf = runner.invoke(app, ["calibrate", str(out), "--dir", str(tmp_path / "cal"), "--json"])
+        exited(cf, 0)
+        assert f"compute_efficiency.{r.accelerator}.bf16" in json.loads(cf.stdout)["terms"]
