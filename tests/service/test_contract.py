@@ -12,12 +12,14 @@ from cli_result import exited
 from gpuplan.cli.main import app
 from gpuplan.errors import InputError
 from gpuplan.service import (
+    CompareRequest,
     InferPlanRequest,
     MemoryTrainRequest,
     TrainPlanRequest,
     canonical_json,
     plan_infer_report,
     plan_train_report,
+    run_compare,
     run_memory_train,
     run_plan_infer,
     run_plan_train,
@@ -59,6 +61,18 @@ def test_report_documents_are_those_of_the_cli_report(tmp_path: Path) -> None:
         assert json.loads(runner.invoke(app, [*args, "--json", "--report", str(out)]).stdout) == json.loads(
             json.dumps(result))
         assert json.loads(out.read_text(encoding="utf-8")) == json.loads(json.dumps(doc))
+
+
+def test_compare_matches_cli() -> None:
+    got = run_compare(CompareRequest(model="llama3-8b", tokens=1e12, deadline=30, accelerators=["h100", "h20"]))
+    want = _cli("compare", "--model", "llama3-8b", "--tokens", "1e12", "--deadline", "30", "--accelerators",
+                "h100,h20")
+    assert json.loads(json.dumps(got)) == want
+    got = run_compare(CompareRequest(model="llama3.1-8b", qps=5, ttft_p99=2, tpot_p99=0.05,
+                                     accelerators=["h100", "l40s"]))
+    want = _cli("compare", "--model", "llama3.1-8b", "--qps", "5", "--ttft-p99", "2", "--tpot-p99", "0.05",
+                "--accelerators", "h100,l40s")
+    assert json.loads(json.dumps(got)) == want
 
 
 def test_memory_train_matches_cli() -> None:

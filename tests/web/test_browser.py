@@ -1,7 +1,7 @@
 """The app in a real browser: Playwright for Python driving Debian's chromium (never a downloaded browser).
 
 Flows: training form -> plan page with the chart drawn; the share link reopens the same plan; exports download
-from the plan page; language switch;
+from the plan page; compare two accelerators and two saved plans; language switch;
 the memory calculator answers as a field changes; no console errors or CSP violations on any page.
 Skipped with the reason when playwright or /usr/bin/chromium is missing (.ci/run installs both).
 """
@@ -102,6 +102,28 @@ def test_exports_download_from_the_plan_page(page: Any, base_url: str) -> None:
         assert check in Path(download.path()).read_text(encoding="utf-8")
     page.click("#cli-command-toggle")
     assert page.inner_text("#cli-command").startswith("gpuplan plan infer --model llama3.1-8b")
+
+
+def test_compare_accelerators_and_two_saved_plans(page: Any, base_url: str) -> None:
+    page.goto(f"{base_url}/compare?lang=en")
+    page.select_option("#model", "llama3.1-8b")
+    page.select_option("#accelerators", ["h100-sxm5-80gb", "h20-96gb"])
+    page.select_option("#job", "serve")
+    page.click("#go")
+    page.wait_for_selector("#chart[data-drawn] .main-svg")
+    assert page.locator("#options tbody tr").count() == 2
+    ids = []
+    for deadline in (30, 20):  # two saved plans, then the history page ticks both
+        r = page.request.post(f"{base_url}/api/v1/plan/train",
+                              data={"model": "llama3-8b", "tokens": 1e12, "deadline": deadline})
+        assert r.ok
+        ids.append(r.json()["plan_id"])
+    page.goto(f"{base_url}/history?lang=zh")
+    for pid in ids:
+        page.check(f"input[name=plan][value='{pid}']")
+    page.click("#compare-picked")
+    page.wait_for_url("**/compare/plans?*")
+    assert page.locator("#inputs tr.differs").count() == 1 and "deadline" in page.inner_text("#inputs tr.differs")
 
 
 def test_language_switch(page: Any, base_url: str) -> None:

@@ -7,17 +7,25 @@ the catalog is the built-in one plus the user's own folder on the serving machin
 """
 
 from gpuplan.service.exports import cli_command, plans_csv, request_of
-from gpuplan.service.requests import InferPlanRequest, MemoryTrainRequest, TrainPlanRequest, canonical_json
+from gpuplan.service.requests import (
+    CompareRequest,
+    InferPlanRequest,
+    MemoryTrainRequest,
+    TrainPlanRequest,
+    canonical_json,
+)
 from gpuplan.service.run import (
     catalog_version,
     plan_infer_report,
     plan_train_report,
+    run_compare,
     run_memory_train,
     run_plan_infer,
     run_plan_train,
 )
 
 __all__ = [
+    "CompareRequest",
     "InferPlanRequest",
     "MemoryTrainRequest",
     "TrainPlanRequest",
@@ -28,6 +36,7 @@ __all__ = [
     "plan_train_report",
     "plans_csv",
     "request_of",
+    "run_compare",
     "run_memory_train",
     "run_plan_infer",
     "run_plan_train",

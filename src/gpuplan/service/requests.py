@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["InferPlanRequest", "MemoryTrainRequest", "TrainPlanRequest", "canonical_json"]
+__all__ = ["CompareRequest", "InferPlanRequest", "MemoryTrainRequest", "TrainPlanRequest", "canonical_json"]
 
 Method = Literal["full", "pretrain", "full_ft", "lora", "qlora"]
 Precision = Literal["bf16", "fp16", "fp32", "fp8"]
@@ -100,6 +100,34 @@ class MemoryTrainRequest(_Request):
     lora_rank: int = 16
     accelerator: str | None = Name
     device_memory_gib: float | None = None
+
+
+class CompareRequest(_Request):
+    """`gpuplan compare`: 2-4 accelerators for one training job (`tokens`) or one serving load (`qps` and the
+    SLO), each with its own best plan."""
+
+    accelerators: list[str] = Field(..., min_length=2, max_length=4, description="2-4 accelerator ids or aliases")
+    tokens: float | None = Field(default=None, description="training tokens (the training form)")
+    qps: float | None = Field(default=None, description="requests per second (the serving form)")
+    ttft_p99: float | None = Field(default=None, description="seconds, with qps")
+    tpot_p99: float | None = Field(default=None, description="seconds, with qps")
+    input_len: int = 1024
+    output_len: int = 256
+    engine: str = Field(default="vllm", max_length=50)
+    seq_len: int = 4096
+    global_batch: int | None = None
+    method: Method = "full"
+    precision: Precision = "bf16"
+    deadline: float | None = Field(default=None, description="days")
+    budget: float | None = Field(default=None, description="USD")
+    max_devices: int = 4096
+    network: str | None = Name
+    nics_per_node: float | None = None
+    gpus_per_node: int | None = None
+    framework: Framework | None = None
+    market: Market | None = None
+    trust: Trust = "low"
+    provider: str | None = Name
 
 
 def canonical_json(obj: BaseModel | dict[str, Any]) -> str:

@@ -12,11 +12,11 @@ from functools import cache
 from typing import Any
 
 from gpuplan.errors import InputError
-from gpuplan.service.requests import InferPlanRequest, MemoryTrainRequest, TrainPlanRequest
+from gpuplan.service.requests import CompareRequest, InferPlanRequest, MemoryTrainRequest, TrainPlanRequest
 from gpuplan.workload.model_spec import ModelSpec
 
-__all__ = ["catalog_version", "plan_infer_report", "plan_train_report", "run_memory_train", "run_plan_infer",
-           "run_plan_train"]
+__all__ = ["catalog_version", "plan_infer_report", "plan_train_report", "run_compare", "run_memory_train",
+           "run_plan_infer", "run_plan_train"]
 
 
 def _spec(name: str) -> ModelSpec:
@@ -181,3 +181,47 @@ def run_memory_train(req: MemoryTrainRequest) -> dict[str, Any]:
     if fit is not None:
         out.update(_fit_json(fit, fix))
     return out
+
+
+def run_compare(req: CompareRequest) -> dict[str, Any]:
+    """`gpuplan compare ... --json`: one best plan per accelerator, each with its band and confidence."""
+    from gpuplan.advise.findings import load_thresholds
+    from gpuplan.advise.report_train import compare_training
+    from gpuplan.bench.calibrate import load_user_calibration
+    from gpuplan.cli.advise import _compare_infer, requirements
+    from gpuplan.cli.common import positives
+    from gpuplan.cli.train_options import plan_constraints
+    from gpuplan.hardware import load_catalog
+    from gpuplan.workload.jobs import TrainingJob, default_global_batch
+    from gpuplan.workload.params import count_params
+
+    language = _lang()
+    positives(language, ("tokens", req.tokens, False), ("qps", req.qps, False), ("ttft-p99", req.ttft_p99, False),
+              ("tpot-p99", req.tpot_p99, False), ("input-len", req.input_len, True),
+              ("output-len", req.output_len, True), ("seq-len", req.seq_len, True),
+              ("global-batch", req.global_batch, True))
+    names = [a.strip() for a in req.accelerators if a.strip()]
+    spec = _spec(req.model)
+    cat = load_catalog()
+    names = [cat.accelerator(name).id for name in names]
+    if len(set(names)) != len(names):
+        raise InputError(field="accelerators", value=",".join(req.accelerators), allowed="2-4 different accelerators")
+    if req.qps is not None:
+        if req.tokens is not None:
+            raise InputError(field="tokens", value=req.tokens, allowed="left out with --qps (the inference form)")
+        return _compare_infer(spec, cat, names, qps=req.qps, ttft_p99=req.ttft_p99, tpot_p99=req.tpot_p99,
+                              input_len=req.input_len, output_len=req.output_len, engine_id=req.engine,
+                              market=req.market, provider=req.provider, max_devices=req.max_devices, trust=req.trust,
+                              req=requirements(None, None), th=load_thresholds({}))
+    if req.tokens is None:
+        raise InputError(field="tokens", value=req.tokens, allowed="a positive number (or --qps for inference)")
+    job = TrainingJob(method="full" if req.method in ("pretrain", "full_ft") else req.method, seq_len=req.seq_len,
+                      global_batch=req.global_batch or default_global_batch(req.seq_len), precision=req.precision)
+    cal = load_user_calibration()
+    cons = plan_constraints(cat, float(count_params(spec).total), cal, method=req.method, framework=req.framework,
+                            deadline=req.deadline, budget=req.budget, max_devices=req.max_devices,
+                            market=req.market, provider=req.provider, network=req.network,
+                            nics_per_node=req.nics_per_node, gpus_per_node=req.gpus_per_node, trust=req.trust,
+                            lang=language)
+    return compare_training(spec, job, cat, names, cons, tokens=req.tokens, calibration=cal,
+                            requirements=requirements(None, None), thresholds=load_thresholds({}))

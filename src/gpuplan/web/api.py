@@ -15,17 +15,19 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict
 
 from gpuplan.service import (
+    CompareRequest,
     InferPlanRequest,
     MemoryTrainRequest,
     TrainPlanRequest,
     cli_command,
     plans_csv,
     request_of,
+    run_compare,
     run_memory_train,
 )
 from gpuplan.web import catalog_view
 from gpuplan.web.i18n import page_lang
-from gpuplan.web.plans import compute_and_store, report_of, saved_json
+from gpuplan.web.plans import compute_and_store, in_slot, report_of, saved_json
 from gpuplan.web.store import SavedPlan
 
 __all__ = ["router"]
@@ -85,6 +87,14 @@ def _stored(request: Request, plan_id: str) -> SavedPlan:
 
 def _attachment(name: str) -> dict[str, str]:
     return {"Content-Disposition": f'attachment; filename="{name}"'}
+
+
+@router.post("/compare", responses=ERRORS)
+async def compare(req: CompareRequest, request: Request) -> dict[str, Any]:
+    """`gpuplan compare --json`: 2-4 accelerators for one training job (`tokens`) or serving load (`qps`, the SLO),
+    each with its best plan, 80% band and confidence, memory headroom, porting risk and findings (not stored)."""
+    out: dict[str, Any] = await in_slot(request.app, run_compare, req)
+    return out
 
 
 @router.get("/plans/{plan_id}", response_model=PlanAnswer, responses={404: {"description": "no such plan"}})

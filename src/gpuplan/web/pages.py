@@ -19,17 +19,19 @@ from pydantic import BaseModel, ValidationError
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.i18n import LANGS
 from gpuplan.service import (
+    CompareRequest,
     InferPlanRequest,
     MemoryTrainRequest,
     TrainPlanRequest,
     catalog_version,
     cli_command,
     request_of,
+    run_compare,
     run_memory_train,
 )
 from gpuplan.web import catalog_view, views
 from gpuplan.web.i18n import page_lang, translator
-from gpuplan.web.plans import compute_and_store
+from gpuplan.web.plans import compute_and_store, in_slot
 from gpuplan.web.store import ID_PATTERN
 
 __all__ = ["error_page", "router"]
@@ -221,3 +223,50 @@ async def plan_page(request: Request, plan_id: str) -> HTMLResponse:
                       chart=views.pareto_chart(saved.result, lang), **common)
     return render(request, "plan_infer.html", rows=views.infer_rows(saved.result, lang),
                   chart=views.infer_chart(saved.result, lang), **common)
+
+
+TRAIN_ONLY = ("tokens", "seq_len", "method", "precision", "deadline", "budget")
+SERVE_ONLY = ("qps", "ttft_p99", "tpot_p99", "input_len", "output_len", "engine")
+
+
+def _accelerators() -> list[str]:
+    return [str(a["id"]) for a in catalog_view.list_json("accelerators")["items"]]
+
+
+@router.get("/compare", response_class=HTMLResponse)
+async def compare_page(request: Request) -> HTMLResponse:
+    """2-4 accelerators for one training job or serving load; the form answers on the same page (a GET, so the
+    address is the share link)."""
+    q = request.query_params
+    values: dict[str, Any] = {k: v for k, v in q.items() if k != "accelerators"}
+    picked = [a for v in q.getlist("accelerators") for a in v.split(",") if a.strip()]
+    values["accelerators"] = ",".join(picked)
+    job = "serve" if values.get("job") == "serve" else "train"
+    ctx: dict[str, Any] = {"models": _models(), "engines": _engines(), "accs": _accelerators(), "values": values,
+                           "picked": picked, "job": job, "error": None, "view": None, "doc": None}
+    if "accelerators" not in q:
+        return render(request, "compare.html", **ctx)
+    lang = page_lang(request)
+    fields = {k: v for k, v in values.items() if k not in (SERVE_ONLY if job == "train" else TRAIN_ONLY)}
+    try:
+        req = _request_from(CompareRequest, fields)
+        doc = await in_slot(request.app, run_compare, req)
+    except GpuplanError as exc:
+        return render(request, "compare.html", status=422, **(ctx | {"error": _form_error(exc, lang)}))
+    return render(request, "compare.html", **(ctx | {"doc": doc, "view": views.compare_view(doc, lang)}))
+
+
+@router.get("/compare/plans", response_class=HTMLResponse)
+async def compare_plans(request: Request) -> HTMLResponse:
+    """Two saved plans side by side (`?plan=ID&plan=ID`): the headline of each and a diff of their inputs."""
+    ids = request.query_params.getlist("plan")
+    lang = page_lang(request)
+    if len(ids) != 2 or ids[0] == ids[1]:
+        return error_page(request, 422, _form_error(InputError(
+            field="plan", value=",".join(ids), allowed="two different saved plan ids",
+            hint="tick two plans on the saved plans page"), lang))
+    store = request.app.state.store
+    pair = [store.get(i) for i in ids]
+    if any(p is None for p in pair):
+        return error_page(request, 404, "no such plan")
+    return render(request, "compare_plans.html", pair=views.plan_pair(pair[0], pair[1], lang))

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, HTTPException
 from fastapi.concurrency import run_in_threadpool
@@ -19,7 +20,9 @@ from gpuplan.service import (
 )
 from gpuplan.web.store import SavedPlan, plan_id
 
-__all__ = ["Slots", "compute_and_store", "report_of", "saved_json", "title_of"]
+T = TypeVar("T")
+
+__all__ = ["Slots", "compute_and_store", "in_slot", "report_of", "saved_json", "title_of"]
 
 
 class Slots:
@@ -64,16 +67,20 @@ async def compute_and_store(app: FastAPI, req: TrainPlanRequest | InferPlanReque
     return out
 
 
-async def _plan(app: FastAPI, req: TrainPlanRequest | InferPlanRequest) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The CLI's --json and the report document, computed in one of the app's planner slots."""
+async def in_slot(app: FastAPI, fn: Callable[[Any], T], req: Any) -> T:
+    """`fn(req)` in a worker thread, in one of the app's planner slots (429 when all are busy)."""
     slots: Slots = app.state.slots
     await slots.take()
     try:
-        fn = plan_train_report if isinstance(req, TrainPlanRequest) else plan_infer_report
-        out: tuple[dict[str, Any], dict[str, Any]] = await run_in_threadpool(fn, req)  # type: ignore[arg-type]
+        return await run_in_threadpool(fn, req)
     finally:
         slots.give()
-    return out
+
+
+async def _plan(app: FastAPI, req: TrainPlanRequest | InferPlanRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The CLI's --json and the report document, computed in one of the app's planner slots."""
+    fn = plan_train_report if isinstance(req, TrainPlanRequest) else plan_infer_report
+    return await in_slot(app, fn, req)
 
 
 async def report_of(app: FastAPI, saved: SavedPlan) -> dict[str, Any]:

@@ -14,7 +14,8 @@ from gpuplan.render.report_text import bottleneck_text, infer_rule_line, offer_t
 from gpuplan.render.trust_text import band_cost, band_duration, band_num, confidence_text, trust_lines
 from gpuplan.units import GIB, sig
 
-__all__ = ["findings", "infer_chart", "infer_rows", "memory_parts", "pareto_chart", "recommendation", "train_rows"]
+__all__ = ["compare_view", "findings", "infer_chart", "infer_rows", "memory_parts", "pareto_chart", "plan_pair",
+           "recommendation", "train_rows"]
 
 MEMORY_KEYS = ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "kv_cache_bytes",
                "other_bytes")
@@ -174,3 +175,117 @@ def memory_parts(result: Mapping[str, Any], lang: str) -> dict[str, Any]:
     return {"rows": rows, "total": f"{result['total_bytes'] / GIB:,.2f}", "chart": chart, "fits": fits,
             "usable": f"{result['usable_memory_bytes'] / GIB:,.1f}" if result.get("usable_memory_bytes") else None,
             "fix": (result.get("nearest_fix") or {}).get("flags")}
+
+
+def compare_view(doc: Mapping[str, Any], lang: str) -> dict[str, Any]:
+    """`gpuplan compare` as the CLI shows it: the table (each figure with its 80% band, each option with its
+    confidence), a line per option (confidence, rule, why no plan, the worst finding) and a chart of the options."""
+    from gpuplan.render.report_md import compare_rows
+
+    infer = doc["kind"] == "compare_infer"
+    if infer:
+        cols = ("accelerator", "devices", "weights", "usd_h", "usd_m", "ttft", "tpot", "util", "risk", "findings",
+                "confidence")
+        head = [tr(f"report.col.{c}", lang) for c in cols]
+        rows = []
+        for o in doc["options"]:
+            p, band = o["plan"], o.get("band") or {}
+            risk = tr(f"report.risk.{o['ecosystem_risk']}", lang)
+            if p is None:
+                rows.append([o["accelerator"], *["-"] * 7, risk, tr("report.no_plan_short", lang), "-"])
+                continue
+            rows.append([o["accelerator"], str(p["devices"]), p["weights"],
+                         band_num(p["usd_per_hour"], band.get("cost_usd_per_hour"), ",.2f"),
+                         band_num(p["usd_per_million_tokens"], band.get("cost_usd_per_million_tokens"), ".3g"),
+                         band_num(p["ttft_p99_s"], band.get("ttft_s.p99"), ".3f"),
+                         band_num(p["tpot_p99_s"], band.get("tpot_s.p99"), ".1f", 1e3), f"{p['utilization']:.0%}",
+                         risk, _finding_counts(o), confidence_text(o.get("confidence"), lang)])
+    else:
+        head, rows = compare_rows(doc, lang)
+        head[-1] = tr("report.col.confidence", lang)
+    notes = []
+    for o in doc["options"]:
+        p = o["plan"]
+        lines = []
+        if p is not None and o.get("confidence"):
+            lines.append(tr("trust.recommended_conf", lang, text=confidence_text(o["confidence"], lang, short=False)))
+        if p is not None and o.get("rule"):
+            lines.append(rule_line(p | {"rule": o["rule"]}, lang))
+        if p is None:
+            lines.append(tr("report.rejected", lang, rejected=o["rejected"]))
+        worst = next((f for f in o["findings"] if f["severity"] != "info"), None)
+        if worst:
+            msg = worst["message"].get(lang) or worst["message"]["en"]
+            lines.append(f"{tr('cli.compare.top_finding', lang)}: {msg}")
+        notes.append({"accelerator": o["accelerator"], "lines": lines})
+    return {"head": head, "rows": rows, "notes": notes, "infer": infer, "chart": _compare_chart(doc, lang)}
+
+
+def _finding_counts(o: Mapping[str, Any]) -> str:
+    sev = [f["severity"] for f in o["findings"]]
+    return f"{sev.count('critical')}/{sev.count('warn')}"
+
+
+def _compare_chart(doc: Mapping[str, Any], lang: str) -> dict[str, Any]:
+    """One point per option with a plan: days vs cost (training) or p99 TPOT vs USD per hour (serving), bands as
+    error bars on both axes."""
+    infer = doc["kind"] == "compare_infer"
+    opts = [o for o in doc["options"] if o["plan"] is not None and (infer or o["plan"].get("cost_usd") is not None)]
+    xk, yk, xs, bx, by = (("tpot_p99_s", "usd_per_hour", 1e-3, "tpot_s.p99", "cost_usd_per_hour") if infer
+                          else ("days", "cost_usd", 1.0, "time_to_train_days", "cost_usd"))
+
+    def bars(key: str, band_key: str, scale: float) -> dict[str, Any]:
+        pts: list[Mapping[str, Any]] = [{key: o["plan"][key], "band": {key: (o.get("band") or {}).get(band_key)}}
+                                        for o in opts]
+        return _err(pts, key, scale)
+
+    data = [{"type": "scatter", "mode": "markers+text", "textposition": "top center", "name": "",
+             "x": [o["plan"][xk] / xs for o in opts], "y": [o["plan"][yk] for o in opts],
+             "text": [o["accelerator"] for o in opts], "error_x": bars(xk, bx, xs), "error_y": bars(yk, by, 1.0),
+             "marker": {"size": 10}}]
+    layout = {"xaxis": {"title": {"text": tr("web.chart.tpot" if infer else "web.chart.days", lang)}},
+              "yaxis": {"title": {"text": tr("web.chart.usd_h" if infer else "web.chart.cost", lang)}},
+              "margin": {"t": 20}, "height": 380, "showlegend": False}
+    return {"data": data, "layout": layout}
+
+
+def _headline(saved: Any, lang: str) -> dict[str, str]:
+    """The recommended (else first) plan of a stored result, its figures with bands and its confidence."""
+    if saved.kind == "train":
+        rows = train_rows(saved.result, lang, top=1)
+        if not rows:
+            return {}
+        r = rows[0]
+        return {"plan": f"{r['devices']} x {r['accelerator']} ({r['where']})", "layout": r["layout"],
+                "figures": f"{r['time']} · {r['cost']} USD · MFU {r['mfu']}", "confidence": r["confidence"],
+                "level": r["level"]}
+    rows = infer_rows(saved.result, lang, top=1)
+    if not rows:
+        return {}
+    r = rows[0]
+    return {"plan": f"{r['hardware']}: {r['fleet']}", "layout": "",
+            "figures": f"{r['usd_h']} USD/h · {r['latency']}", "confidence": r["confidence"], "level": r["level"]}
+
+
+def plan_pair(a: Any, b: Any, lang: str) -> dict[str, Any]:
+    """Two stored plans side by side: headline of each, and every input field with the differing ones marked
+    (versions included: the same inputs on another catalog are another plan)."""
+    ra = {**a.request, "gpuplan_version": a.gpuplan_version, "catalog_version": a.catalog_version}
+    rb = {**b.request, "gpuplan_version": b.gpuplan_version, "catalog_version": b.catalog_version}
+    fields = []
+    for key in sorted(set(ra) | set(rb), key=lambda k: (k not in ("kind", "model"), k)):
+        va, vb = ra.get(key), rb.get(key)
+        fields.append({"field": key, "a": _value(va), "b": _value(vb), "differs": va != vb})
+    return {"fields": fields, "differ": sum(f["differs"] for f in fields), "total": len(fields),
+            "a": {"saved": a, **_headline(a, lang), "rec": recommendation(a.result, lang, a.kind)},
+            "b": {"saved": b, **_headline(b, lang), "rec": recommendation(b.result, lang, b.kind)}}
+
+
+def _value(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, list):
+        return ", ".join(map(str, v))
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)
