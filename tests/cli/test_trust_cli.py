@@ -89,3 +89,19 @@ def test_validate_json_gives_each_case_its_band_and_the_coverage() -> None:
     assert len(inside) == len(out["cases"]) and sum(inside) / len(inside) == pytest.approx(out["coverage"])
     for c in out["cases"]:
         assert c["low"] < c["predicted"] < c["high"]
+
+
+def test_plan_infer_never_recommends_a_part_its_own_blocking_finding_rules_out() -> None:
+    """As plan train does: a critical export, residency or compliance finding removes the part from the
+    recommendation (it stays listed, marked). Regression: the README example recommended A100 rentals in
+    China although its first finding was the critical export rule for that market."""
+    args = ["plan", "infer", "-m", "llama3.1-70b", "--qps", "20", "--input-dist", "uniform:512-2048",
+            "--output-dist", "uniform:128-512", "--ttft-p99", "2", "--tpot-p99", "0.05"]
+    out = json.loads(_ok([*args, "--json"]))
+    rec, blocked = out["recommended"], out["not_recommended"]
+    assert rec is not None and rec["accelerator"] not in blocked
+    assert set(blocked.values()) <= {"market.export", "market.residency", "market.compliance"}
+    if out["plans"][0]["accelerator"] in blocked:
+        assert rec["cost_usd_per_hour"] >= out["plans"][0]["cost_usd_per_hour"]
+    text = _ok([*args, "--lang", "en", "--top", "3"])
+    assert f"Recommendation: {rec['accelerator']}" in text

@@ -24,7 +24,7 @@ from gpuplan.advise.adapt_infer import inference_facts
 from gpuplan.advise.engine import advise
 from gpuplan.advise.facts import PlanFacts, Requirements
 from gpuplan.advise.findings import Thresholds, advise_data, default_thresholds
-from gpuplan.advise.report_train import REPORT_SCHEMA
+from gpuplan.advise.report_train import BLOCKING_FINDINGS, REPORT_SCHEMA
 from gpuplan.advise.rules_market import node_power_kw
 from gpuplan.advise.sources import plan_sources
 from gpuplan.advise.tco import HOURS_PER_YEAR, tco, tco_inputs
@@ -171,6 +171,24 @@ def _tco(facts: PlanFacts, catalog: Catalog, th: Thresholds) -> dict[str, Any]:
     return res.to_json()
 
 
+def choose_fleet(run: Mapping[str, Any], plans: Sequence[Mapping[str, Any]], catalog: Catalog, th: Thresholds,
+                 requirements: Requirements | None) -> tuple[Any, dict[str, str]]:
+    """(the cheapest fleet whose part draws no blocking finding, {accelerator: finding} of the parts skipped).
+
+    The training rule (report_train.BLOCKING_FINDINGS): a critical export, residency or compliance finding for
+    the market the fleet is bought in removes the part from the recommendation; it stays listed, marked."""
+    blocked: dict[str, str] = {}
+    for p in plans:
+        if p["accelerator"] in blocked:
+            continue
+        found = advise(inference_facts(run, p, catalog=catalog, requirements=requirements), th)
+        hit = [f for f in found if f.severity == "critical" and f.id in BLOCKING_FINDINGS]
+        if not hit:
+            return p, blocked
+        blocked[p["accelerator"]] = hit[0].id
+    return None, blocked
+
+
 def inference_report(run: Mapping[str, Any], catalog: Catalog, *, thresholds: Thresholds | None = None,
                      requirements: Requirements | None = None, runners_up: int = 4, infer_load: InferLoad | None = None,
                      growth: bool = True, max_devices: int = 1024,
@@ -192,7 +210,11 @@ def inference_report(run: Mapping[str, Any], catalog: Catalog, *, thresholds: Th
     if not plans:
         doc.update(recommendation=None, runners_up=[], plans=[], findings=[])
         return doc
-    best = plans[0]
+    best, blocked = choose_fleet(run, plans, catalog, th, requirements)
+    if best is None:
+        doc.update(recommendation=None, runners_up=[], plans=[infer_summary(p) for p in plans], findings=[],
+                   not_recommended=blocked)
+        return doc
     seen = {best["accelerator"]}
     runners = []
     for p in plans[1:]:
@@ -206,8 +228,10 @@ def inference_report(run: Mapping[str, Any], catalog: Catalog, *, thresholds: Th
     doc.update(
         recommendation={**infer_summary(best), "advice": best["advice"],
                         **{k: v for k, v in (serving_recommendation(
-                            plans, catalog, constraints.market if constraints else None) or {}).items()
+                            plans, catalog, constraints.market if constraints else None,
+                            skip=tuple(blocked)) or {}).items()
                            if k in ("caveats", "confirmed_alternative", "best_per_market")}},
+        not_recommended=blocked,
         runners_up=[infer_summary(p) for p in runners[:runners_up]],
         plans=[infer_summary(p) for p in plans],
         latency={k: best[k] for k in ("ttft_s", "tpot_s", "e2e_s")},

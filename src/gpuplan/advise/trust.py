@@ -117,10 +117,11 @@ def serving_caveats(rec: dict[str, Any], alt: dict[str, Any] | None, catalog: Ca
     return out
 
 
-def serving_recommendation(plans: Sequence[dict[str, Any]], catalog: Catalog, market: str | None
-                           ) -> dict[str, Any] | None:
+def serving_recommendation(plans: Sequence[dict[str, Any]], catalog: Catalog, market: str | None,
+                           skip: Sequence[str] = ()) -> dict[str, Any] | None:
     """The cheapest fleet with its band, confidence, caveats, the cheapest fleet on confirmed inputs and,
-    without --market, the cheapest fleet of each market."""
+    without --market, the cheapest fleet of each market. `skip`: parts removed by a blocking finding."""
+    plans = [p for p in plans if p["accelerator"] not in skip]
     if not plans:
         return None
     rec = plans[0]

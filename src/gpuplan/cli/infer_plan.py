@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from gpuplan.advise.findings import load_thresholds
-from gpuplan.advise.report_infer import inference_report
+from gpuplan.advise.report_infer import choose_fleet, inference_report
 from gpuplan.advise.trust import serving_recommendation
 from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_report, save_report_quiet
 from gpuplan.cli.common import console, fail, positives, print_json
@@ -127,8 +127,11 @@ def plan_infer(
                "engine": prof.id, "candidates_evaluated": res.candidates_evaluated,
                "simulated": res.simulated, "plans": res.plans, "rejected": res.rejected,
                "hardware_considered": res.hardware_considered, "best_unloaded": res.best_unloaded,
-               "terms": res.terms, "engine_terms": prof.used(), "kv_dtype": kv_dtype,
-               "recommended": serving_recommendation(res.plans, cat, market)}
+               "terms": res.terms, "engine_terms": prof.used(), "kv_dtype": kv_dtype}
+        # a part whose fleet draws a blocking finding (export, residency, compliance) is not recommended
+        _, blocked = choose_fleet(run, res.plans, cat, th, req)
+        recommended = serving_recommendation(res.plans, cat, market, skip=tuple(blocked))
+        run.update(recommended=recommended, not_recommended=blocked)
         doc = None
         if report is not None or not json_out:  # findings, memory and the growth re-plan (one more planner run)
             doc = inference_report(run, cat, thresholds=th, requirements=req, infer_load=load,
@@ -137,7 +140,7 @@ def plan_infer(
             (save_report_quiet if json_out else save_report)(doc, report, language)
         if formats and res.plans:
             write_serve(formats, emit_out, model_id=model, spec=spec, run=run, lang=language,
-                        fleet=pick_plan(res.plans, pick, serving_recommendation(res.plans, cat, market),
+                        fleet=pick_plan(res.plans, pick, recommended,
                                         ("accelerator", "instance", "replicas", "layout", "weights")),
                         max_model_len=min(spec.max_position_embeddings, load.input_len.max + load.output_len.max),
                         stated={"kv_dtype"} | ({"weights"} if weights else set()))
@@ -146,8 +149,9 @@ def plan_infer(
     if json_out:
         print_json(run)
         return
-    _table(spec.name, load, slo, res.plans[:top], res.candidates_evaluated, res.simulated, res.rejected, language)
-    rec = serving_recommendation(res.plans, cat, market)
+    _table(spec.name, load, slo, res.plans[:top], res.candidates_evaluated, res.simulated, res.rejected, language,
+           recommended, blocked)
+    rec = recommended
     if rec is not None:
         for line in trust_lines(rec, language):
             console.print(line, highlight=False)
@@ -160,16 +164,20 @@ def _tenancy(value: str, lang: str) -> str:
 
 
 def _table(name: str, load: InferLoad, slo: InferSlo, plans: list[dict[str, Any]], evaluated: int, simulated: int,
-           rejected: dict[str, int], lang: str = "en") -> None:
+           rejected: dict[str, int], lang: str = "en", recommended: dict[str, Any] | None = None,
+           blocked: dict[str, str] | None = None) -> None:
     t = Table(title=tr("cli.pinfer.title", lang, model=name, qps=load.qps, input=load.input_len.label,
                        output=load.output_len.label, ttft=slo.ttft_p99_s, tpot=slo.tpot_p99_s),
               caption=tr("cli.pinfer.caption", lang, candidates=evaluated, simulated=simulated, rejected=rejected))
     for col in COLS:
         t.add_column(tr(f"cli.pinfer.col.{col}", lang), no_wrap=col == "usd_m", overflow="fold")
+    blocked = blocked or {}
     for p in plans:
         lay = p["layout"]
+        mark = ("\n(" + tr("report.not_recommended", lang, finding=blocked[p["accelerator"]]) + ")"
+                if p["accelerator"] in blocked else "")
         t.add_row(f"{p['accelerator']} tp{lay['tp']}" + (f" pp{lay['pp']}" if lay["pp"] > 1 else "")
-                  + (f" ep{lay['ep']}" if lay["ep"] > 1 else "") + f" {p['weights']}",
+                  + (f" ep{lay['ep']}" if lay["ep"] > 1 else "") + f" {p['weights']}" + mark,
                   tr("cli.pinfer.fleet", lang, replicas=p["replicas"], instances=p["instances"],
                      instance=p["instance"]),
                   band_num(p["cost_usd_per_hour"], (p.get("band") or {}).get("cost_usd_per_hour"), ",.2f"),
@@ -179,8 +187,9 @@ def _table(name: str, load: InferLoad, slo: InferSlo, plans: list[dict[str, Any]
                   + band_num(p["tpot_s"]["p99"], (p.get("band") or {}).get("tpot_s.p99"), ".0f", 1e3) + " ms",
                   confidence_text(p.get("confidence"), lang), _tenancy(p["advice"]["tenancy"], lang))
     console.print(t)
-    if plans:
-        best = plans[0]
+    best = next((p for p in plans if recommended is not None and (p["accelerator"], p["instance"], p["replicas"])
+                 == (recommended["accelerator"], recommended["instance"], recommended["replicas"])), None)
+    if best is not None:
         rec = {"tenancy": best["advice"]["tenancy"], "utilization": best["utilization"], "advice": best["advice"]}
         console.print(tr("cli.pinfer.recommended", lang, acc=best["accelerator"], rule=infer_rule_line(rec, lang)),
                       highlight=False)

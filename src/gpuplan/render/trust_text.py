@@ -75,7 +75,8 @@ def confidence_text(conf: Mapping[str, Any] | None, lang: str, short: bool = Tru
     eff = conf.get("efficiency") or {}
     prov = eff.get("provenance", "default")
     cv = eff.get("cv_median_ape")
-    eff_text = tr(f"trust.eff.{prov}", lang, rows=eff.get("rows", 0), cv=f"{cv:.0%}" if cv is not None else "-",
+    key = "trust.eff.default_engine" if prov == "default" and eff.get("value") is None else f"trust.eff.{prov}"
+    eff_text = tr(key, lang, rows=eff.get("rows", 0), cv=f"{cv:.0%}" if cv is not None else "-",
                   value=eff.get("value"), term=eff.get("term", ""))
     price = conf.get("price")
     level = tr(f"trust.level.{conf.get('level', 'low')}", lang)
