@@ -147,7 +147,7 @@ def test_memory_answers_as_fields_change(page: Any, base_url: str) -> None:
 
 
 @pytest.mark.parametrize("path", ["/", "/serve", "/catalog?kind=instances", "/catalog/accelerators/h20-96gb",
-                                  "/history"])
+                                  "/history", "/validation", "/compare"])
 def test_pages_load_without_console_errors(page: Any, base_url: str, path: str) -> None:
     for lang in ("en", "zh"):
         page.goto(f"{base_url}{path}{'&' if '?' in path else '?'}lang={lang}")

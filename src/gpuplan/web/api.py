@@ -135,6 +135,15 @@ async def export_plan(plan_id: str, fmt: ExportFormat, request: Request) -> Resp
     return Response(text, media_type=EXPORT_TYPES[fmt], headers=_attachment(f"{name}.{fmt}"))
 
 
+@router.get("/validation")
+async def validation() -> dict[str, Any]:
+    """The shipped cross-validation result: coverage of the 80% bands, accuracy per part and per class (the rows
+    behind them are left out)."""
+    from gpuplan.estimate.uncertainty import accuracy_data
+
+    return {k: v for k, v in accuracy_data().items() if k not in ("rows", "entries")}
+
+
 @router.get("/catalog/{kind}")
 async def catalog_list(kind: str, vendor: str | None = None, market: str | None = None,
                        min_memory_gib: float | None = None) -> dict[str, Any]:

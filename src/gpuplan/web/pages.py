@@ -270,3 +270,11 @@ async def compare_plans(request: Request) -> HTMLResponse:
     if any(p is None for p in pair):
         return error_page(request, 404, "no such plan")
     return render(request, "compare_plans.html", pair=views.plan_pair(pair[0], pair[1], lang))
+
+
+@router.get("/validation", response_class=HTMLResponse)
+async def validation_page(request: Request) -> HTMLResponse:
+    """Accuracy per part and per class from the shipped cross-validation result."""
+    from gpuplan.estimate.uncertainty import accuracy_data
+
+    return render(request, "validation.html", v=views.validation_view(accuracy_data(), page_lang(request)))

@@ -15,7 +15,9 @@ from gpuplan.render.trust_text import band_cost, band_duration, band_num, confid
 from gpuplan.units import GIB, sig
 
 __all__ = ["compare_view", "findings", "infer_chart", "infer_rows", "memory_parts", "pareto_chart", "plan_pair",
-           "recommendation", "train_rows"]
+           "recommendation", "train_rows", "validation_view"]
+
+KINDS = ("train", "serve", "memory")
 
 MEMORY_KEYS = ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "kv_cache_bytes",
                "other_bytes")
@@ -289,3 +291,32 @@ def _value(v: Any) -> str:
     if isinstance(v, float):
         return f"{v:g}"
     return str(v)
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1%}"
+
+
+def validation_view(data: Mapping[str, Any], lang: str) -> dict[str, Any]:
+    """The shipped cross-validation result (estimate.uncertainty.accuracy_data) as tables: coverage of the 80%
+    bands per kind, accuracy per part (in-sample, held-out source, held-out part) and per class."""
+    cov = data.get("coverage") or {}
+    coverage = [{"kind": tr(f"web.validation.kind.{k}", lang), "rows": cov[k]["rows"],
+                 "coverage": _pct(cov[k]["coverage"])} for k in KINDS if k in cov]
+    parts = []
+    for k in KINDS:
+        per = (data.get("parts") or {}).get(k) or {}
+        rows = [{"part": name, "rows": v["rows"], "sources": v["sources"], "in_sample": _pct(v["in_sample_median_ape"]),
+                 "cv": _pct(v["cv_median_ape"]), "cv_p90": _pct(v["cv_p90_ape"]),
+                 "default": _pct(v.get("default_median_ape"))}
+                for name, v in sorted(per.items(), key=lambda kv: (-kv[1]["rows"], kv[0]))]
+        if rows:
+            parts.append({"kind": k, "title": tr("web.validation.parts", lang, kind=tr(f"web.validation.kind.{k}",
+                                                                                       lang)), "rows": rows})
+    classes = [{"key": c["key"], "n": c["n"], "sources": c["sources"], "median": _pct(c["median_ape"]),
+                "band": f"{c['q10']:.2f}-{c['q90']:.2f}"}
+               for _, c in sorted((data.get("classes") or {}).items())]
+    return {"coverage": coverage, "parts": parts, "classes": classes,
+            "produced": tr("web.validation.produced", lang, by=data.get("produced_by", ""),
+                           date=data.get("as_of", ""), version=data.get("gpuplan_version", ""),
+                           method=data.get("method", ""))}
