@@ -121,11 +121,11 @@ def coverage(entries: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
 
 def _cls(e: dict[str, Any]) -> EstimateClass:
     return EstimateClass(kind=e["kind"], efficiency=e["efficiency"], family=e["family"], arch=e["arch"],
-                         scale=e["scale"])
+                         scale=e["scale"], stack=e.get("stack", "unstated"))
 
 
 META_KEYS = ("file", "id", "source", "accelerator", "metric", "measured", "in_sample", "in_sample_ratio", "kind",
-             "family", "arch", "scale")
+             "family", "arch", "scale", "stack")
 
 
 def _ape(ratio: float) -> float:
@@ -186,7 +186,8 @@ def main() -> None:
         entries += [e for e in old.get("entries", old["rows"]) if (e["file"], e["fold"]) not in done]
         done |= {(e["file"], e["fold"]) for e in old.get("entries", old["rows"])}
         for e in entries:
-            meta.setdefault(f"{e['file']}:{e['id']}", {k: e[k] for k in META_KEYS})
+            meta.setdefault(f"{e['file']}:{e['id']}", {k: e.get(k) for k in META_KEYS})
+    _refresh_dims(entries, args.ground_truth)
     classed = [e for e in entries if _in_classes(e)]
     classes: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for e in classed:
@@ -206,6 +207,18 @@ def main() -> None:
     args.out.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")
     print(f"wrote {args.out} ({len(classed)} entries, {time.time() - t0:.0f} s)", file=sys.stderr)
     print_markdown(data)
+
+
+def _refresh_dims(entries: list[dict[str, Any]], gt: Path) -> None:
+    """Recompute each entry's class dimensions from its row (merged entries of older runs included)."""
+    for file in {e["file"] for e in entries}:
+        path = gt / f"{file}.csv"
+        if not path.exists():
+            continue
+        rows = {r["id"]: r for r in read_rows(path)}
+        for e in entries:
+            if e["file"] == file and e["id"] in rows:
+                e.update(dims(file, rows[e["id"]]))
 
 
 def _precisions(gt: Path) -> dict[tuple[str, str], str]:

@@ -9,7 +9,8 @@ percentile of the ratios of that class: a rate r is given as [q10 x r, q90 x r],
 as [t / q90, t / q10] (ratios are measured / predicted in rate orientation). Quantiles weigh every
 source the same (`source_quantiles`): a new user's run is a new source.
 A class with fewer than `MIN_ROWS` rows borrows from the next coarser class (dimensions are
-dropped from the last: scale, then architecture, then family). A part on the default efficiency gets at
+dropped from the last: framework or engine stated, scale, architecture, family). A part on the default
+efficiency gets at
 least the band of a validated part of its class (the parts cross-validation could hold out were
 measured ones).
 """
@@ -42,11 +43,12 @@ class EstimateClass:
     family: str = "throughput"
     arch: Literal["dense", "moe"] = "dense"
     scale: Literal["single", "multi"] = "single"
+    stack: Literal["stated", "unstated"] = "unstated"  # the framework (training) or engine (serving) named
 
     def levels(self) -> list[str]:
         """From the finest to the coarsest class key (a measured part borrows the validated errors)."""
         eff = "validated" if self.efficiency == "measured" else self.efficiency
-        dims = [self.kind, eff, self.family, self.arch, self.scale]
+        dims = [self.kind, eff, self.family, self.arch, self.scale, self.stack]
         return ["/".join(dims[:k]) for k in range(len(dims), 1, -1)]
 
 
@@ -120,7 +122,7 @@ def _classes() -> Mapping[str, ClassStats]:
         if ratio is None or not math.isfinite(ratio) or ratio <= 0:
             continue
         cls = EstimateClass(kind=row["kind"], efficiency=row["efficiency"], family=row["family"],
-                            arch=row["arch"], scale=row["scale"])
+                            arch=row["arch"], scale=row["scale"], stack=row.get("stack", "unstated"))
         for key in cls.levels():
             rs, ss = groups.setdefault(key, ([], []))
             rs.append(ratio)

@@ -30,6 +30,7 @@ LEVELS = ("low", "medium", "high")
 Arch = Literal["dense", "moe"]
 Scale = Literal["single", "multi"]
 Eff = Literal["validated", "default"]
+Stack = Literal["stated", "unstated"]
 HIGH_CV_APE = 0.15  # a validated part whose held-out median error exceeds this is medium, not high
 _PRICE_KINDS = (("on_demand", "on_demand_hourly"), ("monthly", "monthly"))
 
@@ -107,14 +108,15 @@ def training_confidence(catalog: Catalog, cal: Calibration, accelerator: str, dt
     return {"level": confidence_level(eff, price), "efficiency": eff, "price": price}
 
 
-def training_bands(fig: dict[str, Any], *, efficiency: str, moe: bool, nodes: int) -> tuple[dict[str, list[float]],
-                                                                                         dict[str, str]]:
+def training_bands(fig: dict[str, Any], *, efficiency: str, moe: bool, nodes: int,
+                   framework_stated: bool = False) -> tuple[dict[str, list[float]], dict[str, str]]:
     """80% bands of a training plan's figures (name as in the plan's JSON -> [low, high]) and their bases."""
     arch: Arch = "moe" if moe else "dense"
     scale: Scale = "multi" if nodes > 1 else "single"
     eff: Eff = "default" if efficiency == "default" else "validated"
-    step = EstimateClass(kind="train", efficiency=eff, family="throughput", arch=arch, scale=scale)
-    campaign = EstimateClass(kind="train", efficiency=eff, family="campaign", arch=arch, scale=scale)
+    stack: Stack = "stated" if framework_stated else "unstated"
+    step = EstimateClass(kind="train", efficiency=eff, family="throughput", arch=arch, scale=scale, stack=stack)
+    campaign = EstimateClass(kind="train", efficiency=eff, family="campaign", arch=arch, scale=scale, stack=stack)
     out: dict[str, list[float]] = {}
     basis: dict[str, str] = {}
     for name, cls, orient in (("step_time_s", step, "time"), ("tokens_per_s", step, "rate"),
@@ -127,8 +129,8 @@ def training_bands(fig: dict[str, Any], *, efficiency: str, moe: bool, nodes: in
             out[name] = b.as_list()
             basis["throughput" if cls is step else "campaign"] = b.basis
     total = (fig.get("memory") or {}).get("total_bytes")
-    mb = band(EstimateClass(kind="memory", efficiency="validated", family="train", arch=arch, scale=scale),
-              total, "rate")
+    mb = band(EstimateClass(kind="memory", efficiency="validated", family="train", arch=arch, scale=scale,
+                            stack=stack), total, "rate")
     if mb is not None:
         out["memory.total_bytes"] = mb.as_list()
         basis["memory"] = mb.basis
@@ -162,8 +164,9 @@ def serving_bands(plan: dict[str, Any], *, efficiency: str, moe: bool) -> tuple[
     arch: Arch = "moe" if moe else "dense"
     scale: Scale = "multi" if int(plan.get("devices") or 1) // max(int(plan.get("replicas") or 1), 1) > 8 else "single"
     eff: Eff = "default" if efficiency == "default" else "validated"
-    lat = EstimateClass(kind="serve", efficiency=eff, family="latency", arch=arch, scale=scale)
-    tput = EstimateClass(kind="serve", efficiency=eff, family="throughput", arch=arch, scale=scale)
+    # the fleet runs the engine the plan names: a stated serving stack
+    lat = EstimateClass(kind="serve", efficiency=eff, family="latency", arch=arch, scale=scale, stack="stated")
+    tput = EstimateClass(kind="serve", efficiency=eff, family="throughput", arch=arch, scale=scale, stack="stated")
     out: dict[str, list[float]] = {}
     basis: dict[str, str] = {}
     for name, value, cls, orient in (

@@ -246,7 +246,7 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
                 fig["layout_family"] = {"family": cons.layout_family, "why": cons.layout_reason}
                 fig["band"], fig["band_basis"] = training_bands(
                     fig, efficiency=conf["efficiency"]["provenance"], moe=spec.moe is not None,
-                    nodes=-(-n // hw.gpus_per_node))
+                    nodes=-(-n // hw.gpus_per_node), framework_stated=cons.framework is not None)
                 plans.append(fig)
         if seen:
             considered.append(acc.id)
