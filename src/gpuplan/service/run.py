@@ -117,8 +117,10 @@ def plan_infer_report(req: InferPlanRequest) -> tuple[dict[str, Any], dict[str, 
 
 
 def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    from gpuplan.advise.report_infer import inference_report
+    from gpuplan.advise.findings import load_thresholds
+    from gpuplan.advise.report_infer import choose_fleet, inference_report
     from gpuplan.advise.trust import serving_recommendation
+    from gpuplan.cli.advise import requirements
     from gpuplan.cli.common import positives
     from gpuplan.cli.infer_plan import _load
     from gpuplan.hardware import load_catalog
@@ -145,11 +147,15 @@ def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], di
            "engine": prof.id, "candidates_evaluated": res.candidates_evaluated,
            "simulated": res.simulated, "plans": res.plans, "rejected": res.rejected,
            "hardware_considered": res.hardware_considered, "best_unloaded": res.best_unloaded,
-           "terms": res.terms, "engine_terms": prof.used(), "kv_dtype": req.kv_dtype,
-           "recommended": serving_recommendation(res.plans, cat, req.market)}
+           "terms": res.terms, "engine_terms": prof.used(), "kv_dtype": req.kv_dtype}
+    # as the CLI: a part whose fleet draws a blocking finding (export, residency, compliance) is not recommended
+    th, needs = load_thresholds({}), requirements(None, None)
+    _, blocked = choose_fleet(run, res.plans, cat, th, needs)
+    run.update(recommended=serving_recommendation(res.plans, cat, req.market, skip=tuple(blocked)),
+               not_recommended=blocked)
     # as the CLI's --report: default requirements and thresholds, the planned load and constraints
-    doc = inference_report(run, cat, infer_load=load, max_devices=req.max_devices, constraints=cons) if report \
-        else None
+    doc = inference_report(run, cat, thresholds=th, requirements=needs, infer_load=load,
+                           max_devices=req.max_devices, constraints=cons) if report else None
     return run, doc
 
 
