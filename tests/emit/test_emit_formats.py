@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 import tomllib
 import yaml
-from emit_cases import README_TRAIN, emit
+from emit_cases import README_INFER, README_TRAIN, emit
 from typer.testing import CliRunner
 
 from gpuplan.cli.main import app
+from gpuplan.emit.deploy import _sky_accelerator
 from gpuplan.emit.flags import flag_list, schema, unknown
 from gpuplan.emit.serve import command_words
 
@@ -127,13 +128,15 @@ def test_serving_formats(readme_infer: dict[str, str]) -> None:
         words = command_words(files[name])
         flags = [w for w in words if w.startswith("--")]
         assert flags and unknown([tool], flags) == [], name
+    # the emitted fleet is the recommended one of the same run (a part its blocking finding rules out is skipped)
+    rec = _recommended_fleet()
     vllm = command_words(files["vllm.sh"])
-    assert vllm[vllm.index("--tensor-parallel-size") + 1] == "4"
+    assert vllm[vllm.index("--tensor-parallel-size") + 1] == str(rec["layout"]["tp"])
     assert unknown(["trtllm"], _keys(yaml.safe_load(files["trtllm_config.yaml"]))) == []
     assert unknown(["mindie"], _keys(json.loads(files["mindie_config.json"]))) == []
     dep = yaml.safe_load(files["deployment.yaml"])
     _check_schema("deployment", dep)
-    assert dep["spec"]["replicas"] == 9
+    assert dep["spec"]["replicas"] == rec["replicas"]
     assert dep["spec"]["selector"]["matchLabels"].items() <= dep["spec"]["template"]["metadata"]["labels"].items()
     container = dep["spec"]["template"]["spec"]["containers"][0]
     assert set(container) <= set(schema("deployment").allowed["container"])
@@ -142,7 +145,15 @@ def test_serving_formats(readme_infer: dict[str, str]) -> None:
     _check_schema("skypilot", sky)
     assert set(sky) <= set(schema("skypilot").allowed["top"])
     assert set(sky["service"]) <= set(schema("skypilot").allowed["service"])
-    assert sky["resources"]["accelerators"] == "A100-80GB:4" and sky["service"]["replicas"] == 9
+    assert sky["resources"]["accelerators"] == f"{_sky_accelerator(rec['accelerator'])}:{rec['layout']['tp']}"
+    assert sky["service"]["replicas"] == rec["replicas"]
+
+
+def _recommended_fleet() -> dict[str, Any]:
+    res = CliRunner().invoke(app, [*README_INFER, "--json"])
+    assert res.exit_code == 0, res.output
+    rec: dict[str, Any] = json.loads(res.stdout)["recommended"]
+    return rec
 
 
 def test_flag_lists_carry_source_and_version() -> None:
