@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.cli_result import exited
 from typer.testing import CliRunner
 
+from cli_result import exited
 from gpuplan.bench.calibrate import calibration_from_result, load_user_calibration, write_calibration
 from gpuplan.bench.plan_run import load_plan, plan_facts, prepare_run
 from gpuplan.bench.records import BenchResult, Measurement, Prediction, load_result, write_result
