@@ -88,6 +88,7 @@ def test_every_key_used_in_code_exists() -> None:
     used |= {f"trust.per.{k}" for k in ("monthly", "on_demand_hourly")}
     used |= {f"price.confidence.{k}" for k in ("high", "medium", "low", "none")}
     used |= {f"web.validation.kind.{k}" for k in ("train", "serve", "memory")}  # the kinds of accuracy.json
+    used |= {f"trust.group.{k}" for k in ("throughput", "campaign", "memory", "latency")}
     assert len(used) > 60
     missing = sorted(k for k in used if k not in messages())
     assert missing == []

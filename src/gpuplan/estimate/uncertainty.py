@@ -74,7 +74,7 @@ class Band:
 
     low: float
     high: float
-    basis: str  # the class key, with its row count
+    basis: dict[str, Any]  # class key, rows, sources, and the class it was widened to (if any)
 
     def as_list(self) -> list[float]:
         return [self.low, self.high]
@@ -155,7 +155,7 @@ def band(cls: EstimateClass, value: float | None, orientation: str) -> Band | No
         return None
     how: Orientation = "rate" if orientation == "rate" else "time"
     lo, hi = st.band(value, how)
-    basis = f"{st.key} ({st.n} rows, {st.sources} sources)"
+    basis: dict[str, Any] = {"class": st.key, "rows": st.n, "sources": st.sources}
     if cls.efficiency == "default":
         # a part without rows is at least as uncertain as a part with rows: the parts held out in
         # cross-validation were all measured ones (NVIDIA and Ascend flagships), never the parts that lack rows
@@ -164,7 +164,7 @@ def band(cls: EstimateClass, value: float | None, orientation: str) -> Band | No
             vlo, vhi = v.band(value, how)
             if vlo < lo or vhi > hi:
                 lo, hi = min(lo, vlo), max(hi, vhi)
-                basis += f", widened to {v.key} ({v.n} rows)"
+                basis["widened_to"] = v.key
     return Band(low=lo, high=hi, basis=basis)
 
 

@@ -149,10 +149,20 @@ def market_lines(rec: Mapping[str, Any], lang: str) -> list[str]:
     return [tr("trust.per_market", lang, items=items)]
 
 
+def _basis_text(group: str, b: Any, lang: str) -> str:
+    """'throughput: train/validated/... (127 rows, 15 sources)' in `lang` (old reports stored a string)."""
+    if not isinstance(b, Mapping):
+        return f"{group}: {b}"
+    text = tr("trust.basis_item", lang, group=tr(f"trust.group.{group}", lang), cls=b["class"], rows=b["rows"],
+              sources=b["sources"])
+    return text + (tr("trust.widened", lang, cls=b["widened_to"]) if b.get("widened_to") else "")
+
+
 def trust_lines(rec: Mapping[str, Any], lang: str) -> list[str]:
     """Everything the CLI prints under the table about how sure the recommendation is."""
     lines = [tr("trust.recommended_conf", lang, text=confidence_text(rec.get("confidence"), lang, short=False))]
     basis = rec.get("band_basis") or {}
     if basis:
-        lines.append(tr("trust.band_basis", lang, basis="; ".join(f"{k}: {v}" for k, v in basis.items())))
+        lines.append(tr("trust.band_basis", lang, basis=tr("trust.list_sep", lang).join(
+            _basis_text(k, v, lang) for k, v in basis.items())))
     return lines + caveat_lines(rec, lang) + market_lines(rec, lang)

@@ -109,7 +109,7 @@ def training_confidence(catalog: Catalog, cal: Calibration, accelerator: str, dt
 
 
 def training_bands(fig: dict[str, Any], *, efficiency: str, moe: bool, nodes: int,
-                   framework_stated: bool = False) -> tuple[dict[str, list[float]], dict[str, str]]:
+                   framework_stated: bool = False) -> tuple[dict[str, list[float]], dict[str, Any]]:
     """80% bands of a training plan's figures (name as in the plan's JSON -> [low, high]) and their bases."""
     arch: Arch = "moe" if moe else "dense"
     scale: Scale = "multi" if nodes > 1 else "single"
@@ -118,7 +118,7 @@ def training_bands(fig: dict[str, Any], *, efficiency: str, moe: bool, nodes: in
     step = EstimateClass(kind="train", efficiency=eff, family="throughput", arch=arch, scale=scale, stack=stack)
     campaign = EstimateClass(kind="train", efficiency=eff, family="campaign", arch=arch, scale=scale, stack=stack)
     out: dict[str, list[float]] = {}
-    basis: dict[str, str] = {}
+    basis: dict[str, Any] = {}
     for name, cls, orient in (("step_time_s", step, "time"), ("tokens_per_s", step, "rate"),
                               ("tokens_per_s_per_device", step, "rate"), ("mfu", step, "rate"),
                               ("tflops_per_device", step, "rate"), ("time_to_train_s", campaign, "time"),
@@ -157,7 +157,7 @@ def serving_confidence(catalog: Catalog, plan: dict[str, Any], engine_overridden
 
 
 def serving_bands(plan: dict[str, Any], *, efficiency: str, moe: bool) -> tuple[dict[str, list[float]],
-                                                                                dict[str, str]]:
+                                                                                dict[str, Any]]:
     """80% bands of a serving plan: latency percentiles from the latency class; throughput, fleet size and
     cost from the throughput class (a replica serves proportionally to throughput, so the fleet and its
     cost scale inversely)."""
@@ -168,7 +168,7 @@ def serving_bands(plan: dict[str, Any], *, efficiency: str, moe: bool) -> tuple[
     lat = EstimateClass(kind="serve", efficiency=eff, family="latency", arch=arch, scale=scale, stack="stated")
     tput = EstimateClass(kind="serve", efficiency=eff, family="throughput", arch=arch, scale=scale, stack="stated")
     out: dict[str, list[float]] = {}
-    basis: dict[str, str] = {}
+    basis: dict[str, Any] = {}
     for name, value, cls, orient in (
             ("ttft_s.p99", (plan.get("ttft_s") or {}).get("p99"), lat, "time"),
             ("tpot_s.p99", (plan.get("tpot_s") or {}).get("p99"), lat, "time"),
