@@ -11,11 +11,9 @@ pytest.importorskip("fastapi", reason="the web extra is not installed (pip insta
 pytest.importorskip("sqlalchemy", reason="the web extra is not installed")
 
 from fastapi.testclient import TestClient  # noqa: E402
+from web_cases import INFER, TRAIN  # noqa: F401  (re-exported for the fixtures below)
 
 from gpuplan.web.app import create_app  # noqa: E402
-
-TRAIN = {"model": "llama3-8b", "tokens": 1e12, "deadline": 30, "top": 3}
-INFER = {"model": "llama3.1-8b", "qps": 5, "ttft_p99": 2, "tpot_p99": 0.05}
 
 
 @pytest.fixture(scope="session")

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from conftest import INFER, TRAIN
+from web_cases import INFER, TRAIN
 
 
 def test_plan_train_is_the_cli_document_plus_where_it_is_stored(client: Any, train_plan: dict[str, Any]) -> None:

@@ -7,8 +7,7 @@ import re
 from typing import Any
 
 import pytest
-
-from conftest import TRAIN
+from web_cases import TRAIN
 
 ACCS = ["h100-sxm5-80gb", "ascend-910b"]
 SERVE = [("model", "llama3.1-8b"), ("job", "serve"), ("qps", "5"), ("ttft_p99", "2"), ("tpot_p99", "0.05"),

@@ -125,10 +125,10 @@ def caveat_lines(rec: Mapping[str, Any], lang: str) -> list[str]:
                             instance=alt.get("instance") or "-", cost=f"{alt['cost_usd_per_hour']:,.2f}"))
         elif alt:
             lines.append(tr("trust.confirmed_alt", lang, devices=alt["devices"], acc=alt["accelerator"],
-                            offer=alt.get("offer") or "-", time=band_duration(alt.get("time_s"),
+                            offer=_where(alt, lang), time=band_duration(alt.get("time_s"),
                                                                                 (alt.get("band") or {}).get(
                                                                                     "time_to_train_s"), lang),
-                            cost=f"{alt['cost_usd']:,.0f}" if alt.get("cost_usd") else "-"))
+                            cost=_usd(alt.get("cost_usd"), lang)))
         else:
             lines.append(tr("trust.no_confirmed", lang))
     return lines
@@ -139,14 +139,25 @@ def market_lines(rec: Mapping[str, Any], lang: str) -> list[str]:
     per = rec.get("best_per_market") or {}
     if len(per) < 2:
         return []
-    items = "; ".join(
+    items = tr("trust.list_sep", lang).join(
         tr("trust.market_fleet", lang, market=tr(f"trust.market.{m}", lang), replicas=p["replicas"],
            acc=p["accelerator"], instance=p.get("instance") or "-", cost=f"{p['cost_usd_per_hour']:,.2f}")
         if "cost_usd_per_hour" in p else
         tr("trust.market_item", lang, market=tr(f"trust.market.{m}", lang), devices=p["devices"],
-           acc=p["accelerator"], offer=p.get("offer") or "-", time=Duration(p["time_s"]).text(lang),
-           cost=f"{p['cost_usd']:,.0f}" if p.get("cost_usd") else "-") for m, p in per.items())
+           acc=p["accelerator"], offer=_where(p, lang), time=Duration(p["time_s"]).text(lang),
+           cost=_usd(p.get("cost_usd"), lang)) for m, p in per.items())
     return [tr("trust.per_market", lang, items=items)]
+
+
+def _usd(cost: float | None, lang: str) -> str:
+    return tr("trust.usd", lang, usd=f"{cost:,.0f}") if cost else tr("cli.plan.no_price", lang)
+
+
+def _where(plan: Mapping[str, Any], lang: str) -> str:
+    """The offer, or "own cluster, <fabric>" (report_text.offer_text; imported here to keep the modules acyclic)."""
+    from gpuplan.render.report_text import offer_text
+
+    return offer_text(plan, lang)
 
 
 def _basis_text(group: str, b: Any, lang: str) -> str:
