@@ -252,3 +252,26 @@ def test_rdma_finding_without_a_quantified_loss_and_fp16() -> None:
     assert blind["net.rdma_required_unquantified"].severity == "critical" and "net.rdma_required" not in blind
     assert "precision.fp16" in ids(replace(f, precision="fp16"))
     assert "precision.fp16" not in ids(f)
+
+
+def test_tcp_that_costs_nothing_is_not_called_rdma_required() -> None:
+    """Regression: a LoRA job on 2 TCP nodes drew 'RDMA required ... 0% slower' as its most severe finding.
+    Below `tcp_negligible_loss` the advisor says TCP is enough (info), and never both."""
+    from gpuplan.advise import default_thresholds
+    from gpuplan.advise.report_train import compare_training
+    from gpuplan.search.train_search import PlanConstraints
+    from gpuplan.workload.jobs import TrainingJob
+    from gpuplan.workload.presets import get_preset
+
+    spec = get_preset("llama3-70b").spec
+    job = TrainingJob(seq_len=4096, global_batch=1024, method="lora")
+    doc = compare_training(spec, job, load_catalog(use_user_dir=False), ["h200-sxm-141gb"],
+                           PlanConstraints(layout_family="data_parallel"), tokens=2e10)
+    plan = doc["options"][0]["plan"]
+    assert plan["devices"] > plan["hardware_option"]["gpus_per_node"]  # spans nodes
+    assert "tcp" in plan["hardware_option"]["network"]  # on the offer's TCP network
+    found = {f["id"]: f for f in doc["options"][0]["findings"]}
+    assert "net.rdma_required" not in found
+    assert found["net.tcp_enough"]["severity"] == "info"
+    loss = next(g["value"] for g in found["net.tcp_enough"]["figures"] if g["name"] == "tcp_loss")
+    assert loss <= default_thresholds().value("tcp_negligible_loss")

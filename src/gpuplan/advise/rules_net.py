@@ -29,6 +29,9 @@ def rdma_required(f: PlanFacts, th: Thresholds) -> list[Finding]:
     figs = (_est("step_s_tcp", tcp, "s", f"{_RE} on {f.network.id}"),
             _est("step_s_rdma", rdma, "s", f"{_RE} on {f.rdma_network}"), _est("tcp_loss", loss, "fraction", _RE),
             _est("extra_days", extra_days, "days", _RE), _th(th, "tcp_max_loss"))
+    if loss <= th.value("tcp_negligible_loss"):  # the job barely talks across nodes (LoRA, small DP grads)
+        return [make_finding("net.tcp_enough", "info", figs, ("tcp_negligible_loss",), nodes=f.nodes,
+                             net=f.network.id, tcp=tcp, rdma=rdma, rdma_net=f.rdma_network or "", loss=loss)]
     sev: Severity = "critical" if loss > th.value("tcp_max_loss") else "warn"
     return [make_finding("net.rdma_required", sev, figs, ("tcp_max_loss",), nodes=f.nodes, net=f.network.id,
                          tcp=tcp, rdma=rdma, rdma_net=f.rdma_network or "", loss=loss,
