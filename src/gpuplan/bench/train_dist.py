@@ -237,9 +237,17 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exc()
         sys.stderr.flush()
         os._exit(1)
+    # every rank leaves together: a peer that tears its gloo connections down while another still reads
+    # them aborts that process ("terminate called without an active exception", SIGABRT) on the CPU
+    dist.barrier()
     dist.destroy_process_group()
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # leave without the interpreter's teardown: on the CPU, gloo/OpenMP threads being destroyed at exit can
+    # abort a rank after its work is done and reported ("terminate called without an active exception")
+    os._exit(code)
