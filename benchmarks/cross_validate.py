@@ -35,7 +35,7 @@ from gpuplan.estimate.uncertainty import EstimateClass, source_quantiles, summar
 from gpuplan.hardware import load_catalog
 from gpuplan.validate.cases import Row, read_rows
 from gpuplan.validate.memory_cases import CaseResult, evaluate_memory_row
-from gpuplan.validate.refit import error_ratio, refit
+from gpuplan.validate.refit import error_ratio, part_terms, refit
 from gpuplan.validate.row_class import row_dims
 from gpuplan.validate.serving_terms import serving_calibration, serving_evaluator
 from gpuplan.validate.sources import source_key
@@ -64,15 +64,6 @@ def _evaluator(file: str) -> Any:
     return lambda row, cal: evaluate(file, row, cal)
 
 
-def dims(file: str, row: Row) -> dict[str, str]:
-    return row_dims(file, row)
-
-
-def _has_own_terms(cal: Calibration, acc: str) -> bool:
-    return any(t.tuned_on is not None and t.tuned_on.accelerator and n.split(".")[1:2] == [acc]
-               for n, t in cal.terms.items())
-
-
 def run_fold(file: str, rows: list[Row], held: list[str], fold: str, name: str, evals: int) -> list[dict[str, Any]]:
     """Refit without the held-out rows and predict them."""
     held_set = set(held)
@@ -88,7 +79,7 @@ def run_fold(file: str, rows: list[Row], held: list[str], fold: str, name: str, 
         except (GpuplanError, ValueError):
             continue
         acc = row.get("accelerator", "")
-        own = (_has_own_terms(cal, acc) if file == "training" else acc in left and fold == "source"
+        own = (bool(part_terms(cal, [acc])) if file == "training" else acc in left and fold == "source"
                if file == "inference" else True)
         out.append({"id": row["id"], "fold": fold, "efficiency": "validated" if own else "default",
                     "cv_pred": res.predicted, "cv_ratio": error_ratio(res.metric, res.measured, res.predicted)})
@@ -165,7 +156,7 @@ def main() -> None:
                                          "accelerator": r.get("accelerator", ""), "metric": r["metric"],
                                          "measured": res.measured, "in_sample": res.predicted,
                                          "in_sample_ratio": error_ratio(res.metric, res.measured, res.predicted),
-                                         **dims(file, r)}
+                                         **row_dims(file, r)}
         by_source: dict[str, list[str]] = defaultdict(list)
         by_acc: dict[str, list[str]] = defaultdict(list)
         for r in good:
@@ -218,7 +209,7 @@ def _refresh_dims(entries: list[dict[str, Any]], gt: Path) -> None:
         rows = {r["id"]: r for r in read_rows(path)}
         for e in entries:
             if e["file"] == file and e["id"] in rows:
-                e.update(dims(file, rows[e["id"]]))
+                e.update(row_dims(file, rows[e["id"]]))
 
 
 def _precisions(gt: Path) -> dict[tuple[str, str], str]:

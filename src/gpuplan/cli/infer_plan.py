@@ -128,14 +128,15 @@ def plan_infer(
                "simulated": res.simulated, "plans": res.plans, "rejected": res.rejected,
                "hardware_considered": res.hardware_considered, "best_unloaded": res.best_unloaded,
                "terms": res.terms, "engine_terms": prof.used(), "kv_dtype": kv_dtype}
-        # a part whose fleet draws a blocking finding (export, residency, compliance) is not recommended
-        _, blocked = choose_fleet(run, res.plans, cat, th, req)
-        recommended = serving_recommendation(res.plans, cat, market, skip=tuple(blocked))
-        run.update(recommended=recommended, not_recommended=blocked)
         doc = None
         if report is not None or not json_out:  # findings, memory and the growth re-plan (one more planner run)
             doc = inference_report(run, cat, thresholds=th, requirements=req, infer_load=load,
                                    max_devices=max_devices, constraints=cons)
+        # a part whose fleet draws a blocking finding (export, residency, compliance) is not recommended;
+        # the report has chosen already, else choose here
+        blocked = doc["not_recommended"] if doc is not None else choose_fleet(run, res.plans, cat, th, req)[1]
+        recommended = serving_recommendation(res.plans, cat, market, skip=tuple(blocked))
+        run.update(recommended=recommended, not_recommended=blocked)
         if report is not None and doc is not None:
             (save_report_quiet if json_out else save_report)(doc, report, language)
         if formats and res.plans:

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.estimate.uncertainty import EstimateClass, band, part_accuracy
-from gpuplan.hardware import Catalog
+from gpuplan.hardware import Catalog, Price
 from gpuplan.search.offers import HardwareOption
 from gpuplan.search.pricing import used_price
 
@@ -70,10 +70,15 @@ def price_confidence(catalog: Catalog, opt: HardwareOption) -> dict[str, Any] | 
         p = used_price(catalog, catalog.instances[inst_id], kind)
         if p is None:
             continue
-        return {"confidence": "low" if p.distressed else p.confidence, "source": p.source, "as_of": str(p.as_of),
-                "basis": p.basis, "kind": kind, "instance": inst_id, "distressed": p.distressed,
-                "usd_per_device_hour": getattr(opt.price, key)}
+        return _price_record(p, kind, inst_id, getattr(opt.price, key))
     return None
+
+
+def _price_record(p: Price, kind: str, instance: str, usd_per_device_hour: float) -> dict[str, Any]:
+    """The `confidence.price` object of a plan: a distressed rent counts as low confidence."""
+    return {"confidence": "low" if p.distressed else p.confidence, "source": p.source, "as_of": str(p.as_of),
+            "basis": p.basis, "kind": kind, "instance": instance, "distressed": p.distressed,
+            "usd_per_device_hour": usd_per_device_hour}
 
 
 def _rank(level: str) -> int:
@@ -148,11 +153,9 @@ def serving_confidence(catalog: Catalog, plan: dict[str, Any], engine_overridden
     price = None
     inst = catalog.instances.get(plan.get("instance", ""))
     p = used_price(catalog, inst, plan.get("price_kind", "on_demand_hourly")) if inst is not None else None
-    if p is not None:
-        price = {"confidence": "low" if p.distressed else p.confidence, "source": p.source, "as_of": str(p.as_of),
-                 "basis": p.basis, "kind": plan.get("price_kind"), "instance": inst.id if inst else "",
-                 "distressed": p.distressed,
-                 "usd_per_device_hour": plan["cost_usd_per_hour"] / max(int(plan.get("devices") or 1), 1)}
+    if p is not None and inst is not None:
+        price = _price_record(p, str(plan.get("price_kind")), inst.id,
+                              plan["cost_usd_per_hour"] / max(int(plan.get("devices") or 1), 1))
     return {"level": confidence_level(eff, price), "efficiency": eff, "price": price}
 
 

@@ -26,8 +26,8 @@ from gpuplan.validate.cases import Row, model_for_row
 from gpuplan.validate.memory_cases import CaseResult
 from gpuplan.validate.row_notes import row_weight
 
-__all__ = ["TIME_METRICS", "Evaluator", "Group", "error_ratio", "median_abs_log", "refit", "row_matches",
-           "term_groups", "without_part_terms"]
+__all__ = ["TIME_METRICS", "Evaluator", "Group", "error_ratio", "median_abs_log", "part_terms", "refit",
+           "row_matches", "term_groups", "without_part_terms"]
 
 TIME_METRICS = frozenset({"step_time_s", "device_hours", "time_to_train_days", "ttft_ms", "tpot_ms",
                           "e2e_latency_s"})
@@ -109,12 +109,19 @@ def row_matches(t: TunedOn, row: Row) -> bool:
     return t.moe is None or _is_moe(row.get("model", ""), row.get("moe_experts", "")) == t.moe
 
 
-def without_part_terms(cal: Calibration, accelerators: Iterable[str]) -> Calibration:
-    """`cal` without the terms of these parts (`<term>.<accelerator>.<suffix>`): they get the defaults."""
+def part_terms(cal: Calibration, accelerators: Iterable[str]) -> set[str]:
+    """Names of the terms of these parts: tuned on a part's rows and named `<term>.<accelerator>.<suffix>`."""
     accs = set(accelerators)
-    keep = {n: t for n, t in cal.terms.items() if not (t.tuned_on and t.tuned_on.accelerator
-                                                       and n.split(".")[1:2] and n.split(".")[1] in accs)}
-    return cal if len(keep) == len(cal.terms) else cal.model_copy(update={"terms": keep})
+    return {n for n, t in cal.terms.items()
+            if t.tuned_on and t.tuned_on.accelerator and n.split(".")[1:2] and n.split(".")[1] in accs}
+
+
+def without_part_terms(cal: Calibration, accelerators: Iterable[str]) -> Calibration:
+    """`cal` without the terms of these parts (`part_terms`): they get the defaults."""
+    drop = part_terms(cal, accelerators)
+    if not drop:
+        return cal
+    return cal.model_copy(update={"terms": {n: t for n, t in cal.terms.items() if n not in drop}})
 
 
 def _with_value(cal: Calibration, names: Sequence[str], value: float) -> Calibration:
