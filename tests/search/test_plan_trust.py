@@ -199,3 +199,18 @@ def test_host_findings_use_the_server_of_the_offer_the_plan_rents() -> None:
     assert sv is not None and sv.id == inst.server and sv.power_kw is not None
     own = server_for(CAT, "b200-sxm-180gb", 8)
     assert own is not None  # own cluster: the most complete server of the part
+
+
+def test_mfu_break_even_never_lets_the_plan_miss_the_deadline() -> None:
+    """Regression: a LoRA plan finishing in 5.9 of 7 days was said to 'stay the choice while its MFU is above
+    7%' (cost parity only); at 7% it would take a month. Time is inversely proportional to MFU, so the
+    break-even is at least MFU x time / deadline."""
+    rec = {"accelerator": "x", "cost_usd": 100.0, "mfu": 0.36, "time_to_train_s": 5.9 * 86400,
+           "confidence": {"efficiency": {"provenance": "default", "term": "t", "value": 0.55}, "price": None}}
+    alt = {"accelerator": "y", "cost_usd": 500.0, "time_to_train_s": 5.6 * 86400}
+    free = caveats(rec, alt, "cost", CAT)[0]["break_even"]
+    assert free["mfu"] == pytest.approx(0.36 / 5.0)
+    bound = caveats(rec, alt, "cost", CAT, deadline_days=7.0)[0]["break_even"]
+    assert bound["mfu"] == pytest.approx(0.36 * 5.9 / 7.0) and bound["deadline_bound"]
+    # a far deadline leaves the cost parity in charge
+    assert "deadline_bound" not in caveats(rec, alt, "cost", CAT, deadline_days=365.0)[0]["break_even"]

@@ -325,7 +325,8 @@ def _with_trust(best: dict[str, Any], rule: dict[str, Any], plans: Sequence[dict
             chosen = pick(pool)
             if chosen is not None:
                 per_market[market] = plan_summary(chosen)
-    return {**plan_summary(best), "rule": rule, "caveats": caveats(best, alt, rule.get("measure"), catalog),
+    return {**plan_summary(best), "rule": rule,
+            "caveats": caveats(best, alt, rule.get("measure"), catalog, cons.deadline_days),
             "confirmed_alternative": plan_summary(alt) if alt is not None else None,
             "best_per_market": per_market}
 

@@ -66,9 +66,12 @@ def _quote(plan: dict[str, Any], catalog: Catalog, ratio: float) -> dict[str, An
     return out
 
 
-def caveats(rec: dict[str, Any], alt: dict[str, Any] | None, measure: str | None, catalog: Catalog
-            ) -> list[dict[str, Any]]:
-    """One entry per low-confidence input of `rec`: input, value, break_even (vs `alt`), action."""
+def caveats(rec: dict[str, Any], alt: dict[str, Any] | None, measure: str | None, catalog: Catalog,
+            deadline_days: float | None = None) -> list[dict[str, Any]]:
+    """One entry per low-confidence input of `rec`: input, value, break_even (vs `alt`), action.
+
+    The MFU break-even is also bounded by the deadline: time is inversely proportional to MFU, so below
+    MFU x time / deadline the plan misses it, whatever it costs (`deadline_bound` says which bound holds)."""
     conf = rec.get("confidence") or {}
     eff = conf.get("efficiency") or {}
     price = conf.get("price")
@@ -78,7 +81,11 @@ def caveats(rec: dict[str, Any], alt: dict[str, Any] | None, measure: str | None
     ratio = float(alt[key]) / float(rec[key]) if alt is not None else None
     out: list[dict[str, Any]] = []
     if eff.get("provenance") == "default":
-        be = {"mfu": float(rec["mfu"]) / ratio} if ratio else None
+        be: dict[str, Any] | None = {"mfu": float(rec["mfu"]) / ratio} if ratio else None
+        if deadline_days and rec.get("time_to_train_s"):
+            floor = float(rec["mfu"]) * float(rec["time_to_train_s"]) / (deadline_days * 86400.0)
+            if be is None or floor > be["mfu"]:
+                be = {"mfu": floor, "deadline_bound": True}
         out.append({"input": "efficiency", "value": {"mfu": rec["mfu"], "term": eff.get("term"),
                                                      "term_value": eff.get("value")},
                     "break_even": be, "holds_while": "above" if be else None,

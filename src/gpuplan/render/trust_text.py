@@ -97,7 +97,8 @@ def caveat_lines(rec: Mapping[str, Any], lang: str) -> list[str]:
     for c in rec.get("caveats") or []:
         be = c.get("break_even")
         if c["input"] == "efficiency" and "mfu" in c["value"]:
-            flip = (tr("trust.flip.mfu", lang, mfu=f"{be['mfu']:.0%}") if be else tr("trust.flip.none", lang))
+            flip = (tr("trust.flip.mfu_deadline" if be.get("deadline_bound") else "trust.flip.mfu", lang,
+                       mfu=f"{be['mfu']:.0%}") if be else tr("trust.flip.none", lang))
             lines.append(tr("trust.caveat.efficiency", lang, acc=c["accelerator"], mfu=f"{c['value']['mfu']:.0%}",
                             term=c["value"].get("term") or "", flip=flip))
         elif c["input"] == "efficiency":
