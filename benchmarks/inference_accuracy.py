@@ -36,6 +36,7 @@ def main() -> None:
     report = validate_file(args.cases)
     elapsed = time.perf_counter() - t0
     engines = {r["id"]: r.get("engine", "") for r in read_rows(args.cases)}
+    parts = {r["id"]: r.get("accelerator", "") for r in read_rows(args.cases)}
     print(f"## Inference rows of {args.cases.name}: measured vs estimated")
     print(f"{'id':5s} {'metric':31s} {'measured':>11s} {'estimated':>11s} {'APE':>7s}  detail")
     for c in sorted(report.cases, key=lambda c: c.id):
@@ -51,6 +52,15 @@ def main() -> None:
         print(f"engine {name:9s}{_stats(group)}")
     for name, group in sorted(by_metric.items()):
         print(f"metric {name:31s}{_stats(group)}")
+    # rows added later (G2I*: H20, Ascend, MI300X, H800, L40S), overall and per part, as docs/validation.md quotes
+    later = [c for c in report.cases if c.id.startswith("G2I")]
+    if later:
+        print(f"G2I rows       {_stats([c.ape for c in later])}")
+        by_part: dict[str, list[float]] = defaultdict(list)
+        for c in later:
+            by_part[parts.get(c.id, "?")].append(c.ape)
+        for name, group in sorted(by_part.items()):
+            print(f"G2I {name:17s}{_stats(group)}")
     print(f"\n## Worst {args.worst} rows")
     for c in sorted(report.cases, key=lambda c: -c.ape)[: args.worst]:
         print(f"{c.id}: {c.metric} measured {c.measured:.4g} estimated {c.predicted:.4g} APE {c.ape:.1%} -- {c.detail}")
