@@ -1,4 +1,5 @@
-"""One version (issue 16): pyproject.toml's, as the package metadata, `gpuplan.__version__` and `gpuplan version`."""
+"""One version (issue 16): src/gpuplan/_version.py's, as the package metadata (hatch reads it there; pyproject.toml
+declares the version dynamic), `gpuplan.__version__` and `gpuplan version`."""
 
 from __future__ import annotations
 
@@ -15,8 +16,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_version_agrees_everywhere() -> None:
-    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    declared = re.search(r'^version = "([^"]+)"', text, re.M)
+    project = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    assert re.search(r'^dynamic = \["version"\]', project, re.M) and not re.search(r"^version = ", project, re.M)
+    assert 'path = "src/gpuplan/_version.py"' in project
+    text = (ROOT / "src" / "gpuplan" / "_version.py").read_text(encoding="utf-8")
+    declared = re.search(r'^__version__ = "([^"]+)"', text, re.M)
     assert declared is not None
     res = CliRunner().invoke(app, ["version"])
     assert res.exit_code == 0

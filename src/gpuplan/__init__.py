@@ -1,7 +1,7 @@
 """gpuplan: which GPU servers or cloud instances to rent or buy for LLM work, and why.
 
 The names below load on first use (PEP 562): `import gpuplan` and the command line pay only for
-the parts they touch. The version comes from the installed package's metadata (pyproject.toml).
+the parts they touch. The version is `gpuplan._version`, which the build also writes into the package metadata.
 """
 
 from __future__ import annotations

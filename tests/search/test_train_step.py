@@ -13,11 +13,13 @@ from gpuplan.estimate import comm
 from gpuplan.estimate.activations import activation_breakdown
 from gpuplan.estimate.calibration import default_calibration, load_calibration
 from gpuplan.estimate.flops import forward_flops
+from gpuplan.estimate.memory_fit import usable_bytes
 from gpuplan.hardware import load_catalog
 from gpuplan.search.candidates import LayoutChoices, generate
 from gpuplan.search.train_eval import cluster_hardware, data_loading_s, evaluate_training
 from gpuplan.search.train_planner import best_layout, plan_figures, reliability
 from gpuplan.search.train_search import PlanConstraints, plan_training
+from gpuplan.units import GIB
 from gpuplan.workload.jobs import Layout, TrainingJob
 from gpuplan.workload.params import count_params
 from gpuplan.workload.presets import get_preset
@@ -177,7 +179,11 @@ def test_times_costs_and_energy_are_never_negative(preset: str, acc: str, device
         precision = "bf16"
     job = TrainingJob(seq_len=4096, global_batch=256, precision=precision)
     c, ev, best, _ = best_layout(spec, job, hw, LayoutChoices(devices=[devices], max_tp=8))
-    assert all(bool((v >= 0).all()) for v in ev.breakdown_s.values())
+    # candidates over the usable memory are not timed when some fit (infinite step, no breakdown)
+    timed = np.isfinite(ev.step_s)
+    fits = ev.memory_bytes <= usable_bytes(float(hw.accelerator.memory_gib or 0) * GIB, default_calibration())
+    assert bool((timed == fits).all()) if fits.any() else bool(timed.all())
+    assert all(bool((v[timed] >= 0).all()) for v in ev.breakdown_s.values())
     if best is None:
         return
     fig = plan_figures(spec, job, hw, c, ev, best, catalog=CAT, tokens=tokens)
@@ -258,3 +264,19 @@ def test_a_slower_inter_node_link_slows_the_planned_multi_node_step() -> None:
         _, ev_s, i_s, _ = best_layout(LLAMA, job, slow, LayoutChoices(devices=[devices]))
         assert i_f is not None and i_s is not None
         assert ev_s.step_s[i_s] > 1.05 * ev_f.step_s[i_f]
+
+
+def test_timing_only_fitting_candidates_picks_what_timing_all_picks() -> None:
+    """best_layout times only the candidates that fit (speed, issue 16): same choice, same figures."""
+    spec = get_preset("llama3.1-70b").spec
+    hw = cluster_hardware(CAT, "h100-sxm5-80gb", "ib-ndr-400")
+    job = TrainingJob(seq_len=8192, global_batch=512)
+    choices = LayoutChoices(devices=[64, 128], max_tp=8)
+    c, ev, best, _ = best_layout(spec, job, hw, choices)
+    every = evaluate_training(spec, job, hw, c)
+    fits = every.memory_bytes <= usable_bytes(80 * GIB, default_calibration())
+    assert 0 < fits.sum() < len(c)  # the case prunes something
+    assert best == int(np.argmin(np.where(fits, every.step_s, np.inf)))
+    assert np.array_equal(ev.step_s[fits], every.step_s[fits]) and np.isinf(ev.step_s[~fits]).all()
+    for k, v in every.breakdown_s.items():
+        assert np.array_equal(ev.breakdown_s[k][fits], v[fits])

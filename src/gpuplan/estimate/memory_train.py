@@ -289,9 +289,9 @@ def _as_breakdown(counts: ParamCounts, terms: dict[str, dict[str, Any]]) -> Memo
     )
 
 
-def geometry(layout: Layout, job: TrainingJob, acts: ActivationBreakdown, rank: int, dense_n: int,
-             moe_n: int) -> RankGeometry:
-    """The RankGeometry of one rank of one layout."""
+def geometry(layout: Layout, job: TrainingJob, acts: ActivationBreakdown, rank: Any, dense_n: Any,
+             moe_n: Any) -> RankGeometry:
+    """The RankGeometry of one rank of one layout (or of several: rank and layer counts as arrays)."""
     return RankGeometry(
         tp=layout.tp, pp=layout.pp, dp=layout.dp, cp=layout.cp, ep=layout.ep, vpp=layout.vpp,
         zero=layout.zero_stage, microbatches=job.num_microbatches(layout), dense_n=dense_n, moe_n=moe_n,
@@ -335,10 +335,14 @@ def estimate_training_memory(
     cal = calibration or default_calibration()
     counts = count_params(spec)
     acts = activation_breakdown(spec, job, layout)
-    per_rank = [
-        _as_breakdown(counts, rank_terms(spec, counts, job, cal, geometry(layout, job, acts, r, d, m)))
-        for r, (d, m) in enumerate(stage_layers(spec, layout))
-    ]
+    # every pipeline rank at once: the same elementwise arithmetic over arrays of rank and layer counts
+    split = stage_layers(spec, layout)
+    ranks = np.arange(len(split))
+    g = geometry(layout, job, acts, ranks, np.array([d for d, _ in split]), np.array([m for _, m in split]))
+    terms = {k: {p: np.broadcast_to(np.asarray(v, dtype=float), ranks.shape).tolist() for p, v in parts.items()}
+             for k, parts in rank_terms(spec, counts, job, cal, g).items()}
+    per_rank = [_as_breakdown(counts, {k: {p: v[r] for p, v in parts.items()} for k, parts in terms.items()})
+                for r in range(len(split))]
     worst = max(range(len(per_rank)), key=lambda r: per_rank[r].total_bytes)
     chosen = per_rank[worst]
     assumptions = {

@@ -12,6 +12,7 @@ and loss): those few ranks are evaluated and the largest is reported.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -40,6 +41,19 @@ def by_unique(keys: tuple[np.ndarray, ...], fn: Any, width: int) -> np.ndarray:
     return table[inverse.ravel()]
 
 
+@lru_cache(maxsize=4096)
+def _acts(spec: ModelSpec, job: TrainingJob, tp: int, cp: int, rc: int, piped: int) -> tuple[float, ...]:
+    """Activation terms at one and two sequences per micro-batch (the same for every hardware option and
+    search of this model and job, hence cached: spec and job are frozen records)."""
+    out: list[float] = []
+    for mb in (1, 2):
+        j = job.model_copy(update={"micro_batch": mb, "recompute": RECOMPUTE_CODES[rc]})
+        a = activation_breakdown(spec, j, Layout(tp=tp, cp=cp, pp=1 + piped))
+        out += [a.dense_layer_bytes, a.moe_layer_bytes, sum(a.first_stage_extra.values()),
+                sum(a.last_stage_extra.values()), a.logits_transient_bytes, a.recompute_working_bytes]
+    return tuple(out)
+
+
 def candidate_memory_bytes(spec: ModelSpec, job: TrainingJob, c: Candidates, *,
                            calibration: Calibration | None = None) -> np.ndarray:
     """Peak bytes per device for every candidate (max of first and last pipeline rank)."""
@@ -48,14 +62,8 @@ def candidate_memory_bytes(spec: ModelSpec, job: TrainingJob, c: Candidates, *,
     cal = calibration or default_calibration()
     counts = count_params(spec)
 
-    def acts(tp: int, cp: int, rc: int, piped: int) -> list[float]:
-        out = []
-        for mb in (1, 2):
-            j = job.model_copy(update={"micro_batch": mb, "recompute": RECOMPUTE_CODES[rc]})
-            a = activation_breakdown(spec, j, Layout(tp=tp, cp=cp, pp=1 + piped))
-            out += [a.dense_layer_bytes, a.moe_layer_bytes, sum(a.first_stage_extra.values()),
-                    sum(a.last_stage_extra.values()), a.logits_transient_bytes, a.recompute_working_bytes]
-        return out
+    def acts(tp: int, cp: int, rc: int, piped: int) -> tuple[float, ...]:
+        return _acts(spec, job, tp, cp, rc, piped)
 
     act = by_unique((c.tp, c.cp, c.recompute, (c.pp > 1).astype(np.int64)), acts, 12)
     one, slope = act[:, :6], act[:, 6:] - act[:, :6]

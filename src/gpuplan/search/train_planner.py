@@ -73,15 +73,34 @@ def best_layout(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, choices:
     if len(c) == 0:
         rejected["no_valid_layout"] = 1
         return c, _empty(), None, rejected
-    ev = evaluate_training(spec, job, hw, c, calibration=cal, memory_bytes=mem)
     limit = (memory_limit_bytes if memory_limit_bytes is not None
              else usable_bytes(_device_bytes(hw), cal))
-    fits = ev.memory_bytes <= limit
+    fits = mem <= limit
     rejected["out_of_memory"] = int((~fits).sum())
-    if not fits.any():
-        return c, ev, None, rejected
+    if not fits.any():  # nothing fits: every candidate is timed (callers report the nearest miss)
+        return c, evaluate_training(spec, job, hw, c, calibration=cal, memory_bytes=mem), None, rejected
+    # only candidates that fit are timed (most do not on large models; a layout that does not fit is never chosen):
+    # the others keep their memory and get an infinite step time
+    ev = _scatter(evaluate_training(spec, job, hw, c.take(fits), calibration=cal, memory_bytes=mem[fits]),
+                  fits, mem)
     step = np.where(fits, ev.step_s, np.inf)
     return c, ev, int(np.argmin(step)), rejected
+
+
+_MEMORY_KEY = ("tp", "pp", "dp", "cp", "ep", "vpp", "zero", "micro_batch", "recompute", "microbatches")
+
+
+def _scatter(ev: Evaluation, fits: np.ndarray, mem: np.ndarray) -> Evaluation:
+    """The evaluation of the fitting candidates spread over all of them (inf step, nan figures elsewhere)."""
+    def full(values: np.ndarray, fill: float) -> np.ndarray:
+        out = np.full(fits.shape, fill)
+        out[fits] = values
+        return out
+
+    return Evaluation(memory_bytes=mem, breakdown_s={k: full(v, np.nan) for k, v in ev.breakdown_s.items()},
+                      step_s=full(ev.step_s, np.inf), tokens_per_step=full(ev.tokens_per_step, np.nan),
+                      model_flops_per_token=ev.model_flops_per_token,
+                      hw_flops_per_token=full(ev.hw_flops_per_token, np.nan))
 
 
 def _device_bytes(hw: ClusterHardware) -> float:
@@ -143,15 +162,27 @@ def data_pipeline(spec: ModelSpec, job: TrainingJob, tokens_per_s: float, device
 def plan_figures(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Candidates, ev: Evaluation, i: int, *,
                  catalog: Catalog, tokens: float | None, calibration: Calibration | None = None,
                  market: str | None = None, provider: str | None = None,
-                 price: DevicePrice | None = None) -> dict[str, Any]:
-    """The JSON figures of candidate i (the `estimate train --json` contract)."""
+                 price: DevicePrice | None = None,
+                 memory_cache: dict[tuple[Any, ...], dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The JSON figures of candidate i (the `estimate train --json` contract).
+
+    `memory_cache` (one search: same model, job and calibration) reuses the memory breakdown of a layout
+    already reported on another hardware option: memory does not depend on the hardware. Plans that share a
+    layout then share one (read-only) memory record.
+    """
     cal = calibration or default_calibration()
     row = c.row(i)
     n = int(row["devices"])
     layout = Layout(tp=int(row["tp"]), pp=int(row["pp"]), dp=int(row["dp"]), cp=int(row["cp"]), ep=int(row["ep"]),
                     vpp=int(row["vpp"]), zero_stage=int(row["zero"]))
     chosen = job.model_copy(update={"micro_batch": int(row["micro_batch"]), "recompute": row["recompute"]})
-    memory = estimate_training_memory(spec, chosen, layout, calibration=cal)
+    key = tuple(row[k] for k in _MEMORY_KEY)
+    if memory_cache is not None and key in memory_cache:
+        memory_json = memory_cache[key]
+    else:
+        memory_json = estimate_training_memory(spec, chosen, layout, calibration=cal).to_json()
+        if memory_cache is not None:
+            memory_cache[key] = memory_json
     step = float(ev.step_s[i])
     tps = float(ev.tokens_per_step[i]) / step
     peak = hw.peak_flops("bf16" if job.precision in ("bf16", "fp8") else job.precision) / 1e12
@@ -159,7 +190,7 @@ def plan_figures(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Cand
     hw_tflops = float(ev.hw_flops_per_token[i]) * tps / n / 1e12
     rel = reliability(spec, job, n, hw.gpus_per_node, cal)
     out: dict[str, Any] = {
-        "memory": memory.to_json(),
+        "memory": memory_json,
         "step_time_s": step,
         "breakdown_s": {k: float(v[i]) for k, v in ev.breakdown_s.items()},
         "tokens_per_s": tps,

@@ -158,6 +158,7 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
     considered = []
     cache: dict[Any, Any] = {}
     evals: dict[Any, Any] = {}  # options that share node shape and fabric share the evaluation
+    memories: dict[Any, Any] = {}  # memory breakdown per layout (hardware-independent)
     fastest: tuple[float, str, int] | None = None  # the quickest plan a deadline rejected
     cheapest: tuple[float, str, int, float] | None = None  # the cheapest plan a budget rejected
     capped: dict[str, int] = {}  # largest offer capacity per part, where capacity cut the sizes
@@ -213,7 +214,7 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
                 if n not in figs:
                     best = int(np.argmin(np.where(c.devices == n, step, np.inf)))
                     figs[n] = plan_figures(spec, job, hw, c, ev, best, catalog=catalog, tokens=tokens,
-                                           calibration=cal, price=opt.price)
+                                           calibration=cal, price=opt.price, memory_cache=memories)
                 fig = dict(figs[n])
                 # an offer bills whole instances: 2 devices of an 8-GPU server rental pay for 8
                 billed = -(-n // hw.gpus_per_node) * hw.gpus_per_node if opt.kind == "offer" else n
