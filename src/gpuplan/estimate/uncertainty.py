@@ -130,6 +130,7 @@ def _classes() -> Mapping[str, ClassStats]:
     return {k: summarize(k, rs, ss) for k, (rs, ss) in groups.items()}
 
 
+@cache  # classes are frozen records and the table is the shipped file: one lookup per class per process
 def class_stats(cls: EstimateClass) -> ClassStats | None:
     """The finest class with at least MIN_ROWS rows, None if even the coarsest has none."""
     table = _classes()

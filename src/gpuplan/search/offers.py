@@ -10,8 +10,9 @@ A plan is only as real as the offer that prices it. Each option fixes, from one 
   its source), else the calibration default `offer_max_devices_default`, named in the output;
 * its price: this offer's per-device-hour rates, not the cheapest of some other offer.
 
-An accelerator no offer prices (in the market asked) is planned as the team's own cluster on the
-fabric of its catalog server (or the part's usual one), without a price. `--network` asks the
+Every accelerator sold in the market asked is also planned as the team's own cluster on the fabric of
+its catalog server (or the part's usual one), at any size and without a price (owning is costed by
+`gpuplan tco`); for a part no offer prices it is the only option. `--network` asks the
 what-if question for every part: a cluster built on that fabric, priced at the part's cheapest
 offer as a proxy (the output says so).
 """
@@ -154,17 +155,24 @@ def hardware_options(catalog: Catalog, acc: Accelerator, cal: Calibration, *, ma
         opt = _offer_option(catalog, acc, inst, cal)
         if opt is not None:
             out.append(opt)
-    if not out:
+    # A team can also build (buy or lease whole servers) a cluster of any part sold in its market, at any size:
+    # without this option a part that some offer rents would be capped at that offer's capacity while a part
+    # no offer rents grows freely, and a large job's fastest plan would fall to whichever part has no offers.
+    # With --provider the question is that provider's offers (the own cluster stays the fallback).
+    if not out or (provider is None and (market is None or market in acc.markets)):
         net_id, why = usual_network(catalog, acc.id)
         own_nics, nic_basis = ((nics_per_node, "--nics-per-node") if nics_per_node
                                else _server_nics(sv if sv is not None and sv.network == net_id else None,
                                                  catalog.network(net_id), usual_g))
+        rented = bool(out)
         out.append(HardwareOption(
             accelerator=acc.id, kind="own", offer=None, gpus_per_node=usual_g, network=net_id,
             nics_per_node=own_nics, network_basis=f"own cluster on {net_id} ({why}), {nic_basis}",
             max_devices=None, capacity_basis="own cluster: no offer capacity applied", price=NO_PRICE,
-            price_basis="no offer in the catalog prices this part"
-                        + (f" in market {market}" if market else "")
-                        + ": add one with --catalog (see docs/catalog.md)"
-                        + _distressed_note(catalog, acc.id, market)))
+            price_basis=("an own cluster has no rental price (its offers are separate options): cost the purchase "
+                         "with `gpuplan tco`" if rented else
+                         "no offer in the catalog prices this part"
+                         + (f" in market {market}" if market else "")
+                         + ": add one with --catalog (see docs/catalog.md)"
+                         + _distressed_note(catalog, acc.id, market))))
     return out

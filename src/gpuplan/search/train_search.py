@@ -18,10 +18,11 @@ from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.estimate.memory_fit import usable_bytes
 from gpuplan.hardware import Accelerator, Catalog
-from gpuplan.search.candidates import family_choices
-from gpuplan.search.offers import hardware_options
+from gpuplan.search.candidates import Candidates, family_choices, generate
+from gpuplan.search.memory_vec import candidate_memory_bytes
+from gpuplan.search.offers import HardwareOption, hardware_options
 from gpuplan.search.plan_trust import meets_trust, training_bands, training_confidence
-from gpuplan.search.train_eval import cluster_hardware, usual_network
+from gpuplan.search.train_eval import ClusterHardware, cluster_hardware, usual_network
 from gpuplan.search.train_planner import best_layout, cost_figures, plan_figures
 from gpuplan.units import GIB
 from gpuplan.workload.jobs import TrainingJob
@@ -110,11 +111,11 @@ def cluster_sizes(min_devices: int, max_devices: int, per_node: int) -> list[int
         if n >= lo:
             sizes.add(n)
         n *= 2
-    k = 1
+    k = 1  # powers of two of whole nodes
     while per_node * k <= hi:
-        if per_node * k >= lo and (k & (k - 1)) == 0:
+        if per_node * k >= lo:
             sizes.add(per_node * k)
-        k += 1
+        k *= 2
     return sorted(x for x in sizes if x < per_node or x % per_node == 0)
 
 
@@ -156,7 +157,7 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
     plans: list[dict[str, Any]] = []
     evaluated = 0
     considered = []
-    cache: dict[Any, Any] = {}
+    nodes: dict[int, tuple[Candidates, np.ndarray]] = {}  # candidates and memory per node shape
     evals: dict[Any, Any] = {}  # options that share node shape and fabric share the evaluation
     memories: dict[Any, Any] = {}  # memory breakdown per layout (hardware-independent)
     fastest: tuple[float, str, int] | None = None  # the quickest plan a deadline rejected
@@ -165,6 +166,18 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
 
     def count(why: str, k: int = 1) -> None:
         rejected[why] = rejected.get(why, 0) + k
+
+    def node_candidates(gpn: int, top: int) -> tuple[Candidates, np.ndarray]:
+        """The layouts (and their memory) of every size up to `top` on `gpn`-device nodes: those of every size
+        up to --max-devices, generated and sized once per node shape, cut at `top` (the same rows, in order)."""
+        if gpn not in nodes:
+            sizes = cluster_sizes(cons.min_devices, cons.max_devices, gpn)
+            c = generate(spec, family_choices(cons.layout_family, sizes, gpn), seq_len=job.seq_len,
+                         global_batch=int(job.global_batch or 1))
+            nodes[gpn] = (c, candidate_memory_bytes(spec, job, c, calibration=cal))
+        c, mem = nodes[gpn]
+        keep = c.devices <= top
+        return c.take(keep), mem[keep]
 
     for acc in catalog.accelerators.values():
         why = policy_rejection(acc, cons)
@@ -179,6 +192,7 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
                                    gpus_per_node=cons.gpus_per_node)
         usable = usable_bytes(float(acc.memory_gib or 0) * GIB, cal)
         seen = False
+        ready: list[tuple[HardwareOption, ClusterHardware, int]] = []
         for opt in options:
             try:
                 hw = cluster_hardware(catalog, acc.id, opt.network, gpus_per_node=opt.gpus_per_node,
@@ -188,7 +202,14 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
                 count("missing_data")
                 continue
             seen = True
-            top = min(cons.max_devices, opt.max_devices or cons.max_devices)
+            ready.append((opt, hw, min(cons.max_devices, opt.max_devices or cons.max_devices)))
+        # options on the same node shape and fabric differ only in capacity: their sizes are the first ones of
+        # the same list, so one evaluation up to the largest capacity serves them all
+        widest: dict[Any, int] = {}
+        for opt, hw, top in ready:
+            fabric = (hw.gpus_per_node, opt.network, opt.nics_per_node)
+            widest[fabric] = max(widest.get(fabric, 0), top)
+        for opt, hw, top in ready:
             sizes = cluster_sizes(cons.min_devices, top, hw.gpus_per_node)
             if opt.max_devices is not None and opt.max_devices < cons.max_devices:
                 beyond = len(cluster_sizes(top + 1, cons.max_devices, hw.gpus_per_node))
@@ -197,10 +218,13 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
                     capped[acc.id] = max(capped.get(acc.id, 0), opt.max_devices)
             if not sizes:
                 continue
-            key = (acc.id, hw.gpus_per_node, opt.network, opt.nics_per_node, tuple(sizes))
+            fabric = (hw.gpus_per_node, opt.network, opt.nics_per_node)
+            key = (acc.id, *fabric)
             if key not in evals:
-                choices = family_choices(cons.layout_family, sizes, hw.gpus_per_node)
-                c, ev, _, _ = best_layout(spec, job, hw, choices, calibration=cal, cache=cache)
+                every = cluster_sizes(cons.min_devices, widest[fabric], hw.gpus_per_node)
+                choices = family_choices(cons.layout_family, every, hw.gpus_per_node)
+                c, ev, _, _ = best_layout(spec, job, hw, choices, calibration=cal,
+                                          prepared=node_candidates(hw.gpus_per_node, widest[fabric]))
                 evaluated += len(c)
                 evals[key] = (c, ev, {})
                 if len(c):
@@ -208,7 +232,7 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
             c, ev, figs = evals[key]
             if len(c) == 0:
                 continue
-            fits = ev.memory_bytes <= usable
+            fits = (ev.memory_bytes <= usable) & (c.devices <= top)
             step = np.where(fits, ev.step_s, np.inf)
             for n in np.unique(c.devices[fits]).tolist():
                 if n not in figs:
