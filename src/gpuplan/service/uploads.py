@@ -67,10 +67,14 @@ def spec_from_config(cfg: Any, name: str) -> Any:
     return spec_from_hf_config(cfg, name=name, source="uploaded config.json")
 
 
-def config_name(cfg: Any) -> str:
-    """The model name an uploaded config gives (as `-m config.json` names it: _name_or_path, else its
-    architecture, else its model_type); checks the config on the way."""
+def config_name(cfg: Any, file_name: str = "config.json") -> str:
+    """The model name of an uploaded config, as `-m PATH` names it: `_name_or_path`, else the file's stem
+    (`Qwen3-8B.json`; a bare `config.json` has no folder here), else its architecture or model_type. The
+    config is checked on the way (InputError naming the key)."""
     spec = spec_from_config(cfg, "")
+    stem = file_name.rsplit(".", 1)[0] if file_name.lower().endswith(".json") else file_name
+    if "_name_or_path" not in cfg and stem and stem.lower() != "config":
+        return stem[:100]
     return str(spec.name)[:100] or "config.json"
 
 

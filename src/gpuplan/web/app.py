@@ -119,6 +119,11 @@ def error_detail(exc: Exception, lang: str = "en") -> dict[str, Any]:
 
 def _from_validation(exc: RequestValidationError) -> InputError:
     first = exc.errors()[0] if exc.errors() else {}
+    if first.get("type") == "json_invalid":  # the body is not JSON: say where, not a bare position as the field
+        pos = next((p for p in first.get("loc", ()) if isinstance(p, int)), None)
+        why = (first.get("ctx") or {}).get("error", "decode error")
+        return InputError(field="body", value=f"character {pos}" if pos is not None else None,
+                          allowed="a JSON document", hint=f"not valid JSON: {why}")
     loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")]
     msg = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
     value = first.get("input")

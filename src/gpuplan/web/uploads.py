@@ -105,6 +105,6 @@ async def train_fields(request: Request) -> dict[str, Any]:
     if isinstance(up, UploadFile) and up.filename:
         cfg = parse_json(await _read_upload(up, MAX_CONFIG_BYTES), "hf_config", MAX_CONFIG_BYTES,
                          "a Hugging Face config.json")
-        fields["model"] = await run_in_threadpool(config_name, cfg)
+        fields["model"] = await run_in_threadpool(config_name, cfg, safe_name(up.filename, "config.json"))
         fields["hf_config"] = cfg
     return fields
