@@ -7,8 +7,9 @@
 Starts `gpuplan serve`'s app in this process on a free loopback port, with an empty data folder and an empty
 user config folder (so the pictures show the built-in catalog and calibration only), computes one training and
 one serving plan through the JSON API, and photographs each page with Playwright driving a local chromium
-(no browser is downloaded), 1280 pixels wide and at most 1150 high (the top of a long page). Pages with a chart are taken once plotly has drawn it. The Chinese pages need a CJK font on the
-machine (Debian: apt-get install fonts-wqy-microhei, or fonts-noto-cjk).
+(no browser is downloaded), 1280 pixels wide and at most 1150 high (the top of a long page). Pages with a
+chart are taken once plotly has drawn it. The Chinese pages need a CJK font on the machine (Debian:
+apt-get install fonts-wqy-microhei, or fonts-noto-cjk).
 """
 
 from __future__ import annotations

@@ -303,6 +303,24 @@ def test_form_upload_plans_the_config_and_the_link_reopens_it(fresh: Any) -> Non
     assert fresh.get(f"/api/v1/plans/{r.headers['location'][3:]}").json()["request"]["model"] == "LlamaForCausalLM"
 
 
+def test_recompute_form_of_an_old_plan_carries_the_uploads(client: Any, bench_answer: dict[str, Any]) -> None:
+    import html as html_lib
+
+    request = {**TRAIN, "model": "Meta-Llama-3-8B", "hf_config": LLAMA3_8B, "calibration": bench_answer["calibration"]}
+    saved = client.app.state.store.put("00000000000000aa", "train", request, {"plans": []}, gpuplan_version="0.0.0",
+                                       catalog_version="old", title="old plan")
+    page = client.get(f"/p/{saved.id}?lang=en").text
+    form = re.search(r'<form method="post" action="/train[^"]*" class="stale">(.*?)</form>', page, re.S)
+    assert form
+    fields = {k: html_lib.unescape(v) for k, v in re.findall(r'name="([^"]+)" value="([^"]*)"', form.group(1))}
+    assert json.loads(fields["hf_config"]) == LLAMA3_8B
+    assert json.loads(fields["calibration"])["terms"] == bench_answer["calibration"]["terms"]
+    r = client.post("/train?lang=en", data=fields, follow_redirects=False)
+    assert r.status_code == 303, r.text
+    stored = client.get(f"/api/v1/plans/{r.headers['location'][3:]}").json()["request"]
+    assert stored["hf_config"] == LLAMA3_8B and stored["calibration"]["terms"] == bench_answer["calibration"]["terms"]
+
+
 @pytest.mark.parametrize(("data", "status", "needle"), [
     (b"{", 422, "hf_config"),
     (json.dumps({k: v for k, v in LLAMA3_8B.items() if k != "vocab_size"}).encode(), 422, "config.vocab_size"),
