@@ -307,7 +307,7 @@ def test_recompute_form_of_an_old_plan_carries_the_uploads(client: Any, bench_an
     import html as html_lib
 
     request = {**TRAIN, "model": "Meta-Llama-3-8B", "hf_config": LLAMA3_8B, "calibration": bench_answer["calibration"]}
-    saved = client.app.state.store.put("00000000000000aa", "train", request, {"plans": []}, gpuplan_version="0.0.0",
+    saved = client.app.state.store.put("00000000000000c1", "train", request, {"plans": []}, gpuplan_version="0.0.0",
                                        catalog_version="old", title="old plan")
     page = client.get(f"/p/{saved.id}?lang=en").text
     form = re.search(r'<form method="post" action="/train[^"]*" class="stale">(.*?)</form>', page, re.S)
