@@ -4,3 +4,31 @@ from __future__ import annotations
 
 TRAIN = {"model": "llama3-8b", "tokens": 1e12, "deadline": 30, "top": 3}
 INFER = {"model": "llama3.1-8b", "qps": 5, "ttft_p99": 2, "tpot_p99": 0.05}
+
+SYNTHETIC_BENCH = "h100-8gpu-synthetic.json"
+
+
+def bench_result(bf16_tflops: float = 740.0) -> dict[str, object]:
+    """The synthetic 8 x H100 bench result (tests/fixtures/bench) with gpuplan's predictions filled in (as
+    `gpuplan bench` writes them) and the 8192^3 bf16 GEMM at `bf16_tflops`: a document as uploaded."""
+    import json
+    from pathlib import Path
+
+    from gpuplan.bench.predict import predictor_for, ratio
+    from gpuplan.bench.records import BenchResult
+
+    path = Path(__file__).parent.parent / "fixtures" / "bench" / SYNTHETIC_BENCH
+    res = BenchResult.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    pred, _, _ = predictor_for("h100-sxm5-80gb", "cuda", "NVIDIA H100 80GB HBM3")
+    out = []
+    for m in res.measurements:
+        p = m.params
+        value = bf16_tflops if m.name == "gemm.bf16.square8192" else m.value
+        if m.benchmark == "gemm":
+            guess = pred.gemm_tflops(str(p["dtype"]), int(p["m"] or 0), int(p["n"] or 0), int(p["k"] or 0))
+        elif m.benchmark == "memory":
+            guess = pred.memory_gbyte_s("copy")
+        else:
+            guess = pred.collective(str(p["kind"]), int(p["bytes_per_rank"] or 0), int(p["ranks"] or 0), "busbw")
+        out.append(m.model_copy(update={"value": value, "predicted": guess, "ratio": ratio(value, guess)}))
+    return dict(res.model_copy(update={"measurements": tuple(out)}).model_dump(mode="json"))

@@ -2,8 +2,9 @@
 and the functions that answer them with the same JSON the CLI's `--json` prints.
 
 The web app (`gpuplan.web`) is a thin door onto these: it parses a request, calls `run_*`, stores and
-renders the result. Nothing here reads a file-system path from the request: models are preset ids only,
-the catalog is the built-in one plus the user's own folder on the serving machine.
+renders the result. Nothing here reads a file-system path from the request: models are preset ids or the content
+of an uploaded config.json, the catalog is the built-in one plus the user's own folder on the serving machine,
+measured calibration comes with the request (an uploaded bench result's terms) and is never written.
 """
 
 from gpuplan.service.exports import cli_command, plans_csv, request_of

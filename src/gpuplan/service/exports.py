@@ -51,13 +51,30 @@ def _num(v: float | int) -> str:
     return text[:-2] if text.endswith(".0") and "e" not in text else text
 
 
-def cli_command(req: TrainPlanRequest | InferPlanRequest) -> str:
-    """`gpuplan plan train|infer ...` for this request, one line, shell-quoted."""
+def _notes(req: TrainPlanRequest | InferPlanRequest, lang: str) -> list[str]:
+    """Shell comments before the command for what a request carries that no option holds (uploaded content)."""
+    from gpuplan.i18n import tr
+
+    notes = []
+    if isinstance(req, TrainPlanRequest) and req.hf_config is not None:
+        notes.append(tr("web.cli_note.hf_config", lang))
+    if isinstance(req, TrainPlanRequest) and req.calibration is not None:
+        cf = req.calibration
+        notes.append(tr("web.cli_note.calibration", lang, acc=cf.accelerator, file=cf.from_result or "result.json",
+                        measured=cf.measured_at))
+    return [f"# {n}" for n in notes]
+
+
+def cli_command(req: TrainPlanRequest | InferPlanRequest, lang: str = "en") -> str:
+    """`gpuplan plan train|infer ...` for this request, one line, shell-quoted; a request with an uploaded
+    config.json (`--model config.json`) or measured calibration gets comment lines first saying where they go."""
     fields = type(req).model_fields
     args = ["gpuplan", *COMMANDS[req.kind]]
     for name, value in req.model_dump(mode="json").items():
-        if name == "kind" or value is None:
+        if name in ("kind", "hf_config", "calibration") or value is None:
             continue
+        if name == "model" and isinstance(req, TrainPlanRequest) and req.hf_config is not None:
+            value = "config.json"
         default = fields[name].default
         if name != "model" and fields[name].is_required() is False and value == default:
             continue
@@ -70,7 +87,7 @@ def cli_command(req: TrainPlanRequest | InferPlanRequest) -> str:
                 args += [opt, str(item)]
         else:
             args += [opt, _num(value) if isinstance(value, (int, float)) else str(value)]
-    return " ".join(shlex.quote(a) for a in args)
+    return "\n".join([*_notes(req, lang), " ".join(shlex.quote(a) for a in args)])
 
 
 def _band(p: Mapping[str, Any], key: str, i: int) -> Any:

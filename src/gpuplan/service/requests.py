@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from gpuplan.bench.calibrate import CalibrationFile
 
 __all__ = ["CompareRequest", "InferPlanRequest", "MemoryTrainRequest", "TrainPlanRequest", "canonical_json"]
 
@@ -52,6 +54,22 @@ class TrainPlanRequest(_Request):
     kernels: Literal["auto", "hf", "fused"] | None = None
     data_loading: Literal["pretokenized", "online"] = "pretokenized"
     top: int = 10
+    hf_config: dict[str, Any] | None = Field(
+        default=None, description="a Hugging Face config.json (its JSON object, at most 64 KiB) as the model "
+        "instead of a preset (`-m config.json`); `model` is then only the name the plan shows")
+    calibration: CalibrationFile | None = Field(
+        default=None, description="measured terms of one part, as POST /api/v1/bench answers them (`gpuplan "
+        "calibrate RESULT`); applied to this plan only, in place of the server's calibration file for that part")
+
+    @field_validator("hf_config")
+    @classmethod
+    def _config_size(cls, v: dict[str, Any] | None) -> dict[str, Any] | None:
+        if v is not None:
+            from gpuplan.service.uploads import MAX_CONFIG_BYTES
+
+            if len(json.dumps(v, separators=(",", ":")).encode()) > MAX_CONFIG_BYTES:
+                raise ValueError(f"a JSON object of at most {MAX_CONFIG_BYTES} bytes (a config.json is a few KiB)")
+        return v
 
 
 class InferPlanRequest(_Request):

@@ -54,7 +54,6 @@ def plan_train_report(req: TrainPlanRequest) -> tuple[dict[str, Any], dict[str, 
     """`gpuplan plan train ... --json` and the report document `--report` renders (advise.report_train)."""
     from gpuplan.advise.findings import load_thresholds
     from gpuplan.advise.report_train import training_report
-    from gpuplan.bench.calibrate import load_user_calibration
     from gpuplan.cli.advise import requirements
     from gpuplan.cli.common import positives
     from gpuplan.cli.train import FRAMEWORK_KERNELS, _job
@@ -62,19 +61,21 @@ def plan_train_report(req: TrainPlanRequest) -> tuple[dict[str, Any], dict[str, 
     from gpuplan.hardware import load_catalog
     from gpuplan.render.plan_json import compact_plans
     from gpuplan.search.train_search import plan_training
+    from gpuplan.service.uploads import calibration_for, spec_from_config
     from gpuplan.workload.jobs import default_global_batch
     from gpuplan.workload.params import count_params
 
     language = _lang()
     positives(language, ("tokens", req.tokens, False), ("seq-len", req.seq_len, True),
               ("global-batch", req.global_batch, True), ("top", req.top, True))
-    spec = _spec(req.model)
+    # an uploaded config.json is read as `-m config.json` reads the file; measured terms as `gpuplan calibrate`
+    spec = spec_from_config(req.hf_config, req.model) if req.hf_config is not None else _spec(req.model)
     cat = load_catalog()
     gb = req.global_batch or default_global_batch(req.seq_len)
     job = _job(req.method, req.seq_len, gb, req.precision,
                kernels=req.kernels or FRAMEWORK_KERNELS.get(req.framework or "", "auto"),
                data_loading=req.data_loading)
-    cal = load_user_calibration()
+    cal = calibration_for(req.calibration)
     cons = plan_constraints(cat, float(count_params(spec).total), cal, method=req.method, framework=req.framework,
                             deadline=req.deadline, budget=req.budget, max_devices=req.max_devices,
                             market=req.market, vendor=req.vendor, provider=req.provider,

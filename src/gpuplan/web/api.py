@@ -124,7 +124,8 @@ async def export_plan(plan_id: str, fmt: ExportFormat, request: Request) -> Resp
     if fmt == "json":
         return JSONResponse(saved_json(saved, with_request=True), headers=_attachment(f"{name}.json"))
     if fmt == "cli":
-        return Response(cli_command(request_of(saved.kind, saved.request)) + "\n", media_type=EXPORT_TYPES[fmt])
+        return Response(cli_command(request_of(saved.kind, saved.request), page_lang(request)) + "\n",
+                        media_type=EXPORT_TYPES[fmt])
     if fmt == "csv":
         return Response(plans_csv(saved.kind, saved.result), media_type=EXPORT_TYPES[fmt],
                         headers=_attachment(f"{name}.csv"))

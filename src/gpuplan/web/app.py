@@ -7,6 +7,7 @@ any other error answers 500 with a fixed text (never a stack trace); logs never 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
@@ -34,12 +35,13 @@ SECURITY_HEADERS = [(b"content-security-policy", CSP.encode()), (b"x-content-typ
 
 
 class Guard:
-    """Pure ASGI middleware: 413 past the body limit (declared or streamed), security headers on every answer,
-    the `lang` cookie set when `?lang=` names a catalog language."""
+    """Pure ASGI middleware: 413 past the body limit (declared or streamed; `limits` raises it for named paths,
+    the uploads), security headers on every answer, the `lang` cookie set when `?lang=` names a catalog language."""
 
-    def __init__(self, app: ASGIApp, max_body: int = MAX_BODY_BYTES) -> None:
+    def __init__(self, app: ASGIApp, max_body: int = MAX_BODY_BYTES, limits: Mapping[str, int] | None = None) -> None:
         self.app = app
         self.max_body = max_body
+        self.limits = dict(limits or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -47,8 +49,9 @@ class Guard:
             return
         headers = dict(scope.get("headers") or [])
         declared = headers.get(b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.max_body):
-            await _too_large(scope, receive, send)
+        limit = self.limits.get(scope.get("path", ""), self.max_body)
+        if declared is not None and (not declared.isdigit() or int(declared) > limit):
+            await _too_large(scope, receive, send, limit)
             return
         lang = _query_lang(scope.get("query_string", b""))
         if declared is None and scope.get("method") in ("POST", "PUT", "PATCH"):
@@ -60,8 +63,8 @@ class Guard:
                     break
                 chunks.append(msg.get("body", b""))
                 seen += len(chunks[-1])
-                if seen > self.max_body:
-                    await _too_large(scope, receive, send)
+                if seen > limit:
+                    await _too_large(scope, receive, send, limit)
                     return
                 more = bool(msg.get("more_body"))
             body = b"".join(chunks)
@@ -96,8 +99,8 @@ def _query_lang(qs: bytes) -> str | None:
     return None
 
 
-async def _too_large(scope: Scope, receive: Receive, send: Send) -> None:
-    resp = JSONResponse({"detail": {"field": "body", "value": None, "allowed": f"at most {MAX_BODY_BYTES} bytes",
+async def _too_large(scope: Scope, receive: Receive, send: Send, limit: int = MAX_BODY_BYTES) -> None:
+    resp = JSONResponse({"detail": {"field": "body", "value": None, "allowed": f"at most {limit} bytes",
                                     "hint": "", "message": "request body too large"}}, status_code=413,
                         headers={k.decode(): v.decode() for k, v in SECURITY_HEADERS})
     await resp(scope, receive, send)
@@ -116,6 +119,11 @@ def error_detail(exc: Exception, lang: str = "en") -> dict[str, Any]:
 
 def _from_validation(exc: RequestValidationError) -> InputError:
     first = exc.errors()[0] if exc.errors() else {}
+    if first.get("type") == "json_invalid":  # the body is not JSON: say where, not a bare position as the field
+        pos = next((p for p in first.get("loc", ()) if isinstance(p, int)), None)
+        why = (first.get("ctx") or {}).get("error", "decode error")
+        return InputError(field="body", value=f"character {pos}" if pos is not None else None,
+                          allowed="a JSON document", hint=f"not valid JSON: {why}")
     loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")]
     msg = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
     value = first.get("input")
@@ -128,20 +136,22 @@ def _from_validation(exc: RequestValidationError) -> InputError:
 def create_app(database_url: str | None = None, slots: int = 2) -> FastAPI:
     """The whole app; `database_url` defaults to GPUPLAN_DATABASE_URL or the SQLite file in the data folder."""
     from gpuplan import __version__
-    from gpuplan.web import api, pages
+    from gpuplan.web import api, pages, uploads
     from gpuplan.web.plans import Slots
     from gpuplan.web.store import Store
 
     app = FastAPI(title="gpuplan", version=__version__, docs_url="/api/docs", redoc_url=None,
                   description="Which GPU servers or cloud instances to rent or buy for LLM training and serving. "
                               "The API answers with the same JSON as the CLI's --json.")
-    app.add_middleware(Guard)
+    app.add_middleware(Guard, limits=uploads.BODY_LIMITS)
     app.state.store = Store(database_url)
     app.state.slots = Slots(slots)
     static = resources.files("gpuplan.web") / "static"
     app.mount("/static", StaticFiles(directory=str(static)), name="static")
     app.include_router(api.router)
+    app.include_router(uploads.api_router)
     app.include_router(pages.router)
+    app.include_router(uploads.router)
 
     @app.get("/healthz", tags=["ops"])
     async def healthz() -> dict[str, Any]:

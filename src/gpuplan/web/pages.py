@@ -40,6 +40,7 @@ router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(resources.files("gpuplan.web") / "templates"))
 templates.env.filters["tojson_attr"] = lambda v: json.dumps(v, ensure_ascii=False)
 MAX_FIELDS = 60
+JSON_FIELDS = ("hf_config", "calibration")
 
 
 def _ctx(request: Request, **extra: Any) -> dict[str, Any]:
@@ -66,7 +67,9 @@ def _request_from(cls: type[BaseModel], data: dict[str, Any]) -> Any:
         if key not in fields or key == "kind" or value in ("", None):
             continue
         ann = str(fields[key].annotation)
-        if ann == "<class 'bool'>":
+        if key in JSON_FIELDS and isinstance(value, str):  # a hidden field carrying uploaded content as JSON
+            clean[key] = _json_field(key, value)
+        elif ann == "<class 'bool'>":
             clean[key] = value in ("on", "true", "1", True)
         elif "list" in ann:
             clean[key] = [v for v in str(value).split(",") if v]
@@ -81,6 +84,13 @@ def _request_from(cls: type[BaseModel], data: dict[str, Any]) -> Any:
         from gpuplan.cli.common import input_error_from_validation
 
         raise input_error_from_validation(exc) from None
+
+
+def _json_field(key: str, value: str) -> Any:
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise InputError(field=key, value=value[:80], allowed="JSON", hint=exc.msg) from None
 
 
 def _form_error(exc: Exception, lang: str) -> str:
@@ -112,13 +122,18 @@ async def train_form(request: Request) -> HTMLResponse:
 
 @router.post("/train", response_class=HTMLResponse)
 async def train_submit(request: Request) -> Response:
-    form = dict(await request.form())
+    from gpuplan.service.uploads import TooLarge
+    from gpuplan.web.uploads import train_fields
+
     lang = page_lang(request)
+    form: dict[str, Any] = {}
     try:
+        form = await train_fields(request)
         req = _request_from(TrainPlanRequest, form)
         saved = await compute_and_store(request.app, req)
     except GpuplanError as exc:
-        return render(request, "train.html", status=422, models=_models(), values=form, error=_form_error(exc, lang))
+        return render(request, "train.html", status=413 if isinstance(exc, TooLarge) else 422, models=_models(),
+                      values=form, error=_form_error(exc, lang))
     return RedirectResponse(f"/p/{saved.id}", status_code=303)
 
 
@@ -196,10 +211,10 @@ async def history(request: Request) -> HTMLResponse:
     return render(request, "history.html", recent=request.app.state.store.recent(100))
 
 
-def _command(saved: Any) -> str | None:
+def _command(saved: Any, lang: str = "en") -> str | None:
     """The CLI command of a stored plan (None when its request no longer reads on this gpuplan version)."""
     try:
-        return cli_command(request_of(saved.kind, saved.request))
+        return cli_command(request_of(saved.kind, saved.request), lang)
     except GpuplanError:
         return None
 
@@ -217,11 +232,16 @@ async def plan_page(request: Request, plan_id: str) -> HTMLResponse:
     stale = saved.gpuplan_version != __version__ or saved.catalog_version != catalog_version()
     common = {"saved": saved, "stale": stale, "rec": views.recommendation(saved.result, lang, saved.kind),
               "findings": views.findings(saved.result, lang),
-              "command": _command(saved)}
+              "command": _command(saved, lang)}
     if saved.kind == "train":
+        from gpuplan.web.views_uploads import scenario
+
         return render(request, "plan_train.html", rows=views.train_rows(saved.result, lang),
-                      chart=views.pareto_chart(saved.result, lang), **common)
-    return render(request, "plan_infer.html", rows=views.infer_rows(saved.result, lang),
+                      chart=views.pareto_chart(saved.result, lang),
+                      scenario=scenario(saved.request, lang, saved.result), **common)
+    from gpuplan.web.marks import marked_infer_rows
+
+    return render(request, "plan_infer.html", rows=marked_infer_rows(saved.result, lang),
                   chart=views.infer_chart(saved.result, lang), **common)
 
 
@@ -253,7 +273,10 @@ async def compare_page(request: Request) -> HTMLResponse:
         doc = await in_slot(request.app, run_compare, req)
     except GpuplanError as exc:
         return render(request, "compare.html", status=422, **(ctx | {"error": _form_error(exc, lang)}))
-    return render(request, "compare.html", **(ctx | {"doc": doc, "view": views.compare_view(doc, lang)}))
+    from gpuplan.web.marks import mark_compare
+
+    view = mark_compare(doc, views.compare_view(doc, lang), lang)
+    return render(request, "compare.html", **(ctx | {"doc": doc, "view": view}))
 
 
 @router.get("/compare/plans", response_class=HTMLResponse)
