@@ -223,3 +223,31 @@ def test_a_plan_beaten_on_cost_and_time_is_never_recommended() -> None:
     res_plans = plan_training(spec, _job(), CAT, PlanConstraints(deadline_days=7), tokens=2e9).plans
     assert not any(p["cost_usd"] is not None and p["cost_usd"] < rec["cost_usd"]
                    and p["time_to_train_s"] < rec["time_s"] for p in res_plans)
+
+
+def test_a_rented_part_can_also_be_an_own_cluster_beyond_its_offers() -> None:
+    """Regression: parts some offer rents were capped at the offer's capacity while parts no offer rents grew
+    freely, so Llama-3.1-70B on 15T tokens recommended 4,096 unpriced H100 PCIe (91.6 days) over faster parts."""
+    b200 = CAT.accelerator("b200-sxm-180gb")
+    opts = hardware_options(CAT, b200, CAL)
+    offers = [o for o in opts if o.kind == "offer"]
+    own = [o for o in opts if o.kind == "own"]
+    assert offers and all(o.max_devices is not None for o in offers)
+    assert len(own) == 1 and own[0].max_devices is None and own[0].price.on_demand is None
+    assert "gpuplan tco" in own[0].price_basis
+    # a market the part is not sold in gets no own cluster; a named provider means that provider's offers
+    assert not [o for o in hardware_options(CAT, b200, CAL, market="cn") if o.kind == "own"]
+    provider = offers[0].offer and CAT.instance(offers[0].offer).provider
+    assert not [o for o in hardware_options(CAT, b200, CAL, provider=provider) if o.kind == "own"]
+
+    spec = get_preset("llama3.1-70b").spec
+    job = TrainingJob(seq_len=8192, global_batch=512)
+    cons = PlanConstraints()
+    res = plan_training(spec, job, CAT, cons, tokens=15e12)
+    big = [p for p in res.plans if p["accelerator"] == "b200-sxm-180gb" and p["devices"] == 4096]
+    assert big and big[0]["hardware_option"]["kind"] == "own"
+    doc = training_report(spec, job, CAT, cons, tokens=15e12, result=res)
+    rec = doc["recommendation"]
+    assert rec is not None and rec["accelerator"] not in ("h100-pcie-80gb", "h100-nvl-94gb")
+    fastest = min(p["time_to_train_s"] for p in res.plans)
+    assert rec["time_s"] <= fastest * 1.01  # nothing meets 30 days: the fastest plan
