@@ -105,3 +105,12 @@ def test_plan_infer_never_recommends_a_part_its_own_blocking_finding_rules_out()
         assert rec["cost_usd_per_hour"] >= out["plans"][0]["cost_usd_per_hour"]
     text = _ok([*args, "--lang", "en", "--top", "3"])
     assert f"Recommendation: {rec['accelerator']}" in text
+
+
+@pytest.mark.parametrize("lang, words", [("en", "but the top of its 80% band"), ("zh", "区间上限")])
+def test_plan_train_says_when_the_band_reaches_past_the_deadline(lang: str, words: str) -> None:
+    out = _ok([*QUICK, "--lang", lang])
+    assert words in " ".join(out.split())
+    rec = json.loads(_ok([*QUICK, "--json"]))["recommended"]
+    late = [c for c in rec["caveats"] if c["input"] == "deadline"]
+    assert late and late[0]["safe_alternative"]["devices"] >= rec["devices"]

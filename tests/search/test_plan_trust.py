@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from gpuplan.advise.report_train import compare_training, training_report
-from gpuplan.advise.trust import caveats, is_confirmed
+from gpuplan.advise.trust import caveats, deadline_caveat, is_confirmed
 from gpuplan.errors import InputError
 from gpuplan.estimate.calibration import CalibrationTerm, default_calibration, load_calibration
 from gpuplan.estimate.uncertainty import EstimateClass, accuracy_data, band, class_stats
@@ -214,3 +214,25 @@ def test_mfu_break_even_never_lets_the_plan_miss_the_deadline() -> None:
     assert bound["mfu"] == pytest.approx(0.36 * 5.9 / 7.0) and bound["deadline_bound"]
     # a far deadline leaves the cost parity in charge
     assert "deadline_bound" not in caveats(rec, alt, "cost", CAT, deadline_days=365.0)[0]["break_even"]
+
+
+def test_a_band_past_the_deadline_gets_a_caveat_naming_a_plan_whose_band_meets_it() -> None:
+    """Regression: 32 x B200 for Llama 3 8B on 1e12 tokens takes 20.6 days against a 30-day deadline, but the top
+    of its band is 34 days; nothing said so. The caveat names the plan the same rule picks among those whose
+    band stays within the deadline."""
+    cons = PlanConstraints(deadline_days=30)
+    res = plan_training(SPEC, JOB, CAT, cons, tokens=1e12)
+    rec = training_report(SPEC, JOB, CAT, cons, tokens=1e12, result=res)["recommendation"]
+    assert rec["time_s"] <= 30 * 86400 < rec["band"]["time_to_train_s"][1]
+    late = [c for c in rec["caveats"] if c["input"] == "deadline"]
+    assert len(late) == 1
+    safe = late[0]["safe_alternative"]
+    assert safe is not None and safe["band"]["time_to_train_s"][1] <= 30 * 86400
+    assert late[0]["value"]["band_high_days"] == pytest.approx(rec["band"]["time_to_train_s"][1] / 86400)
+    # a deadline the band meets draws no caveat; nor does a plan without a deadline
+    far = PlanConstraints(deadline_days=60)
+    far_rec = training_report(SPEC, JOB, CAT, far, tokens=1e12,
+                              result=plan_training(SPEC, JOB, CAT, far, tokens=1e12))["recommendation"]
+    if far_rec["band"]["time_to_train_s"][1] <= 60 * 86400:
+        assert not [c for c in far_rec["caveats"] if c["input"] == "deadline"]
+    assert deadline_caveat(rec, res.plans, None, lambda pool: None, dict) is None

@@ -32,7 +32,7 @@ from gpuplan.advise.findings import Thresholds, advise_data, default_thresholds
 from gpuplan.advise.rules_market import node_power_kw
 from gpuplan.advise.sources import plan_sources
 from gpuplan.advise.tco import tco, tco_inputs
-from gpuplan.advise.trust import caveats, is_confirmed, split_by_market
+from gpuplan.advise.trust import caveats, deadline_caveat, is_confirmed, split_by_market
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.hardware import Catalog
 from gpuplan.search.train_eval import ClusterHardware, cluster_hardware, usual_network
@@ -325,8 +325,9 @@ def _with_trust(best: dict[str, Any], rule: dict[str, Any], plans: Sequence[dict
             chosen = pick(pool)
             if chosen is not None:
                 per_market[market] = plan_summary(chosen)
+    late = deadline_caveat(best, plans, cons.deadline_days, pick, plan_summary)
     return {**plan_summary(best), "rule": rule,
-            "caveats": caveats(best, alt, rule.get("measure"), catalog, cons.deadline_days),
+            "caveats": caveats(best, alt, rule.get("measure"), catalog, cons.deadline_days) + ([late] if late else []),
             "confirmed_alternative": plan_summary(alt) if alt is not None else None,
             "best_per_market": per_market}
 

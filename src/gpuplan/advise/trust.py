@@ -12,19 +12,22 @@ input, the value at which the choice flips to that plan:
   cheaper while its MFU is above MFU x cost(plan) / cost(alternative) (device-hours when no plan has a
   price, times when the rule chose by time);
 (3) what to do: get a quote; run `gpuplan bench` on the part and `gpuplan calibrate`.
+A recommendation that meets the deadline while the top of its 80% band of time does not gets a
+deadline caveat naming the cheapest plan whose band stays within it.
 Without --market, plans offered only in China and plans offered only outside are not ranked
 silently together: `best_per_market` gives the recommendation of each market.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from gpuplan.hardware import Catalog
 from gpuplan.search.plan_trust import LEVELS
 
-__all__ = ["caveats", "is_confirmed", "plan_markets", "serving_caveats", "serving_recommendation", "split_by_market"]
+__all__ = ["caveats", "deadline_caveat", "is_confirmed", "plan_markets", "serving_caveats", "serving_recommendation",
+           "split_by_market"]
 
 Chooser = Callable[[Sequence[dict[str, Any]]], dict[str, Any] | None]
 
@@ -98,6 +101,25 @@ def caveats(rec: dict[str, Any], alt: dict[str, Any] | None, measure: str | None
                     "break_even": be, "holds_while": "below" if be else None, "action": "quote",
                     "accelerator": rec["accelerator"]})
     return out
+
+
+def _high_s(plan: Mapping[str, Any]) -> float | None:
+    band = (plan.get("band") or {}).get("time_to_train_s")
+    return float(band[1]) if band else None
+
+
+def deadline_caveat(rec: dict[str, Any], plans: Sequence[dict[str, Any]], deadline_days: float | None,
+                    choose: Chooser, summary: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any] | None:
+    """A caveat when the recommendation meets the deadline but the top of its 80% band of time does not, with
+    the plan the same rule picks among those whose band stays within the deadline (None: no such plan)."""
+    high = _high_s(rec)
+    if not deadline_days or high is None or high <= deadline_days * 86400.0:
+        return None
+    safe = choose([p for p in plans if (h := _high_s(p)) is not None and h <= deadline_days * 86400.0])
+    return {"input": "deadline", "value": {"days": float(rec["time_to_train_s"]) / 86400.0,
+                                           "band_high_days": high / 86400.0, "deadline_days": deadline_days},
+            "break_even": None, "holds_while": None, "action": "margin", "accelerator": rec["accelerator"],
+            "safe_alternative": summary(safe) if safe is not None else None}
 
 
 def serving_caveats(rec: dict[str, Any], alt: dict[str, Any] | None, catalog: Catalog) -> list[dict[str, Any]]:

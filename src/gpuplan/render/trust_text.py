@@ -101,6 +101,15 @@ def caveat_lines(rec: Mapping[str, Any], lang: str) -> list[str]:
                        mfu=f"{be['mfu']:.0%}") if be else tr("trust.flip.none", lang))
             lines.append(tr("trust.caveat.efficiency", lang, acc=c["accelerator"], mfu=f"{c['value']['mfu']:.0%}",
                             term=c["value"].get("term") or "", flip=flip))
+        elif c["input"] == "deadline":
+            v, safe = c["value"], c.get("safe_alternative")
+            lines.append(tr("trust.caveat.deadline", lang, acc=c["accelerator"], days=f"{v['days']:.1f}",
+                            high=f"{v['band_high_days']:.1f}", deadline=f"{v['deadline_days']:g}",
+                            safe=tr("trust.deadline_safe", lang, devices=safe["devices"], acc=safe["accelerator"],
+                                    offer=_where(safe, lang), time=band_duration(
+                                        safe.get("time_s"), (safe.get("band") or {}).get("time_to_train_s"), lang),
+                                    cost=_usd(safe.get("cost_usd"), lang))
+                            if safe else tr("trust.deadline_none", lang)))
         elif c["input"] == "efficiency":
             key = "capacity_requests_per_s_per_replica"
             flip = (tr("trust.flip.capacity", lang, rps=sig(be[key])) if be else tr("trust.flip.none", lang))
@@ -120,7 +129,7 @@ def caveat_lines(rec: Mapping[str, Any], lang: str) -> list[str]:
                             source=v["source"], as_of=v["as_of"], confidence=_level(v["confidence"], lang),
                             instance=v["instance"], flip=flip))
     alt = rec.get("confirmed_alternative")
-    if rec.get("caveats"):
+    if any(c["input"] in ("efficiency", "price") for c in rec.get("caveats") or []):
         if alt and "cost_usd_per_hour" in alt:
             lines.append(tr("trust.confirmed_fleet", lang, replicas=alt["replicas"], acc=alt["accelerator"],
                             instance=alt.get("instance") or "-", cost=f"{alt['cost_usd_per_hour']:,.2f}"))
