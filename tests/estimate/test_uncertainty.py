@@ -83,8 +83,9 @@ def test_shipped_cross_validation_matches_todays_estimates() -> None:
 
 @pytest.mark.parametrize(("kind", "median", "p90"), [
     # leave-one-source-out figures of the shipped accuracy.json (2026-12-01): 11.3% / 29.5% training,
-    # 12.5% / 73.5% serving, 4.6% / 29.5% memory; the gates keep them from getting worse unnoticed
-    ("train", 0.12, 0.31), ("serve", 0.13, 0.75), ("memory", 0.05, 0.31),
+    # 12.5% / 73.5% serving, 5.7% / 24.1% memory (issue 13's memory target: <= 10% / 25%); the gates keep
+    # them from getting worse unnoticed
+    ("train", 0.12, 0.31), ("serve", 0.13, 0.75), ("memory", 0.06, 0.25),
 ])
 def test_cross_validated_accuracy_does_not_regress(kind: str, median: float, p90: float) -> None:
     errs = [abs(1.0 / e["cv_ratio"] - 1.0) for e in accuracy_data()["entries"]

@@ -86,3 +86,15 @@ def test_help_in_the_locale_language(args: list[str], zh: list[str], en: list[st
     assert all(t in z for t in zh), z
     assert all(t in e for t in en), e
     assert not CJK.search(e)
+
+
+def test_memory_train_help_lists_the_optimizer_recipe_options_in_both_languages() -> None:
+    """Issue 13: each recipe fact is a CLI option, with help in Chinese and English."""
+    def flat(text: str) -> str:
+        return "".join(c for c in text if not c.isspace() and c not in "│")
+
+    z, e = flat(_help(["memory", "train"], "zh_CN.UTF-8")), flat(_help(["memory", "train"], "en_US.UTF-8"))
+    for text in (z, e):
+        assert "--optimizer-offload" in text and "--optimizer-in-bwd" in text and "--loss" in text
+    assert "分页优化器" in z and "同一时刻只保留一个梯度" in z
+    assert "pagedoptimizers" in e and "onegradientliveatatime" in e

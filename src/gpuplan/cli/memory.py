@@ -94,6 +94,10 @@ def train_cmd(
     trainable_extra: str = typer.Option("", help=help_text("help.memory_train.trainable_extra")),
     loss: Literal["full", "chunked", "fused"] = typer.Option("full", help=help_text("help.memory_train.loss")),
     loss_chunks: int = typer.Option(8, help=help_text("help.memory_train.loss_chunks")),
+    optimizer_offload: Literal["none", "cpu", "nvme"] = typer.Option(
+        "none", help=help_text("help.memory_train.optimizer_offload")),
+    optimizer_in_bwd: bool = typer.Option(False, "--optimizer-in-bwd/--no-optimizer-in-bwd",
+                                          help=help_text("help.memory_train.optimizer_in_bwd")),
     accelerator: str = typer.Option(None, help=help_text("help.memory_train.accelerator")),
     device_memory_gib: float = typer.Option(None, help=help_text("help.memory_train.device_memory_gib")),
     json_out: bool = typer.Option(False, "--json", help=help_text("help.common.json_out")),
@@ -126,7 +130,8 @@ def train_cmd(
                           recompute=recompute, attention=attention, kernels=kernels, zero_impl=zero_impl,
                           quant_format=quant_format, loss_upcast=loss_upcast,
                           lora_rank=lora_rank, lora_targets=targets, trainable_extra=extra, loss=loss,
-                          loss_chunks=loss_chunks)
+                          loss_chunks=loss_chunks, optimizer_offload=optimizer_offload,
+                          optimizer_in_bwd=optimizer_in_bwd)
         layout = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, zero_stage=zero,
                         seq_parallel=seq_parallel)
         mem = estimate_training_memory(spec, job, layout)

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from gpuplan.errors import InputError
 from gpuplan.estimate.activations import (
     ActivationBreakdown,
     activation_breakdown,
@@ -228,6 +229,16 @@ def rank_terms(spec: ModelSpec, counts: ParamCounts, job: TrainingJob, cal: Cali
             grads["trainable_copies"] = sharded(full * cb, 0.0, 2)
             optim["trainable_copies"] = sharded(full * opt.state_bytes_per_param * cb / 4.0, 0.0, 1)
 
+    if job.optimizer_in_bwd:
+        # torchtune optimizer_in_bwd (training/_optimizer_in_bwd: torch register_post_accumulate_grad_hook steps each
+        # parameter once its gradient is accumulated, then frees it): only the largest single gradient is live
+        one = largest_gradient_bytes(spec, counts, job, first, last, g.tp, pbytes, experts_split)
+        grads = {k: np.minimum(v, one) for k, v in grads.items()}
+    if job.optimizer_offload != "none":
+        # ZeRO-Offload (Ren et al. 2021) keeps fp32 master weights and optimizer states in host memory (ZeRO-Infinity:
+        # NVMe) and steps on the CPU; bitsandbytes paged optimizers (is_paged) allocate their states in CUDA unified
+        # memory, outside PyTorch's allocator, which the driver evicts to host RAM when the device needs the room
+        optim = {k: 0.0 * g.tp for k in optim}
     other: dict[str, Any] = {}
     unit = largest * quant
     other["zero3_gathered_layers"] = np.where((g.zero == 3) & (shard_dense > 1),
@@ -262,6 +273,8 @@ def rank_terms(spec: ModelSpec, counts: ParamCounts, job: TrainingJob, cal: Cali
         per_param = pbytes + (4.0 if pbytes < 4 else 0.0) + 0.0 * g.tp
     else:
         per_param = opt.step_temp_bytes_per_param + 0.0 * g.tp
+    if job.optimizer_offload != "none" or job.optimizer_in_bwd:
+        per_param = 0.0 * g.tp  # the step runs off the device, or one parameter at a time inside backward
     step = sharded(train_dense * per_param, train_expert * per_param, 1)
     other["optimizer_step_excess"] = np.maximum(step - (sum(act.values()) + transient), 0.0)
     other["runtime_context"] = cal.value("runtime_context_gib") * GIB + 0.0 * g.tp
@@ -301,6 +314,33 @@ def geometry(layout: Layout, job: TrainingJob, acts: ActivationBreakdown, rank: 
     )
 
 
+def largest_gradient_bytes(spec: ModelSpec, counts: ParamCounts, job: TrainingJob, first: Any, last: Any,
+                           tp: Any, pbytes: float, experts_split: Any = 1) -> Any:
+    """Bytes of the largest single gradient on a rank: a projection or FFN matrix, the routed experts' stacked
+    gate-and-up tensor, the embedding (first stage) or LM head (last stage); LoRA: the larger adapter factor
+    (fp32) or a module trained in full beside it (its dtype: fp32 after QLoRA's kbit preparation).
+
+    Routed experts are one parameter per layer across the experts on the rank: transformers' MoE experts hold
+    `gate_up_proj` [experts, 2 x expert FFN, hidden] (torchtune's GroupedExperts keep gate, up and down apart,
+    half that: this is the larger of the two)."""
+    h = spec.hidden_size
+    head = counts.lm_head or counts.embedding
+    if job.method != "full":
+        width = max(h, spec.ffn_hidden_size, spec.moe.expert_ffn_size if spec.moe else 0)
+        out: Any = job.lora_rank * width * ADAPTER_BYTES + 0.0 * tp
+        cb = 4.0 if job.method == "qlora" else pbytes
+        if "embed" in job.trainable_extra:
+            out = np.maximum(out, np.where(first, counts.embedding / tp, 0.0) * cb)
+        if "head" in job.trainable_extra:
+            out = np.maximum(out, np.where(last, head / tp, 0.0) * cb)
+        return out
+    matrix = max(h * spec.ffn_hidden_size, h * spec.num_heads * spec.attn_head_dim) / tp
+    if spec.moe is not None:
+        matrix = np.maximum(matrix, spec.moe.num_experts * 2 * spec.moe.expert_ffn_size * h / experts_split)
+    vocab = np.maximum(np.where(first, counts.embedding, 0), np.where(last, head, 0)) / tp
+    return np.maximum(matrix, vocab) * pbytes
+
+
 def extra_trainable(counts: ParamCounts, job: TrainingJob, first: Any, last: Any, tp: Any) -> Any:
     """Parameters of the modules trained in full beside LoRA (`trainable_extra`) on a rank: the input
     embedding on the first pipeline stage, the output layer (the embedding when tied) on the last."""
@@ -332,6 +372,12 @@ def estimate_training_memory(
     layout = layout or Layout()
     check_layout(spec, layout, seq_len=job.seq_len)
     get_optimizer(job.optimizer)  # validates the name early
+    if job.optimizer_in_bwd and (job.num_microbatches(layout) > 1 or layout.pp > 1):
+        # torchtune: "optimizer_in_bwd ... Requires gradient_accumulation_steps=1" (a gradient freed inside
+        # backward cannot accumulate over micro-batches, which a pipeline also runs)
+        raise InputError(field="optimizer-in-bwd", value="true",
+                         allowed="one micro-batch per step and no pipeline parallelism",
+                         hint="set --global-batch to micro-batch x dp, use --pp 1, or drop --optimizer-in-bwd")
     cal = calibration or default_calibration()
     counts = count_params(spec)
     acts = activation_breakdown(spec, job, layout)
@@ -368,6 +414,8 @@ def estimate_training_memory(
         "loss_upcast": job.loss_upcast,
         "trainable_extra": list(job.trainable_extra),
         "loss": job.loss if job.loss != "chunked" else f"chunked ({job.loss_chunks} chunks)",
+        "optimizer_offload": job.optimizer_offload,
+        "optimizer_in_bwd": job.optimizer_in_bwd,
         "optimizer_step": ("DeepSpeed ZeRO step: flattened 16-bit and fp32 copies of the local gradient partition"
                            if job.zero_impl == "deepspeed" else
                            f"{get_optimizer(job.optimizer).step_temp_source}"),

@@ -11,7 +11,8 @@ Recipe facts come from what the row states (its `settings`, or gpuplan's overlay
 facts its source states, validate/row_settings.py), never from its source's name or words:
 `quant_format` (a GPTQ QLoRA base), `zero_impl=deepspeed` (DeepSpeed's ZeRO runtime and buckets),
 `loss=full_16bit` (cross-entropy of 16-bit logits, as DeepSpeed's 16-bit engine with Qwen's
-modeling code runs it); filled columns such as `lora_rank`, `optimizer` and `zero_stage` (the
+modeling code runs it), `optimizer_offload` and `optimizer_in_bwd` (where the optimizer keeps its
+states and when it steps), `lora_targets`; filled columns such as `lora_rank`, `optimizer` and `zero_stage` (the
 QwenLM/Qwen profiling rows ran that repository's finetune scripts: rank 64, ZeRO-2 with
 ds_config_zero2.json, torch AdamW). Inference rows: `inference_settings`.
 """
@@ -29,7 +30,7 @@ from gpuplan.hardware import Catalog
 from gpuplan.units import GIB
 from gpuplan.validate.cases import Row, model_for_row, opt_int
 from gpuplan.validate.row_settings import RowSettings, resolve_row
-from gpuplan.workload.jobs import InferenceJob, Layout, TrainingJob
+from gpuplan.workload.jobs import LORA_TARGETS, InferenceJob, Layout, TrainingJob
 
 __all__ = ["CaseResult", "device_memory_gib", "evaluate_memory_row", "inference_settings", "recipe_settings"]
 
@@ -83,7 +84,27 @@ def recipe_settings(row: Row, st: RowSettings) -> dict[str, object]:
         job["trainable_extra"] = st.trainable_extra
     if st.optimizer_impl == "foreach" and (row.get("optimizer") or "adamw") == "adamw":
         job["optimizer"] = "adamw_foreach"  # torch AdamW with foreach=True (the default on CUDA)
+    if st.optimizer_offload is not None:
+        job["optimizer_offload"] = st.optimizer_offload
+    if st.optimizer_in_bwd:
+        job["optimizer_in_bwd"] = True
+    if st.lora_targets and row.get("method") in ("lora", "qlora"):
+        job["lora_targets"] = _lora_targets(st.lora_targets)
     return job
+
+
+# module names of Hugging Face / torchtune / Megatron checkpoints -> gpuplan's LoRA target names
+_TARGET_NAMES = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o", "output_proj": "o",
+                 "gate_proj": "gate", "up_proj": "up", "down_proj": "down", "w1": "gate", "w3": "up", "w2": "down"}
+
+
+def _lora_targets(names: tuple[str, ...]) -> tuple[str, ...]:
+    out = tuple(_TARGET_NAMES.get(n, n) for n in names)
+    unknown = [n for n in out if n not in LORA_TARGETS]
+    if unknown:
+        raise GpuplanError(f"settings lora_targets {unknown} are not LoRA targets gpuplan models "
+                           f"({', '.join(LORA_TARGETS)} or their q_proj/... module names)")
+    return out
 
 
 def inference_settings(st: RowSettings) -> dict[str, object]:

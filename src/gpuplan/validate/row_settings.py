@@ -11,8 +11,9 @@ Keys beyond the README's list (gpuplan extensions, documented in docs/validation
 (cross-entropy of 16-bit logits, as DeepSpeed's 16-bit engine runs it), `speculative`,
 `dataset` and `num_prompts` (the workload an offline or server row ran), `generated_tokens`
 (tokens generated before the memory reading), `quant_scope` (`mlp`: only the MLP matrices
-are in the weight format) and `optimizer_impl` (torch's AdamW `foreach` implementation keeps a
-second set of temporaries: optimizer `adamw_foreach`).
+are in the weight format), `optimizer_impl` (torch's AdamW `foreach` implementation keeps a
+second set of temporaries: optimizer `adamw_foreach`) and `optimizer_in_bwd` (torchtune steps each
+parameter inside backward and frees its gradient).
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class RowSettings(BaseModel):
     generated_tokens: int | None = Field(default=None, gt=0)
     quant_scope: Literal["all", "mlp"] | None = None
     optimizer_impl: Literal["foreach", "fused", "for_loop"] | None = None
+    optimizer_in_bwd: bool | None = None
 
 
 _LISTS = ("trainable_extra", "lora_targets")

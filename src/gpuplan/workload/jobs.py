@@ -102,6 +102,14 @@ class TrainingJob(BaseModel):
     trainable_extra: tuple[Literal["embed", "head"], ...] = Field(
         default=(), description="LoRA/QLoRA: modules trained in full beside the adapters (PEFT modules_to_save: "
         "a trainable copy of each, the original kept frozen)")
+    optimizer_offload: Literal["none", "cpu", "nvme"] = Field(
+        default="none", description="optimizer states and fp32 master weights off the device: cpu (DeepSpeed "
+        "ZeRO-Offload; bitsandbytes paged optimizers, whose states live in unified memory the driver evicts to "
+        "host RAM) or nvme (ZeRO-Infinity)")
+    optimizer_in_bwd: bool = Field(
+        default=False, description="each parameter is stepped as soon as its gradient is accumulated and the "
+        "gradient freed (torchtune optimizer_in_bwd, torch register_post_accumulate_grad_hook): one gradient live "
+        "at a time; needs one micro-batch per step")
 
     def num_microbatches(self, layout: Layout) -> int:
         """Micro-batches per step per pipeline; without a global batch, enough to fill the pipeline."""
