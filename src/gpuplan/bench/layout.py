@@ -42,26 +42,41 @@ _TERMS = ("compute_efficiency.default.bf16", "gemm_half_width", "dp_overlap", "z
 
 @dataclass(frozen=True, kw_only=True)
 class BenchLayout:
-    """A data-parallel layout the bench can run (one process per device)."""
+    """A layout the bench can run: dp x tp x pp processes, one per device."""
 
     dp: int
     zero: int
     micro_batch: int
-    microbatches: int  # gradient-accumulation steps per optimizer step
+    microbatches: int  # micro-batches per optimizer step: gradient accumulation, or the pipeline's micro-batches
     recompute: str
+    tp: int = 1
+    pp: int = 1
 
     def __post_init__(self) -> None:
         if self.zero not in RUN_ZERO or self.recompute not in RUN_RECOMPUTE or min(
-                self.dp, self.micro_batch, self.microbatches) < 1:
+                self.dp, self.tp, self.pp, self.micro_batch, self.microbatches) < 1 or _tp_dp_zero(
+                    self.tp, self.dp, self.zero):
             raise ValueError(f"not a layout the bench runs: {self}")
+
+    @property
+    def world(self) -> int:
+        """Processes (devices) of the run: dp x tp x pp."""
+        return self.dp * self.tp * self.pp
 
     @property
     def global_batch(self) -> int:
         return self.dp * self.micro_batch * self.microbatches
 
     def to_dict(self) -> dict[str, int | str]:
-        return {"dp": self.dp, "zero": self.zero, "micro_batch": self.micro_batch,
+        return {"tp": self.tp, "pp": self.pp, "dp": self.dp, "zero": self.zero, "micro_batch": self.micro_batch,
                 "microbatches": self.microbatches, "recompute": self.recompute}
+
+
+def _tp_dp_zero(tp: int, dp: int, zero: int) -> str | None:
+    """Why TP with this DP and ZeRO stage does not run, or None."""
+    if tp > 1 and dp > 1 and zero != 3:  # DDP and ZeroRedundancyOptimizer do not take DTensor parameters
+        return f"TP={tp} with DP={dp} and ZeRO-{zero} (TP with data parallelism runs FSDP, ZeRO-3, only)"
+    return None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,17 +107,21 @@ def layout_label(row: dict[str, Any]) -> str:
 
 def runnable(row: dict[str, Any]) -> str | None:
     """None if the bench runs this planner row as is, else what it cannot run."""
-    missing = [f"{k.upper()}={row[k]}" for k in ("tp", "pp", "cp", "ep") if int(row.get(k, 1)) > 1]
-    if int(row.get("zero", 0)) not in RUN_ZERO:
+    missing = [f"{k.upper()}={row[k]}" for k in ("cp", "ep", "vpp") if int(row.get(k, 1)) > 1]
+    zero = int(row.get("zero", 0))
+    if zero not in RUN_ZERO:
         missing.append(f"ZeRO-{row['zero']}")
+    elif why := _tp_dp_zero(int(row.get("tp", 1)), int(row.get("dp", 1)), zero):
+        missing.append(why)
     if row.get("recompute") not in RUN_RECOMPUTE:
         missing.append(f"{row['recompute']} recomputation")
     return ", ".join(missing) or None
 
 
 def _as_run(row: dict[str, Any]) -> BenchLayout:
-    return BenchLayout(dp=int(row["dp"]), zero=int(row["zero"]), micro_batch=int(row["micro_batch"]),
-                       microbatches=int(row["microbatches"]), recompute=str(row["recompute"]))
+    return BenchLayout(tp=int(row.get("tp", 1)), pp=int(row.get("pp", 1)), dp=int(row["dp"]), zero=int(row["zero"]),
+                       micro_batch=int(row["micro_batch"]), microbatches=int(row["microbatches"]),
+                       recompute=str(row["recompute"]))
 
 
 def plan_bench_layout(spec: ModelSpec, *, devices: int, seq_len: int, global_batch: int,
@@ -124,9 +143,14 @@ def plan_bench_layout(spec: ModelSpec, *, devices: int, seq_len: int, global_bat
     if why is None:
         rc, rev, ri = c, ev, best
     else:
-        bench_axes = LayoutChoices(devices=[devices], tp=[1], pp=[1], cp=[1], ep=[1], vpp=[1], zero=RUN_ZERO,
-                                   recompute=RUN_RECOMPUTE, max_tp=devices)
-        rc, rev, ri, _ = best_layout(spec, job, hw, bench_axes, calibration=calibration)
+        # the axes the bench runs: TP with FSDP over dp (any TP without DP), or DP/PP with ZeRO 0/1/3
+        tps = [t for t in (1, 2, 4, 8) if t <= devices]
+        searches = [best_layout(spec, job, hw, LayoutChoices(
+            devices=[devices], tp=tp, cp=[1], ep=[1], vpp=[1], zero=zero, recompute=RUN_RECOMPUTE, max_tp=devices),
+            calibration=calibration) for tp, zero in (([1], RUN_ZERO), (tps, (3,)))]
+        fitting = [(float(s_ev.step_s[i]), k) for k, (_, s_ev, i, _) in enumerate(searches) if i is not None]
+        k = min(fitting)[1] if fitting else 0
+        rc, rev, ri, _ = searches[k]
         if ri is None:  # nothing fits: the layout needing least memory (the run may then fail out of memory)
             ri = int(rev.memory_bytes.argmin())
     assert ri is not None
@@ -135,7 +159,7 @@ def plan_bench_layout(spec: ModelSpec, *, devices: int, seq_len: int, global_bat
     fallback = None
     if why is not None:
         fallback = (f"planned layout {layout_label(planned) if planned else '-'} not run by the bench ({why}); "
-                    f"ran the planner's fastest data-parallel layout instead: {layout_label(row)}")
+                    f"ran the planner's fastest layout the bench runs instead: {layout_label(row)}")
     fig = plan_figures(spec, job, hw, rc, rev, ri, catalog=catalog, tokens=None, calibration=calibration)
     mem = fig["memory"]
     visible = float(mem["weights_bytes"] + mem["gradients_bytes"] + mem["optimizer_bytes"] + mem["activations_bytes"])

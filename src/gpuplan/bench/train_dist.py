@@ -53,11 +53,12 @@ class TrainRun:
     implementation: str
     error: str | None = None
     note: str | None = None  # e.g. a rank that failed at teardown, after every step was measured
+    losses: tuple[float, ...] = ()  # mean loss of every step, warm-up steps first (the same seed and data: comparable)
 
 
 def launch_train(backend: Any, spec_json: str, layout: BenchLayout, *, seq_len: int, warmup: int, repeats: int,
                  timeout_s: float, use_transformers: bool = True, fail_rank: int | None = None) -> TrainRun:
-    """Run the training step in `layout.dp` local processes; never raises for a failed or stuck run.
+    """Run the training step in `layout.world` local processes; never raises for a failed or stuck run.
 
     A launch that fails before any step was timed (e.g. a rendezvous hiccup on a busy host) is
     retried once within the time left; the first error is kept as a note.
@@ -76,7 +77,7 @@ def launch_train(backend: Any, spec_json: str, layout: BenchLayout, *, seq_len: 
 
 def _launch(backend: Any, spec_json: str, layout: BenchLayout, *, seq_len: int, warmup: int, repeats: int,
             timeout_s: float, use_transformers: bool, fail_rank: int | None) -> TrainRun:
-    nproc = layout.dp
+    nproc = layout.world
     dist_backend = backend.dist_backend
     with tempfile.TemporaryDirectory(prefix="gpuplan-train-") as tmp:
         out = Path(tmp) / "progress.json"
@@ -110,7 +111,7 @@ def _launch(backend: Any, spec_json: str, layout: BenchLayout, *, seq_len: int, 
             note = f"torchrun exited with {proc.returncode} after the last step: {_cause(log or '')}"
     return TrainRun(nproc=nproc, dist_backend=dist_backend, samples=[float(x) for x in progress.get("samples", [])],
                     peak_bytes=progress.get("peak_bytes"), implementation=str(progress.get("implementation", "")),
-                    error=error, note=note)
+                    error=error, note=note, losses=tuple(float(x) for x in progress.get("losses", [])))
 
 
 def _cause(log: str) -> str:
@@ -123,7 +124,8 @@ def _cause(log: str) -> str:
 def _layers(model: Any) -> list[Any]:
     """The decoder layers: transformers' model.model.layers, or gpuplan.bench.llama's model.layers."""
     inner = getattr(model, "model", None)
-    return list(inner.layers if inner is not None and hasattr(inner, "layers") else model.layers)
+    layers = inner.layers if inner is not None and hasattr(inner, "layers") else model.layers
+    return list(layers.values() if hasattr(layers, "values") else layers)
 
 
 def _wrap(t: Any, model: Any, layout: BenchLayout, device_ids: list[int] | None) -> tuple[Any, Any, Any]:
@@ -155,6 +157,31 @@ def _wrap(t: Any, model: Any, layout: BenchLayout, device_ids: list[int] | None)
         ddp.require_backward_grad_sync = on  # what DistributedDataParallel.no_sync() toggles
 
     return ddp, opt, sync
+
+
+def _dp_step(t: Any, spec: Any, layout: BenchLayout, a: Any, backend: Any, local: Any, rank: int, build_model: Any,
+             autocast: Any) -> tuple[Any, str]:
+    """(step returning this rank's share of the mean loss, implementation) of a data-parallel layout."""
+    with t.device(local.device):  # parameters are created on the device (no host copy of the model)
+        model, impl = build_model(spec, "float32", prefer_transformers=not a.plain)
+    device_ids = None if backend.kind == "cpu" else [int(os.environ.get("LOCAL_RANK", "0"))]
+    model, opt, grad_sync = _wrap(t, model, layout, device_ids)
+    gen = t.Generator(device=local.device).manual_seed(1000 + rank)  # each rank its own data
+    ids = t.randint(0, spec.vocab_size, (layout.micro_batch, a.seq_len), device=local.device, generator=gen)
+
+    def step() -> float:
+        total = 0.0
+        for k in range(layout.microbatches):
+            grad_sync(k == layout.microbatches - 1)  # gradients reduced once per optimizer step
+            with autocast():
+                loss = model(input_ids=ids, labels=ids, use_cache=False).loss / layout.microbatches
+            loss.backward()
+            total += float(loss.detach())
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return total
+
+    return step, impl
 
 
 def _write(path: str, data: dict[str, Any]) -> None:
@@ -190,39 +217,44 @@ def main(argv: list[str] | None = None) -> int:
     rank, world = dist.get_rank(), dist.get_world_size()
     spec = ModelSpec.model_validate_json(Path(a.spec).read_text(encoding="utf-8"))
     layout = BenchLayout(**json.loads(a.layout))
-    if layout.dp != world:
-        raise SystemExit(f"layout dp={layout.dp} but {world} processes")
-    state: dict[str, Any] = {"status": "running", "samples": [], "peak_bytes": None, "implementation": ""}
+    if layout.world != world:
+        raise SystemExit(f"layout tp{layout.tp} x pp{layout.pp} x dp{layout.dp} = {layout.world} but {world} processes")
+    state: dict[str, Any] = {"status": "running", "samples": [], "peak_bytes": None, "implementation": "",
+                             "losses": []}
     try:
         backend.reset_peak()
-        with t.device(local.device):  # parameters are created on the device (no host copy of the model)
-            model, impl = build_model(spec, "float32", prefer_transformers=not a.plain)
-        state["implementation"] = impl
-        device_ids = None if backend.kind == "cpu" else [int(os.environ.get("LOCAL_RANK", "0"))]
-        model, opt, grad_sync = _wrap(t, model, layout, device_ids)
-        gen = t.Generator(device=local.device).manual_seed(1000 + rank)  # each rank its own data
-        ids = t.randint(0, spec.vocab_size, (layout.micro_batch, a.seq_len), device=local.device, generator=gen)
 
-        def step() -> None:
-            for k in range(layout.microbatches):
-                grad_sync(k == layout.microbatches - 1)  # gradients reduced once per optimizer step
-                with t.autocast(device_type=backend.kind, dtype=t.bfloat16):
-                    loss = model(input_ids=ids, labels=ids, use_cache=False).loss / layout.microbatches
-                loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
+        def autocast() -> Any:
+            return t.autocast(device_type=backend.kind, dtype=t.bfloat16)
+
+        if layout.tp > 1 or layout.pp > 1:  # DTensor TP and torch.distributed.pipelining (parallel.py)
+            from gpuplan.bench.parallel import build_parallel
+
+            par = build_parallel(t, spec, layout, device=local.device, device_type=backend.kind,
+                                 seq_len=a.seq_len, autocast=autocast)
+            state["implementation"] = par.implementation
+            step = par.step
+        else:
+            step, state["implementation"] = _dp_step(t, spec, layout, a, backend, local, rank, build_model, autocast)
+
+        def record_loss(share: float) -> None:
+            """The step's mean loss over the DP replicas (each replica's share from one of its ranks)."""
+            loss = t.tensor([share], dtype=t.float64, device=local.device)
+            dist.all_reduce(loss)
+            state["losses"].append(float(loss[0]) / layout.dp)
 
         for _ in range(a.warmup):
-            step()
+            record_loss(step())
         for i in range(a.repeats):
             if a.fail_rank == rank and i == 1:  # after the first timed step, which rank 0 has saved
                 raise RuntimeError(f"rank {rank} failed on purpose (test)")
             dist.barrier()
             backend.sync()
             t0 = time.perf_counter()
-            step()
+            share = step()
             backend.sync()
             seconds = time.perf_counter() - t0
+            record_loss(share)
             peak = backend.peak_bytes() or host_peak_bytes()
             both = t.tensor([seconds, float(peak)], dtype=t.float64, device=local.device)
             dist.all_reduce(both, op=dist.ReduceOp.MAX)  # the slowest rank's step, the largest peak
