@@ -18,8 +18,10 @@ and `pipeline_llama` do:
   are fewer micro-batches than stages, which 1F1B does not take);
 * DP over the dp mesh dimension: with TP, FSDP2 `fully_shard(mesh=mesh["dp"])` per layer and
   the root (torchtitan's 2-D FSDP + TP; DDP does not take DTensor parameters); with PP alone,
-  DDP / DDP + ZeroRedundancyOptimizer / FSDP2 on the stage module over the dp group (the
-  pipeline stage turns DDP's and FSDP's gradient sync off until the last micro-batch);
+  ZeRO 3 is FSDP2 on the stage module over the dp mesh (the pipeline stage defers its gradient
+  reduce-scatter to the last micro-batch), ZeRO 0/1 all-reduce the averaged gradients over the
+  dp group once per step (what DDP does, without its overlap with the backward) before AdamW /
+  ZeroRedundancyOptimizer;
   with one DP rank there is nothing to replicate or shard: plain AdamW;
 * recompute full: activation checkpointing around every decoder layer of the stage.
 """
@@ -85,21 +87,34 @@ def _data_parallel(t: Any, model: Any, layers: list[Any], layout: BenchLayout, m
         return model, t.optim.AdamW(model.parameters(), lr=1e-4), model.set_requires_gradient_sync
     if layout.tp > 1:
         raise ValueError("TP with data parallelism runs FSDP (ZeRO-3) over the dp mesh dimension only")
-    from torch.nn.parallel import DistributedDataParallel
+    # a pipeline stage with ZeRO 0/1: DDP's averaged gradients, all-reduced once after the pipeline's backward
+    # (DistributedDataParallel's reducer under the schedule's per-micro-batch backward fails in torch 2.13:
+    # "rebuilt parameter indices size is not same as original model parameters size")
+    import torch.distributed as dist
 
     group = mesh["dp"].get_group()
-    ddp = DistributedDataParallel(model, process_group=group)
+    params = [p for p in model.parameters() if p.requires_grad]
     if layout.zero == 1:
         from torch.distributed.optim import ZeroRedundancyOptimizer
 
-        opt = ZeroRedundancyOptimizer(ddp.parameters(), optimizer_class=t.optim.AdamW, process_group=group, lr=1e-4)
+        opt: Any = ZeroRedundancyOptimizer(params, optimizer_class=t.optim.AdamW, process_group=group, lr=1e-4)
     else:
-        opt = t.optim.AdamW(ddp.parameters(), lr=1e-4)
+        opt = t.optim.AdamW(params, lr=1e-4)
 
-    def sync(on: bool) -> None:
-        ddp.require_backward_grad_sync = on
+    class _AllReduceThenStep:
+        def step(self) -> None:
+            grads = [p.grad for p in params if p.grad is not None]
+            flat = t._utils._flatten_dense_tensors(grads)
+            dist.all_reduce(flat, group=group)
+            flat /= layout.dp
+            for g, synced in zip(grads, t._utils._unflatten_dense_tensors(flat, grads), strict=True):
+                g.copy_(synced)
+            opt.step()
 
-    return ddp, opt, sync
+        def zero_grad(self, set_to_none: bool = True) -> None:
+            opt.zero_grad(set_to_none=set_to_none)
+
+    return model, _AllReduceThenStep(), None
 
 
 def build_parallel(t: Any, spec: ModelSpec, layout: BenchLayout, *, device: Any, device_type: str, seq_len: int,
@@ -173,5 +188,6 @@ def build_parallel(t: Any, spec: ModelSpec, layout: BenchLayout, *, device: Any,
 
 
 def _impl(parts: list[str], layout: BenchLayout) -> str:
-    dp = f", DP{layout.dp} ({'FSDP2' if layout.zero == 3 else 'DDP'} over the dp mesh)" if layout.dp > 1 else ""
+    how = {0: "gradient all-reduce", 1: "ZeroRedundancyOptimizer", 3: "FSDP2"}[layout.zero]
+    dp = f", DP{layout.dp} ({how} over the dp mesh)" if layout.dp > 1 else ""
     return f"gpuplan.bench.llama (plain PyTorch), {' x '.join(parts)}{dp}"
