@@ -33,7 +33,7 @@ from gpuplan.workload.jobs import TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 
 __all__ = ["RUN_RECOMPUTE", "RUN_ZERO", "BenchLayout", "LayoutPlan", "layout_label", "plan_bench_layout",
-           "runnable"]
+           "runnable", "strategy_label"]
 
 RUN_ZERO = (0, 1, 3)  # DDP, DDP + ZeroRedundancyOptimizer, FSDP (fully_shard)
 RUN_RECOMPUTE = ("none", "full")  # full: torch.utils.checkpoint around every decoder layer
@@ -74,8 +74,8 @@ class BenchLayout:
 
 def _tp_dp_zero(tp: int, dp: int, zero: int) -> str | None:
     """Why TP with this DP and ZeRO stage does not run, or None."""
-    if tp > 1 and dp > 1 and zero != 3:  # DDP and ZeroRedundancyOptimizer do not take DTensor parameters
-        return f"TP={tp} with DP={dp} and ZeRO-{zero} (TP with data parallelism runs FSDP, ZeRO-3, only)"
+    if tp > 1 and dp > 1 and zero == 1:  # its parameter broadcast has no DTensor sharding rule (torch 2.13)
+        return f"TP={tp} with DP={dp} and ZeRO-1 (ZeroRedundancyOptimizer takes no DTensor parameters)"
     return None
 
 
@@ -103,6 +103,21 @@ def layout_label(row: dict[str, Any]) -> str:
     axes = " ".join(f"{k}{row.get(k, 1)}" for k in ("tp", "pp", "dp", "cp", "ep"))
     zero = row.get("zero", row.get("zero_stage", 0))
     return f"{axes} zero{zero} mb{row['micro_batch']}x{row['microbatches']} recompute={row['recompute']}"
+
+
+def strategy_label(lay: BenchLayout) -> str:
+    """How train_dist.py / parallel.py run the layout, e.g. 'TP2 (DTensor) x PP2 (Schedule1F1B), DP2 FSDP2'."""
+    ckpt = ", activation checkpointing" if lay.recompute == "full" else ""
+    if lay.tp == 1 and lay.pp == 1:
+        return {0: "DDP", 1: "DDP + ZeroRedundancyOptimizer (ZeRO-1)", 3: "FSDP fully_shard (ZeRO-3)"}[lay.zero] + ckpt
+    parts = [f"TP{lay.tp} (DTensor column/row parallel)"] if lay.tp > 1 else []
+    if lay.pp > 1:
+        parts.append(f"PP{lay.pp} ({'Schedule1F1B' if lay.microbatches >= lay.pp else 'ScheduleGPipe'})")
+    dp = ""
+    if lay.dp > 1:
+        dp = ", DP" + str(lay.dp) + " " + {0: "gradient all-reduce", 1: "ZeroRedundancyOptimizer (ZeRO-1)",
+                                           3: "FSDP fully_shard (ZeRO-3)"}[lay.zero]
+    return " x ".join(parts) + dp + ckpt
 
 
 def runnable(row: dict[str, Any]) -> str | None:

@@ -138,7 +138,7 @@ def build_torch_llama(spec: ModelSpec, *, dtype: str = "float32", seed: int = 0,
             for layer in self.layers.values():
                 x, _ = layer(x, pos, None)
             if self.lm_head is not None:
-                x = self.lm_head(self.norm(x))
+                x = self.lm_head(self.norm(x))  # type: ignore[misc]
             return x
 
     if stage is not None and not 0 <= stage[0] < stage[1] <= spec.num_layers:

@@ -16,12 +16,12 @@ and `pipeline_llama` do:
   on the first stage, the norm, LM head and loss on the last), a `PipelineStage` over the pp
   process group and `Schedule1F1B` over the plan's micro-batches (`ScheduleGPipe` when there
   are fewer micro-batches than stages, which 1F1B does not take);
-* DP over the dp mesh dimension: with TP, FSDP2 `fully_shard(mesh=mesh["dp"])` per layer and
-  the root (torchtitan's 2-D FSDP + TP; DDP does not take DTensor parameters); with PP alone,
-  ZeRO 3 is FSDP2 on the stage module over the dp mesh (the pipeline stage defers its gradient
-  reduce-scatter to the last micro-batch), ZeRO 0/1 all-reduce the averaged gradients over the
-  dp group once per step (what DDP does, without its overlap with the backward) before AdamW /
-  ZeroRedundancyOptimizer;
+* DP over the dp mesh dimension: ZeRO 3 is FSDP2 `fully_shard(mesh=mesh["dp"])` per layer and
+  the root (torchtitan's 2-D FSDP + TP; with PP the pipeline stage defers the gradient
+  reduce-scatter to the last micro-batch); ZeRO 0/1 all-reduce the averaged gradients over the
+  dp group once per step (what DDP does, without its overlap with the backward; a TP
+  gradient's local shard with the same shard of the other replicas) before AdamW /
+  ZeroRedundancyOptimizer (ZeRO 1 with PP alone: that optimizer takes no DTensor parameters);
   with one DP rank there is nothing to replicate or shard: plain AdamW;
 * recompute full: activation checkpointing around every decoder layer of the stage.
 """
@@ -85,11 +85,9 @@ def _data_parallel(t: Any, model: Any, layers: list[Any], layout: BenchLayout, m
             fully_shard(layer, mesh=dp_mesh)
         fully_shard(model, mesh=dp_mesh)
         return model, t.optim.AdamW(model.parameters(), lr=1e-4), model.set_requires_gradient_sync
-    if layout.tp > 1:
-        raise ValueError("TP with data parallelism runs FSDP (ZeRO-3) over the dp mesh dimension only")
-    # a pipeline stage with ZeRO 0/1: DDP's averaged gradients, all-reduced once after the pipeline's backward
-    # (DistributedDataParallel's reducer under the schedule's per-micro-batch backward fails in torch 2.13:
-    # "rebuilt parameter indices size is not same as original model parameters size")
+    # ZeRO 0/1: DDP's averaged gradients, all-reduced over the dp group once per step. DistributedDataParallel
+    # itself takes no DTensor (TP) parameters, and its reducer under the pipeline schedule's per-micro-batch
+    # backward fails in torch 2.13 ("rebuilt parameter indices size is not same as original model parameters")
     import torch.distributed as dist
 
     group = mesh["dp"].get_group()
@@ -103,7 +101,8 @@ def _data_parallel(t: Any, model: Any, layers: list[Any], layout: BenchLayout, m
 
     class _AllReduceThenStep:
         def step(self) -> None:
-            grads = [p.grad for p in params if p.grad is not None]
+            # a TP parameter's gradient is a DTensor: its local shard is reduced with the same shard of the replicas
+            grads = [p.grad.to_local() if hasattr(p.grad, "to_local") else p.grad for p in params if p.grad is not None]
             flat = t._utils._flatten_dense_tensors(grads)
             dist.all_reduce(flat, group=group)
             flat /= layout.dp
