@@ -3,15 +3,18 @@
 torch-free. The planner (`gpuplan.search.train_planner.best_layout`, the search of
 `gpuplan estimate train`) is asked for the fastest fitting layout of the bench model on the
 local devices of the catalog accelerator (one node, `gpus_per_node` = the device count).
-The bench runs data parallelism only, so the layout it runs follows this rule:
+The bench runs (train_dist.py, parallel.py; torch 2.13) data parallelism with ZeRO 0 (DDP),
+1 (ZeroRedundancyOptimizer) or 3 (FSDP2), tensor parallelism (DTensor column/row parallel),
+pipeline parallelism (torch.distributed.pipelining, one stage per rank) and their products
+dp x tp x pp, with recomputation none or full, so the layout it runs follows this rule:
 
-* the planned layout is run as is when it is data parallel (tp = pp = cp = ep = 1) with
-  ZeRO stage 0 (DDP), 1 (DDP + ZeroRedundancyOptimizer) or 3 (FSDP) and recomputation
-  none or full (activation checkpointing of every decoder layer);
-* otherwise (TP, PP, CP, EP or selective recomputation) it is reported as "not run by the
-  bench", and the bench runs the nearest layout it can: the planner's fastest fitting
-  layout among dp = devices, ZeRO 0/1/3, every micro-batch size and recomputation none or
-  full (the same search restricted to those axes);
+* the planned layout is run as is when `runnable()` accepts it: cp = ep = vpp = 1, ZeRO 0/1/3
+  (TP with DP > 1 and ZeRO-1 excepted: ZeroRedundancyOptimizer takes no DTensor parameters),
+  recomputation none or full;
+* otherwise (CP, EP, interleaved stages, ZeRO-2, selective recomputation) it is reported as
+  "not run by the bench", and the bench runs the planner's fastest fitting layout among those
+  it runs (tp = 1 with ZeRO 0/1/3, or any tp with ZeRO 3; any pp; cp = ep = vpp = 1; every
+  micro-batch size and recomputation none or full);
 * without a catalog accelerator (a CPU run without --accelerator) there is no plan and no
   prediction: the bench runs plain DDP with the whole per-rank batch in one micro-batch.
 

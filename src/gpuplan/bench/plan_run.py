@@ -6,12 +6,14 @@ plan's own when the bench can run it, else the nearest one it can, and every dif
 recorded with its reason (`PlanRun.differences`):
 
 * data parallelism with ZeRO 0/1/3 and recomputation none/full runs as planned (DDP, DDP +
-  ZeroRedundancyOptimizer, FSDP2; train_dist.py); ZeRO 2 runs as FSDP (ZeRO 3), selective
-  recomputation as full; TP, PP, CP and EP are folded into data parallelism (every device a DP
-  rank, emit's `ddp_layout`): gpuplan does not drive torchtitan or Megatron-Core yet, and the
-  note says whether they are installed here;
-* the plan's device count is cut to the local devices (a CPU runs at most two gloo processes),
-  keeping the per-rank micro-batch and gradient accumulation, so each rank does the plan's work;
+  ZeroRedundancyOptimizer, FSDP2; train_dist.py), and so do TP and PP (PyTorch DTensor and
+  torch.distributed.pipelining, parallel.py) and their products with DP; ZeRO 2 runs as FSDP
+  (ZeRO 3), selective recomputation as full, interleaved stages (vpp > 1) as one stage per
+  rank, ZeRO-1 with TP x DP as ZeRO-0; CP and EP are folded into data parallelism (the note
+  says whether torchtitan or Megatron-Core are installed here; gpuplan does not drive them);
+* the plan's devices are cut to the local ones (a CPU runs at most two gloo processes): dp
+  first, then pp, then tp (also cut until it splits the heads evenly), keeping the per-rank
+  micro-batch and micro-batches, so each rank does the plan's work;
 * bf16 autocast with fp32 master weights and AdamW, full training (a LoRA/QLoRA or fp8 plan is
   run as that, with the reason);
 * the model is scaled down only when this machine cannot hold it: whole layers are dropped

@@ -1,9 +1,10 @@
 """The end-to-end training step at the planned layout, one process per local device through torchrun.
 
 `launch_train` starts `torchrun --standalone --nproc-per-node N -m gpuplan.bench.train_dist`
-(CUDA/NPU: one process per local device, NCCL/HCCL; CPU: two gloo processes) and kills the
-whole process group after the timeout, as the collectives benchmark does. Every rank builds
-the same decoder (same seed), wraps it for the layout (layout.py):
+(N = dp x tp x pp; CUDA/NPU: one process per local device, NCCL/HCCL; CPU: gloo processes)
+and kills the whole process group after the timeout, as the collectives benchmark does.
+A data-parallel layout (tp = pp = 1): every rank builds the same decoder (same seed) and
+wraps it for the layout (layout.py):
 
 * ZeRO 0: DistributedDataParallel, torch.optim.AdamW;
 * ZeRO 1: DDP + torch.distributed.optim.ZeroRedundancyOptimizer (AdamW states sharded);
@@ -12,11 +13,15 @@ the same decoder (same seed), wraps it for the layout (layout.py):
 * recompute full: `apply_activation_checkpointing` around every decoder layer (non-reentrant);
 
 and times optimizer steps of `microbatches` x micro-batch sequences per rank (gradient
-accumulation without gradient sync until the last micro-batch) under torch.autocast(bf16)
-with fp32 master weights. A step's time is the slowest rank's (all-reduce MAX, after a
-barrier); peak memory is the maximum over ranks (max_memory_allocated, or the process's peak
-RSS on the CPU). Rank 0 rewrites a progress file after every step, so a rank that dies or a
-timeout still leaves the steps measured before it (a partial result).
+accumulation without gradient sync until the last micro-batch). A layout with tp > 1 or
+pp > 1 runs the plain-PyTorch decoder on a (pp, dp, tp) device mesh: DTensor tensor
+parallelism and torch.distributed.pipelining's 1F1B schedule over the same micro-batches
+(parallel.py). Every step runs under torch.autocast(bf16) with fp32 master weights. A step's
+time is the slowest rank's (all-reduce MAX, after a barrier); peak memory is the maximum over
+ranks (max_memory_allocated, or the process's peak RSS on the CPU); the step's mean loss over
+the DP replicas is recorded too (the same seed and data give the same loss at any layout).
+Rank 0 rewrites a progress file after every step, so a rank that dies or a timeout still
+leaves the steps measured before it (a partial result).
 """
 
 from __future__ import annotations
