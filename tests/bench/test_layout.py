@@ -26,7 +26,7 @@ def cat() -> Catalog:
     ({"tp": 2, "pp": 2, "dp": 2, "cp": 1, "ep": 1, "zero": 3, "recompute": "full"}, None),  # + FSDP2 over dp
     ({"tp": 1, "pp": 4, "dp": 2, "cp": 1, "ep": 1, "zero": 1, "recompute": "none"}, None),  # 1F1B
     ({"tp": 2, "pp": 1, "dp": 2, "cp": 1, "ep": 1, "zero": 1, "recompute": "none"},
-     "TP=2 with DP=2 and ZeRO-1 (TP with data parallelism runs FSDP, ZeRO-3, only)"),
+     "TP=2 with DP=2 and ZeRO-1 (ZeroRedundancyOptimizer takes no DTensor parameters)"),
     ({"tp": 1, "pp": 4, "cp": 2, "ep": 1, "vpp": 2, "zero": 1, "recompute": "none"}, "CP=2, VPP=2"),
     ({"tp": 1, "pp": 1, "cp": 1, "ep": 1, "zero": 1, "recompute": "selective"}, "selective recomputation"),
     ({"tp": 1, "pp": 1, "cp": 1, "ep": 1, "zero": 2, "recompute": "none"}, "ZeRO-2"),
@@ -40,8 +40,8 @@ def test_bench_layout_rejects_what_it_cannot_run() -> None:
         BenchLayout(dp=2, zero=2, micro_batch=1, microbatches=1, recompute="none")
     with pytest.raises(ValueError):
         BenchLayout(dp=2, zero=1, micro_batch=1, microbatches=1, recompute="selective")
-    with pytest.raises(ValueError, match="not a layout"):  # TP's DTensor parameters: FSDP over dp, not DDP
-        BenchLayout(tp=2, dp=2, zero=0, micro_batch=1, microbatches=1, recompute="none")
+    with pytest.raises(ValueError, match="not a layout"):  # ZeroRedundancyOptimizer takes no DTensor parameters
+        BenchLayout(tp=2, dp=2, zero=1, micro_batch=1, microbatches=1, recompute="none")
     lay = BenchLayout(dp=4, zero=3, micro_batch=2, microbatches=3, recompute="full")
     assert lay.global_batch == 24 and lay.world == 4
     assert layout_label(lay.to_dict()) == "tp1 pp1 dp4 cp1 ep1 zero3 mb2x3 recompute=full"
@@ -82,7 +82,7 @@ def test_a_pipeline_plan_is_run_as_planned(cat: Catalog) -> None:
 
 
 def test_a_plan_the_bench_cannot_run_falls_back_to_the_fastest_layout_it_runs(cat: Catalog) -> None:
-    # Llama-3.1-8B's full width on 8 x H200: planned with TP and DP under ZeRO-1 (DTensor TP takes FSDP over dp)
+    # Llama-3.1-8B's full width on 8 x H200: planned as TP x DP with ZeRO-1, which the bench does not run
     spec = bench_model(load_model("llama3.1-8b"), small=False)
     acc = cat.accelerator("h200-sxm-141gb")
     plan = plan_bench_layout(spec, devices=8, seq_len=2048, global_batch=32, accelerator=acc, catalog=cat)
