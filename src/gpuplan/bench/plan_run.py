@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.bench.layout import BenchLayout, layout_label, strategy_label
+from gpuplan.bench.plan_layout import Nearest, fit_local, tp_divides
 from gpuplan.bench.records import Param, PlanRun, Prediction
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.workload.model_spec import ModelSpec
@@ -150,7 +151,7 @@ class PreparedRun:
     predicted_for: str = ""
 
 
-def _nearest_layout(plan: Mapping[str, Any], facts: PlanFacts, spec: ModelSpec) -> tuple[_Nearest, list[str]]:
+def _nearest_layout(plan: Mapping[str, Any], facts: PlanFacts, spec: ModelSpec) -> tuple[Nearest, list[str]]:
     """The plan's layout as the bench runs it (at the plan's device count), with a reason for every change."""
     from gpuplan.emit.context import TrainTarget
     from gpuplan.emit.train_configs import ddp_layout
@@ -183,52 +184,8 @@ def _nearest_layout(plan: Mapping[str, Any], facts: PlanFacts, spec: ModelSpec) 
         why.append(f"{facts.precision} plan run in bf16 autocast with fp32 master weights")
     if facts.method != "full" and facts.method not in ("pretrain", "full_ft"):
         why.append(f"{facts.method} plan run as full training of the same model (the bench trains every weight)")
-    return _Nearest(tp=tp, pp=pp, dp=dp, zero=run_zero, micro_batch=micro,
+    return Nearest(tp=tp, pp=pp, dp=dp, zero=run_zero, micro_batch=micro,
                     microbatches=max(1, facts.global_batch // (micro * dp)), recompute=str(lay["recompute"])), why
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Nearest:
-    """The layout before it is fitted to this machine (zero -1: ZeRO-1 that TP x DP cannot run as such)."""
-
-    tp: int
-    pp: int
-    dp: int
-    zero: int
-    micro_batch: int
-    microbatches: int
-    recompute: str
-
-
-def _tp_divides(spec: ModelSpec, tp: int) -> bool:
-    """TP splits the query and key-value heads and the FFN evenly (Megatron's column/row parallel linear)."""
-    return spec.num_heads % tp == 0 and spec.kv_heads % tp == 0 and spec.ffn_hidden_size % tp == 0
-
-
-def _fit_local(layout: _Nearest, spec: ModelSpec, local: int, where: str) -> tuple[BenchLayout, list[str]]:
-    """The layout on at most `local` processes: dp cut first, then pp, then tp (each rank keeps its work)."""
-    why: list[str] = []
-    tp, pp = layout.tp, layout.pp
-    while tp > 1 and (tp > local or not _tp_divides(spec, tp)):
-        tp //= 2
-    pp = max(1, min(pp, local // tp, spec.num_layers))
-    if (tp, pp) != (layout.tp, layout.pp):
-        why.append(f"the plan's tp{layout.tp} pp{layout.pp} cut to tp{tp} pp{pp} ({where} {local}"
-                   + (f"; tp{layout.tp} does not split the {spec.num_heads} query / {spec.kv_heads} key-value "
-                      f"heads evenly" if not _tp_divides(spec, layout.tp) else "") + ")")
-    dp = min(layout.dp, max(1, local // (tp * pp)))
-    if dp < layout.dp:
-        why.append(f"the plan's {layout.dp} data-parallel ranks cut to {dp} ({where} {local}); each rank "
-                   f"keeps the plan's micro-batch {layout.micro_batch} x {layout.microbatches} accumulation steps")
-    zero = layout.zero
-    if zero == -1:
-        zero = 0 if tp > 1 and dp > 1 else 1
-        if zero == 0:
-            why.append(f"ZeRO-1 with tp{tp} x dp{dp} run as ZeRO-0: the averaged gradients all-reduced over the dp "
-                       f"mesh dimension, AdamW states replicated (ZeroRedundancyOptimizer takes no DTensor "
-                       f"parameters; ZeRO-1 moves the same bytes as that all-reduce)")
-    return BenchLayout(tp=tp, pp=pp, dp=dp, zero=zero, micro_batch=layout.micro_batch,
-                       microbatches=layout.microbatches, recompute=layout.recompute), why
 
 
 def _job(spec: ModelSpec, layout: BenchLayout, seq_len: int) -> Any:
@@ -296,7 +253,7 @@ def prepare_run(plan: Mapping[str, Any], spec: ModelSpec, *, backend_kind: str, 
     facts = plan_facts(plan)
     near, diffs = _nearest_layout(plan, facts, spec)
     where = "this CPU runs at most" if backend_kind == "cpu" else "this machine has"
-    layout, cut = _fit_local(near, spec, local_devices, where)
+    layout, cut = fit_local(near, spec, local_devices, where)
     diffs += cut
     if spec.moe is not None or spec.mla is not None:
         diffs.append("MoE/MLA layers run as dense attention and MLP of the same width (the bench builds a Llama "
@@ -336,9 +293,9 @@ def prepare_run(plan: Mapping[str, Any], spec: ModelSpec, *, backend_kind: str, 
         else:  # even one layer per stage is too much: a narrow copy with the model's ratios
             small = bench_model(spec, small=True)
             run_spec = small.model_copy(update={"num_layers": max(small.num_layers, least)})
-            if not _tp_divides(run_spec, layout.tp):
+            if not tp_divides(run_spec, layout.tp):
                 tp = layout.tp
-                while tp > 1 and not _tp_divides(run_spec, tp):
+                while tp > 1 and not tp_divides(run_spec, tp):
                     tp //= 2
                 diffs.append(f"tp{layout.tp} run as tp{tp}: the narrow copy has {run_spec.num_heads} query / "
                              f"{run_spec.kv_heads} key-value heads")
