@@ -72,24 +72,29 @@ def test_a_plan_that_runs_as_is_is_predicted_as_the_plan(tiny: tuple[Path, Path]
     cat, acc = _h100()
     prep = prepare_run(plan, load_model(str(cfg)), backend_kind="cuda", local_devices=2, accelerator=acc, catalog=cat)
     assert prep.differences == () and not prep.scaled
-    assert prep.layout.to_dict() == {"dp": 2, "zero": 1, "micro_batch": 2, "microbatches": 1, "recompute": "none"}
+    assert prep.layout.to_dict() == {"tp": 1, "pp": 1, "dp": 2, "zero": 1, "micro_batch": 2, "microbatches": 1,
+                                     "recompute": "none"}
     assert prep.predicted["step_time_s"] == pytest.approx(plan["step_time_s"], rel=1e-9)  # the same machine: the plan
     assert prep.predicted["mfu"] == pytest.approx(plan["mfu"], rel=1e-9)
 
 
-def test_tp_pp_plan_folds_into_dp_and_scales_only_as_needed() -> None:
+def test_tp_pp_plan_keeps_tp_and_pp_folds_cp_and_scales_only_as_needed() -> None:
     cat, acc = _h100()
     res = runner.invoke(app, ["estimate", "train", "-m", "llama3.1-70b", "--accelerator", H100, "--num-accels", "64",
-                              "--tp", "8", "--pp", "2", "--zero", "1", "--recompute", "selective", "--seq-len", "4096",
-                              "--global-batch", "256", "--json"])
+                              "--tp", "8", "--pp", "2", "--cp", "2", "--zero", "1", "--recompute", "selective",
+                              "--seq-len", "4096", "--global-batch", "256", "--json"])
     exited(res, 0)
     plan = json.loads(res.stdout)
+    assert (plan["layout"]["dp"], plan["layout"]["vpp"]) == (2, 4)
     spec = load_model("llama3.1-70b")
     prep = prepare_run(plan, spec, backend_kind="cuda", local_devices=8, accelerator=acc, catalog=cat)
     text = " | ".join(prep.differences)
-    assert "tp8 pp2 folded into data parallelism" in text and "torchtitan" in text
-    assert "selective recomputation run as full" in text and "cut to 8" in text
-    assert prep.layout.dp == 8 and prep.layout.micro_batch == plan["layout"]["micro_batch"]
+    assert "cp2 folded into data parallelism (dp4)" in text and "torchtitan" in text and "tp8" not in text.split(
+        "folded")[0]
+    assert "vpp4 run as vpp1" in text and "selective recomputation run as full" in text
+    assert "the plan's tp8 pp2 cut to tp8 pp1 (this machine has 8)" in text and "ranks cut to 1" in text
+    assert (prep.layout.tp, prep.layout.pp, prep.layout.dp) == (8, 1, 1)  # TP kept: 8 local devices hold it
+    assert prep.layout.micro_batch == plan["layout"]["micro_batch"]
     assert prep.scaled and "cannot hold Llama-3.1-70B" in text
     layers = prep.spec.num_layers
     assert 1 <= layers < spec.num_layers and prep.spec.hidden_size == spec.hidden_size  # layers dropped, width kept
@@ -97,9 +102,17 @@ def test_tp_pp_plan_folds_into_dp_and_scales_only_as_needed() -> None:
     more = prepare_run(plan, spec.model_copy(update={"num_layers": layers + 1}), backend_kind="cuda",
                        local_devices=8, accelerator=acc, catalog=cat)
     assert more.scaled  # ... and one layer more would not: scaled no further than needed
-    # compared with the prediction for the scaled model on this machine, never the plan's figure
+    # compared with the prediction for the scaled model and the layout run on this machine, never the plan's figure
     assert prep.spec.name in prep.predicted_for and f"8 x {H100}" in prep.predicted_for
+    assert "tp8 pp1 dp1" in prep.predicted_for
     assert prep.predicted["step_time_s"] != pytest.approx(plan["step_time_s"], rel=0.05)
+    # 32 devices: tp8 x pp2 as planned, dp (cp folded in: 4 ranks of 16 micro-batches) cut to 2; ZeRO-1 with
+    # TP x DP runs as ZeRO-0 (said so), predicted as such
+    big = prepare_run(plan, spec, backend_kind="cuda", local_devices=32, accelerator=acc, catalog=cat)
+    assert big.layout.to_dict() == {"tp": 8, "pp": 2, "dp": 2, "zero": 0, "micro_batch": 4, "microbatches": 16,
+                                    "recompute": "full"}
+    assert any("ZeRO-1 with tp8 x dp2 run as ZeRO-0" in d for d in big.differences) and not big.scaled
+    assert "tp8 pp2 dp2 cp1 ep1 zero0 mb4x16" in big.predicted_for and f"on 32 x {H100}" in big.predicted_for
 
 
 def _gpu_plan_result(tiny: tuple[Path, Path], slowdown: float) -> tuple[BenchResult, Any]:
@@ -167,7 +180,8 @@ def test_cpu_end_to_end_two_process_ddp(tmp_path: Path, tiny: tuple[Path, Path])
     exited(res, 0)
     r = load_result(out)
     assert r.plan is not None and r.complete and r.machine.backend == "cpu"
-    assert r.plan.run_layout == {"dp": 2, "zero": 1, "micro_batch": 2, "microbatches": 1, "recompute": "none"}
+    assert r.plan.run_layout == {"tp": 1, "pp": 1, "dp": 2, "zero": 1, "micro_batch": 2, "microbatches": 1,
+                                 "recompute": "none"}
     assert r.plan.processes == 2 and not r.plan.scaled and r.plan.strategy.startswith("DDP + ZeroRedundancy")
     assert r.plan.plan_predicted["step_time_s"] == pytest.approx(json.loads(est.read_text())["step_time_s"])
     assert any(f"the plan is for {H100}" in d for d in r.plan.differences)
@@ -187,6 +201,34 @@ def test_cpu_end_to_end_two_process_ddp(tmp_path: Path, tiny: tuple[Path, Path])
     cal = runner.invoke(app, ["calibrate", str(out), "--dir", str(tmp_path / "cal")])
     exited(cal, 2)  # read and understood: a CPU has no catalog part to calibrate, said in one line
     assert "CPU run" in cal.output
+
+
+@pytest.mark.torch
+def test_cpu_plan_run_of_a_tensor_parallel_plan_runs_tp2(tmp_path: Path, tiny: tuple[Path, Path]) -> None:
+    pytest.importorskip("torch")
+    cfg, _ = tiny
+    res = runner.invoke(app, ["estimate", "train", "-m", str(cfg), "--accelerator", H100, "--num-accels", "2",
+                              "--tp", "2", "--zero", "1", "--micro-batch", "2", "--recompute", "none", "--seq-len",
+                              "128", "--global-batch", "4", "--json"])
+    exited(res, 0)
+    est = tmp_path / "tp2.json"
+    est.write_text(res.stdout, encoding="utf-8")
+    assert (json.loads(res.stdout)["layout"]["tp"], json.loads(res.stdout)["layout"]["dp"]) == (2, 1)
+    out = tmp_path / "r.json"
+    run = runner.invoke(app, ["bench", "--plan", str(est), "--model", str(cfg), "--device", "cpu", "--out", str(out),
+                              "--steps", "2", "--timeout", "120", "--lang", "en"])
+    exited(run, 0)
+    r = load_result(out)
+    assert r.plan is not None and r.complete
+    assert r.plan.run_layout == {"tp": 2, "pp": 1, "dp": 1, "zero": 1, "micro_batch": 2, "microbatches": 2,
+                                 "recompute": "none"}
+    assert r.plan.run_layout_label.startswith("tp2 pp1 dp1") and r.plan.planned_layout.startswith("tp2 pp1 dp1")
+    assert not any("folded" in d or "tp2" in d for d in r.plan.differences)  # TP ran as planned: no difference
+    assert r.plan.processes == 2 and r.plan.strategy.startswith("TP2 (DTensor")
+    assert "TP2 (DTensor ColwiseParallel/RowwiseParallel)" in r.plan.implementation
+    by = {m.name: m for m in r.measurements}
+    assert by["plan.step_time"].repeats == 2 and by["plan.step_time"].params["tp"] == 2
+    assert by["plan.tokens_per_s"].value == pytest.approx(4 * 128 / by["plan.step_time"].value)
 
 
 @pytest.mark.gpu

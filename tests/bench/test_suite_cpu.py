@@ -65,7 +65,7 @@ def test_end_to_end_train_and_decode(tmp_path: Path) -> None:
 
 
 def test_two_process_training_step_at_the_planned_layout(tmp_path: Path) -> None:
-    # predictions for 2 x H100 (--accelerator): the planner's PP=2 plan falls back to its best DP layout
+    # predictions for 2 x H100 (--accelerator): the planner's PP=2 plan runs as planned (torch.distributed.pipelining)
     res = run_suite(_opts(tmp_path, ("train",), accelerator="h100-sxm5-80gb"))
     assert res.complete and load_result(tmp_path / "r.json") == res
     by = {m.name: m for m in res.measurements}
@@ -73,11 +73,12 @@ def test_two_process_training_step_at_the_planned_layout(tmp_path: Path) -> None
                        "train.peak_memory"}
     tps = by["train.tokens_per_s"]
     p = tps.params
-    assert p["processes"] == 2 and p["dp"] == 2 and p["layout_fallback"] is True
-    assert str(p["planned_layout"]).startswith("tp1 pp2") and str(p["run_layout"]).startswith("tp1 pp1 dp2")
-    assert p["global_batch"] == 4 and int(str(p["micro_batch"])) * int(str(p["microbatches"])) == 2
+    assert p["processes"] == 2 and (p["pp"], p["dp"]) == (2, 1) and p["layout_fallback"] is False
+    assert str(p["planned_layout"]).startswith("tp1 pp2") and p["run_layout"] == p["planned_layout"]
+    assert str(p["strategy"]).startswith("PP2 (") and "PP2" in str(p["implementation"])
+    assert p["global_batch"] == 4 and int(str(p["micro_batch"])) * int(str(p["microbatches"])) == 4
     notes = next(s for s in res.benchmarks if s.name == "train").notes
-    assert any("not run by the bench (PP=2)" in n for n in notes)
+    assert any("ran the planned layout tp1 pp2" in n for n in notes)
     step = by["train.step_time"]
     step_pred, tps_pred = step.predicted.value, tps.predicted.value
     assert step_pred is not None and tps_pred is not None and "layout run" in step.predicted.basis

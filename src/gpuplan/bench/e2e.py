@@ -23,7 +23,7 @@ from typing import Any
 
 from gpuplan.bench.backend import BenchUnavailable, host_peak_bytes
 from gpuplan.bench.context import BenchContext
-from gpuplan.bench.layout import LayoutPlan, layout_label, plan_bench_layout
+from gpuplan.bench.layout import LayoutPlan, layout_label, plan_bench_layout, strategy_label
 from gpuplan.bench.records import Prediction
 from gpuplan.bench.train_dist import TrainRun, launch_train
 from gpuplan.errors import GpuplanError
@@ -79,9 +79,6 @@ def run_train(ctx: BenchContext) -> None:
     ctx.backend.free()
 
 
-_STRATEGY = {0: "DDP", 1: "DDP + ZeroRedundancyOptimizer (ZeRO-1)", 3: "FSDP fully_shard (ZeRO-3)"}
-
-
 def _plan(ctx: BenchContext, spec: ModelSpec, devices: int, seq: int, global_batch: int) -> LayoutPlan:
     acc = ctx.predictor.acc
     catalog = None
@@ -105,8 +102,7 @@ def _train(ctx: BenchContext) -> None:
     devices = 2 if b.kind == "cpu" else b.count  # one process per local device; two gloo processes on a CPU
     plan = _plan(ctx, spec, devices, seq, per_device * devices)
     run = plan.run
-    how = (f"({_STRATEGY[run.zero]}{', activation checkpointing' if run.recompute == 'full' else ''}, "
-           f"{devices} processes)")
+    how = f"({strategy_label(run)}, {run.world} processes)"
     if plan.fallback:
         ctx.note(f"train: {plan.fallback} {how}")
     elif plan.planned is None:
@@ -133,9 +129,10 @@ def _add_train(ctx: BenchContext, spec: ModelSpec, plan: LayoutPlan, res: TrainR
     fpt = step_flops(spec, seq_len=plan.seq_len, tokens=tokens).model_flops_per_token
     params: dict[str, Any] = {
         "model": spec.name, "from_preset": ctx.model.name, "layers": spec.num_layers, "hidden": spec.hidden_size,
-        "seq_len": plan.seq_len, "global_batch": run.global_batch, "dp": run.dp, "zero": run.zero,
+        "seq_len": plan.seq_len, "global_batch": run.global_batch, "tp": run.tp, "pp": run.pp, "dp": run.dp,
+        "zero": run.zero,
         "micro_batch": run.micro_batch, "microbatches": run.microbatches, "recompute": run.recompute,
-        "strategy": _STRATEGY[run.zero], "processes": res.nproc, "dist_backend": res.dist_backend,
+        "strategy": strategy_label(run), "processes": res.nproc, "dist_backend": res.dist_backend,
         "planned_layout": plan.planned_label, "run_layout": layout_label(run.to_dict()),
         "layout_fallback": plan.fallback is not None, "params": count_params(spec).total, "flops_per_token": fpt,
         "implementation": res.implementation, "precision": "autocast bf16, fp32 master weights, AdamW"}

@@ -6,12 +6,14 @@ plan's own when the bench can run it, else the nearest one it can, and every dif
 recorded with its reason (`PlanRun.differences`):
 
 * data parallelism with ZeRO 0/1/3 and recomputation none/full runs as planned (DDP, DDP +
-  ZeroRedundancyOptimizer, FSDP2; train_dist.py); ZeRO 2 runs as FSDP (ZeRO 3), selective
-  recomputation as full; TP, PP, CP and EP are folded into data parallelism (every device a DP
-  rank, emit's `ddp_layout`): gpuplan does not drive torchtitan or Megatron-Core yet, and the
-  note says whether they are installed here;
-* the plan's device count is cut to the local devices (a CPU runs at most two gloo processes),
-  keeping the per-rank micro-batch and gradient accumulation, so each rank does the plan's work;
+  ZeroRedundancyOptimizer, FSDP2; train_dist.py), and so do TP and PP (PyTorch DTensor and
+  torch.distributed.pipelining, parallel.py) and their products with DP; ZeRO 2 runs as FSDP
+  (ZeRO 3), selective recomputation as full, interleaved stages (vpp > 1) as one stage per
+  rank, ZeRO-1 with TP x DP as ZeRO-0; CP and EP are folded into data parallelism (the note
+  says whether torchtitan or Megatron-Core are installed here; gpuplan does not drive them);
+* the plan's devices are cut to the local ones (a CPU runs at most two gloo processes): dp
+  first, then pp, then tp (also cut until it splits the heads evenly), keeping the per-rank
+  micro-batch and micro-batches, so each rank does the plan's work;
 * bf16 autocast with fp32 master weights and AdamW, full training (a LoRA/QLoRA or fp8 plan is
   run as that, with the reason);
 * the model is scaled down only when this machine cannot hold it: whole layers are dropped
@@ -32,12 +34,13 @@ import json
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from gpuplan.bench.layout import BenchLayout, layout_label
+from gpuplan.bench.layout import BenchLayout, layout_label, strategy_label
+from gpuplan.bench.plan_layout import Nearest, fit_local, tp_divides
 from gpuplan.bench.records import Param, PlanRun, Prediction
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.workload.model_spec import ModelSpec
@@ -46,7 +49,6 @@ __all__ = ["PlanOptions", "PreparedRun", "load_plan", "plan_facts", "prepare_run
 
 _CPU_PROCESSES = 2  # gloo processes on a CPU, as the suite's training benchmark
 _CPU_FLOPS = 2e10  # FLOP/s one CPU process is assumed to sustain when sizing a run to the time budget
-_STRATEGY = {0: "DDP", 1: "DDP + ZeroRedundancyOptimizer (ZeRO-1)", 3: "FSDP fully_shard (ZeRO-3)"}
 _PLAN_FIGURES = ("step_time_s", "tokens_per_s", "mfu", "tflops_per_device")
 
 
@@ -149,30 +151,41 @@ class PreparedRun:
     predicted_for: str = ""
 
 
-def _nearest_layout(plan: Mapping[str, Any], facts: PlanFacts, spec: ModelSpec) -> tuple[BenchLayout, list[str]]:
-    """The data-parallel layout emit's DDP trial run uses for the plan (at the plan's device count), with reasons."""
+def _nearest_layout(plan: Mapping[str, Any], facts: PlanFacts, spec: ModelSpec) -> tuple[Nearest, list[str]]:
+    """The plan's layout as the bench runs it (at the plan's device count), with a reason for every change."""
     from gpuplan.emit.context import TrainTarget
     from gpuplan.emit.train_configs import ddp_layout
 
     t = TrainTarget(model_id=facts.model, spec=spec, plan={**plan, "devices": facts.devices}, method=facts.method,
                     seq_len=facts.seq_len, global_batch=facts.global_batch, precision=facts.precision, lora_rank=16,
                     lora_targets=(), tokens=None)
-    lay = ddp_layout(t)
+    lay = ddp_layout(t)  # emit's trial-run mapping of ZeRO, micro-batch and recomputation
+    tp, pp = t.deg("tp"), t.deg("pp")
+    dp = max(1, facts.devices // (tp * pp))  # CP and EP folded into DP: devices = tp x pp x dp x cp
+    micro = int(lay["micro_batch"])
     why: list[str] = []
-    folded = [f"{k}{t.deg(k)}" for k in ("tp", "pp", "cp", "ep") if t.deg(k) > 1]
+    folded = [f"{k}{t.deg(k)}" for k in ("cp", "ep") if t.deg(k) > 1]
     if folded:
-        why.append(f"{' '.join(folded)} folded into data parallelism, every device a DP rank ({_frameworks()})")
+        why.append(f"{' '.join(folded)} folded into data parallelism (dp{dp}): the bench runs TP and PP natively "
+                   f"(PyTorch DTensor, torch.distributed.pipelining), not context or expert parallelism "
+                   f"({_frameworks()})")
+    if t.deg("vpp") > 1:
+        why.append(f"vpp{t.deg('vpp')} run as vpp1: one pipeline stage per rank (Schedule1F1B), the interleaved "
+                   f"schedule is not run by the bench")
     zero = int(facts.layout.get("zero_stage") or 0)
     if zero == 2:
         why.append("ZeRO-2 run as FSDP (ZeRO-3): the bench runs ZeRO 0, 1 and 3")
+    run_zero = int(lay["zero"])
+    if tp > 1 and dp > 1 and run_zero == 1:  # dp may still be cut to one rank: then ZeRO-1 runs (over nothing)
+        run_zero = -1
     if facts.layout.get("recompute") == "selective":
         why.append("selective recomputation run as full activation checkpointing of every decoder layer")
     if facts.precision != "bf16":
         why.append(f"{facts.precision} plan run in bf16 autocast with fp32 master weights")
     if facts.method != "full" and facts.method not in ("pretrain", "full_ft"):
         why.append(f"{facts.method} plan run as full training of the same model (the bench trains every weight)")
-    return BenchLayout(dp=int(lay["dp"]), zero=int(lay["zero"]), micro_batch=int(lay["micro_batch"]),
-                       microbatches=int(lay["microbatches"]), recompute=str(lay["recompute"])), why
+    return Nearest(tp=tp, pp=pp, dp=dp, zero=run_zero, micro_batch=micro,
+                    microbatches=max(1, facts.global_batch // (micro * dp)), recompute=str(lay["recompute"])), why
 
 
 def _job(spec: ModelSpec, layout: BenchLayout, seq_len: int) -> Any:
@@ -184,16 +197,17 @@ def _job(spec: ModelSpec, layout: BenchLayout, seq_len: int) -> Any:
 
 def _evaluate(spec: ModelSpec, layout: BenchLayout, seq_len: int, accelerator: Any, catalog: Any,
               calibration: Any) -> tuple[dict[str, Any] | None, bool]:
-    """(gpuplan's figures for exactly this layout on `layout.dp` local devices, whether it fits in memory)."""
+    """(gpuplan's figures for exactly this layout on `layout.world` local devices, whether it fits in memory)."""
     from gpuplan.search.candidates import LayoutChoices
     from gpuplan.search.train_eval import cluster_hardware
     from gpuplan.search.train_planner import best_layout, plan_figures
 
-    n = layout.dp
+    n = layout.world
     job = _job(spec, layout, seq_len)
     hw = cluster_hardware(catalog, accelerator.id, None, gpus_per_node=n)  # one node: the local devices
-    choices = LayoutChoices(devices=[n], tp=[1], pp=[1], cp=[1], ep=[1], vpp=[1], zero=[layout.zero],
-                            micro_batch=[layout.micro_batch], recompute=[layout.recompute], max_tp=n, dp=[n])
+    choices = LayoutChoices(devices=[n], tp=[layout.tp], pp=[layout.pp], cp=[1], ep=[1], vpp=[1], zero=[layout.zero],
+                            micro_batch=[layout.micro_batch], recompute=[layout.recompute], max_tp=n,
+                            dp=[layout.dp])
     c, ev, best, _ = best_layout(spec, job, hw, choices, calibration=calibration)
     if len(c) == 0:
         return None, False
@@ -210,13 +224,15 @@ def _cpu_fits(spec: ModelSpec, layout: BenchLayout, seq_len: int, host_bytes: in
     from gpuplan.workload.jobs import Layout
 
     mem = estimate_training_memory(spec, _job(spec, layout, seq_len),
-                                   Layout(dp=layout.dp, zero_stage=layout.zero))
+                                   Layout(tp=layout.tp, pp=layout.pp, dp=layout.dp, zero_stage=layout.zero))
     per_rank = float(mem.weights_bytes + mem.gradients_bytes + mem.optimizer_bytes + mem.activations_bytes)
-    if host_bytes and per_rank * layout.dp > host_bytes / 2:
-        return (f"{per_rank * layout.dp / 2**30:.1f} GiB for {layout.dp} process(es) (gpuplan's estimate) > half "
+    n = layout.world
+    if host_bytes and per_rank * n > host_bytes / 2:
+        return (f"{per_rank * n / 2**30:.1f} GiB for {n} process(es) (gpuplan's estimate) > half "
                 f"the host memory ({host_bytes / 2**31:.1f} GiB)")
     tokens = layout.micro_batch * layout.microbatches * seq_len
-    flops = step_flops(spec, seq_len=seq_len, tokens=tokens).model_flops_per_token * tokens
+    # a DP rank's FLOPs, split over its tp x pp processes
+    flops = step_flops(spec, seq_len=seq_len, tokens=tokens).model_flops_per_token * tokens / (layout.tp * layout.pp)
     if flops / _CPU_FLOPS > budget_s:
         return (f"a step of {flops / 1e12:.2f} TFLOP per process takes about {flops / _CPU_FLOPS:,.0f} s on a CPU "
                 f"(at {_CPU_FLOPS / 1e9:g} GFLOP/s) > {budget_s:.0f} s (the time budget per step)")
@@ -235,14 +251,10 @@ def prepare_run(plan: Mapping[str, Any], spec: ModelSpec, *, backend_kind: str, 
     from gpuplan.bench.e2e import bench_model
 
     facts = plan_facts(plan)
-    layout, diffs = _nearest_layout(plan, facts, spec)
-    n = min(layout.dp, local_devices)
-    if n < layout.dp:
-        where = "this CPU runs at most" if backend_kind == "cpu" else "this machine has"
-        diffs.append(f"the plan's {layout.dp} data-parallel ranks cut to {n} ({where} {local_devices}); each rank "
-                     f"keeps the plan's micro-batch {layout.micro_batch} x {layout.microbatches} accumulation steps")
-        layout = BenchLayout(dp=n, zero=layout.zero, micro_batch=layout.micro_batch,
-                             microbatches=layout.microbatches, recompute=layout.recompute)
+    near, diffs = _nearest_layout(plan, facts, spec)
+    where = "this CPU runs at most" if backend_kind == "cpu" else "this machine has"
+    layout, cut = fit_local(near, spec, local_devices, where)
+    diffs += cut
     if spec.moe is not None or spec.mla is not None:
         diffs.append("MoE/MLA layers run as dense attention and MLP of the same width (the bench builds a Llama "
                      "decoder)")
@@ -267,18 +279,27 @@ def prepare_run(plan: Mapping[str, Any], spec: ModelSpec, *, backend_kind: str, 
     why, fig = holds(spec)
     if why is not None:
         first = why
-        lo, hi = 0, spec.num_layers  # the most layers that fit: in [lo, hi); 0 = none found yet
+        least = layout.pp  # a layer per pipeline stage at least
+        lo, hi = least - 1, spec.num_layers  # the most layers that fit: in [lo, hi); least - 1 = none found yet
         while hi - lo > 1:
             mid = (lo + hi) // 2
             if holds(_shrunk(spec, mid))[0] is None:
                 lo = mid
             else:
                 hi = mid
-        if lo >= 1:
+        if lo >= least:
             run_spec = _shrunk(spec, lo)
             why, fig = holds(run_spec)
-        else:  # even one layer is too much: a narrow copy with the model's ratios
-            run_spec = bench_model(spec, small=True)
+        else:  # even one layer per stage is too much: a narrow copy with the model's ratios
+            small = bench_model(spec, small=True)
+            run_spec = small.model_copy(update={"num_layers": max(small.num_layers, least)})
+            if not tp_divides(run_spec, layout.tp):
+                tp = layout.tp
+                while tp > 1 and not tp_divides(run_spec, tp):
+                    tp //= 2
+                diffs.append(f"tp{layout.tp} run as tp{tp}: the narrow copy has {run_spec.num_heads} query / "
+                             f"{run_spec.kv_heads} key-value heads")
+                layout = replace(layout, tp=tp)
             why, fig = holds(run_spec)
         scaled = True
         diffs.append(f"model scaled down to {run_spec.name} ({run_spec.num_layers} layers, width "
@@ -296,7 +317,7 @@ def prepare_run(plan: Mapping[str, Any], spec: ModelSpec, *, backend_kind: str, 
                  "memory_total_bytes": float(mem["total_bytes"])}
     cal_terms = fig["assumptions"]["calibration"]
     eff = f"compute_efficiency.{acc.id}.bf16"
-    terms = {"bf16_dense_tflops": float(acc.dense_tflops("bf16") or 0.0), "devices": float(layout.dp),
+    terms = {"bf16_dense_tflops": float(acc.dense_tflops("bf16") or 0.0), "devices": float(layout.world),
              **{f"breakdown_s.{k}": float(v) for k, v in fig["breakdown_s"].items() if v},
              **{name: float(t["value"]) for name, t in cal_terms.items()
                 if name in (eff, "gemm_half_width", "dp_overlap", "zero3_overlap")}}
@@ -316,7 +337,7 @@ def prepare_run(plan: Mapping[str, Any], spec: ModelSpec, *, backend_kind: str, 
     return PreparedRun(spec=run_spec, scaled=scaled, layout=layout, seq_len=seq, differences=tuple(diffs),
                        predicted=predicted, terms=terms,
                        predicted_for=f"gpuplan estimate train of {run_spec.name}, "
-                                     f"{layout_label(layout.to_dict())}, seq {seq}, on {layout.dp} x {acc.id}")
+                                     f"{layout_label(layout.to_dict())}, seq {seq}, on {layout.world} x {acc.id}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -400,8 +421,7 @@ def run_plan(opts: PlanOptions, *, command: str = "gpuplan bench --plan") -> Any
         **plan, "accelerator": facts.accelerator, "devices": facts.devices}), model=facts.model,
         run_model=prep.spec.name, scaled=prep.scaled, accelerator=facts.accelerator, devices=facts.devices,
         planned_layout=_plan_label(facts), run_layout=run_layout, run_layout_label=layout_label(prep.layout.to_dict()),
-        strategy=_STRATEGY[prep.layout.zero] + (", activation checkpointing" if prep.layout.recompute == "full"
-                                                else ""),
+        strategy=strategy_label(prep.layout),
         processes=res.nproc, implementation=res.implementation, seq_len=prep.seq_len,
         differences=tuple(diffs), predicted_for=prep.predicted_for,
         plan_predicted={**{k: _num(plan.get(k)) for k in _PLAN_FIGURES},
@@ -444,7 +464,8 @@ def _add(ctx: Any, prep: PreparedRun, res: Any, facts: PlanFacts) -> None:
     fpt = step_flops(spec, seq_len=prep.seq_len, tokens=tokens).model_flops_per_token
     params: dict[str, Param] = {"model": spec.name, "plan_model": facts.model, "scaled": prep.scaled,
                                 "layers": spec.num_layers, "hidden": spec.hidden_size, "seq_len": prep.seq_len,
-                                "global_batch": lay.global_batch, "dp": lay.dp, "zero": lay.zero,
+                                "global_batch": lay.global_batch, "tp": lay.tp, "pp": lay.pp, "dp": lay.dp,
+                                "zero": lay.zero,
                                 "micro_batch": lay.micro_batch, "microbatches": lay.microbatches,
                                 "recompute": lay.recompute, "processes": res.nproc,
                                 "dist_backend": res.dist_backend, "flops_per_token": fpt,

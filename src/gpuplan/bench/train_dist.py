@@ -1,9 +1,10 @@
 """The end-to-end training step at the planned layout, one process per local device through torchrun.
 
 `launch_train` starts `torchrun --standalone --nproc-per-node N -m gpuplan.bench.train_dist`
-(CUDA/NPU: one process per local device, NCCL/HCCL; CPU: two gloo processes) and kills the
-whole process group after the timeout, as the collectives benchmark does. Every rank builds
-the same decoder (same seed), wraps it for the layout (layout.py):
+(N = dp x tp x pp; CUDA/NPU: one process per local device, NCCL/HCCL; CPU: gloo processes)
+and kills the whole process group after the timeout, as the collectives benchmark does.
+A data-parallel layout (tp = pp = 1): every rank builds the same decoder (same seed) and
+wraps it for the layout (layout.py):
 
 * ZeRO 0: DistributedDataParallel, torch.optim.AdamW;
 * ZeRO 1: DDP + torch.distributed.optim.ZeroRedundancyOptimizer (AdamW states sharded);
@@ -12,11 +13,15 @@ the same decoder (same seed), wraps it for the layout (layout.py):
 * recompute full: `apply_activation_checkpointing` around every decoder layer (non-reentrant);
 
 and times optimizer steps of `microbatches` x micro-batch sequences per rank (gradient
-accumulation without gradient sync until the last micro-batch) under torch.autocast(bf16)
-with fp32 master weights. A step's time is the slowest rank's (all-reduce MAX, after a
-barrier); peak memory is the maximum over ranks (max_memory_allocated, or the process's peak
-RSS on the CPU). Rank 0 rewrites a progress file after every step, so a rank that dies or a
-timeout still leaves the steps measured before it (a partial result).
+accumulation without gradient sync until the last micro-batch). A layout with tp > 1 or
+pp > 1 runs the plain-PyTorch decoder on a (pp, dp, tp) device mesh: DTensor tensor
+parallelism and torch.distributed.pipelining's 1F1B schedule over the same micro-batches
+(parallel.py). Every step runs under torch.autocast(bf16) with fp32 master weights. A step's
+time is the slowest rank's (all-reduce MAX, after a barrier); peak memory is the maximum over
+ranks (max_memory_allocated, or the process's peak RSS on the CPU); the step's mean loss over
+the DP replicas is recorded too (the same seed and data give the same loss at any layout).
+Rank 0 rewrites a progress file after every step, so a rank that dies or a timeout still
+leaves the steps measured before it (a partial result).
 """
 
 from __future__ import annotations
@@ -53,11 +58,12 @@ class TrainRun:
     implementation: str
     error: str | None = None
     note: str | None = None  # e.g. a rank that failed at teardown, after every step was measured
+    losses: tuple[float, ...] = ()  # mean loss of every step, warm-up steps first (the same seed and data: comparable)
 
 
 def launch_train(backend: Any, spec_json: str, layout: BenchLayout, *, seq_len: int, warmup: int, repeats: int,
                  timeout_s: float, use_transformers: bool = True, fail_rank: int | None = None) -> TrainRun:
-    """Run the training step in `layout.dp` local processes; never raises for a failed or stuck run.
+    """Run the training step in `layout.world` local processes; never raises for a failed or stuck run.
 
     A launch that fails before any step was timed (e.g. a rendezvous hiccup on a busy host) is
     retried once within the time left; the first error is kept as a note.
@@ -76,7 +82,7 @@ def launch_train(backend: Any, spec_json: str, layout: BenchLayout, *, seq_len: 
 
 def _launch(backend: Any, spec_json: str, layout: BenchLayout, *, seq_len: int, warmup: int, repeats: int,
             timeout_s: float, use_transformers: bool, fail_rank: int | None) -> TrainRun:
-    nproc = layout.dp
+    nproc = layout.world
     dist_backend = backend.dist_backend
     with tempfile.TemporaryDirectory(prefix="gpuplan-train-") as tmp:
         out = Path(tmp) / "progress.json"
@@ -110,7 +116,7 @@ def _launch(backend: Any, spec_json: str, layout: BenchLayout, *, seq_len: int, 
             note = f"torchrun exited with {proc.returncode} after the last step: {_cause(log or '')}"
     return TrainRun(nproc=nproc, dist_backend=dist_backend, samples=[float(x) for x in progress.get("samples", [])],
                     peak_bytes=progress.get("peak_bytes"), implementation=str(progress.get("implementation", "")),
-                    error=error, note=note)
+                    error=error, note=note, losses=tuple(float(x) for x in progress.get("losses", [])))
 
 
 def _cause(log: str) -> str:
@@ -123,7 +129,8 @@ def _cause(log: str) -> str:
 def _layers(model: Any) -> list[Any]:
     """The decoder layers: transformers' model.model.layers, or gpuplan.bench.llama's model.layers."""
     inner = getattr(model, "model", None)
-    return list(inner.layers if inner is not None and hasattr(inner, "layers") else model.layers)
+    layers = inner.layers if inner is not None and hasattr(inner, "layers") else model.layers
+    return list(layers.values() if hasattr(layers, "values") else layers)
 
 
 def _wrap(t: Any, model: Any, layout: BenchLayout, device_ids: list[int] | None) -> tuple[Any, Any, Any]:
@@ -155,6 +162,31 @@ def _wrap(t: Any, model: Any, layout: BenchLayout, device_ids: list[int] | None)
         ddp.require_backward_grad_sync = on  # what DistributedDataParallel.no_sync() toggles
 
     return ddp, opt, sync
+
+
+def _dp_step(t: Any, spec: Any, layout: BenchLayout, a: Any, backend: Any, local: Any, rank: int, build_model: Any,
+             autocast: Any) -> tuple[Any, str]:
+    """(step returning this rank's share of the mean loss, implementation) of a data-parallel layout."""
+    with t.device(local.device):  # parameters are created on the device (no host copy of the model)
+        model, impl = build_model(spec, "float32", prefer_transformers=not a.plain)
+    device_ids = None if backend.kind == "cpu" else [int(os.environ.get("LOCAL_RANK", "0"))]
+    model, opt, grad_sync = _wrap(t, model, layout, device_ids)
+    gen = t.Generator(device=local.device).manual_seed(1000 + rank)  # each rank its own data
+    ids = t.randint(0, spec.vocab_size, (layout.micro_batch, a.seq_len), device=local.device, generator=gen)
+
+    def step() -> float:
+        total = 0.0
+        for k in range(layout.microbatches):
+            grad_sync(k == layout.microbatches - 1)  # gradients reduced once per optimizer step
+            with autocast():
+                loss = model(input_ids=ids, labels=ids, use_cache=False).loss / layout.microbatches
+            loss.backward()
+            total += float(loss.detach())
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return total
+
+    return step, impl
 
 
 def _write(path: str, data: dict[str, Any]) -> None:
@@ -190,39 +222,44 @@ def main(argv: list[str] | None = None) -> int:
     rank, world = dist.get_rank(), dist.get_world_size()
     spec = ModelSpec.model_validate_json(Path(a.spec).read_text(encoding="utf-8"))
     layout = BenchLayout(**json.loads(a.layout))
-    if layout.dp != world:
-        raise SystemExit(f"layout dp={layout.dp} but {world} processes")
-    state: dict[str, Any] = {"status": "running", "samples": [], "peak_bytes": None, "implementation": ""}
+    if layout.world != world:
+        raise SystemExit(f"layout tp{layout.tp} x pp{layout.pp} x dp{layout.dp} = {layout.world} but {world} processes")
+    state: dict[str, Any] = {"status": "running", "samples": [], "peak_bytes": None, "implementation": "",
+                             "losses": []}
     try:
         backend.reset_peak()
-        with t.device(local.device):  # parameters are created on the device (no host copy of the model)
-            model, impl = build_model(spec, "float32", prefer_transformers=not a.plain)
-        state["implementation"] = impl
-        device_ids = None if backend.kind == "cpu" else [int(os.environ.get("LOCAL_RANK", "0"))]
-        model, opt, grad_sync = _wrap(t, model, layout, device_ids)
-        gen = t.Generator(device=local.device).manual_seed(1000 + rank)  # each rank its own data
-        ids = t.randint(0, spec.vocab_size, (layout.micro_batch, a.seq_len), device=local.device, generator=gen)
 
-        def step() -> None:
-            for k in range(layout.microbatches):
-                grad_sync(k == layout.microbatches - 1)  # gradients reduced once per optimizer step
-                with t.autocast(device_type=backend.kind, dtype=t.bfloat16):
-                    loss = model(input_ids=ids, labels=ids, use_cache=False).loss / layout.microbatches
-                loss.backward()
-            opt.step()
-            opt.zero_grad(set_to_none=True)
+        def autocast() -> Any:
+            return t.autocast(device_type=backend.kind, dtype=t.bfloat16)
+
+        if layout.tp > 1 or layout.pp > 1:  # DTensor TP and torch.distributed.pipelining (parallel.py)
+            from gpuplan.bench.parallel import build_parallel
+
+            par = build_parallel(t, spec, layout, device=local.device, device_type=backend.kind,
+                                 seq_len=a.seq_len, autocast=autocast)
+            state["implementation"] = par.implementation
+            step = par.step
+        else:
+            step, state["implementation"] = _dp_step(t, spec, layout, a, backend, local, rank, build_model, autocast)
+
+        def record_loss(share: float) -> None:
+            """The step's mean loss over the DP replicas (each replica's share from one of its ranks)."""
+            loss = t.tensor([share], dtype=t.float64, device=local.device)
+            dist.all_reduce(loss)
+            state["losses"].append(float(loss[0]) / layout.dp)
 
         for _ in range(a.warmup):
-            step()
+            record_loss(step())
         for i in range(a.repeats):
             if a.fail_rank == rank and i == 1:  # after the first timed step, which rank 0 has saved
                 raise RuntimeError(f"rank {rank} failed on purpose (test)")
             dist.barrier()
             backend.sync()
             t0 = time.perf_counter()
-            step()
+            share = step()
             backend.sync()
             seconds = time.perf_counter() - t0
+            record_loss(share)
             peak = backend.peak_bytes() or host_peak_bytes()
             both = t.tensor([seconds, float(peak)], dtype=t.float64, device=local.device)
             dist.all_reduce(both, op=dist.ReduceOp.MAX)  # the slowest rank's step, the largest peak
