@@ -18,6 +18,7 @@ from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.estimate.memory_fit import usable_bytes
 from gpuplan.hardware import Accelerator, Catalog
+from gpuplan.search import progress
 from gpuplan.search.candidates import family_choices
 from gpuplan.search.offers import hardware_options
 from gpuplan.search.plan_trust import meets_trust, training_bands, training_confidence
@@ -165,7 +166,7 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
     def count(why: str, k: int = 1) -> None:
         rejected[why] = rejected.get(why, 0) + k
 
-    for acc in catalog.accelerators.values():
+    for acc in progress.each(catalog.accelerators.values()):
         why = policy_rejection(acc, cons)
         if why:
             count(why)

@@ -22,12 +22,11 @@ from gpuplan.service import (
     cli_command,
     plans_csv,
     request_of,
-    run_compare,
     run_memory_train,
 )
 from gpuplan.web import catalog_view
 from gpuplan.web.i18n import page_lang
-from gpuplan.web.plans import compute_and_store, in_slot, report_of, saved_json
+from gpuplan.web.plans import compute_and_store, report_of, run_compare_job, saved_json
 from gpuplan.web.store import SavedPlan
 
 __all__ = ["router"]
@@ -56,19 +55,21 @@ class PlanAnswer(BaseModel):
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {422: {"model": ErrorBody, "description": "bad input, as the CLI words it"}}
+BUSY: dict[int | str, dict[str, Any]] = {
+    429: {"description": "every worker is busy: try again after Retry-After seconds"}}
 
 
-@router.post("/plan/train", response_model=PlanAnswer, responses=ERRORS)
+@router.post("/plan/train", response_model=PlanAnswer, responses=ERRORS | BUSY)
 async def plan_train(req: TrainPlanRequest, request: Request) -> JSONResponse:
     """`gpuplan plan train --json` for these options, stored as an immutable plan."""
-    saved = await compute_and_store(request.app, req)
+    saved = await compute_and_store(request.app, req, page_lang(request))
     return JSONResponse(saved_json(saved), headers={"Location": f"/p/{saved.id}"})
 
 
-@router.post("/plan/infer", response_model=PlanAnswer, responses=ERRORS)
+@router.post("/plan/infer", response_model=PlanAnswer, responses=ERRORS | BUSY)
 async def plan_infer(req: InferPlanRequest, request: Request) -> JSONResponse:
     """`gpuplan plan infer --json` for these options (a rate and lengths), stored as an immutable plan."""
-    saved = await compute_and_store(request.app, req)
+    saved = await compute_and_store(request.app, req, page_lang(request))
     return JSONResponse(saved_json(saved), headers={"Location": f"/p/{saved.id}"})
 
 
@@ -89,12 +90,11 @@ def _attachment(name: str) -> dict[str, str]:
     return {"Content-Disposition": f'attachment; filename="{name}"'}
 
 
-@router.post("/compare", responses=ERRORS)
+@router.post("/compare", responses=ERRORS | BUSY)
 async def compare(req: CompareRequest, request: Request) -> dict[str, Any]:
     """`gpuplan compare --json`: 2-4 accelerators for one training job (`tokens`) or serving load (`qps`, the SLO),
     each with its best plan, 80% band and confidence, memory headroom, porting risk and findings (not stored)."""
-    out: dict[str, Any] = await in_slot(request.app, run_compare, req)
-    return out
+    return await run_compare_job(request.app, req, page_lang(request))
 
 
 @router.get("/plans/{plan_id}", response_model=PlanAnswer, responses={404: {"description": "no such plan"}})
@@ -130,7 +130,7 @@ async def export_plan(plan_id: str, fmt: ExportFormat, request: Request) -> Resp
                         headers=_attachment(f"{name}.csv"))
     from gpuplan.render.report_io import render_report
 
-    doc = await report_of(request.app, saved)
+    doc = await report_of(request.app, saved, page_lang(request))
     text = await run_in_threadpool(render_report, doc, fmt, page_lang(request))
     return Response(text, media_type=EXPORT_TYPES[fmt], headers=_attachment(f"{name}.{fmt}"))
 

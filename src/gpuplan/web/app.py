@@ -7,6 +7,8 @@ any other error answers 500 with a fixed text (never a stack trace); logs never 
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Any
 
@@ -20,9 +22,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.i18n import LANGS
 
-__all__ = ["MAX_BODY_BYTES", "create_app"]
+__all__ = ["DEFAULT_TIME_LIMIT_S", "MAX_BODY_BYTES", "create_app"]
 
 MAX_BODY_BYTES = 256 * 1024
+DEFAULT_TIME_LIMIT_S = 120.0
 log = logging.getLogger("gpuplan.web")
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
@@ -125,28 +128,39 @@ def _from_validation(exc: RequestValidationError) -> InputError:
                       hint="see /openapi.json for every field" if first.get("type") == "extra_forbidden" else "")
 
 
-def create_app(database_url: str | None = None, slots: int = 2) -> FastAPI:
-    """The whole app; `database_url` defaults to GPUPLAN_DATABASE_URL or the SQLite file in the data folder."""
+def create_app(database_url: str | None = None, slots: int = 2, time_limit: float = DEFAULT_TIME_LIMIT_S) -> FastAPI:
+    """The whole app; `database_url` defaults to GPUPLAN_DATABASE_URL or the SQLite file in the data folder;
+    `slots` worker processes run searches, each stopped after `time_limit` seconds."""
     from gpuplan import __version__
-    from gpuplan.web import api, pages
-    from gpuplan.web.plans import Slots
+    from gpuplan.web import api, job_pages, jobs_api, pages
+    from gpuplan.web.jobs import JobPool
     from gpuplan.web.store import Store
 
-    app = FastAPI(title="gpuplan", version=__version__, docs_url="/api/docs", redoc_url=None,
+    pool = JobPool(slots, time_limit)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        await pool.close()
+
+    app = FastAPI(title="gpuplan", version=__version__, docs_url="/api/docs", redoc_url=None, lifespan=lifespan,
                   description="Which GPU servers or cloud instances to rent or buy for LLM training and serving. "
                               "The API answers with the same JSON as the CLI's --json.")
     app.add_middleware(Guard)
     app.state.store = Store(database_url)
-    app.state.slots = Slots(slots)
+    app.state.jobs = pool
     static = resources.files("gpuplan.web") / "static"
     app.mount("/static", StaticFiles(directory=str(static)), name="static")
     app.include_router(api.router)
+    app.include_router(jobs_api.router)
     app.include_router(pages.router)
+    app.include_router(job_pages.router)
 
     @app.get("/healthz", tags=["ops"])
     async def healthz() -> dict[str, Any]:
-        """Liveness: answers while every planner slot is busy."""
-        return {"status": "ok", "version": __version__, "busy": app.state.slots.busy, "slots": app.state.slots.n}
+        """Liveness: answers while every worker process is busy."""
+        return {"status": "ok", "version": __version__, "busy": pool.busy, "slots": pool.slots,
+                "time_limit_s": pool.time_limit}
 
     @app.exception_handler(GpuplanError)
     async def on_input(request: Request, exc: GpuplanError) -> Response:
