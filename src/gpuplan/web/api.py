@@ -31,7 +31,6 @@ from gpuplan.web.store import SavedPlan
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/api/v1", tags=["api"])
 
 
 class ErrorDetail(BaseModel):
@@ -55,6 +54,8 @@ class PlanAnswer(BaseModel):
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {422: {"model": ErrorBody, "description": "bad input, as the CLI words it"}}
+# every operation: bad input is 422 in this shape (FastAPI's own validation shape is never sent)
+router = APIRouter(prefix="/api/v1", tags=["api"], responses=ERRORS)
 BUSY: dict[int | str, dict[str, Any]] = {
     429: {"description": "every worker is busy: try again after Retry-After seconds"}}
 
@@ -112,7 +113,8 @@ EXPORT_TYPES = {"html": "text/html; charset=utf-8", "md": "text/markdown; charse
 
 
 @router.get("/plans/{plan_id}/export/{fmt}", response_class=Response,
-            responses={200: {"content": {t.split(";")[0]: {} for t in EXPORT_TYPES.values()}},
+            responses={200: {"content": {t.split(";")[0]: {} for t in EXPORT_TYPES.values()}
+                                        | {"application/json": {}}},
                        404: {"description": "no such plan"},
                        409: {"description": "stored before reports were kept, on other versions: recompute it"}})
 async def export_plan(plan_id: str, fmt: ExportFormat, request: Request) -> Response:

@@ -16,14 +16,14 @@ from pydantic import BaseModel
 from gpuplan.errors import InputError
 from gpuplan.i18n import tr
 from gpuplan.service import InferPlanRequest, TrainPlanRequest
-from gpuplan.web.api import ErrorBody, ErrorDetail
+from gpuplan.web.api import ERRORS, ErrorBody, ErrorDetail
 from gpuplan.web.i18n import page_lang
 from gpuplan.web.jobs import Job, JobPool
 from gpuplan.web.plans import job_error, start_plan
 
 __all__ = ["JobStatus", "job_of", "router", "status_json"]
 
-router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
+router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"], responses=ERRORS)
 
 JOB_ID = Path(pattern=r"^[0-9a-f]{32}$", description="a job id (32 lowercase hex digits)")
 
