@@ -12,20 +12,24 @@ import hashlib
 import json
 import os
 import re
+import threading
 import zlib
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import DateTime, LargeBinary, String, Text, create_engine, event, select
+from sqlalchemy import DateTime, LargeBinary, String, Text, create_engine, event, select, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, deferred, mapped_column
 
 __all__ = ["ID_PATTERN", "PlanRow", "SavedPlan", "Store", "database_url", "plan_id"]
 
 ID_PATTERN = re.compile(r"^[0-9a-f]{16}$")
+KEEP_IN_MEMORY = 256  # stored plans kept in memory by each server process (they never change)
+MIGRATION_LOCK = 0x6770_7570_6C61_6E  # a PostgreSQL advisory lock key of gpuplan's own ("gpuplan")
 
 
 class Base(DeclarativeBase):
@@ -90,15 +94,41 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
 
 
 def migrate(engine: Engine) -> None:
-    """Bring the schema to the newest Alembic revision."""
+    """Bring the schema to the newest Alembic revision, in one transaction that server processes starting
+    together on a new database take in turn: PostgreSQL through an advisory lock, SQLite through BEGIN
+    IMMEDIATE (Python's sqlite3 would otherwise run each CREATE TABLE on its own)."""
     from alembic import command
     from alembic.config import Config
 
     cfg = Config()
     cfg.set_main_option("script_location", str(resources.files("gpuplan.web") / "migrations"))
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "head")
+    if engine.dialect.name == "sqlite":
+        engine = _sqlite_transactional(engine)
+    try:
+        with engine.begin() as conn:
+            if engine.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+    finally:
+        if engine.dialect.name == "sqlite":
+            engine.dispose()
+
+
+def _sqlite_transactional(engine: Engine) -> Engine:
+    """An engine on the same SQLite file whose transactions start with BEGIN IMMEDIATE and hold DDL too."""
+    out = create_engine(engine.url)
+
+    def connect(dbapi_conn: Any, record: Any) -> None:
+        _sqlite_pragmas(dbapi_conn, record)
+        dbapi_conn.isolation_level = None  # the driver's own BEGIN handling off; the one below instead
+
+    def begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    event.listen(out, "connect", connect)
+    event.listen(out, "begin", begin)
+    return out
 
 
 class Store:
@@ -110,13 +140,28 @@ class Store:
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         migrate(self.engine)
+        self._recent: OrderedDict[str, SavedPlan] = OrderedDict()
+        self._lock = threading.Lock()
 
     def get(self, pid: str) -> SavedPlan | None:
+        """The stored plan (None when there is none); plans never change, so the last ones read are kept in
+        memory and a page view of a recent plan does not read the database."""
         if not ID_PATTERN.match(pid):
             return None
+        with self._lock:
+            hit = self._recent.get(pid)
+            if hit is not None:
+                self._recent.move_to_end(pid)
+                return hit
         with Session(self.engine) as s:
             row = s.get(PlanRow, pid)
-            return None if row is None else _saved(row)
+            saved = None if row is None else _saved(row)
+        if saved is not None:
+            with self._lock:
+                self._recent[pid] = saved
+                while len(self._recent) > KEEP_IN_MEMORY:
+                    self._recent.popitem(last=False)
+        return saved
 
     def put(self, pid: str, kind: str, request: dict[str, Any], result: dict[str, Any], *, gpuplan_version: str,
             catalog_version: str, title: str, report: dict[str, Any] | None = None) -> SavedPlan:
@@ -167,4 +212,9 @@ def _pack(doc: dict[str, Any] | None) -> bytes | None:
 def _saved(row: PlanRow) -> SavedPlan:
     return SavedPlan(id=row.id, kind=row.kind, request=json.loads(row.request_json),
                      result=json.loads(zlib.decompress(row.result_z)), gpuplan_version=row.gpuplan_version,
-                     catalog_version=row.catalog_version, title=row.title, created_at=row.created_at)
+                     catalog_version=row.catalog_version, title=row.title, created_at=_utc(row.created_at))
+
+
+def _utc(when: datetime) -> datetime:
+    """Stored times are UTC; SQLite gives them back without a zone, PostgreSQL with one: always with one."""
+    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)
