@@ -14,7 +14,9 @@ job with them in memory.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -30,6 +32,7 @@ from gpuplan.search import progress
 __all__ = ["PROGRESS_EVERY_S", "RUNNERS", "run_compare", "run_infer", "run_job", "run_train"]
 
 PROGRESS_EVERY_S = 0.2
+NICE = 19
 RUNNERS = {"train": "gpuplan.web.worker:run_train", "infer": "gpuplan.web.worker:run_infer",
            "compare": "gpuplan.web.worker:run_compare"}
 
@@ -74,7 +77,11 @@ def _plain(value: object) -> object:
 
 
 def run_job(runner: str, data: dict[str, Any], conn: Connection) -> None:
-    """The body of a worker process (see the module docstring)."""
+    """The body of a worker process (see the module docstring). It lowers its own CPU priority first, so that
+    the server process (pages, memory answers, /healthz) comes first when searches fill every core."""
+    if hasattr(os, "nice"):
+        with contextlib.suppress(OSError):
+            os.nice(NICE)
     state = {"search": 0, "sent": 0.0}
 
     def send_progress(doc: dict[str, Any]) -> None:
