@@ -58,10 +58,6 @@ class Job:
     on_done: Callable[[Job], Any] | None = None
     proc: Any = None
 
-    @property
-    def finished_ok(self) -> bool:
-        return self.state == "done"
-
     def elapsed_s(self) -> float:
         end = self.finished if self.finished is not None else time.monotonic()
         return round(end - (self.started if self.started is not None else self.created), 3)

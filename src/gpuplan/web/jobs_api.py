@@ -57,12 +57,16 @@ START_RESPONSES: dict[int | str, dict[str, Any]] = {
     429: {"description": "every worker is busy: try again after Retry-After seconds"}}
 
 
+STATE_KEYS = {"queued": "web.job.state.queued", "running": "web.job.phase.searching", "done": "web.job.state.done",
+              "failed": "web.job.state.failed", "cancelled": "web.job.state.cancelled"}
+
+
 def _phase(job: Job, lang: str) -> str:
     if job.state == "running" and job.progress is None:
         return tr("web.job.phase.starting", lang)
     if job.state == "running":
         return tr("web.job.phase.searching", lang)
-    return tr(f"web.job.state.{job.state}", lang)
+    return tr(STATE_KEYS[job.state], lang)
 
 
 def status_json(job: Job, pool: JobPool, lang: str) -> dict[str, Any]:
