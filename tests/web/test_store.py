@@ -125,3 +125,17 @@ def test_the_app_plans_stores_and_shows_on_every_backend(url: str) -> None:
         assert stored["plans"] == first.json()["plans"] and stored["created_at"].endswith("+00:00")
         assert c.get(f"/p/{pid}").status_code == 200 and pid in c.get("/history").text
         assert c.get(f"/api/v1/plans/{pid}/export/csv").text.startswith("rank,")
+
+
+def test_the_api_answer_is_built_from_the_stored_bytes(url: str) -> None:
+    import json
+
+    s = Store(url)
+    s.put("00000000000000a1", "train", {}, {"plans": [1, 2], "x": "中"}, gpuplan_version="v", catalog_version="c",
+          title="t")
+    s.put("00000000000000a2", "train", {}, {}, gpuplan_version="v", catalog_version="c", title="t")
+    assert json.loads(s.answer_json("00000000000000a1") or b"") == {
+        "plan_id": "00000000000000a1", "share_url": "/p/00000000000000a1", "plans": [1, 2], "x": "中"}
+    assert json.loads(s.answer_json("00000000000000a2") or b"") == {"plan_id": "00000000000000a2",
+                                                                      "share_url": "/p/00000000000000a2"}
+    assert s.answer_json("00000000000000a3") is None and s.answer_json("../etc") is None

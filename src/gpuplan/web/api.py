@@ -26,7 +26,7 @@ from gpuplan.service import (
 )
 from gpuplan.web import catalog_view
 from gpuplan.web.i18n import page_lang
-from gpuplan.web.plans import compute_and_store, report_of, run_compare_job, saved_json
+from gpuplan.web.plans import plan_answer, report_of, run_compare_job, saved_json
 from gpuplan.web.store import SavedPlan
 
 __all__ = ["router"]
@@ -61,17 +61,20 @@ BUSY: dict[int | str, dict[str, Any]] = {
 
 
 @router.post("/plan/train", response_model=PlanAnswer, responses=ERRORS | BUSY)
-async def plan_train(req: TrainPlanRequest, request: Request) -> JSONResponse:
+async def plan_train(req: TrainPlanRequest, request: Request) -> Response:
     """`gpuplan plan train --json` for these options, stored as an immutable plan."""
-    saved = await compute_and_store(request.app, req, page_lang(request))
-    return JSONResponse(saved_json(saved), headers={"Location": f"/p/{saved.id}"})
+    return await _answer(request, req)
 
 
 @router.post("/plan/infer", response_model=PlanAnswer, responses=ERRORS | BUSY)
-async def plan_infer(req: InferPlanRequest, request: Request) -> JSONResponse:
+async def plan_infer(req: InferPlanRequest, request: Request) -> Response:
     """`gpuplan plan infer --json` for these options (a rate and lengths), stored as an immutable plan."""
-    saved = await compute_and_store(request.app, req, page_lang(request))
-    return JSONResponse(saved_json(saved), headers={"Location": f"/p/{saved.id}"})
+    return await _answer(request, req)
+
+
+async def _answer(request: Request, req: TrainPlanRequest | InferPlanRequest) -> Response:
+    pid, body = await plan_answer(request.app, req, page_lang(request))
+    return Response(body, media_type="application/json", headers={"Location": f"/p/{pid}"})
 
 
 @router.post("/memory/train", responses=ERRORS)

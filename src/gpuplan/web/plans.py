@@ -19,10 +19,9 @@ from gpuplan.service import (
 )
 from gpuplan.service.run import check_plan_infer, check_plan_train
 from gpuplan.web.jobs import Job, JobPool
-from gpuplan.web.store import SavedPlan, plan_id
+from gpuplan.web.store import SavedPlan, plan_id, unpack_json
 
-__all__ = ["compute_and_store", "job_error", "report_of", "run_compare_job", "saved_json", "start_plan",
-           "title_of"]
+__all__ = ["job_error", "plan_answer", "report_of", "run_compare_job", "saved_json", "start_plan", "title_of"]
 
 PlanRequest = TrainPlanRequest | InferPlanRequest
 
@@ -57,10 +56,11 @@ async def start_plan(app: FastAPI, req: PlanRequest) -> Job:
         return pool.done_job(req.kind, pid)
 
     async def keep(job: Job) -> None:
-        result, report = job.answer
+        packed = job.answer
         await run_in_threadpool(
-            lambda: store.put(pid, req.kind, req.model_dump(mode="json"), result, gpuplan_version=__version__,
-                              catalog_version=cat_v, title=title_of(req), report=report))
+            lambda: store.put_packed(pid, req.kind, req.model_dump(mode="json"), packed["result_z"],
+                                     packed["report_z"], gpuplan_version=__version__, catalog_version=cat_v,
+                                     title=title_of(req)))
         job.plan_id, job.answer = pid, None
 
     return pool.submit(req.kind, req.model_dump(mode="json"), key=pid, on_done=keep)
@@ -91,13 +91,13 @@ async def _wait(app: FastAPI, job: Job, lang: str) -> Job:
     return job
 
 
-async def compute_and_store(app: FastAPI, req: PlanRequest, lang: str = "en") -> SavedPlan:
-    """The stored plan for `req` on this gpuplan and catalog version, computed now when there is none."""
+async def plan_answer(app: FastAPI, req: PlanRequest, lang: str = "en") -> tuple[str, bytes]:
+    """The plan id and the API's JSON answer for `req`: from the store, computed now when it is not there."""
     job = await _wait(app, await start_plan(app, req), lang)
-    saved: SavedPlan | None = await run_in_threadpool(app.state.store.get, job.plan_id)
-    if saved is None:
+    body: bytes | None = await run_in_threadpool(app.state.store.answer_json, job.plan_id)
+    if job.plan_id is None or body is None:
         raise RuntimeError("a finished plan is missing from the store")
-    return saved
+    return job.plan_id, body
 
 
 async def run_compare_job(app: FastAPI, req: CompareRequest, lang: str = "en") -> dict[str, Any]:
@@ -125,9 +125,9 @@ async def report_of(app: FastAPI, saved: SavedPlan, lang: str = "en") -> dict[st
     req = request_of(saved.kind, saved.request)
     pool: JobPool = app.state.jobs
     job = await _wait(app, pool.submit(req.kind, req.model_dump(mode="json")), lang)
-    doc = job.answer[1]
+    doc = unpack_json(job.answer["report_z"])
     await run_in_threadpool(store.set_report, saved.id, doc)
-    return dict(doc)
+    return doc
 
 
 def saved_json(saved: SavedPlan, with_request: bool = False) -> dict[str, Any]:

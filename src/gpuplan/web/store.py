@@ -25,7 +25,7 @@ from sqlalchemy import DateTime, LargeBinary, String, Text, create_engine, event
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, deferred, mapped_column
 
-__all__ = ["ID_PATTERN", "PlanRow", "SavedPlan", "Store", "database_url", "plan_id"]
+__all__ = ["ID_PATTERN", "PlanRow", "SavedPlan", "Store", "database_url", "pack_json", "plan_id", "unpack_json"]
 
 ID_PATTERN = re.compile(r"^[0-9a-f]{16}$")
 KEEP_IN_MEMORY = 256  # stored plans kept in memory by each server process (they never change)
@@ -166,22 +166,41 @@ class Store:
     def put(self, pid: str, kind: str, request: dict[str, Any], result: dict[str, Any], *, gpuplan_version: str,
             catalog_version: str, title: str, report: dict[str, Any] | None = None) -> SavedPlan:
         """Store a plan once; an id already stored keeps its first row (plans never change)."""
+        self.put_packed(pid, kind, request, pack_json(result), None if report is None else pack_json(report),
+                        gpuplan_version=gpuplan_version, catalog_version=catalog_version, title=title)
+        saved = self.get(pid)
+        assert saved is not None
+        return saved
+
+    def put_packed(self, pid: str, kind: str, request: dict[str, Any], result_z: bytes, report_z: bytes | None, *,
+                   gpuplan_version: str, catalog_version: str, title: str) -> None:
+        """`put` with the result and report already packed (`pack_json`, done in the worker process that
+        computed them, so the server process never encodes them)."""
         with Session(self.engine) as s:
-            row = s.get(PlanRow, pid)
-            if row is None:
-                row = PlanRow(id=pid, kind=kind, request_json=json.dumps(request, sort_keys=True),
-                              result_z=zlib.compress(json.dumps(result).encode(), 6),
-                              gpuplan_version=gpuplan_version, catalog_version=catalog_version, title=title[:200],
-                              created_at=datetime.now(timezone.utc), report_z=_pack(report))
-                s.add(row)
-                try:
-                    s.commit()
-                except Exception:  # another request stored the same id first
-                    s.rollback()
-                    row = s.get(PlanRow, pid)
-                    if row is None:
-                        raise
-            return _saved(row)
+            if s.get(PlanRow, pid) is not None:
+                return
+            s.add(PlanRow(id=pid, kind=kind, request_json=json.dumps(request, sort_keys=True), result_z=result_z,
+                          gpuplan_version=gpuplan_version, catalog_version=catalog_version, title=title[:200],
+                          created_at=datetime.now(timezone.utc), report_z=report_z))
+            try:
+                s.commit()
+            except Exception:  # another request stored the same id first
+                s.rollback()
+                if s.get(PlanRow, pid) is None:
+                    raise
+
+    def answer_json(self, pid: str) -> bytes | None:
+        """The API's answer for a stored plan (`plan_id`, `share_url`, then the stored result) as JSON text,
+        built from the stored bytes without decoding them."""
+        if not ID_PATTERN.match(pid):
+            return None
+        with Session(self.engine) as s:
+            blob = s.scalar(select(PlanRow.result_z).where(PlanRow.id == pid))
+        if blob is None:
+            return None
+        body = zlib.decompress(blob).strip()
+        head = json.dumps({"plan_id": pid, "share_url": f"/p/{pid}"}).encode()
+        return head if body == b"{}" else head[:-1] + b", " + body[1:]
 
     def report(self, pid: str) -> dict[str, Any] | None:
         """The stored report document of a plan (None when the plan or its report is missing)."""
@@ -189,14 +208,14 @@ class Store:
             return None
         with Session(self.engine) as s:
             blob = s.scalar(select(PlanRow.report_z).where(PlanRow.id == pid))
-            return None if blob is None else dict(json.loads(zlib.decompress(blob)))
+            return None if blob is None else unpack_json(blob)
 
     def set_report(self, pid: str, report: dict[str, Any]) -> None:
         """Keep the report of a plan stored before reports were (only where none is stored: plans never change)."""
         with Session(self.engine) as s:
             row = s.get(PlanRow, pid)
             if row is not None and row.report_z is None:
-                row.report_z = _pack(report)
+                row.report_z = pack_json(report)
                 s.commit()
 
     def recent(self, limit: int = 50) -> list[SavedPlan]:
@@ -205,13 +224,18 @@ class Store:
             return [_saved(r) for r in rows]
 
 
-def _pack(doc: dict[str, Any] | None) -> bytes | None:
-    return None if doc is None else zlib.compress(json.dumps(doc).encode(), 6)
+def pack_json(doc: dict[str, Any]) -> bytes:
+    """A document as stored: JSON, zlib-compressed."""
+    return zlib.compress(json.dumps(doc).encode(), 6)
+
+
+def unpack_json(blob: bytes) -> dict[str, Any]:
+    return dict(json.loads(zlib.decompress(blob)))
 
 
 def _saved(row: PlanRow) -> SavedPlan:
     return SavedPlan(id=row.id, kind=row.kind, request=json.loads(row.request_json),
-                     result=json.loads(zlib.decompress(row.result_z)), gpuplan_version=row.gpuplan_version,
+                     result=unpack_json(row.result_z), gpuplan_version=row.gpuplan_version,
                      catalog_version=row.catalog_version, title=row.title, created_at=_utc(row.created_at))
 
 

@@ -40,17 +40,24 @@ Report = Callable[[dict[str, Any]], None]
 
 
 def run_train(data: dict[str, Any], report: Report) -> Any:
-    """`(result, report document)` of a training plan."""
+    """A training plan's result and report document, packed as the store keeps them (`result_z`, `report_z`)."""
     from gpuplan.service import TrainPlanRequest, plan_train_report
 
-    return plan_train_report(TrainPlanRequest.model_validate(data))
+    return _packed(*plan_train_report(TrainPlanRequest.model_validate(data)))
 
 
 def run_infer(data: dict[str, Any], report: Report) -> Any:
-    """`(result, report document)` of a serving plan."""
+    """A serving plan's result and report document, packed as the store keeps them."""
     from gpuplan.service import InferPlanRequest, plan_infer_report
 
-    return plan_infer_report(InferPlanRequest.model_validate(data))
+    return _packed(*plan_infer_report(InferPlanRequest.model_validate(data)))
+
+
+def _packed(result: dict[str, Any], doc: dict[str, Any]) -> dict[str, bytes]:
+    """Encoded here, in the worker: the server process only moves the bytes into the database."""
+    from gpuplan.web.store import pack_json
+
+    return {"result_z": pack_json(result), "report_z": pack_json(doc)}
 
 
 def run_compare(data: dict[str, Any], report: Report) -> Any:
