@@ -32,3 +32,15 @@ def test_jobs_and_busy_answers_are_documented(fresh: Any) -> None:
     assert "202" in paths["/api/v1/jobs/plan/infer"]["post"]["responses"]
     for path in ("/api/v1/plan/train", "/api/v1/plan/infer", "/api/v1/compare", "/api/v1/jobs/plan/train"):
         assert "429" in paths[path]["post"]["responses"], path
+
+
+def test_a_body_that_does_not_decode_is_422_in_the_error_shape(fresh: Any) -> None:
+    r = fresh.post("/api/v1/plan/infer", content=b"\xff\xfe{\x16\xa0", headers={"content-type": "application/json"})
+    assert r.status_code == 422 and r.json()["detail"]["field"] == "body" and "UTF-8" in r.json()["detail"]["allowed"]
+
+
+def test_405_names_every_method_of_the_path(fresh: Any) -> None:
+    r = fresh.request("OPTIONS", "/api/v1/jobs/" + "0" * 32)
+    assert r.status_code == 405 and {"GET", "DELETE"} <= set(r.headers["allow"].split(", "))
+    r = fresh.request("TRACE", "/healthz")
+    assert r.status_code == 405 and "GET" in r.headers["allow"].split(", ") and "Traceback" not in r.text

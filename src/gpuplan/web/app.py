@@ -172,9 +172,17 @@ def create_app(database_url: str | None = None, slots: int = 2, time_limit: floa
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http(request: Request, exc: StarletteHTTPException) -> Response:
-        if request.url.path.startswith("/api/") or exc.status_code == 429:
-            return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
-        return pages.error_page(request, exc.status_code, str(exc.detail))
+        api = request.url.path.startswith("/api/")
+        if api and exc.status_code == 400:  # a body that does not decode: bad input like any other
+            return _error(request, InputError(field="body", value=None, allowed="a JSON object in UTF-8"), 422)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:  # every method of the path, not only those of the first route that matched it
+            headers["Allow"] = ", ".join(_methods(app, request))
+        if api or exc.status_code == 429:
+            return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)
+        page = pages.error_page(request, exc.status_code, str(exc.detail))
+        page.headers.update(headers)
+        return page
 
     @app.exception_handler(Exception)
     async def on_crash(request: Request, exc: Exception) -> Response:
@@ -184,6 +192,21 @@ def create_app(database_url: str | None = None, slots: int = 2, time_limit: floa
         return pages.error_page(request, 500, "internal error")
 
     return app
+
+
+def _methods(app: FastAPI, request: Request) -> list[str]:
+    from starlette.routing import Match, Route
+
+    found: set[str] = set()
+    todo = list(app.routes)
+    while todo:
+        route = todo.pop()
+        inner = getattr(route, "original_router", None)  # an included router: its own routes
+        if inner is not None:
+            todo += inner.routes
+        elif isinstance(route, Route) and route.methods and route.matches(request.scope)[0] != Match.NONE:
+            found |= route.methods
+    return sorted(found)
 
 
 def _error(request: Request, exc: Exception, status: int) -> Response:
