@@ -1,15 +1,13 @@
-"""Body limit, security headers, no stack traces, the planner slots (429 with Retry-After)."""
+"""Body limit, security headers, no stack traces (the worker pool's 429 is in test_jobs.py)."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
 from gpuplan.web.app import MAX_BODY_BYTES, create_app
-from gpuplan.web.plans import Slots
 
 
 def test_body_over_the_limit_is_413(fresh: Any) -> None:
@@ -46,26 +44,3 @@ def test_a_crash_answers_500_without_a_stack_trace(db_url: str, monkeypatch: pyt
         r = c.post("/api/v1/memory/train", json={"model": "llama3-8b"})
         assert r.status_code == 500 and r.json() == {"detail": "internal error"}
         assert "secret" not in r.text and "Traceback" not in r.text
-
-
-def test_full_slots_answer_429_with_retry_after(db_url: str) -> None:
-    app = create_app(db_url, slots=1)
-    with TestClient(app) as c:
-        app.state.slots.busy = 1  # every slot taken by a running search
-        r = c.post("/api/v1/plan/train", json={"model": "llama3-8b", "tokens": 3e11, "deadline": 29})
-        assert r.status_code == 429 and r.headers["retry-after"] == "2"
-        assert c.get("/healthz").json()["busy"] == 1  # health answers while every slot is busy
-        app.state.slots.busy = 0
-
-
-def test_slots_count_up_and_down() -> None:
-    async def go() -> None:
-        s = Slots(2)
-        await s.take()
-        await s.take()
-        with pytest.raises(Exception, match="busy"):
-            await s.take()
-        s.give()
-        await s.take()
-
-    asyncio.run(go())

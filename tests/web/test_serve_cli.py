@@ -49,3 +49,9 @@ def test_serves_on_loopback(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_time_limit_is_an_option_checked_like_the_others() -> None:
+    res = runner.invoke(build_app(["serve"]), ["serve", "--help"])
+    assert "--time-limit" in res.output and "--slots" in res.output
+    one_line_error(runner.invoke(app, ["serve", "--time-limit", "0"]), "time-limit")

@@ -1,15 +1,23 @@
-"""Saved plans: immutable, addressed by the hash of canonical inputs and versions, SQLite in WAL mode, migrations."""
+"""Saved plans: immutable, addressed by the hash of canonical inputs and versions, SQLite in WAL mode, migrations;
+on SQLite always and on PostgreSQL when a server is given (db_backends.py)."""
 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 
 import pytest
+from db_backends import BACKENDS, database
 from sqlalchemy import inspect, text
 
 from gpuplan.web.store import Store, database_url, plan_id
+
+
+@pytest.fixture(params=BACKENDS)
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    yield from database(request.param, tmp_path)
 
 
 def test_ids_hash_inputs_and_both_versions() -> None:
@@ -20,8 +28,8 @@ def test_ids_hash_inputs_and_both_versions() -> None:
                 plan_id('{"model":"x"}', "0.1.0", "abd")}) == 4
 
 
-def test_a_plan_never_changes(tmp_path: Path) -> None:
-    s = Store(f"sqlite:///{tmp_path / 'p.db'}")
+def test_a_plan_never_changes(url: str) -> None:
+    s = Store(url)
     first = s.put("0123456789abcdef", "train", {"m": 1}, {"r": 1}, gpuplan_version="v", catalog_version="c",
                   title="one")
     second = s.put("0123456789abcdef", "train", {"m": 2}, {"r": 2}, gpuplan_version="v", catalog_version="c",
@@ -31,8 +39,8 @@ def test_a_plan_never_changes(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("bad", ["", "../../etc/passwd", "0123456789ABCDEF", "0123456789abcdef0", "' OR 1=1 --"])
-def test_malformed_ids_find_nothing(tmp_path: Path, bad: str) -> None:
-    assert Store(f"sqlite:///{tmp_path / 'p.db'}").get(bad) is None
+def test_malformed_ids_find_nothing(url: str, bad: str) -> None:
+    assert Store(url).get(bad) is None
 
 
 def test_sqlite_runs_in_wal_mode_with_the_migrated_schema(tmp_path: Path) -> None:
@@ -45,11 +53,26 @@ def test_sqlite_runs_in_wal_mode_with_the_migrated_schema(tmp_path: Path) -> Non
     Store(s.url)  # opening again migrates nothing and keeps the rows
 
 
-def test_a_0001_database_is_upgraded_and_keeps_its_plans(tmp_path: Path) -> None:
+def test_the_migrated_schema_on_every_backend(url: str) -> None:
+    s = Store(url)
+    with s.engine.connect() as c:
+        assert c.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0002"
+    assert {"id", "kind", "request_json", "result_z", "gpuplan_version", "catalog_version", "title", "created_at",
+            "report_z"} == {col["name"] for col in inspect(s.engine).get_columns("plan")}
+    assert "ix_plan_created_at" in {ix["name"] for ix in inspect(s.engine).get_indexes("plan")}
+    s.put("00000000000000aa", "train", {"m": 1}, {"r": 1}, gpuplan_version="v", catalog_version="c", title="x" * 300,
+          report={"kind": "train"})
+    again = Store(url)  # opening again migrates nothing and keeps the rows
+    got = again.get("00000000000000aa")
+    assert got is not None and got.title == "x" * 200 and got.created_at.tzinfo is not None
+    assert again.report("00000000000000aa") == {"kind": "train"}
+
+
+def test_a_0001_database_is_upgraded_and_keeps_its_plans(url: str) -> None:
     from alembic import command
     from alembic.config import Config
 
-    s = Store(f"sqlite:///{tmp_path / 'p.db'}")
+    s = Store(url)
     cfg = Config()
     cfg.set_main_option("script_location", str(resources.files("gpuplan.web") / "migrations"))
     with s.engine.begin() as conn:
@@ -71,3 +94,48 @@ def test_database_url_default_and_override(tmp_path: Path, monkeypatch: pytest.M
     assert database_url() == f"sqlite:///{tmp_path / 'data' / 'gpuplan.db'}" and (tmp_path / "data").is_dir()
     monkeypatch.setenv("GPUPLAN_DATABASE_URL", f"sqlite:///{tmp_path / 'other.db'}")
     assert Store().url.endswith("other.db")
+
+
+def _open(url: str) -> int:
+    return len(Store(url).recent())
+
+
+def test_server_processes_opening_a_new_database_together_migrate_once(url: str) -> None:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(4, mp_context=multiprocessing.get_context("spawn")) as ex:  # workers starting at once
+        assert list(ex.map(_open, [url] * 4)) == [0, 0, 0, 0]
+    with Store(url).engine.connect() as c:
+        assert c.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == ["0002"]
+
+
+def test_the_app_plans_stores_and_shows_on_every_backend(url: str) -> None:
+    from fastapi.testclient import TestClient
+    from web_cases import INFER
+
+    from gpuplan.web.app import create_app
+
+    with TestClient(create_app(url, slots=1)) as c:
+        first = c.post("/api/v1/plan/infer", json=INFER)
+        assert first.status_code == 200, first.text
+        pid = first.json()["plan_id"]
+        assert c.post("/api/v1/plan/infer", json=INFER).json()["plan_id"] == pid  # answered from the store
+        stored = c.get(f"/api/v1/plans/{pid}").json()
+        assert stored["plans"] == first.json()["plans"] and stored["created_at"].endswith("+00:00")
+        assert c.get(f"/p/{pid}").status_code == 200 and pid in c.get("/history").text
+        assert c.get(f"/api/v1/plans/{pid}/export/csv").text.startswith("rank,")
+
+
+def test_the_api_answer_is_built_from_the_stored_bytes(url: str) -> None:
+    import json
+
+    s = Store(url)
+    s.put("00000000000000a1", "train", {}, {"plans": [1, 2], "x": "中"}, gpuplan_version="v", catalog_version="c",
+          title="t")
+    s.put("00000000000000a2", "train", {}, {}, gpuplan_version="v", catalog_version="c", title="t")
+    assert json.loads(s.answer_json("00000000000000a1") or b"") == {
+        "plan_id": "00000000000000a1", "share_url": "/p/00000000000000a1", "plans": [1, 2], "x": "中"}
+    assert json.loads(s.answer_json("00000000000000a2") or b"") == {"plan_id": "00000000000000a2",
+                                                                      "share_url": "/p/00000000000000a2"}
+    assert s.answer_json("00000000000000a3") is None and s.answer_json("../etc") is None

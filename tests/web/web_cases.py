@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 TRAIN = {"model": "llama3-8b", "tokens": 1e12, "deadline": 30, "top": 3}
 INFER = {"model": "llama3.1-8b", "qps": 5, "ttft_p99": 2, "tpot_p99": 0.05}
 
@@ -32,3 +35,14 @@ def bench_result(bf16_tflops: float = 740.0) -> dict[str, object]:
             guess = pred.collective(str(p["kind"]), int(p["bytes_per_rank"] or 0), int(p["ranks"] or 0), "busbw")
         out.append(m.model_copy(update={"value": value, "predicted": guess, "ratio": ratio(value, guess)}))
     return dict(res.model_copy(update={"measurements": tuple(out)}).model_dump(mode="json"))
+
+
+def wait_for(client: Any, job_id: str, states: tuple[str, ...], limit_s: float = 120) -> dict[str, Any]:
+    """Poll the job until it is in one of `states` (the limit only stops a hung test; nothing is timed)."""
+    end = time.monotonic() + limit_s
+    while True:
+        body: dict[str, Any] = client.get(f"/api/v1/jobs/{job_id}").json()
+        if body["state"] in states:
+            return body
+        assert time.monotonic() < end, body
+        time.sleep(0.05)

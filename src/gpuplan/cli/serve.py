@@ -14,10 +14,12 @@ __all__ = ["serve_cmd"]
 
 
 def app_factory() -> object:
-    """The app for uvicorn's workers (`--factory`): the planner slots come from GPUPLAN_SLOTS."""
-    from gpuplan.web.app import create_app
+    """The app for uvicorn's workers (`--factory`): the worker count and time limit come from GPUPLAN_SLOTS and
+    GPUPLAN_TIME_LIMIT."""
+    from gpuplan.web.app import DEFAULT_TIME_LIMIT_S, create_app
 
-    return create_app(slots=int(os.environ.get("GPUPLAN_SLOTS", "2")))
+    return create_app(slots=int(os.environ.get("GPUPLAN_SLOTS", "2")),
+                      time_limit=float(os.environ.get("GPUPLAN_TIME_LIMIT", DEFAULT_TIME_LIMIT_S)))
 
 
 def serve_cmd(
@@ -25,11 +27,13 @@ def serve_cmd(
     port: int = typer.Option(8000, help=help_text("help.serve.port")),
     workers: int = typer.Option(1, help=help_text("help.serve.workers")),
     slots: int = typer.Option(2, help=help_text("help.serve.slots")),
+    time_limit: float = typer.Option(120.0, "--time-limit", help=help_text("help.serve.time_limit")),
     lang: str | None = LANG_OPT,
 ) -> None:
     """Serve the planner as a web app and a JSON API (the pages choose their language per visitor)."""
     try:
-        positives(resolve_lang(lang), ("port", port, True), ("workers", workers, True), ("slots", slots, True))
+        positives(resolve_lang(lang), ("port", port, True), ("workers", workers, True), ("slots", slots, True),
+                  ("time-limit", time_limit, False))
     except GpuplanError as exc:
         fail(exc, lang)
     lang = ui_lang(lang)
@@ -41,6 +45,7 @@ def serve_cmd(
         err_console.print(tr("cli.serve.missing", lang, name=exc.name or str(exc)), style="red", markup=False)
         raise typer.Exit(code=2) from None
     os.environ["GPUPLAN_SLOTS"] = str(slots)
+    os.environ["GPUPLAN_TIME_LIMIT"] = str(time_limit)
     err_console.print(tr("cli.serve.listening", lang, host=host, port=port), markup=False, highlight=False)
     uvicorn.run("gpuplan.cli.serve:app_factory", factory=True, host=host, port=port, workers=workers,
                 log_level="warning", server_header=False, access_log=False)

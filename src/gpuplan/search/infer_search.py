@@ -29,6 +29,7 @@ from gpuplan.estimate.calibration import Calibration
 from gpuplan.estimate.infer_step import NODE_DEVICES, StepCostModel, step_cost_model
 from gpuplan.estimate.memory_infer import matrix_bytes_per_param
 from gpuplan.hardware import Accelerator, Catalog
+from gpuplan.search import progress
 from gpuplan.search.infer_capacity import Capacity, capacity, length_moments, unloaded_latency
 from gpuplan.search.infer_fleet import Offer, advice, fleet_offers, price_fleet
 from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms
@@ -166,7 +167,7 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
     largest: tuple[float, str] = (0.0, "")  # usable bytes of the largest allowed device
     evaluated = 0
     policy = cons.policy()
-    for acc in catalog.accelerators.values():
+    for acc in progress.each(catalog.accelerators.values()):
         why = policy_rejection(acc, policy)
         if why:
             _bump(rejected, why)

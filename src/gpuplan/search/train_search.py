@@ -18,6 +18,7 @@ from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.estimate.memory_fit import usable_bytes
 from gpuplan.hardware import Accelerator, Catalog
+from gpuplan.search import progress
 from gpuplan.search.candidates import Candidates, family_choices, generate
 from gpuplan.search.memory_vec import candidate_memory_bytes
 from gpuplan.search.offers import HardwareOption, hardware_options
@@ -179,7 +180,7 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
         keep = c.devices <= top
         return c.take(keep), mem[keep]
 
-    for acc in catalog.accelerators.values():
+    for acc in progress.each(catalog.accelerators.values()):
         why = policy_rejection(acc, cons)
         if why:
             count(why)

@@ -15,7 +15,8 @@ from gpuplan.errors import InputError
 from gpuplan.service.requests import CompareRequest, InferPlanRequest, MemoryTrainRequest, TrainPlanRequest
 from gpuplan.workload.model_spec import ModelSpec
 
-__all__ = ["catalog_version", "plan_infer_report", "plan_train_report", "run_compare", "run_memory_train",
+__all__ = ["catalog_version", "check_plan_infer", "check_plan_train",
+           "plan_infer_report", "plan_train_report", "run_compare", "run_memory_train",
            "run_plan_infer", "run_plan_train"]
 
 
@@ -45,6 +46,33 @@ def _lang() -> str:
     return "en"  # stored results are language-neutral where the library allows; pages translate around them
 
 
+def check_plan_train(req: TrainPlanRequest) -> ModelSpec:
+    """The checks `plan train` makes before it searches (numbers, the model name): cheap, so a server can answer
+    a bad request at once instead of in a search; the model's spec."""
+    from gpuplan.cli.common import positives
+    from gpuplan.service.uploads import spec_from_config
+
+    positives(_lang(), ("tokens", req.tokens, False), ("seq-len", req.seq_len, True),
+              ("global-batch", req.global_batch, True), ("top", req.top, True))
+    # an uploaded config.json is read as `-m config.json` reads the file
+    return spec_from_config(req.hf_config, req.model) if req.hf_config is not None else _spec(req.model)
+
+
+def check_plan_infer(req: InferPlanRequest) -> tuple[ModelSpec, Any, Any]:
+    """The checks `plan infer` makes before it searches (numbers, lengths, the model and engine names); the
+    model's spec, the load and the engine profile."""
+    from gpuplan.cli.common import positives
+    from gpuplan.cli.infer_plan import _load
+    from gpuplan.workload.engines import engine
+
+    positives(_lang(), ("qps", req.qps, False), ("input-len", req.input_len, True),
+              ("output-len", req.output_len, True), ("ttft-p99", req.ttft_p99, False),
+              ("tpot-p99", req.tpot_p99, False), ("max-devices", req.max_devices, True), ("top", req.top, True))
+    load = _load(req.qps, None, req.input_len, req.output_len, req.input_dist, req.output_dist)
+    spec = _spec(req.model)
+    return spec, load, engine(req.engine)
+
+
 def run_plan_train(req: TrainPlanRequest) -> dict[str, Any]:
     """`gpuplan plan train ... --json`."""
     return plan_train_report(req)[0]
@@ -55,21 +83,17 @@ def plan_train_report(req: TrainPlanRequest) -> tuple[dict[str, Any], dict[str, 
     from gpuplan.advise.findings import load_thresholds
     from gpuplan.advise.report_train import training_report
     from gpuplan.cli.advise import requirements
-    from gpuplan.cli.common import positives
     from gpuplan.cli.train import FRAMEWORK_KERNELS, _job
     from gpuplan.cli.train_options import plan_constraints
     from gpuplan.hardware import load_catalog
     from gpuplan.render.plan_json import compact_plans
     from gpuplan.search.train_search import plan_training
-    from gpuplan.service.uploads import calibration_for, spec_from_config
+    from gpuplan.service.uploads import calibration_for
     from gpuplan.workload.jobs import default_global_batch
     from gpuplan.workload.params import count_params
 
     language = _lang()
-    positives(language, ("tokens", req.tokens, False), ("seq-len", req.seq_len, True),
-              ("global-batch", req.global_batch, True), ("top", req.top, True))
-    # an uploaded config.json is read as `-m config.json` reads the file; measured terms as `gpuplan calibrate`
-    spec = spec_from_config(req.hf_config, req.model) if req.hf_config is not None else _spec(req.model)
+    spec = check_plan_train(req)
     cat = load_catalog()
     gb = req.global_batch or default_global_batch(req.seq_len)
     job = _job(req.method, req.seq_len, gb, req.precision,
@@ -122,22 +146,13 @@ def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], di
     from gpuplan.advise.report_infer import choose_fleet, inference_report
     from gpuplan.advise.trust import serving_recommendation
     from gpuplan.cli.advise import requirements
-    from gpuplan.cli.common import positives
-    from gpuplan.cli.infer_plan import _load
     from gpuplan.hardware import load_catalog
     from gpuplan.search.infer_load import InferSlo, planner_terms
     from gpuplan.search.infer_search import WEIGHTS, InferConstraints, plan_inference
-    from gpuplan.workload.engines import engine
 
-    language = _lang()
-    positives(language, ("qps", req.qps, False), ("input-len", req.input_len, True),
-              ("output-len", req.output_len, True), ("ttft-p99", req.ttft_p99, False),
-              ("tpot-p99", req.tpot_p99, False), ("max-devices", req.max_devices, True), ("top", req.top, True))
-    load = _load(req.qps, None, req.input_len, req.output_len, req.input_dist, req.output_dist)
+    spec, load, prof = check_plan_infer(req)
     slo = InferSlo(ttft_p99_s=req.ttft_p99, tpot_p99_s=req.tpot_p99)
-    spec = _spec(req.model)
     cat = load_catalog()
-    prof = engine(req.engine)
     cons = InferConstraints(market=req.market, vendor=req.vendor, provider=req.provider,
                             domestic_only=req.domestic_only, max_devices=req.max_devices,
                             weights=tuple(req.weights) if req.weights else WEIGHTS, kv_dtype=req.kv_dtype,

@@ -22,17 +22,15 @@ from gpuplan.service import (
     cli_command,
     plans_csv,
     request_of,
-    run_compare,
     run_memory_train,
 )
 from gpuplan.web import catalog_view
 from gpuplan.web.i18n import page_lang
-from gpuplan.web.plans import compute_and_store, in_slot, report_of, saved_json
+from gpuplan.web.plans import plan_answer, report_of, run_compare_job, saved_json
 from gpuplan.web.store import SavedPlan
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/api/v1", tags=["api"])
 
 
 class ErrorDetail(BaseModel):
@@ -56,26 +54,33 @@ class PlanAnswer(BaseModel):
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {422: {"model": ErrorBody, "description": "bad input, as the CLI words it"}}
+# every operation: bad input is 422 in this shape (FastAPI's own validation shape is never sent)
+router = APIRouter(prefix="/api/v1", tags=["api"], responses=ERRORS)
+BUSY: dict[int | str, dict[str, Any]] = {
+    429: {"description": "every worker is busy: try again after Retry-After seconds"}}
 
 
-@router.post("/plan/train", response_model=PlanAnswer, responses=ERRORS)
-async def plan_train(req: TrainPlanRequest, request: Request) -> JSONResponse:
+@router.post("/plan/train", response_model=PlanAnswer, responses=ERRORS | BUSY)
+async def plan_train(req: TrainPlanRequest, request: Request) -> Response:
     """`gpuplan plan train --json` for these options, stored as an immutable plan."""
-    saved = await compute_and_store(request.app, req)
-    return JSONResponse(saved_json(saved), headers={"Location": f"/p/{saved.id}"})
+    return await _answer(request, req)
 
 
-@router.post("/plan/infer", response_model=PlanAnswer, responses=ERRORS)
-async def plan_infer(req: InferPlanRequest, request: Request) -> JSONResponse:
+@router.post("/plan/infer", response_model=PlanAnswer, responses=ERRORS | BUSY)
+async def plan_infer(req: InferPlanRequest, request: Request) -> Response:
     """`gpuplan plan infer --json` for these options (a rate and lengths), stored as an immutable plan."""
-    saved = await compute_and_store(request.app, req)
-    return JSONResponse(saved_json(saved), headers={"Location": f"/p/{saved.id}"})
+    return await _answer(request, req)
+
+
+async def _answer(request: Request, req: TrainPlanRequest | InferPlanRequest) -> Response:
+    pid, body = await plan_answer(request.app, req, page_lang(request))
+    return Response(body, media_type="application/json", headers={"Location": f"/p/{pid}"})
 
 
 @router.post("/memory/train", responses=ERRORS)
 async def memory_train(req: MemoryTrainRequest) -> dict[str, Any]:
     """`gpuplan memory train --json` for these options."""
-    return await run_in_threadpool(run_memory_train, req)
+    return run_memory_train(req)  # a closed form of about a millisecond: no thread hop
 
 
 def _stored(request: Request, plan_id: str) -> SavedPlan:
@@ -89,12 +94,11 @@ def _attachment(name: str) -> dict[str, str]:
     return {"Content-Disposition": f'attachment; filename="{name}"'}
 
 
-@router.post("/compare", responses=ERRORS)
+@router.post("/compare", responses=ERRORS | BUSY)
 async def compare(req: CompareRequest, request: Request) -> dict[str, Any]:
     """`gpuplan compare --json`: 2-4 accelerators for one training job (`tokens`) or serving load (`qps`, the SLO),
     each with its best plan, 80% band and confidence, memory headroom, porting risk and findings (not stored)."""
-    out: dict[str, Any] = await in_slot(request.app, run_compare, req)
-    return out
+    return await run_compare_job(request.app, req, page_lang(request))
 
 
 @router.get("/plans/{plan_id}", response_model=PlanAnswer, responses={404: {"description": "no such plan"}})
@@ -112,7 +116,8 @@ EXPORT_TYPES = {"html": "text/html; charset=utf-8", "md": "text/markdown; charse
 
 
 @router.get("/plans/{plan_id}/export/{fmt}", response_class=Response,
-            responses={200: {"content": {t.split(";")[0]: {} for t in EXPORT_TYPES.values()}},
+            responses={200: {"content": {t.split(";")[0]: {} for t in EXPORT_TYPES.values()}
+                                        | {"application/json": {}}},
                        404: {"description": "no such plan"},
                        409: {"description": "stored before reports were kept, on other versions: recompute it"}})
 async def export_plan(plan_id: str, fmt: ExportFormat, request: Request) -> Response:
@@ -131,7 +136,7 @@ async def export_plan(plan_id: str, fmt: ExportFormat, request: Request) -> Resp
                         headers=_attachment(f"{name}.csv"))
     from gpuplan.render.report_io import render_report
 
-    doc = await report_of(request.app, saved)
+    doc = await report_of(request.app, saved, page_lang(request))
     text = await run_in_threadpool(render_report, doc, fmt, page_lang(request))
     return Response(text, media_type=EXPORT_TYPES[fmt], headers=_attachment(f"{name}.{fmt}"))
 

@@ -7,7 +7,8 @@ any other error answers 500 with a fixed text (never a stack trace); logs never 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from importlib import resources
 from typing import Any
 
@@ -21,9 +22,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.i18n import LANGS
 
-__all__ = ["MAX_BODY_BYTES", "create_app"]
+__all__ = ["DEFAULT_TIME_LIMIT_S", "MAX_BODY_BYTES", "create_app"]
 
 MAX_BODY_BYTES = 256 * 1024
+DEFAULT_TIME_LIMIT_S = 120.0
 log = logging.getLogger("gpuplan.web")
 
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; "
@@ -133,30 +135,41 @@ def _from_validation(exc: RequestValidationError) -> InputError:
                       hint="see /openapi.json for every field" if first.get("type") == "extra_forbidden" else "")
 
 
-def create_app(database_url: str | None = None, slots: int = 2) -> FastAPI:
-    """The whole app; `database_url` defaults to GPUPLAN_DATABASE_URL or the SQLite file in the data folder."""
+def create_app(database_url: str | None = None, slots: int = 2, time_limit: float = DEFAULT_TIME_LIMIT_S) -> FastAPI:
+    """The whole app; `database_url` defaults to GPUPLAN_DATABASE_URL or the SQLite file in the data folder;
+    `slots` worker processes run searches, each stopped after `time_limit` seconds."""
     from gpuplan import __version__
-    from gpuplan.web import api, pages, uploads
-    from gpuplan.web.plans import Slots
+    from gpuplan.web import api, job_pages, jobs_api, pages, uploads
+    from gpuplan.web.jobs import JobPool
     from gpuplan.web.store import Store
 
-    app = FastAPI(title="gpuplan", version=__version__, docs_url="/api/docs", redoc_url=None,
+    pool = JobPool(slots, time_limit)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        await pool.close()
+
+    app = FastAPI(title="gpuplan", version=__version__, docs_url="/api/docs", redoc_url=None, lifespan=lifespan,
                   description="Which GPU servers or cloud instances to rent or buy for LLM training and serving. "
                               "The API answers with the same JSON as the CLI's --json.")
     app.add_middleware(Guard, limits=uploads.BODY_LIMITS)
     app.state.store = Store(database_url)
-    app.state.slots = Slots(slots)
+    app.state.jobs = pool
     static = resources.files("gpuplan.web") / "static"
     app.mount("/static", StaticFiles(directory=str(static)), name="static")
     app.include_router(api.router)
     app.include_router(uploads.api_router)
+    app.include_router(jobs_api.router)
     app.include_router(pages.router)
     app.include_router(uploads.router)
+    app.include_router(job_pages.router)
 
     @app.get("/healthz", tags=["ops"])
     async def healthz() -> dict[str, Any]:
-        """Liveness: answers while every planner slot is busy."""
-        return {"status": "ok", "version": __version__, "busy": app.state.slots.busy, "slots": app.state.slots.n}
+        """Liveness: answers while every worker process is busy."""
+        return {"status": "ok", "version": __version__, "busy": pool.busy, "slots": pool.slots,
+                "time_limit_s": pool.time_limit}
 
     @app.exception_handler(GpuplanError)
     async def on_input(request: Request, exc: GpuplanError) -> Response:
@@ -168,9 +181,17 @@ def create_app(database_url: str | None = None, slots: int = 2) -> FastAPI:
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http(request: Request, exc: StarletteHTTPException) -> Response:
-        if request.url.path.startswith("/api/") or exc.status_code == 429:
-            return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=exc.headers)
-        return pages.error_page(request, exc.status_code, str(exc.detail))
+        api = request.url.path.startswith("/api/")
+        if api and exc.status_code == 400:  # a body that does not decode: bad input like any other
+            return _error(request, InputError(field="body", value=None, allowed="a JSON object in UTF-8"), 422)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:  # every method of the path, not only those of the first route that matched it
+            headers["Allow"] = ", ".join(_methods(app, request))
+        if api or exc.status_code == 429:
+            return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)
+        page = pages.error_page(request, exc.status_code, str(exc.detail))
+        page.headers.update(headers)
+        return page
 
     @app.exception_handler(Exception)
     async def on_crash(request: Request, exc: Exception) -> Response:
@@ -180,6 +201,21 @@ def create_app(database_url: str | None = None, slots: int = 2) -> FastAPI:
         return pages.error_page(request, 500, "internal error")
 
     return app
+
+
+def _methods(app: FastAPI, request: Request) -> list[str]:
+    from starlette.routing import Match, Route
+
+    found: set[str] = set()
+    todo = list(app.routes)
+    while todo:
+        route = todo.pop()
+        inner = getattr(route, "original_router", None)  # an included router: its own routes
+        if inner is not None:
+            todo += inner.routes
+        elif isinstance(route, Route) and route.methods and route.matches(request.scope)[0] != Match.NONE:
+            found |= route.methods
+    return sorted(found)
 
 
 def _error(request: Request, exc: Exception, status: int) -> Response:

@@ -8,16 +8,17 @@ draws with plotly.js (no inline script, so the CSP can forbid it).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from pydantic import BaseModel, ValidationError
 
 from gpuplan.errors import GpuplanError, InputError
-from gpuplan.i18n import LANGS
+from gpuplan.i18n import LANGS, tr
 from gpuplan.service import (
     CompareRequest,
     InferPlanRequest,
@@ -26,12 +27,11 @@ from gpuplan.service import (
     catalog_version,
     cli_command,
     request_of,
-    run_compare,
     run_memory_train,
 )
 from gpuplan.web import catalog_view, views
 from gpuplan.web.i18n import page_lang, translator
-from gpuplan.web.plans import compute_and_store, in_slot
+from gpuplan.web.plans import run_compare_job, start_plan
 from gpuplan.web.store import ID_PATTERN
 
 __all__ = ["error_page", "router"]
@@ -51,8 +51,9 @@ def _ctx(request: Request, **extra: Any) -> dict[str, Any]:
             "path": request.url.path, **extra}
 
 
-def render(request: Request, name: str, status: int = 200, **extra: Any) -> HTMLResponse:
-    return templates.TemplateResponse(request, name, _ctx(request, **extra), status_code=status)
+def render(request: Request, name: str, status: int = 200, headers: Mapping[str, str] | None = None,
+           **extra: Any) -> HTMLResponse:
+    return templates.TemplateResponse(request, name, _ctx(request, **extra), status_code=status, headers=headers)
 
 
 def error_page(request: Request, status: int, message: str) -> HTMLResponse:
@@ -130,11 +131,13 @@ async def train_submit(request: Request) -> Response:
     try:
         form = await train_fields(request)
         req = _request_from(TrainPlanRequest, form)
-        saved = await compute_and_store(request.app, req)
+        return await _start(request, req)
     except GpuplanError as exc:
         return render(request, "train.html", status=413 if isinstance(exc, TooLarge) else 422, models=_models(),
                       values=form, error=_form_error(exc, lang))
-    return RedirectResponse(f"/p/{saved.id}", status_code=303)
+    except HTTPException as exc:
+        return render(request, "train.html", status=exc.status_code, headers=exc.headers, models=_models(),
+                      values=form, error=tr("web.job.busy", lang))
 
 
 @router.get("/serve", response_class=HTMLResponse)
@@ -149,11 +152,20 @@ async def serve_submit(request: Request) -> Response:
     lang = page_lang(request)
     try:
         req = _request_from(InferPlanRequest, form)
-        saved = await compute_and_store(request.app, req)
+        return await _start(request, req)
     except GpuplanError as exc:
         return render(request, "serve.html", status=422, models=_models(), engines=_engines(), values=form,
                       error=_form_error(exc, lang))
-    return RedirectResponse(f"/p/{saved.id}", status_code=303)
+    except HTTPException as exc:
+        return render(request, "serve.html", status=exc.status_code, headers=exc.headers, models=_models(),
+                      engines=_engines(), values=form, error=tr("web.job.busy", lang))
+
+
+async def _start(request: Request, req: TrainPlanRequest | InferPlanRequest) -> Response:
+    """The plan's page when it is stored already, else the page of the job that computes it."""
+    job = await start_plan(request.app, req)
+    where = f"/p/{job.plan_id}" if job.state == "done" and job.plan_id else f"/jobs/{job.id}"
+    return RedirectResponse(where, status_code=303)
 
 
 def _memory(request: Request) -> tuple[dict[str, Any] | None, str | None]:
@@ -270,9 +282,14 @@ async def compare_page(request: Request) -> HTMLResponse:
     fields = {k: v for k, v in values.items() if k not in (SERVE_ONLY if job == "train" else TRAIN_ONLY)}
     try:
         req = _request_from(CompareRequest, fields)
-        doc = await in_slot(request.app, run_compare, req)
+        doc = await run_compare_job(request.app, req, lang)
     except GpuplanError as exc:
         return render(request, "compare.html", status=422, **(ctx | {"error": _form_error(exc, lang)}))
+    except HTTPException as exc:
+        if exc.status_code != 429:
+            raise
+        return render(request, "compare.html", status=429, headers=exc.headers,
+                      **(ctx | {"error": tr("web.job.busy", lang)}))
     from gpuplan.web.marks import mark_compare
 
     view = mark_compare(doc, views.compare_view(doc, lang), lang)

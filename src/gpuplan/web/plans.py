@@ -1,89 +1,114 @@
-"""Compute a plan once per canonical request and versions, in a bounded number of slots, and store it."""
+"""Compute a plan once per canonical request and versions, in the app's pool of worker processes, and store it."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from fastapi import FastAPI, HTTPException
 from fastapi.concurrency import run_in_threadpool
 
+from gpuplan.errors import InputError
+from gpuplan.i18n import tr
 from gpuplan.service import (
+    CompareRequest,
     InferPlanRequest,
     TrainPlanRequest,
     canonical_json,
     catalog_version,
-    plan_infer_report,
-    plan_train_report,
     request_of,
 )
-from gpuplan.web.store import SavedPlan, plan_id
+from gpuplan.service.run import check_plan_infer, check_plan_train
+from gpuplan.web.jobs import Job, JobPool
+from gpuplan.web.store import SavedPlan, plan_id, unpack_json
 
-T = TypeVar("T")
+__all__ = ["job_error", "plan_answer", "report_of", "run_compare_job", "saved_json", "start_plan", "title_of"]
 
-__all__ = ["Slots", "compute_and_store", "in_slot", "report_of", "saved_json", "title_of"]
-
-
-class Slots:
-    """At most `n` plan searches at once; the next one gets 429 with Retry-After instead of a queue that times out."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.busy = 0
-        self._lock = asyncio.Lock()
-
-    async def take(self) -> None:
-        async with self._lock:
-            if self.busy >= self.n:
-                raise HTTPException(429, "every planner slot is busy: try again shortly", headers={"Retry-After": "2"})
-            self.busy += 1
-
-    def give(self) -> None:
-        self.busy -= 1
+PlanRequest = TrainPlanRequest | InferPlanRequest
 
 
-def title_of(req: TrainPlanRequest | InferPlanRequest) -> str:
+def title_of(req: PlanRequest) -> str:
     if isinstance(req, TrainPlanRequest):
         extra = f", {req.deadline:g} days" if req.deadline else ""
         return f"train {req.model}, {req.tokens:.3g} tokens, {req.method}{extra}"
     return f"serve {req.model}, {req.qps:g} req/s, p99 TTFT {req.ttft_p99:g} s, TPOT {req.tpot_p99 * 1e3:g} ms"
 
 
-async def compute_and_store(app: FastAPI, req: TrainPlanRequest | InferPlanRequest) -> SavedPlan:
-    """The stored plan for `req` on this gpuplan and catalog version, computed now when there is none."""
+def _check(req: PlanRequest) -> None:
+    if isinstance(req, TrainPlanRequest):
+        check_plan_train(req)
+    else:
+        check_plan_infer(req)
+
+
+async def start_plan(app: FastAPI, req: PlanRequest) -> Job:
+    """A job that ends with `req`'s plan stored: one that is done already when the plan is in the store, the
+    running one for the same request, or a new one (429 when every slot is busy). Bad numbers and names answer
+    at once (InputError), before any search."""
     from gpuplan import __version__
 
+    await run_in_threadpool(_check, req)
     store = app.state.store
     cat_v = await run_in_threadpool(catalog_version)
     pid = plan_id(canonical_json(req), __version__, cat_v)
+    pool: JobPool = app.state.jobs
     saved: SavedPlan | None = await run_in_threadpool(store.get, pid)
     if saved is not None:
-        return saved
-    result, report = await _plan(app, req)
-    out: SavedPlan = await run_in_threadpool(
-        lambda: store.put(pid, req.kind, req.model_dump(mode="json"), result, gpuplan_version=__version__,
-                          catalog_version=cat_v, title=title_of(req), report=report))
+        return pool.done_job(req.kind, pid)
+
+    async def keep(job: Job) -> None:
+        packed = job.answer
+        await run_in_threadpool(
+            lambda: store.put_packed(pid, req.kind, req.model_dump(mode="json"), packed["result_z"],
+                                     packed["report_z"], gpuplan_version=__version__, catalog_version=cat_v,
+                                     title=title_of(req)))
+        job.plan_id, job.answer = pid, None
+
+    return pool.submit(req.kind, req.model_dump(mode="json"), key=pid, on_done=keep)
+
+
+def job_error(job: Job, lang: str, time_limit: float) -> Exception | None:
+    """Why an ended job has no answer, as the error the API raises (None when it is done): the search's own
+    InputError, the time limit as one (422), cancel as 409, anything else as an internal error (500)."""
+    if job.state == "done":
+        return None
+    if job.error is not None:
+        return job.error
+    if job.failure == "time_limit":
+        return InputError(field="time_limit", value=time_limit,
+                          allowed=tr("web.job.time_limit_allowed", lang, s=f"{time_limit:g}"),
+                          hint=tr("web.job.time_limit_hint", lang))
+    if job.state == "cancelled":
+        return HTTPException(409, {"field": "job", "value": job.id, "allowed": "", "hint": "",
+                                   "message": tr("web.job.cancelled", lang)})
+    return RuntimeError("the worker process failed")
+
+
+async def _wait(app: FastAPI, job: Job, lang: str) -> Job:
+    await job.ended.wait()
+    err = job_error(job, lang, app.state.jobs.time_limit)
+    if err is not None:
+        raise err
+    return job
+
+
+async def plan_answer(app: FastAPI, req: PlanRequest, lang: str = "en") -> tuple[str, bytes]:
+    """The plan id and the API's JSON answer for `req`: from the store, computed now when it is not there."""
+    job = await _wait(app, await start_plan(app, req), lang)
+    body: bytes | None = await run_in_threadpool(app.state.store.answer_json, job.plan_id)
+    if job.plan_id is None or body is None:
+        raise RuntimeError("a finished plan is missing from the store")
+    return job.plan_id, body
+
+
+async def run_compare_job(app: FastAPI, req: CompareRequest, lang: str = "en") -> dict[str, Any]:
+    """`gpuplan compare --json` computed in a worker process (429 when every slot is busy)."""
+    pool: JobPool = app.state.jobs
+    job = await _wait(app, pool.submit("compare", req.model_dump(mode="json")), lang)
+    out: dict[str, Any] = job.answer
     return out
 
 
-async def in_slot(app: FastAPI, fn: Callable[[Any], T], req: Any) -> T:
-    """`fn(req)` in a worker thread, in one of the app's planner slots (429 when all are busy)."""
-    slots: Slots = app.state.slots
-    await slots.take()
-    try:
-        return await run_in_threadpool(fn, req)
-    finally:
-        slots.give()
-
-
-async def _plan(app: FastAPI, req: TrainPlanRequest | InferPlanRequest) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The CLI's --json and the report document, computed in one of the app's planner slots."""
-    fn = plan_train_report if isinstance(req, TrainPlanRequest) else plan_infer_report
-    return await in_slot(app, fn, req)
-
-
-async def report_of(app: FastAPI, saved: SavedPlan) -> dict[str, Any]:
+async def report_of(app: FastAPI, saved: SavedPlan, lang: str = "en") -> dict[str, Any]:
     """The report document of a stored plan. A plan stored before reports were kept gets it computed now, only
     while the gpuplan and catalog versions are those it was planned with (then the same inputs give the same
     plan); otherwise 409: it has to be recomputed as a new plan."""
@@ -97,7 +122,10 @@ async def report_of(app: FastAPI, saved: SavedPlan) -> dict[str, Any]:
     if (saved.gpuplan_version, saved.catalog_version) != (__version__, cat_v):
         raise HTTPException(409, "this plan was stored before its report was kept and gpuplan or the catalog has "
                                  "changed since: recompute it with the current catalog (the button on its page)")
-    _, doc = await _plan(app, request_of(saved.kind, saved.request))
+    req = request_of(saved.kind, saved.request)
+    pool: JobPool = app.state.jobs
+    job = await _wait(app, pool.submit(req.kind, req.model_dump(mode="json")), lang)
+    doc = unpack_json(job.answer["report_z"])
     await run_in_threadpool(store.set_report, saved.id, doc)
     return doc
 

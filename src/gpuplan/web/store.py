@@ -12,20 +12,24 @@ import hashlib
 import json
 import os
 import re
+import threading
 import zlib
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import DateTime, LargeBinary, String, Text, create_engine, event, select
+from sqlalchemy import DateTime, LargeBinary, String, Text, create_engine, event, select, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, deferred, mapped_column
 
-__all__ = ["ID_PATTERN", "PlanRow", "SavedPlan", "Store", "database_url", "plan_id"]
+__all__ = ["ID_PATTERN", "PlanRow", "SavedPlan", "Store", "database_url", "pack_json", "plan_id", "unpack_json"]
 
 ID_PATTERN = re.compile(r"^[0-9a-f]{16}$")
+KEEP_IN_MEMORY = 256  # stored plans kept in memory by each server process (they never change)
+MIGRATION_LOCK = 0x6770_7570_6C61_6E  # a PostgreSQL advisory lock key of gpuplan's own ("gpuplan")
 
 
 class Base(DeclarativeBase):
@@ -90,15 +94,41 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
 
 
 def migrate(engine: Engine) -> None:
-    """Bring the schema to the newest Alembic revision."""
+    """Bring the schema to the newest Alembic revision, in one transaction that server processes starting
+    together on a new database take in turn: PostgreSQL through an advisory lock, SQLite through BEGIN
+    IMMEDIATE (Python's sqlite3 would otherwise run each CREATE TABLE on its own)."""
     from alembic import command
     from alembic.config import Config
 
     cfg = Config()
     cfg.set_main_option("script_location", str(resources.files("gpuplan.web") / "migrations"))
-    with engine.begin() as conn:
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "head")
+    if engine.dialect.name == "sqlite":
+        engine = _sqlite_transactional(engine)
+    try:
+        with engine.begin() as conn:
+            if engine.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+    finally:
+        if engine.dialect.name == "sqlite":
+            engine.dispose()
+
+
+def _sqlite_transactional(engine: Engine) -> Engine:
+    """An engine on the same SQLite file whose transactions start with BEGIN IMMEDIATE and hold DDL too."""
+    out = create_engine(engine.url)
+
+    def connect(dbapi_conn: Any, record: Any) -> None:
+        _sqlite_pragmas(dbapi_conn, record)
+        dbapi_conn.isolation_level = None  # the driver's own BEGIN handling off; the one below instead
+
+    def begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    event.listen(out, "connect", connect)
+    event.listen(out, "begin", begin)
+    return out
 
 
 class Store:
@@ -110,33 +140,67 @@ class Store:
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         migrate(self.engine)
+        self._recent: OrderedDict[str, SavedPlan] = OrderedDict()
+        self._lock = threading.Lock()
 
     def get(self, pid: str) -> SavedPlan | None:
+        """The stored plan (None when there is none); plans never change, so the last ones read are kept in
+        memory and a page view of a recent plan does not read the database."""
         if not ID_PATTERN.match(pid):
             return None
+        with self._lock:
+            hit = self._recent.get(pid)
+            if hit is not None:
+                self._recent.move_to_end(pid)
+                return hit
         with Session(self.engine) as s:
             row = s.get(PlanRow, pid)
-            return None if row is None else _saved(row)
+            saved = None if row is None else _saved(row)
+        if saved is not None:
+            with self._lock:
+                self._recent[pid] = saved
+                while len(self._recent) > KEEP_IN_MEMORY:
+                    self._recent.popitem(last=False)
+        return saved
 
     def put(self, pid: str, kind: str, request: dict[str, Any], result: dict[str, Any], *, gpuplan_version: str,
             catalog_version: str, title: str, report: dict[str, Any] | None = None) -> SavedPlan:
         """Store a plan once; an id already stored keeps its first row (plans never change)."""
+        self.put_packed(pid, kind, request, pack_json(result), None if report is None else pack_json(report),
+                        gpuplan_version=gpuplan_version, catalog_version=catalog_version, title=title)
+        saved = self.get(pid)
+        assert saved is not None
+        return saved
+
+    def put_packed(self, pid: str, kind: str, request: dict[str, Any], result_z: bytes, report_z: bytes | None, *,
+                   gpuplan_version: str, catalog_version: str, title: str) -> None:
+        """`put` with the result and report already packed (`pack_json`, done in the worker process that
+        computed them, so the server process never encodes them)."""
         with Session(self.engine) as s:
-            row = s.get(PlanRow, pid)
-            if row is None:
-                row = PlanRow(id=pid, kind=kind, request_json=json.dumps(request, sort_keys=True),
-                              result_z=zlib.compress(json.dumps(result).encode(), 6),
-                              gpuplan_version=gpuplan_version, catalog_version=catalog_version, title=title[:200],
-                              created_at=datetime.now(timezone.utc), report_z=_pack(report))
-                s.add(row)
-                try:
-                    s.commit()
-                except Exception:  # another request stored the same id first
-                    s.rollback()
-                    row = s.get(PlanRow, pid)
-                    if row is None:
-                        raise
-            return _saved(row)
+            if s.get(PlanRow, pid) is not None:
+                return
+            s.add(PlanRow(id=pid, kind=kind, request_json=json.dumps(request, sort_keys=True), result_z=result_z,
+                          gpuplan_version=gpuplan_version, catalog_version=catalog_version, title=title[:200],
+                          created_at=datetime.now(timezone.utc), report_z=report_z))
+            try:
+                s.commit()
+            except Exception:  # another request stored the same id first
+                s.rollback()
+                if s.get(PlanRow, pid) is None:
+                    raise
+
+    def answer_json(self, pid: str) -> bytes | None:
+        """The API's answer for a stored plan (`plan_id`, `share_url`, then the stored result) as JSON text,
+        built from the stored bytes without decoding them."""
+        if not ID_PATTERN.match(pid):
+            return None
+        with Session(self.engine) as s:
+            blob = s.scalar(select(PlanRow.result_z).where(PlanRow.id == pid))
+        if blob is None:
+            return None
+        body = zlib.decompress(blob).strip()
+        head = json.dumps({"plan_id": pid, "share_url": f"/p/{pid}"}).encode()
+        return head if body == b"{}" else head[:-1] + b", " + body[1:]
 
     def report(self, pid: str) -> dict[str, Any] | None:
         """The stored report document of a plan (None when the plan or its report is missing)."""
@@ -144,14 +208,14 @@ class Store:
             return None
         with Session(self.engine) as s:
             blob = s.scalar(select(PlanRow.report_z).where(PlanRow.id == pid))
-            return None if blob is None else dict(json.loads(zlib.decompress(blob)))
+            return None if blob is None else unpack_json(blob)
 
     def set_report(self, pid: str, report: dict[str, Any]) -> None:
         """Keep the report of a plan stored before reports were (only where none is stored: plans never change)."""
         with Session(self.engine) as s:
             row = s.get(PlanRow, pid)
             if row is not None and row.report_z is None:
-                row.report_z = _pack(report)
+                row.report_z = pack_json(report)
                 s.commit()
 
     def recent(self, limit: int = 50) -> list[SavedPlan]:
@@ -160,11 +224,21 @@ class Store:
             return [_saved(r) for r in rows]
 
 
-def _pack(doc: dict[str, Any] | None) -> bytes | None:
-    return None if doc is None else zlib.compress(json.dumps(doc).encode(), 6)
+def pack_json(doc: dict[str, Any]) -> bytes:
+    """A document as stored: JSON, zlib-compressed."""
+    return zlib.compress(json.dumps(doc).encode(), 6)
+
+
+def unpack_json(blob: bytes) -> dict[str, Any]:
+    return dict(json.loads(zlib.decompress(blob)))
 
 
 def _saved(row: PlanRow) -> SavedPlan:
     return SavedPlan(id=row.id, kind=row.kind, request=json.loads(row.request_json),
-                     result=json.loads(zlib.decompress(row.result_z)), gpuplan_version=row.gpuplan_version,
-                     catalog_version=row.catalog_version, title=row.title, created_at=row.created_at)
+                     result=unpack_json(row.result_z), gpuplan_version=row.gpuplan_version,
+                     catalog_version=row.catalog_version, title=row.title, created_at=_utc(row.created_at))
+
+
+def _utc(when: datetime) -> datetime:
+    """Stored times are UTC; SQLite gives them back without a zone, PostgreSQL with one: always with one."""
+    return when if when.tzinfo is not None else when.replace(tzinfo=timezone.utc)

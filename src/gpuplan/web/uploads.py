@@ -20,6 +20,7 @@ from gpuplan.bench.records import BenchResult
 from gpuplan.errors import GpuplanError
 from gpuplan.service.bench_upload import bench_answer, read_result, safe_name
 from gpuplan.service.uploads import MAX_BENCH_BYTES, MAX_CONFIG_BYTES, TooLarge, config_name, parse_json
+from gpuplan.web.api import ErrorBody
 from gpuplan.web.i18n import page_lang
 
 __all__ = ["BODY_LIMITS", "api_router", "router", "train_fields"]
@@ -32,7 +33,8 @@ CONFIG_FILE = "hf_config_file"
 
 
 @api_router.post("/bench", responses={413: {"description": f"body over {MAX_BENCH_BYTES} bytes"},
-                                      422: {"description": "not a bench result (the first key that does not follow "
+                                      422: {"model": ErrorBody,
+                                            "description": "not a bench result (the first key that does not follow "
                                                            "the schema, unknown keys included)"}})
 async def bench_api(result: BenchResult, request: Request,
                     accelerator: str | None = Query(default=None, max_length=100,
