@@ -41,3 +41,25 @@ def test_api_answers_the_figures_without_the_rows(client: Any) -> None:
     body = r.json()
     assert {"coverage", "parts", "classes", "as_of", "method"} <= set(body) and "rows" not in body
     assert body["parts"] == accuracy_data()["parts"]
+
+
+@pytest.mark.parametrize(("lang", "title"), [("en", "Accuracy per source"), ("zh", "各数据来源准确度")])
+def test_page_and_api_show_accuracy_per_source(fresh: Any, lang: str, title: str) -> None:
+    """Issue 14: accuracy per part and per source. Each source's held-out rows: the median error computed here
+    from the entries equals what the page and the API show."""
+    import numpy as np
+
+    data = accuracy_data()
+    mine = [e for e in data["entries"] if e["fold"] == "source" and e["kind"] == "serve"
+            and e["source"] == "github:qwenlm/qwen2.5"]
+    assert mine
+    median = float(np.median([abs(1 / e["cv_ratio"] - 1) for e in mine]))
+    page = fresh.get(f"/validation?lang={lang}").text
+    assert title in page
+    table = page.split('id="sources-serve"')[1].split("</table>")[0]
+    assert re.search(rf"<code>github:qwenlm/qwen2.5</code></td><td>{len(mine)}</td><td>[^<]*h20-96gb[^<]*</td>"
+                     rf"<td>[^<]*</td><td>{median:.1%}</td>", table)
+    api = fresh.get("/api/v1/validation").json()["sources"]
+    row = next(r for r in api["serve"] if r["source"] == "github:qwenlm/qwen2.5")
+    assert row["rows"] == len(mine) and row["cv_median_ape"] == pytest.approx(median)
+    assert {k for k in api} == {"train", "serve", "memory"}

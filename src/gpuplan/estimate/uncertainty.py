@@ -28,7 +28,7 @@ from typing import Any, Literal
 import numpy as np
 
 __all__ = ["MIN_ROWS", "Band", "ClassStats", "EstimateClass", "accuracy_data", "band", "class_stats",
-           "part_accuracy", "source_quantiles", "summarize"]
+           "part_accuracy", "source_accuracy", "source_quantiles", "summarize"]
 
 MIN_ROWS = 12
 Orientation = Literal["rate", "time"]
@@ -174,3 +174,21 @@ def part_accuracy(kind: str, accelerator: str) -> dict[str, Any] | None:
     parts: dict[str, Any] = accuracy_data().get("parts", {}).get(kind, {})
     found = parts.get(accelerator)
     return dict(found) if found else None
+
+
+def source_accuracy(data: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Per kind, each source's rows held out together (leave one source out) and how far off they came:
+    median and 90th-percentile error of the held-out prediction, and of the in-sample one, most rows first."""
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for e in data.get("entries", []):
+        if e.get("fold") == "source" and e.get("cv_ratio"):
+            groups.setdefault((e["kind"], e["source"]), []).append(e)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for (kind, source), rows in groups.items():
+        cv = [abs(1.0 / float(r["cv_ratio"]) - 1.0) for r in rows]
+        ins = [abs(1.0 / float(r["in_sample_ratio"]) - 1.0) for r in rows if r.get("in_sample_ratio")]
+        out.setdefault(kind, []).append({
+            "source": source, "rows": len(rows), "parts": sorted({str(r["accelerator"]) for r in rows}),
+            "cv_median_ape": float(np.median(cv)), "cv_p90_ape": float(np.percentile(cv, 90)),
+            "in_sample_median_ape": float(np.median(ins)) if ins else None})
+    return {k: sorted(v, key=lambda r: (-r["rows"], r["source"])) for k, v in sorted(out.items())}

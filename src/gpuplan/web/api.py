@@ -143,11 +143,12 @@ async def export_plan(plan_id: str, fmt: ExportFormat, request: Request) -> Resp
 
 @router.get("/validation")
 async def validation() -> dict[str, Any]:
-    """The shipped cross-validation result: coverage of the 80% bands, accuracy per part and per class (the rows
-    behind them are left out)."""
-    from gpuplan.estimate.uncertainty import accuracy_data
+    """The shipped cross-validation result: coverage of the 80% bands, accuracy per part, per source (`sources`:
+    each source's rows held out together) and per class (the rows behind them are left out)."""
+    from gpuplan.estimate.uncertainty import accuracy_data, source_accuracy
 
-    return {k: v for k, v in accuracy_data().items() if k not in ("rows", "entries")}
+    data = accuracy_data()
+    return {**{k: v for k, v in data.items() if k not in ("rows", "entries")}, "sources": source_accuracy(data)}
 
 
 @router.get("/catalog/{kind}")

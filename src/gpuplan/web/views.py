@@ -299,7 +299,7 @@ def _pct(v: float | None) -> str:
 
 def validation_view(data: Mapping[str, Any], lang: str) -> dict[str, Any]:
     """The shipped cross-validation result (estimate.uncertainty.accuracy_data) as tables: coverage of the 80%
-    bands per kind, accuracy per part (in-sample, held-out source, held-out part) and per class."""
+    bands per kind, accuracy per part (in-sample, held-out source, held-out part), per source and per class."""
     cov = data.get("coverage") or {}
     coverage = [{"kind": tr(f"web.validation.kind.{k}", lang), "rows": cov[k]["rows"],
                  "coverage": _pct(cov[k]["coverage"])} for k in KINDS if k in cov]
@@ -313,10 +313,17 @@ def validation_view(data: Mapping[str, Any], lang: str) -> dict[str, Any]:
         if rows:
             parts.append({"kind": k, "title": tr("web.validation.parts", lang, kind=tr(f"web.validation.kind.{k}",
                                                                                        lang)), "rows": rows})
+    from gpuplan.estimate.uncertainty import source_accuracy
+
+    sources = [{"kind": k, "title": tr("web.validation.by_source", lang, kind=tr(f"web.validation.kind.{k}", lang)),
+                "rows": [{"source": r["source"], "rows": r["rows"], "parts": ", ".join(r["parts"]),
+                          "in_sample": _pct(r["in_sample_median_ape"]), "cv": _pct(r["cv_median_ape"]),
+                          "cv_p90": _pct(r["cv_p90_ape"])} for r in per]}
+               for k, per in source_accuracy(data).items() if k in KINDS]
     classes = [{"key": c["key"], "n": c["n"], "sources": c["sources"], "median": _pct(c["median_ape"]),
                 "band": f"{c['q10']:.2f}-{c['q90']:.2f}"}
                for _, c in sorted((data.get("classes") or {}).items())]
-    return {"coverage": coverage, "parts": parts, "classes": classes,
+    return {"coverage": coverage, "parts": parts, "sources": sources, "classes": classes,
             "produced": tr("web.validation.produced", lang, by=data.get("produced_by", ""),
                            date=data.get("as_of", ""), version=data.get("gpuplan_version", ""),
                            method=data.get("method", ""))}
