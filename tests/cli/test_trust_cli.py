@@ -114,3 +114,11 @@ def test_plan_train_says_when_the_band_reaches_past_the_deadline(lang: str, word
     rec = json.loads(_ok([*QUICK, "--json"]))["recommended"]
     late = [c for c in rec["caveats"] if c["input"] == "deadline"]
     assert late and late[0]["safe_alternative"]["devices"] >= rec["devices"]
+
+
+def test_plan_infer_option_lists_the_weight_formats_the_search_uses() -> None:
+    """cli.infer_plan names the formats without importing the serving planner (speed): they must stay equal."""
+    from gpuplan.cli import infer_plan
+    from gpuplan.search import infer_search
+
+    assert infer_plan.WEIGHTS == infer_search.WEIGHTS

@@ -140,8 +140,12 @@ def training_facts(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, fig: 
                    thresholds: Thresholds | None = None, deadline_days: float | None = None,
                    market: str | None = None, provider: str | None = None,
                    requirements: Requirements | None = None, growth: bool = True,
-                   layout_family: str = "megatron") -> PlanFacts:
-    """PlanFacts of one training plan (the figures of `plan_figures` for the chosen layout on `hw`)."""
+                   layout_family: str = "megatron", fabric_variants: bool = True) -> PlanFacts:
+    """PlanFacts of one training plan (the figures of `plan_figures` for the chosen layout on `hw`).
+
+    `growth` and `fabric_variants` (the plan re-run on RDMA, TCP, full NICs, an oversubscribed fabric and FP8) feed the
+    advice on the recommended plan; a plan checked only for blocking findings (market, residency, compliance)
+    needs neither."""
     cal = calibration or default_calibration()
     th = thresholds or default_thresholds()
     layout = fig["layout"]
@@ -151,7 +155,7 @@ def training_facts(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, fig: 
     rel = fig["reliability"]
     pipe = fig["data_pipeline"]
     variants: dict[str, Any] = {}
-    if n > gpn and hw.network is not None:
+    if fabric_variants and n > gpn and hw.network is not None:
         rdma_id = hw.network.id if hw.network.rdma else usual_network(catalog, hw.accelerator.id)[0]
         tcp_id = hw.network.id if not hw.network.rdma else TCP_REFERENCE
         for key, net_id in (("rdma", rdma_id), ("tcp", tcp_id)):
@@ -169,7 +173,7 @@ def training_facts(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, fig: 
         ratio = th.value("oversubscription_ratio_checked")
         variants["oversub"] = replan_step(spec, job, replace(hw, nics_per_node=hw.nics_per_node / ratio), n, cal,
                                           layout_family)
-    if job.precision in ("bf16", "fp16") and hw.accelerator.fp8_dense_tflops is not None:
+    if fabric_variants and job.precision in ("bf16", "fp16") and hw.accelerator.fp8_dense_tflops is not None:
         r = pinned_step(spec, job.model_copy(update={"precision": "fp8"}), hw, layout, cal)
         if r:
             variants["fp8"], variants["fp8_mem"] = r

@@ -210,17 +210,21 @@ def plan_hardware(plan: Mapping[str, Any], catalog: Catalog) -> ClusterHardware:
 
 
 def _facts_for(plan: dict[str, Any], spec: ModelSpec, job: TrainingJob, catalog: Catalog, cal: Calibration,
-               th: Thresholds, cons: PlanConstraints, tokens: float, requirements: Requirements | None) -> PlanFacts:
+               th: Thresholds, cons: PlanConstraints, tokens: float, requirements: Requirements | None,
+               light: bool = False) -> PlanFacts:
     return training_facts(spec, job, plan_hardware(plan, catalog), plan, catalog=catalog, tokens=tokens,
                           calibration=cal, thresholds=th, deadline_days=cons.deadline_days, market=cons.market,
-                          provider=cons.provider, requirements=requirements, layout_family=cons.layout_family)
+                          provider=cons.provider, requirements=requirements, layout_family=cons.layout_family,
+                          growth=not light, fabric_variants=not light)
 
 
 def choose(plans: Sequence[dict[str, Any]], spec: ModelSpec, job: TrainingJob, catalog: Catalog, cal: Calibration,
            th: Thresholds, cons: PlanConstraints, tokens: float, requirements: Requirements | None,
-           ) -> tuple[dict[str, Any] | None, dict[str, Any], PlanFacts | None, Sequence[Any]]:
+           light: bool = False) -> tuple[dict[str, Any] | None, dict[str, Any], PlanFacts | None, Sequence[Any]]:
     """(recommended plan, rule as applied, its facts, its findings): the rule of `recommend_rule`, skipping
-    accelerators whose plan draws a blocking finding (export control, residency, compliance)."""
+    accelerators whose plan draws a blocking finding (export control, residency, compliance). `light`: only the
+    plan matters (an alternative), so its facts leave out growth and the fabric variants, which no blocking
+    finding reads."""
     tol = th.value("recommend_cost_tolerance")
     target = target_days(cons, th)
     excluded: dict[str, str] = {}
@@ -230,7 +234,7 @@ def choose(plans: Sequence[dict[str, Any]], spec: ModelSpec, job: TrainingJob, c
         if picked is None:
             break
         best, rule = picked
-        facts = _facts_for(best, spec, job, catalog, cal, th, cons, tokens, requirements)
+        facts = _facts_for(best, spec, job, catalog, cal, th, cons, tokens, requirements, light)
         findings = advise(facts, th)
         blocks = _blocking(findings)
         if not blocks:
@@ -316,7 +320,7 @@ def _with_trust(best: dict[str, Any], rule: dict[str, Any], plans: Sequence[dict
     """The recommendation with what it rests on (advise/trust.py): caveats with break-even values against
     the best plan on confirmed inputs, and the best plan of each market when no --market was given."""
     def pick(pool: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
-        return choose(pool, spec, job, catalog, cal, th, cons, tokens, requirements)[0] if pool else None
+        return choose(pool, spec, job, catalog, cal, th, cons, tokens, requirements, light=True)[0] if pool else None
 
     alt = None if is_confirmed(best) else pick([p for p in plans if is_confirmed(p)])
     per_market = {}

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import typer
 from pydantic import ValidationError
 from rich.table import Table
 
 from gpuplan.advise.findings import load_thresholds
-from gpuplan.advise.report_infer import choose_fleet, inference_report
-from gpuplan.advise.trust import serving_recommendation
 from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_report, save_report_quiet
 from gpuplan.cli.common import console, fail, positives, print_json
 from gpuplan.cli.emit import check_formats, pick_plan, write_serve
@@ -22,13 +20,15 @@ from gpuplan.hardware import load_catalog
 from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.report_text import infer_rule_line
 from gpuplan.render.trust_text import band_num, confidence_text, trust_lines
-from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms
-from gpuplan.search.infer_search import WEIGHTS, InferConstraints, plan_inference
-from gpuplan.simulate.arrivals import read_trace
-from gpuplan.simulate.lengths import parse_length_dist
 from gpuplan.units import sig
-from gpuplan.workload.engines import engine
 from gpuplan.workload.presets import load_model
+
+if TYPE_CHECKING:
+    from gpuplan.search.infer_load import InferLoad, InferSlo
+
+# the weight formats `plan infer` searches (search.infer_search.WEIGHTS; a test holds them equal): the serving
+# planner's modules load only when `plan infer` runs, not for `plan train` (the same command group)
+WEIGHTS = ("bf16", "fp8", "int8", "int4")
 
 __all__ = ["COLS", "plan_infer"]
 
@@ -37,6 +37,10 @@ COLS = ("hardware", "fleet", "usd_h", "usd_m", "util", "latency", "confidence", 
 
 def _load(qps: float | None, trace: Path | None, input_len: int | None, output_len: int | None,
           input_dist: str | None, output_dist: str | None) -> InferLoad:
+    from gpuplan.search.infer_load import InferLoad
+    from gpuplan.simulate.arrivals import read_trace
+    from gpuplan.simulate.lengths import parse_length_dist
+
     if trace is not None:
         if qps is not None:
             raise InputError(field="qps", value=qps, allowed="left out with --trace (the trace sets the load)")
@@ -105,6 +109,12 @@ def plan_infer(
     pick: int = typer.Option(None, "--pick", min=1, help=help_text("help.common.emit_pick")),
 ) -> None:
     """Search instances, TP/PP/EP, weight format and replicas for the cheapest fleet meeting the SLO."""
+    from gpuplan.advise.report_infer import choose_fleet, inference_report
+    from gpuplan.advise.trust import serving_recommendation
+    from gpuplan.search.infer_load import InferSlo, planner_terms
+    from gpuplan.search.infer_search import InferConstraints, plan_inference
+    from gpuplan.workload.engines import engine
+
     try:
         language = resolve_lang(lang)
         formats = check_formats(emit, "serve")

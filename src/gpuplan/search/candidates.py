@@ -55,7 +55,7 @@ class Candidates:
     def __len__(self) -> int:
         return int(self.tp.shape[0])
 
-    def take(self, mask_or_index: np.ndarray) -> Candidates:
+    def take(self, mask_or_index: np.ndarray | slice) -> Candidates:
         return Candidates(*(getattr(self, f.name)[mask_or_index] for f in fields(self)))
 
     def row(self, i: int) -> dict[str, int | str]:

@@ -27,6 +27,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -339,6 +340,14 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
                       tokens_per_step=tokens_step, model_flops_per_token=model_fpt, hw_flops_per_token=hw_fpt)
 
 
+@lru_cache(maxsize=1024)
+def _layer_bytes(spec: ModelSpec, job: TrainingJob, tp: int, cp: int, piped: int) -> tuple[float, float]:
+    """Bytes a dense and a MoE layer produce per micro-batch sequence (the same for every hardware option of a
+    search: spec and job are frozen records, hence cached)."""
+    a = activation_breakdown(spec, job, Layout(tp=tp, cp=cp, pp=1 + piped))
+    return a.dense_layer_bytes, a.moe_layer_bytes
+
+
 def _elementwise_s(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Candidates, cal: Calibration,
                    rc_scale: Any) -> Any:
     """Memory-bound kernels (norms, activations, residual adds, rotary, MoE permutation, softmax).
@@ -356,9 +365,8 @@ def _elementwise_s(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Ca
                          hint="add hbm_bandwidth_gbps to its catalog entry")
     j = job.model_copy(update={"micro_batch": 1, "recompute": "none"})
 
-    def per_layer(tp: int, cp: int, piped: int) -> list[float]:
-        a = activation_breakdown(spec, j, Layout(tp=tp, cp=cp, pp=1 + piped))
-        return [a.dense_layer_bytes, a.moe_layer_bytes]
+    def per_layer(tp: int, cp: int, piped: int) -> tuple[float, float]:
+        return _layer_bytes(spec, j, tp, cp, piped)
 
     b = by_unique((c.tp, c.cp, (c.pp > 1).astype(np.int64)), per_layer, 2)
     dense_n = (spec.num_layers - spec.num_moe_layers) / c.pp

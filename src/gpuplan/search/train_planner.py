@@ -206,7 +206,7 @@ def plan_figures(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Cand
         "hfu": hw_tflops / peak,
         "layout": {**layout.model_dump(), "micro_batch": row["micro_batch"], "recompute": row["recompute"],
                    "devices": n, "gpus_per_node": hw.gpus_per_node, "microbatches": row["microbatches"],
-                   "pp_cross_node_hops": (int(pp_cross_node_hops(c.take(np.array([i])), hw.gpus_per_node)[0])
+                   "pp_cross_node_hops": (int(pp_cross_node_hops(c.take(slice(i, i + 1)), hw.gpus_per_node)[0])
                                           if hw.network else 0)},
         "reliability": rel,
         "data_pipeline": data_pipeline(spec, job, tps, n, hw, cal),

@@ -158,7 +158,8 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
     plans: list[dict[str, Any]] = []
     evaluated = 0
     considered = []
-    nodes: dict[int, tuple[Candidates, np.ndarray]] = {}  # candidates and memory per node shape
+    nodes: dict[int, tuple[Candidates, np.ndarray]] = {}  # candidates and memory of every node shape
+    cut: dict[tuple[int, int], tuple[Candidates, np.ndarray]] = {}  # ... of one node shape up to one size
     evals: dict[Any, Any] = {}  # options that share node shape and fabric share the evaluation
     memories: dict[Any, Any] = {}  # memory breakdown per layout (hardware-independent)
     fastest: tuple[float, str, int] | None = None  # the quickest plan a deadline rejected
@@ -168,17 +169,28 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
     def count(why: str, k: int = 1) -> None:
         rejected[why] = rejected.get(why, 0) + k
 
+    # node shapes the catalog can offer: layouts and their memory are generated once for the sizes of all of them
+    shapes = sorted({8, cons.gpus_per_node or 8, *(s.accelerators_per_node for s in catalog.servers.values()),
+                     *(int(i.accelerator_count) for i in catalog.instances.values()
+                       if i.accelerator_count >= 1 and float(i.accelerator_count).is_integer())})
+
     def node_candidates(gpn: int, top: int) -> tuple[Candidates, np.ndarray]:
-        """The layouts (and their memory) of every size up to `top` on `gpn`-device nodes: those of every size
-        up to --max-devices, generated and sized once per node shape, cut at `top` (the same rows, in order)."""
-        if gpn not in nodes:
-            sizes = cluster_sizes(cons.min_devices, cons.max_devices, gpn)
-            c = generate(spec, family_choices(cons.layout_family, sizes, gpn), seq_len=job.seq_len,
+        """The layouts (and their memory) of every size up to `top` on `gpn`-device nodes. Memory does not depend
+        on the hardware and generate() orders rows by size first, so the layouts of every node shape's sizes are
+        generated and sized once and each shape takes its rows (the same rows, in the same order, as generating
+        for that shape alone: TP within the node, that shape's sizes)."""
+        key = 0 if gpn in shapes else gpn
+        if key not in nodes:
+            group = shapes if key == 0 else [gpn]
+            every = sorted({n for g in group for n in cluster_sizes(cons.min_devices, cons.max_devices, g)})
+            c = generate(spec, family_choices(cons.layout_family, every, max(group)), seq_len=job.seq_len,
                          global_batch=int(job.global_batch or 1))
-            nodes[gpn] = (c, candidate_memory_bytes(spec, job, c, calibration=cal))
-        c, mem = nodes[gpn]
-        keep = c.devices <= top
-        return c.take(keep), mem[keep]
+            nodes[key] = (c, candidate_memory_bytes(spec, job, c, calibration=cal))
+        if (gpn, top) not in cut:
+            c, mem = nodes[key]
+            keep = np.isin(c.devices, cluster_sizes(cons.min_devices, top, gpn)) & (c.tp <= gpn)
+            cut[(gpn, top)] = (c.take(keep), mem[keep])
+        return cut[(gpn, top)]
 
     for acc in progress.each(catalog.accelerators.values()):
         why = policy_rejection(acc, cons)
