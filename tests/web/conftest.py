@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("fastapi", reason="the web extra is not installed (pip install -e '.[web]')")
-pytest.importorskip("sqlalchemy", reason="the web extra is not installed")
+pytest.importorskip("fastapi", reason="gpuplan's web dependencies are not installed (pip install -e .)")
+pytest.importorskip("sqlalchemy", reason="gpuplan's web dependencies are not installed (pip install -e .)")
 
 from fastapi.testclient import TestClient  # noqa: E402
 from web_cases import INFER, TRAIN  # noqa: F401  (re-exported for the fixtures below)

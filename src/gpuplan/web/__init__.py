@@ -2,5 +2,6 @@
 
 A thin door onto the library: requests are `gpuplan.service` models, answers are the CLI's `--json`
 documents, stored as immutable plans (`store.py`) and rendered on the server (`pages.py`, `templates/`).
-Needs the `web` extra (`pip install "gpuplan[web]"`).
+Its libraries (FastAPI, Jinja2, SQLAlchemy, Alembic, uvicorn) are gpuplan's own dependencies; the `web` extra
+adds PostgreSQL and a faster server.
 """
