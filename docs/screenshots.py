@@ -18,11 +18,8 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import sys
 import tempfile
-import threading
-import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,27 +41,14 @@ def serving(folder: Path) -> Iterator[str]:
     """The app on a free loopback port, its store and user config in `folder`."""
     os.environ["XDG_CONFIG_HOME"] = str(folder / "config")
     os.environ["GPUPLAN_DATA_DIR"] = str(folder / "data")
-    import uvicorn
-
     from gpuplan.web.app import create_app
+    from gpuplan.web.local import serve_in_thread
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    app = create_app(f"sqlite:///{folder / 'plans.db'}")
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("the app did not start")
-        time.sleep(0.05)
+    server, base = serve_in_thread(create_app(f"sqlite:///{folder / 'plans.db'}"))
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield base
     finally:
         server.should_exit = True
-        thread.join(timeout=10)
 
 
 def plan(base: str, kind: str, body: dict[str, Any]) -> str:

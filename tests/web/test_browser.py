@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,27 +21,15 @@ CHROMIUM = os.environ.get("GPUPLAN_CHROMIUM") or shutil.which("chromium") or "/u
 if not Path(CHROMIUM).exists():
     pytest.skip(f"no chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
 
-import uvicorn  # noqa: E402
-
 from gpuplan.web.app import create_app  # noqa: E402
+from gpuplan.web.local import serve_in_thread  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    app = create_app(f"sqlite:///{tmp_path_factory.mktemp('browser') / 'p.db'}")
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
+    server, url = serve_in_thread(create_app(f"sqlite:///{tmp_path_factory.mktemp('browser') / 'p.db'}"), timeout_s=30)
+    yield url
     server.should_exit = True
-    thread.join(timeout=10)
 
 
 @pytest.fixture(scope="module")

@@ -35,7 +35,7 @@ from typing import Any
 from gpuplan.bench.layout import BenchLayout
 from gpuplan.workload.model_spec import ModelSpec
 
-__all__ = ["ParallelStep", "build_parallel", "stage_layers"]
+__all__ = ["ParallelStep", "accumulation_step", "build_parallel", "stage_layers"]
 
 
 def stage_layers(num_layers: int, pp: int, stage: int) -> tuple[int, int]:
@@ -54,6 +54,26 @@ class ParallelStep:
     step: Callable[[], float]
     implementation: str
     dp_rank: int
+
+
+def accumulation_step(model: Any, opt: Any, ids: Any, microbatches: int, sync: Callable[[bool], None] | None,
+                      autocast: Callable[[], Any]) -> Callable[[], float]:
+    """One optimizer step over `microbatches` micro-batches of `ids` (gradient accumulation; `sync(True)` only
+    before the last backward, so gradients are reduced once per step); the step returns this rank's mean loss."""
+    def step() -> float:
+        total = 0.0
+        for k in range(microbatches):
+            if sync is not None:
+                sync(k == microbatches - 1)
+            with autocast():
+                loss = model(input_ids=ids, labels=ids, use_cache=False).loss / microbatches
+            loss.backward()
+            total += float(loss.detach())
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return total
+
+    return step
 
 
 def _apply_tp(layers: list[Any], tp_mesh: Any) -> None:
@@ -143,17 +163,10 @@ def build_parallel(t: Any, spec: ModelSpec, layout: BenchLayout, *, device: Any,
     keeps_loss = tp_rank == 0 and pp_rank == layout.pp - 1  # one rank per DP replica reports the loss
     parts = [f"TP{layout.tp} (DTensor ColwiseParallel/RowwiseParallel)"] if layout.tp > 1 else []
     if layout.pp == 1:
+        run = accumulation_step(model, opt, ids, layout.microbatches, sync, autocast)
+
         def step() -> float:
-            total = 0.0
-            for k in range(layout.microbatches):
-                if sync is not None:
-                    sync(k == layout.microbatches - 1)
-                with autocast():
-                    loss = model(input_ids=ids, labels=ids, use_cache=False).loss / layout.microbatches
-                loss.backward()
-                total += float(loss.detach())
-            opt.step()
-            opt.zero_grad(set_to_none=True)
+            total = run()
             return total if keeps_loss else 0.0
 
         return ParallelStep(step=step, implementation=_impl(parts, layout), dp_rank=dp_rank)

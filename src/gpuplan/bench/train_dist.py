@@ -174,19 +174,9 @@ def _dp_step(t: Any, spec: Any, layout: BenchLayout, a: Any, backend: Any, local
     gen = t.Generator(device=local.device).manual_seed(1000 + rank)  # each rank its own data
     ids = t.randint(0, spec.vocab_size, (layout.micro_batch, a.seq_len), device=local.device, generator=gen)
 
-    def step() -> float:
-        total = 0.0
-        for k in range(layout.microbatches):
-            grad_sync(k == layout.microbatches - 1)  # gradients reduced once per optimizer step
-            with autocast():
-                loss = model(input_ids=ids, labels=ids, use_cache=False).loss / layout.microbatches
-            loss.backward()
-            total += float(loss.detach())
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        return total
+    from gpuplan.bench.parallel import accumulation_step
 
-    return step, impl
+    return accumulation_step(model, opt, ids, layout.microbatches, grad_sync, autocast), impl
 
 
 def _write(path: str, data: dict[str, Any]) -> None:
