@@ -183,6 +183,8 @@ class JobPool:
         while job.state == "running":
             if job.started is not None and time.monotonic() - job.started > self.time_limit:
                 _stop(job.proc)
+                if job.proc is not None:  # reaped before the job reads as failed: a failed job holds no process
+                    await asyncio.to_thread(job.proc.join, 5)
                 self._end(job, "failed", failure="time_limit")
                 return None
             if not recv.poll():
