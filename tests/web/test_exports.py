@@ -69,7 +69,7 @@ def test_json_export_is_the_stored_plan(client: Any, infer_plan: dict[str, Any])
     assert r.json() == client.get(f"/api/v1/plans/{infer_plan['plan_id']}").json()
 
 
-UPLOADED = ("hf_config", "calibration")  # uploaded content: no option holds it (test_uploads checks the notes)
+UPLOADED = ("hf_config", "calibration", "user_catalog")  # content, no option (test_uploads, test_quotes)
 
 
 def _parsed(command: str) -> dict[str, Any]:

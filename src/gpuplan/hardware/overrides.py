@@ -9,7 +9,7 @@ creates, edits or overwrites a user's catalog file.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache as cache_fn
 from importlib import resources
 from pathlib import Path
@@ -17,7 +17,8 @@ from pathlib import Path
 from gpuplan import cache
 from gpuplan.hardware.catalog import Catalog, Layer, build_catalog
 from gpuplan.hardware.issues import CatalogError, CatalogIssue
-from gpuplan.hardware.parse import ParsedFiles, parse_dir
+from gpuplan.hardware.parse import KINDS, Entry, ParsedFiles, parse_dir
+from gpuplan.hardware.schema_base import Sourced
 
 __all__ = ["builtin_data_dir", "check_dir", "load_catalog", "user_catalog_dir"]
 
@@ -89,13 +90,20 @@ def _layers(catalog_dirs: Sequence[Path | str], use_user_dir: bool) -> list[Laye
     return layers
 
 
-def load_catalog(catalog_dirs: Sequence[Path | str] = (), *, use_user_dir: bool = True) -> Catalog:
+def load_catalog(catalog_dirs: Sequence[Path | str] = (), *, use_user_dir: bool = True,
+                 records: Mapping[str, Sequence[Sourced]] | None = None, label: str = "<records>") -> Catalog:
     """The built-in catalog with the user's overrides applied, checked as a whole.
 
+    `records` (kind -> validated records, e.g. a web request's own quotes) is one more user layer after the
+    folders, held in memory only: nothing is written. Its records are named `label` in origins and problems.
     Raises CatalogError (listing every problem with file, line and field) if any layer
     is broken: a partly loaded catalog is never returned.
     """
-    return build_catalog(_layers(catalog_dirs, use_user_dir))
+    layers = _layers(catalog_dirs, use_user_dir)
+    if records:
+        entries = [Entry(kind, rec, label, i) for kind in KINDS for i, rec in enumerate(records.get(kind, ()), 1)]
+        layers.append(Layer("user", ParsedFiles(entries, [], [])))
+    return build_catalog(layers)
 
 
 def check_dir(directory: Path | str) -> tuple[list[CatalogIssue], Catalog | None]:

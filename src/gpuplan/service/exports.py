@@ -19,6 +19,7 @@ from gpuplan.service.requests import InferPlanRequest, TrainPlanRequest
 
 __all__ = ["INFER_CSV", "TRAIN_CSV", "cli_command", "plans_csv", "request_of"]
 
+QUOTES_DIR = "gpuplan-quotes"  # the folder the command writes the request's own catalog records into
 COMMANDS = {"train": ("plan", "train"), "infer": ("plan", "infer")}
 TRAIN_CSV = ("rank", "accelerator", "offer", "devices", "tp", "pp", "dp", "cp", "ep", "zero_stage", "micro_batch",
              "recompute", "days", "days_p10", "days_p90", "cost_usd", "cost_usd_p10", "cost_usd_p90", "device_hours",
@@ -62,16 +63,20 @@ def _notes(req: TrainPlanRequest | InferPlanRequest, lang: str) -> list[str]:
         cf = req.calibration
         notes.append(tr("web.cli_note.calibration", lang, acc=cf.accelerator, file=cf.from_result or "result.json",
                         measured=cf.measured_at))
+    if req.user_catalog is not None:
+        notes.append(tr("web.quotes.cli_note", lang))
     return [f"# {n}" for n in notes]
 
 
 def cli_command(req: TrainPlanRequest | InferPlanRequest, lang: str = "en") -> str:
     """`gpuplan plan train|infer ...` for this request, one line, shell-quoted; a request with an uploaded
-    config.json (`--model config.json`) or measured calibration gets comment lines first saying where they go."""
+    config.json (`--model config.json`) or measured calibration gets comment lines first saying where they go; one
+    with its own catalog records (`user_catalog`) gets the lines that write them as `gpuplan-quotes/quotes.yaml`
+    first and `--catalog gpuplan-quotes` on the command."""
     fields = type(req).model_fields
     args = ["gpuplan", *COMMANDS[req.kind]]
     for name, value in req.model_dump(mode="json").items():
-        if name in ("kind", "hf_config", "calibration") or value is None:
+        if name in ("kind", "hf_config", "calibration", "user_catalog") or value is None:
             continue
         if name == "model" and isinstance(req, TrainPlanRequest) and req.hf_config is not None:
             value = "config.json"
@@ -87,7 +92,19 @@ def cli_command(req: TrainPlanRequest | InferPlanRequest, lang: str = "en") -> s
                 args += [opt, str(item)]
         else:
             args += [opt, _num(value) if isinstance(value, (int, float)) else str(value)]
-    return "\n".join([*_notes(req, lang), " ".join(shlex.quote(a) for a in args)])
+    if req.user_catalog is not None:
+        args += ["--catalog", QUOTES_DIR]
+    return "\n".join([*_notes(req, lang), *_quotes_file(req), " ".join(shlex.quote(a) for a in args)])
+
+
+def _quotes_file(req: TrainPlanRequest | InferPlanRequest) -> list[str]:
+    """Shell lines that write the request's own catalog records as a catalog file for `--catalog`."""
+    if req.user_catalog is None:
+        return []
+    from gpuplan.service.user_catalog import user_catalog_yaml
+
+    body = user_catalog_yaml(req.user_catalog).rstrip("\n")
+    return [f"mkdir -p {QUOTES_DIR} && cat > {QUOTES_DIR}/quotes.yaml <<'GPUPLAN_EOF'", body, "GPUPLAN_EOF"]
 
 
 def _band(p: Mapping[str, Any], key: str, i: int) -> Any:

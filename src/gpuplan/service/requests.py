@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gpuplan.bench.calibrate import CalibrationFile
+from gpuplan.service.user_catalog import UserCatalog
 
 __all__ = ["CompareRequest", "InferPlanRequest", "MemoryTrainRequest", "TrainPlanRequest", "canonical_json"]
 
@@ -60,6 +61,10 @@ class TrainPlanRequest(_Request):
     calibration: CalibrationFile | None = Field(
         default=None, description="measured terms of one part, as POST /api/v1/bench answers them (`gpuplan "
         "calibrate RESULT`); applied to this plan only, in place of the server's calibration file for that part")
+    user_catalog: UserCatalog | None = Field(
+        default=None, description="your own catalog records for this plan only (price quotes as `instances`, "
+        "custom hardware as `accelerators` and `servers`), in the schema of a `--catalog DIR` file; planned as one "
+        "more user layer, stored with the plan, never written into the server's catalog")
 
     @field_validator("hf_config")
     @classmethod
@@ -93,6 +98,10 @@ class InferPlanRequest(_Request):
     domestic_only: bool = False
     max_devices: int = 1024
     top: int = 10
+    user_catalog: UserCatalog | None = Field(
+        default=None, description="your own catalog records for this plan only (price quotes as `instances`, "
+        "custom hardware as `accelerators` and `servers`), in the schema of a `--catalog DIR` file; planned as one "
+        "more user layer, stored with the plan, never written into the server's catalog")
 
 
 class MemoryTrainRequest(_Request):

@@ -13,6 +13,7 @@ from typing import Any
 
 from gpuplan.errors import InputError
 from gpuplan.service.requests import CompareRequest, InferPlanRequest, MemoryTrainRequest, TrainPlanRequest
+from gpuplan.service.user_catalog import catalog_for
 from gpuplan.workload.model_spec import ModelSpec
 
 __all__ = ["catalog_version", "check_plan_infer", "check_plan_train",
@@ -55,7 +56,9 @@ def check_plan_train(req: TrainPlanRequest) -> ModelSpec:
     positives(_lang(), ("tokens", req.tokens, False), ("seq-len", req.seq_len, True),
               ("global-batch", req.global_batch, True), ("top", req.top, True))
     # an uploaded config.json is read as `-m config.json` reads the file
-    return spec_from_config(req.hf_config, req.model) if req.hf_config is not None else _spec(req.model)
+    spec = spec_from_config(req.hf_config, req.model) if req.hf_config is not None else _spec(req.model)
+    _check_user_catalog(req)
+    return spec
 
 
 def check_plan_infer(req: InferPlanRequest) -> tuple[ModelSpec, Any, Any]:
@@ -70,7 +73,14 @@ def check_plan_infer(req: InferPlanRequest) -> tuple[ModelSpec, Any, Any]:
               ("tpot-p99", req.tpot_p99, False), ("max-devices", req.max_devices, True), ("top", req.top, True))
     load = _load(req.qps, None, req.input_len, req.output_len, req.input_dist, req.output_dist)
     spec = _spec(req.model)
+    _check_user_catalog(req)
     return spec, load, engine(req.engine)
+
+
+def _check_user_catalog(req: TrainPlanRequest | InferPlanRequest) -> None:
+    """The request's own records fit the catalog (InputError naming the record field otherwise)."""
+    if req.user_catalog is not None:
+        catalog_for(req.user_catalog)
 
 
 def run_plan_train(req: TrainPlanRequest) -> dict[str, Any]:
@@ -85,7 +95,6 @@ def plan_train_report(req: TrainPlanRequest) -> tuple[dict[str, Any], dict[str, 
     from gpuplan.cli.advise import requirements
     from gpuplan.cli.train import FRAMEWORK_KERNELS, _job
     from gpuplan.cli.train_options import plan_constraints
-    from gpuplan.hardware import load_catalog
     from gpuplan.render.plan_json import compact_plans
     from gpuplan.search.train_search import plan_training
     from gpuplan.service.uploads import calibration_for
@@ -94,7 +103,7 @@ def plan_train_report(req: TrainPlanRequest) -> tuple[dict[str, Any], dict[str, 
 
     language = _lang()
     spec = check_plan_train(req)
-    cat = load_catalog()
+    cat = catalog_for(req.user_catalog)
     gb = req.global_batch or default_global_batch(req.seq_len)
     job = _job(req.method, req.seq_len, gb, req.precision,
                kernels=req.kernels or FRAMEWORK_KERNELS.get(req.framework or "", "auto"),
@@ -146,13 +155,12 @@ def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], di
     from gpuplan.advise.report_infer import choose_fleet, inference_report
     from gpuplan.advise.trust import serving_recommendation
     from gpuplan.cli.advise import requirements
-    from gpuplan.hardware import load_catalog
     from gpuplan.search.infer_load import InferSlo, planner_terms
     from gpuplan.search.infer_search import WEIGHTS, InferConstraints, plan_inference
 
     spec, load, prof = check_plan_infer(req)
     slo = InferSlo(ttft_p99_s=req.ttft_p99, tpot_p99_s=req.tpot_p99)
-    cat = load_catalog()
+    cat = catalog_for(req.user_catalog)
     cons = InferConstraints(market=req.market, vendor=req.vendor, provider=req.provider,
                             domestic_only=req.domestic_only, max_devices=req.max_devices,
                             weights=tuple(req.weights) if req.weights else WEIGHTS, kv_dtype=req.kv_dtype,

@@ -139,7 +139,7 @@ def create_app(database_url: str | None = None, slots: int = 2, time_limit: floa
     """The whole app; `database_url` defaults to GPUPLAN_DATABASE_URL or the SQLite file in the data folder;
     `slots` worker processes run searches, each stopped after `time_limit` seconds."""
     from gpuplan import __version__
-    from gpuplan.web import api, job_pages, jobs_api, pages, uploads
+    from gpuplan.web import api, job_pages, jobs_api, pages, plan_import, uploads
     from gpuplan.web.jobs import JobPool
     from gpuplan.web.store import Store
 
@@ -153,17 +153,19 @@ def create_app(database_url: str | None = None, slots: int = 2, time_limit: floa
     app = FastAPI(title="gpuplan", version=__version__, docs_url="/api/docs", redoc_url=None, lifespan=lifespan,
                   description="Which GPU servers or cloud instances to rent or buy for LLM training and serving. "
                               "The API answers with the same JSON as the CLI's --json.")
-    app.add_middleware(Guard, limits=uploads.BODY_LIMITS)
+    app.add_middleware(Guard, limits=uploads.BODY_LIMITS | plan_import.BODY_LIMITS)
     app.state.store = Store(database_url)
     app.state.jobs = pool
     static = resources.files("gpuplan.web") / "static"
     app.mount("/static", StaticFiles(directory=str(static)), name="static")
     app.include_router(api.router)
     app.include_router(uploads.api_router)
+    app.include_router(plan_import.api_router)
     app.include_router(jobs_api.router)
     app.include_router(pages.router)
     app.include_router(uploads.router)
     app.include_router(job_pages.router)
+    app.include_router(plan_import.router)
 
     @app.get("/healthz", tags=["ops"])
     async def healthz() -> dict[str, Any]:

@@ -33,6 +33,7 @@ from gpuplan.web import catalog_view, views
 from gpuplan.web.i18n import page_lang, translator
 from gpuplan.web.plans import run_compare_job, start_plan
 from gpuplan.web.store import ID_PATTERN
+from gpuplan.web.views_quotes import quotes_view, with_quotes
 
 __all__ = ["error_page", "router"]
 
@@ -40,7 +41,7 @@ router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(resources.files("gpuplan.web") / "templates"))
 templates.env.filters["tojson_attr"] = lambda v: json.dumps(v, ensure_ascii=False)
 MAX_FIELDS = 60
-JSON_FIELDS = ("hf_config", "calibration")
+JSON_FIELDS = ("hf_config", "calibration", "user_catalog")
 
 
 def _ctx(request: Request, **extra: Any) -> dict[str, Any]:
@@ -130,7 +131,7 @@ async def train_submit(request: Request) -> Response:
     form: dict[str, Any] = {}
     try:
         form = await train_fields(request)
-        req = _request_from(TrainPlanRequest, form)
+        req = _request_from(TrainPlanRequest, await with_quotes(form))
         return await _start(request, req)
     except GpuplanError as exc:
         return render(request, "train.html", status=413 if isinstance(exc, TooLarge) else 422, models=_models(),
@@ -151,7 +152,7 @@ async def serve_submit(request: Request) -> Response:
     form = dict(await request.form())
     lang = page_lang(request)
     try:
-        req = _request_from(InferPlanRequest, form)
+        req = _request_from(InferPlanRequest, await with_quotes(form))
         return await _start(request, req)
     except GpuplanError as exc:
         return render(request, "serve.html", status=422, models=_models(), engines=_engines(), values=form,
@@ -244,7 +245,7 @@ async def plan_page(request: Request, plan_id: str) -> HTMLResponse:
     stale = saved.gpuplan_version != __version__ or saved.catalog_version != catalog_version()
     common = {"saved": saved, "stale": stale, "rec": views.recommendation(saved.result, lang, saved.kind),
               "findings": views.findings(saved.result, lang),
-              "command": _command(saved, lang)}
+              "command": _command(saved, lang), "quotes": quotes_view(saved.request, saved.result)}
     if saved.kind == "train":
         from gpuplan.web.views_uploads import scenario
 
