@@ -28,7 +28,7 @@ def test_form_with_a_quote_to_plan_page(page: Any, base_url: str, tmp_path: Any)
     assert "used by a ranked plan" in quotes.inner_text()
     assert "quote-h100-sxm5-80gb" in page.locator("#plans").inner_text()
     plan_url = page.url.split("?")[0]
-    # the JSON export, imported again on the history page, opens the same plan
+    # the JSON export, imported again on the history page, opens the same plan as an imported copy (its own id)
     with page.expect_download() as dl:
         page.click("#export-json")
     path = tmp_path / "plan.json"
@@ -37,4 +37,5 @@ def test_form_with_a_quote_to_plan_page(page: Any, base_url: str, tmp_path: Any)
     page.set_input_files("#plan-file", str(path))
     page.click("#import-submit")
     page.wait_for_url("**/p/*")
-    assert page.url.split("?")[0] == plan_url
+    assert page.url.split("?")[0] != plan_url
+    assert "(imported)" in page.content() and "quote-h100-sxm5-80gb" in page.locator("#plans").inner_text()

@@ -39,19 +39,38 @@ def _main(html: str) -> str:
 def test_round_trip_into_a_fresh_store_gives_the_same_plan_and_page(client: Any, other: Any, kind: str,
                                                                    train_plan: dict[str, Any],
                                                                    infer_plan: dict[str, Any]) -> None:
-    pid = (train_plan if kind == "train" else infer_plan)["plan_id"]
-    doc = _export(client, pid)
-    assert other.get(f"/p/{pid}").status_code == 404
+    src = (train_plan if kind == "train" else infer_plan)["plan_id"]
+    doc = _export(client, src)
     r = other.post(IMPORT, json=doc)
     assert r.status_code == 201, r.text
     body = r.json()
-    assert body == {"plan_id": pid, "share_url": f"/p/{pid}", "file_plan_id": pid, "id_matches": True}
-    assert r.headers["location"] == f"/p/{pid}"
+    pid = body["plan_id"]
+    # an imported plan lives in an id space of its own: it never stands in for the plan the server computes
+    assert pid != src and body == {"plan_id": pid, "share_url": f"/p/{pid}", "file_plan_id": src,
+                                   "id_matches": False}
+    assert r.headers["location"] == f"/p/{pid}" and other.get(f"/p/{src}").status_code == 404
     again = _export(other, pid)
-    assert {k: v for k, v in again.items() if k != "created_at"} == {k: v for k, v in doc.items()
-                                                                    if k != "created_at"}
-    assert _main(other.get(f"/p/{pid}?lang=en").text) == _main(client.get(f"/p/{pid}?lang=en").text)
+    differ = ("created_at", "plan_id", "share_url", "title")
+    assert {k: v for k, v in again.items() if k not in differ} == {k: v for k, v in doc.items() if k not in differ}
+    assert again["title"] == doc["title"] + " (imported)"
+    # importing the export of an import gives the same id, and says so
+    assert other.post(IMPORT, json=again).json() == {"plan_id": pid, "share_url": f"/p/{pid}", "file_plan_id": pid,
+                                                    "id_matches": True}
+    mine, theirs = _main(other.get(f"/p/{pid}?lang=en").text), _main(client.get(f"/p/{src}?lang=en").text)
+    assert mine.replace(pid, src).replace(" (imported)", "") == theirs
     assert "web.plan.stale" not in other.get(f"/p/{pid}").text
+
+
+def test_an_edited_import_never_answers_the_real_request(client: Any, other: Any,
+                                                          train_plan: dict[str, Any]) -> None:
+    """A hand-edited file (a cheaper recommendation) imported first must not be what a later request for the same
+    inputs gets back."""
+    doc = _export(client, train_plan["plan_id"])
+    forged = json.loads(json.dumps(doc))
+    forged["plans"][0]["cost_usd"] = 1.0
+    assert other.post(IMPORT, json=forged).status_code == 201
+    computed = other.post("/api/v1/plan/train", json=doc["request"]).json()
+    assert computed["plan_id"] == train_plan["plan_id"] and computed["plans"][0]["cost_usd"] != 1.0
 
 
 def test_history_page_upload_redirects_to_the_plan(client: Any, other: Any, train_plan: dict[str, Any]) -> None:
@@ -61,7 +80,7 @@ def test_history_page_upload_redirects_to_the_plan(client: Any, other: Any, trai
     r = other.post("/history/import?lang=en", files={"plan_file": ("plan.json", json.dumps(doc), "application/json")},
                    follow_redirects=False)
     assert r.status_code == 303
-    assert r.headers["location"].startswith(f"/p/{train_plan['plan_id']}")
+    assert r.headers["location"].startswith("/p/") and train_plan["plan_id"] not in r.headers["location"]
     assert other.get(r.headers["location"]).status_code == 200
 
 
@@ -75,10 +94,11 @@ def test_id_is_recomputed_and_other_versions_offer_recompute(client: Any, other:
     assert body["plan_id"] != train_plan["plan_id"]
     page = other.get(f"/p/{body['plan_id']}?lang=en").text
     assert 'class="stale"' in page and "Recompute with the current catalog" in page
-    # a forged id in the file changes nothing: the id comes from the inputs and versions
+    # a forged id in the file changes nothing: the id comes from the inputs, versions and result
+    plain = other.post(IMPORT, json=_export(client, train_plan["plan_id"])).json()["plan_id"]
     forged = _export(client, train_plan["plan_id"]) | {"plan_id": "0123456789abcdef"}
     r = other.post(IMPORT, json=forged)
-    assert r.status_code == 201 and r.json()["plan_id"] == train_plan["plan_id"]
+    assert r.status_code == 201 and r.json()["plan_id"] == plain
     assert other.get("/p/0123456789abcdef").status_code == 404
 
 

@@ -4,14 +4,19 @@ The document is the one `GET /api/v1/plans/<id>?download=1` gives: the plan's id
 `request`, `gpuplan_version`, `catalog_version`, `title`, `created_at` and the result's own keys. It is checked
 key by key (unknown keys rejected, the request read as the request model of its kind, the result rendered once
 as its page renders it) and stored as a plan. The id is never taken from the file: it is computed from the
-canonical request and the two versions exactly as for a computed plan, so an import cannot claim another id;
-the file's own `plan_id` is only reported beside it (`file_plan_id`, `id_matches`). An id already stored keeps
-its first row (plans never change). The imported result is kept as the file gives it (it is not recomputed);
-its page offers the recompute button when the versions differ from the server's.
+canonical request, the two versions and a digest of the result, in an id space of its own (the word `imported`
+enters the hash), so an imported file can neither claim another plan's id nor stand in for the plan that the
+server computes for the same request (a hand-edited result would otherwise answer later requests); importing
+the same file again, or a plan exported after an import, gives the same id. The file's own `plan_id` is only
+reported beside it (`file_plan_id`, `id_matches`). The imported result is kept as the file gives it (it is not
+recomputed); its title says it was imported, and its page offers the recompute button when the versions differ
+from the server's.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,6 +39,7 @@ API_PATH, PAGE_PATH = "/api/v1/plans/import", "/history/import"
 BODY_LIMITS = {API_PATH: MAX_IMPORT_BYTES, PAGE_PATH: MAX_IMPORT_BYTES + 16 * 1024}
 FILE_FIELD = "plan_file"
 
+IMPORTED = " (imported)"  # the title of an imported plan says so
 META = ("plan_id", "share_url", "kind", "request", "gpuplan_version", "catalog_version", "title", "created_at")
 RESULT_KEYS = {
     "train": ("candidates_evaluated", "plans", "pareto", "best_per_hardware", "layout_family", "rejected",
@@ -127,11 +133,13 @@ def import_plan(store: Any, doc: Any) -> tuple[SavedPlan, str | None]:
     result = {k: doc[k] for k in RESULT_KEYS[kind] if k in doc}
     request = req.model_dump(mode="json")
     _check_result(kind, request, result)
-    pid = plan_id(canonical_json(req), gpuplan_version, cat_version)
+    digest = hashlib.sha256(json.dumps(result, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    pid = plan_id(f"{canonical_json(req)}\nimported {digest}", gpuplan_version, cat_version)
     from gpuplan.web.plans import title_of
 
+    name = title or title_of(req)
     saved = store.put(pid, kind, request, result, gpuplan_version=gpuplan_version, catalog_version=cat_version,
-                      title=title or title_of(req))
+                      title=name if name.endswith(IMPORTED) else f"{name}{IMPORTED}")
     return saved, file_id
 
 
