@@ -135,3 +135,39 @@ def test_bad_form_quote_names_the_field(fresh: Any, change: dict[str, str], fiel
     r = fresh.post("/train?lang=en", data=form)
     assert r.status_code == 422
     assert field in r.text
+
+
+CUSTOM = {"custom_id": "acme-x1", "custom_name": "Acme X1", "custom_hbm_gib": "96", "custom_hbm_bandwidth_gbps": "3000",
+          "custom_bf16_tflops": "400", "custom_link_gbps": "400", "custom_per_node": "8", "custom_tdp_w": "600",
+          "quote_price": "1.2", "quote_as_of": "2026-11-20", "quote_source": "vendor quote"}
+
+
+def test_form_custom_accelerator_is_planned_priced_and_stored(fresh: Any) -> None:
+    """Issue 14: hardware entered in the form is planned with the scenario (own cluster and the quoted offer),
+    stored with it, never written into the shared catalog."""
+    before = _hashes()
+    assert 'name="custom_bf16_tflops"' in fresh.get("/train?lang=zh").text
+    # 400 TFLOPS: 64 of them (the offer's default capacity) take about 64 days for this job
+    form = {k: str(v) for k, v in TRAIN.items()} | CUSTOM | {"deadline": "365"}
+    r = fresh.post("/train?lang=en", data=form, follow_redirects=False)
+    assert r.status_code == 303, r.text
+    where = r.headers["location"]
+    if where.startswith("/jobs/"):
+        job = wait_for(fresh, where.rsplit("/", 1)[-1], ("done", "failed", "cancelled"))
+        assert job["state"] == "done", job
+        where = f"/p/{job['plan_id']}"
+    stored = fresh.get(f"/api/v1/plans/{where[3:]}").json()
+    mine = [p for p in stored["plans"] if p["accelerator"] == "acme-x1"]
+    assert mine, "the custom part has plans"
+    priced = [p for p in mine if _offer(p) == "quote-acme-x1"]
+    assert priced  # the quoted offer, at the quoted price: 1.2 USD per device-hour
+    for p in priced:
+        hours = p["devices"] * p["time_to_train_s"] / 3600
+        assert p["cost_usd"] == pytest.approx(1.2 * hours, rel=0.02)
+    assert stored["request"]["user_catalog"]["accelerators"][0]["bf16_dense_tflops"] == 400
+    assert "acme-x1" in fresh.get(f"{where}?lang=en").text
+    assert _hashes() == before
+    # a custom part without its memory is a form error naming the field
+    bad = form | {"custom_hbm_gib": ""}
+    r = fresh.post("/train?lang=en", data=bad)
+    assert r.status_code == 422 and "custom_hbm_gib" in r.text
