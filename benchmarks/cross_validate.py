@@ -257,6 +257,15 @@ def print_markdown(data: dict[str, Any]) -> None:
         for acc, p in parts.items():
             print(f"| {kind} | {acc} | {p['rows']} | {p['sources']} | {_pct(p['in_sample_median_ape'])} | "
                   f"{_pct(p['cv_median_ape'])} | {_pct(p['cv_p90_ape'])} | {_pct(p['default_median_ape'])} |")
+    from gpuplan.estimate.uncertainty import source_accuracy
+
+    print("\n| kind | source (its rows held out together) | rows | parts | in-sample median | held-out median "
+          "| held-out p90 |")
+    print("|---|---|---|---|---|---|---|")
+    for kind, rows in source_accuracy(data).items():
+        for r in rows:
+            print(f"| {kind} | `{r['source']}` | {r['rows']} | {', '.join(r['parts'])} | "
+                  f"{_pct(r['in_sample_median_ape'])} | {_pct(r['cv_median_ape'])} | {_pct(r['cv_p90_ape'])} |")
     print("\n| class | rows | sources | 80% band of measured / predicted | median error |")
     print("|---|---|---|---|---|")
     for k, c in data["classes"].items():
