@@ -145,31 +145,43 @@ def _add_train(ctx: BenchContext, spec: ModelSpec, plan: LayoutPlan, res: TrainR
                           basis=f"gpuplan estimate train (the planner) for the layout run, "
                                 f"{layout_label(run.to_dict())} on {plan.devices} x {acc.id if acc else '?'}: {key}")
 
-    ctx.add(benchmark="train", name="train.step_time", metric="step_time", value=med, unit="s", samples=samples,
-            predicted=pred("step_time_s", "s"), params=params)
-    ctx.add(benchmark="train", name="train.tokens_per_s", metric="tokens_per_s", value=tps, unit="tokens/s",
-            samples=samples, predicted=pred("tokens_per_s", "tokens/s"), params=params)
+    record_training(ctx, "train", res, med=med, tps=tps, fpt=fpt, params=params, pred=pred,
+                    memory_params={"planned_memory_bytes": plan.predicted["memory_bytes"]} if plan.predicted else {},
+                    cpu_memory_note=" (see planned_memory_bytes)")
+
+
+def record_training(ctx: BenchContext, benchmark: str, res: TrainRun, *, med: float, tps: float, fpt: float,
+                    params: dict[str, Any], pred: Any, memory_params: dict[str, Any] | None = None,
+                    cpu_memory_note: str = "") -> None:
+    """The measurements of one training run, each beside gpuplan's prediction (`pred(key, unit, why)`): step time
+    (median), tokens/s, model TFLOP/s per device, MFU against the catalog's dense BF16 peak, peak memory (max over
+    ranks; on a CPU the process RSS, which no device estimate matches). Shared by the suite's training benchmark
+    and `gpuplan bench --plan`."""
+    samples = res.samples
+    ctx.add(benchmark=benchmark, name=f"{benchmark}.step_time", metric="step_time", value=med, unit="s",
+            samples=samples, predicted=pred("step_time_s", "s"), params=params)
+    ctx.add(benchmark=benchmark, name=f"{benchmark}.tokens_per_s", metric="tokens_per_s", value=tps,
+            unit="tokens/s", samples=samples, predicted=pred("tokens_per_s", "tokens/s"), params=params)
     per_device = fpt * tps / res.nproc / 1e12
-    ctx.add(benchmark="train", name="train.model_tflops", metric="model_tflops", value=per_device,
+    ctx.add(benchmark=benchmark, name=f"{benchmark}.model_tflops", metric="model_tflops", value=per_device,
             unit="TFLOP/s", samples=samples, predicted=pred("tflops_per_device", "TFLOP/s"),
             params={**params, "per": "device"})
     acc = ctx.predictor.acc
     peak = acc.dense_tflops("bf16") if acc is not None else None
     if peak:
-        ctx.add(benchmark="train", name="train.mfu", metric="mfu", value=per_device / peak, unit="fraction",
-                samples=samples, predicted=pred("mfu", ""), params={**params, "bf16_dense_tflops": peak})
+        ctx.add(benchmark=benchmark, name=f"{benchmark}.mfu", metric="mfu", value=per_device / peak, unit="fraction",
+                samples=samples, predicted=pred("mfu", "fraction"), params={**params, "bf16_dense_tflops": peak})
     else:
-        ctx.note("train: MFU not reported (no catalog dense bf16 peak for this device); see train.model_tflops")
+        ctx.note(f"{benchmark}: MFU not reported (no catalog dense bf16 peak for this device); see "
+                 f"{benchmark}.model_tflops")
     if res.peak_bytes:
         cpu = ctx.backend.kind == "cpu"
         mem_params = {**params, "source": "max over ranks of " + ("process peak RSS" if cpu else
-                                                                  "max_memory_allocated")}
-        if plan.predicted:
-            mem_params["planned_memory_bytes"] = plan.predicted["memory_bytes"]
-        ctx.add(benchmark="train", name="train.peak_memory", metric="peak_memory", value=float(res.peak_bytes),
-                unit="bytes", samples=samples, params=mem_params,
+                                                                  "max_memory_allocated"), **(memory_params or {})}
+        ctx.add(benchmark=benchmark, name=f"{benchmark}.peak_memory", metric="peak_memory",
+                value=float(res.peak_bytes), unit="bytes", samples=samples, params=mem_params,
                 predicted=pred("memory_bytes", "bytes", "CPU: peak RSS includes the Python and torch libraries, not "
-                                                        "comparable to a device estimate (see planned_memory_bytes)"
+                                                        f"comparable to a device estimate{cpu_memory_note}"
                                if cpu else None))
 
 

@@ -455,6 +455,7 @@ def _plan_label(f: PlanFacts) -> str:
 
 
 def _add(ctx: Any, prep: PreparedRun, res: Any, facts: PlanFacts) -> None:
+    from gpuplan.bench.e2e import record_training
     from gpuplan.estimate.flops import step_flops
 
     lay, samples, spec = prep.layout, res.samples, prep.spec
@@ -470,7 +471,6 @@ def _add(ctx: Any, prep: PreparedRun, res: Any, facts: PlanFacts) -> None:
                                 "recompute": lay.recompute, "processes": res.nproc,
                                 "dist_backend": res.dist_backend, "flops_per_token": fpt,
                                 "implementation": res.implementation}
-    acc = ctx.predictor.acc
 
     def pred(key: str, unit: str, why: str | None = None) -> Prediction:
         if not prep.predicted or why:
@@ -478,24 +478,4 @@ def _add(ctx: Any, prep: PreparedRun, res: Any, facts: PlanFacts) -> None:
         return Prediction(value=prep.predicted[key], unit=unit, terms=prep.terms,
                           basis=f"{prep.predicted_for}: {key}")
 
-    ctx.add(benchmark="plan", name="plan.step_time", metric="step_time", value=med, unit="s", samples=samples,
-            predicted=pred("step_time_s", "s"), params=params)
-    ctx.add(benchmark="plan", name="plan.tokens_per_s", metric="tokens_per_s", value=tps, unit="tokens/s",
-            samples=samples, predicted=pred("tokens_per_s", "tokens/s"), params=params)
-    per_device = fpt * tps / res.nproc / 1e12
-    ctx.add(benchmark="plan", name="plan.model_tflops", metric="model_tflops", value=per_device, unit="TFLOP/s",
-            samples=samples, predicted=pred("tflops_per_device", "TFLOP/s"), params={**params, "per": "device"})
-    peak = acc.dense_tflops("bf16") if acc is not None else None
-    if peak:
-        ctx.add(benchmark="plan", name="plan.mfu", metric="mfu", value=per_device / peak, unit="fraction",
-                samples=samples, predicted=pred("mfu", "fraction"), params={**params, "bf16_dense_tflops": peak})
-    else:
-        ctx.note("plan: MFU not measured (no catalog dense bf16 peak for this device); see plan.model_tflops")
-    if res.peak_bytes:
-        cpu = ctx.backend.kind == "cpu"
-        ctx.add(benchmark="plan", name="plan.peak_memory", metric="peak_memory", value=float(res.peak_bytes),
-                unit="bytes", samples=samples,
-                params={**params, "source": "max over ranks of " + ("process peak RSS" if cpu
-                                                                    else "max_memory_allocated")},
-                predicted=pred("memory_bytes", "bytes", "CPU: peak RSS includes the Python and torch libraries, "
-                                                        "not comparable to a device estimate" if cpu else None))
+    record_training(ctx, "plan", res, med=med, tps=tps, fpt=fpt, params=params, pred=pred)
