@@ -30,7 +30,6 @@ Planning here is torch-free (`load_plan`, `prepare_run`); `run_plan` launches th
 from __future__ import annotations
 
 import importlib.util
-import json
 import math
 import time
 from collections.abc import Mapping
@@ -54,15 +53,10 @@ _PLAN_FIGURES = ("step_time_s", "tokens_per_s", "mfu", "tflops_per_device")
 
 def load_plan(path: Path | str, pick: int | None = None) -> tuple[dict[str, Any], str]:
     """(one plan, which document it came from: 'plan train', 'plan' or 'estimate train')."""
+    from gpuplan.jsonio import read_json
+
     p = Path(path).expanduser()
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(field="plan", value=str(p), allowed="a readable JSON file",
-                         hint=str(exc.strerror or exc)) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(field="plan", value=str(p), allowed="JSON from gpuplan plan train --json or estimate train "
-                         "--json", hint=f"line {exc.lineno}: {exc.msg}") from None
+    doc = read_json(p, field="plan", allowed="JSON from gpuplan plan train --json or estimate train --json")
     if not isinstance(doc, dict):
         raise InputError(field="plan", value=str(p), allowed="a JSON object")
     if isinstance(doc.get("plans"), list):

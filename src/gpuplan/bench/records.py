@@ -7,7 +7,6 @@ exported to docs/bench-result.schema.json (`result_schema`); `load_result` valid
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from pathlib import Path
@@ -197,14 +196,10 @@ def write_result(result: BenchResult, path: Path | str) -> Path:
 
 def load_result(path: Path | str) -> BenchResult:
     """Read and validate a result file; InputError naming the file and the first problem."""
+    from gpuplan.jsonio import read_json
+
     p = Path(path).expanduser()
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(field="result", value=str(p), allowed="a readable gpuplan bench JSON file",
-                         hint=str(exc.strerror or exc)) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(field="result", value=str(p), allowed="JSON", hint=f"line {exc.lineno}: {exc.msg}") from None
+    data = read_json(p, field="result", allowed="a readable gpuplan bench JSON file")
     try:
         return BenchResult.model_validate(data)
     except ValidationError as exc:
