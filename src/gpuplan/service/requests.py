@@ -23,6 +23,10 @@ Market = Literal["cn", "global"]
 Trust = Literal["low", "medium", "high"]
 Framework = Literal["megatron", "deepspeed", "mindspeed", "paddle"]
 Name = Field(default=None, max_length=100)
+UserRecords = Field(
+    default=None, description="your own catalog records for this plan only (price quotes as `instances`, custom "
+    "hardware as `accelerators` and `servers`), in the schema of a `--catalog DIR` file; planned as one more user "
+    "layer, stored with the plan, never written into the server's catalog")
 
 
 class _Request(BaseModel):
@@ -61,10 +65,7 @@ class TrainPlanRequest(_Request):
     calibration: CalibrationFile | None = Field(
         default=None, description="measured terms of one part, as POST /api/v1/bench answers them (`gpuplan "
         "calibrate RESULT`); applied to this plan only, in place of the server's calibration file for that part")
-    user_catalog: UserCatalog | None = Field(
-        default=None, description="your own catalog records for this plan only (price quotes as `instances`, "
-        "custom hardware as `accelerators` and `servers`), in the schema of a `--catalog DIR` file; planned as one "
-        "more user layer, stored with the plan, never written into the server's catalog")
+    user_catalog: UserCatalog | None = UserRecords
 
     @field_validator("hf_config")
     @classmethod
@@ -98,10 +99,7 @@ class InferPlanRequest(_Request):
     domestic_only: bool = False
     max_devices: int = 1024
     top: int = 10
-    user_catalog: UserCatalog | None = Field(
-        default=None, description="your own catalog records for this plan only (price quotes as `instances`, "
-        "custom hardware as `accelerators` and `servers`), in the schema of a `--catalog DIR` file; planned as one "
-        "more user layer, stored with the plan, never written into the server's catalog")
+    user_catalog: UserCatalog | None = UserRecords
 
 
 class MemoryTrainRequest(_Request):
