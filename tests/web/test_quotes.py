@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from typer.testing import CliRunner
-from web_cases import TRAIN, wait_for
+from web_cases import TRAIN, plan_at
 
 from gpuplan.hardware import builtin_data_dir, load_catalog
 from gpuplan.service.user_catalog import quotes_from_form
@@ -87,12 +87,7 @@ def test_cli_command_writes_the_quotes_and_reproduces_the_plan(fresh: Any, quote
 def test_form_with_a_quote_plans_with_it(fresh: Any, quoted: dict[str, Any]) -> None:
     form = {k: str(v) for k, v in TRAIN.items()} | QUOTE
     r = fresh.post("/train?lang=en", data=form, follow_redirects=False)
-    assert r.status_code == 303, r.text
-    where = r.headers["location"]
-    if where.startswith("/jobs/"):
-        job = wait_for(fresh, where.rsplit("/", 1)[-1], ("done", "failed", "cancelled"))
-        assert job["state"] == "done", job
-        where = f"/p/{job['plan_id']}"
+    where = plan_at(fresh, r)
     assert where == f"/p/{quoted['plan_id']}"  # the same request as the API's: the same stored plan
     assert 'name="quote_price"' in fresh.get("/train?lang=en").text
     assert 'name="quote_price"' in fresh.get("/serve?lang=en").text
@@ -150,12 +145,7 @@ def test_form_custom_accelerator_is_planned_priced_and_stored(fresh: Any) -> Non
     # 400 TFLOPS: 64 of them (the offer's default capacity) take about 64 days for this job
     form = {k: str(v) for k, v in TRAIN.items()} | CUSTOM | {"deadline": "365"}
     r = fresh.post("/train?lang=en", data=form, follow_redirects=False)
-    assert r.status_code == 303, r.text
-    where = r.headers["location"]
-    if where.startswith("/jobs/"):
-        job = wait_for(fresh, where.rsplit("/", 1)[-1], ("done", "failed", "cancelled"))
-        assert job["state"] == "done", job
-        where = f"/p/{job['plan_id']}"
+    where = plan_at(fresh, r)
     stored = fresh.get(f"/api/v1/plans/{where[3:]}").json()
     mine = [p for p in stored["plans"] if p["accelerator"] == "acme-x1"]
     assert mine, "the custom part has plans"

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from web_cases import INFER, TRAIN, bench_result, wait_for
+from web_cases import INFER, TRAIN, bench_result, plan_at
 
 from gpuplan.service.uploads import MAX_BENCH_BYTES, MAX_CONFIG_BYTES
 
@@ -17,17 +17,6 @@ HF = Path(__file__).parent.parent / "fixtures" / "hf_configs"
 LLAMA3_8B = json.loads((HF / "llama3-8b.json").read_text(encoding="utf-8"))
 DETAIL_KEYS = {"field", "value", "allowed", "hint", "message"}
 
-
-
-def _plan_at(client: Any, r: Any) -> str:
-    """The stored plan's address a form post leads to: at once when stored, else after its job is done."""
-    assert r.status_code == 303, r.text
-    where: str = r.headers["location"]
-    if where.startswith("/jobs/"):
-        job = wait_for(client, where.removeprefix("/jobs/"), ("done", "failed", "cancelled"))
-        assert job["state"] == "done", job
-        where = f"/p/{job['plan_id']}"
-    return where
 
 def _detail(r: Any, status: int) -> dict[str, Any]:
     assert r.status_code == status, r.text
@@ -215,7 +204,7 @@ def test_bench_page_replan_stores_a_measured_plan(fresh: Any) -> None:
     cal = value.replace("&#34;", '"').replace("&quot;", '"').replace("&amp;", "&")
     r = fresh.post("/train?lang=en", data={**{k: str(v) for k, v in TRAIN.items()}, "calibration": cal},
                    follow_redirects=False)
-    page = fresh.get(_plan_at(fresh, r) + "?lang=en").text
+    page = fresh.get(plan_at(fresh, r) + "?lang=en").text
     assert 'data-provenance="measured"' in page
 
 
@@ -296,7 +285,7 @@ def test_form_upload_plans_the_config_and_the_link_reopens_it(fresh: Any) -> Non
     r = fresh.post("/train?lang=en", data=_form(), files={"hf_config_file": ("Meta-Llama-3-8B.json",
                                                                              json.dumps(LLAMA3_8B).encode())},
                    follow_redirects=False)
-    pid = _plan_at(fresh, r).removeprefix("/p/")
+    pid = plan_at(fresh, r).removeprefix("/p/")
     page = fresh.get(f"/p/{pid}?lang=en").text
     assert "Meta-Llama-3-8B" in _text(page, "scenario-config") and "model_type llama" in page
     stored = fresh.get(f"/api/v1/plans/{pid}").json()
@@ -309,7 +298,7 @@ def test_form_upload_plans_the_config_and_the_link_reopens_it(fresh: Any) -> Non
     r = fresh.post("/train?lang=en", data=_form(), files={"hf_config_file": ("config.json",
                                                                              json.dumps(LLAMA3_8B).encode())},
                    follow_redirects=False)
-    assert fresh.get(f"/api/v1/plans/{_plan_at(fresh, r)[3:]}").json()["request"]["model"] == "LlamaForCausalLM"
+    assert fresh.get(f"/api/v1/plans/{plan_at(fresh, r)[3:]}").json()["request"]["model"] == "LlamaForCausalLM"
 
 
 def test_recompute_form_of_an_old_plan_carries_the_uploads(client: Any, bench_answer: dict[str, Any]) -> None:
@@ -325,7 +314,7 @@ def test_recompute_form_of_an_old_plan_carries_the_uploads(client: Any, bench_an
     assert json.loads(fields["hf_config"]) == LLAMA3_8B
     assert json.loads(fields["calibration"])["terms"] == bench_answer["calibration"]["terms"]
     r = client.post("/train?lang=en", data=fields, follow_redirects=False)
-    stored = client.get(f"/api/v1/plans/{_plan_at(client, r)[3:]}").json()["request"]
+    stored = client.get(f"/api/v1/plans/{plan_at(client, r)[3:]}").json()["request"]
     assert stored["hf_config"] == LLAMA3_8B and stored["calibration"]["terms"] == bench_answer["calibration"]["terms"]
 
 

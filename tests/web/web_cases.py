@@ -46,3 +46,14 @@ def wait_for(client: Any, job_id: str, states: tuple[str, ...], limit_s: float =
             return body
         assert time.monotonic() < end, body
         time.sleep(0.05)
+
+
+def plan_at(client: Any, r: Any) -> str:
+    """The stored plan's address a form post leads to: at once when stored, else after its job is done."""
+    assert r.status_code == 303, r.text
+    where: str = r.headers["location"]
+    if where.startswith("/jobs/"):
+        job = wait_for(client, where.removeprefix("/jobs/"), ("done", "failed", "cancelled"))
+        assert job["state"] == "done", job
+        where = f"/p/{job['plan_id']}"
+    return where
