@@ -53,27 +53,19 @@ class TrainingPlan:
 
 def best_layout(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, choices: LayoutChoices, *,
                 calibration: Calibration | None = None, memory_limit_bytes: float | None = None,
-                cache: dict[Any, tuple[Candidates, np.ndarray]] | None = None,
                 prepared: tuple[Candidates, np.ndarray] | None = None,
                 ) -> tuple[Candidates, Evaluation, int | None, dict[str, int]]:
     """Evaluate all candidates; return them, their evaluation, the index of the fastest that fits and rejections.
 
-    `cache` (keyed by the layout choices) reuses candidates and their memory across hardware options;
-    `prepared` gives them directly (the candidates of `choices` and their memory: memory does not depend on
-    the hardware).
+    `prepared` gives the candidates of `choices` and their memory, generated once by a caller that evaluates them
+    on several hardware options (memory does not depend on the hardware).
     """
     cal = calibration or default_calibration()
-    gb = int(job.global_batch or 1)
-    key = repr(choices)
     if prepared is not None:
         c, mem = prepared
-    elif cache is not None and key in cache:
-        c, mem = cache[key]
     else:
-        c = generate(spec, choices, seq_len=job.seq_len, global_batch=gb)
+        c = generate(spec, choices, seq_len=job.seq_len, global_batch=int(job.global_batch or 1))
         mem = candidate_memory_bytes(spec, job, c, calibration=cal)
-        if cache is not None:
-            cache[key] = (c, mem)
     rejected: dict[str, int] = {}
     if len(c) == 0:
         rejected["no_valid_layout"] = 1
