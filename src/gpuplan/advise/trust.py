@@ -13,7 +13,7 @@ input, the value at which the choice flips to that plan:
   price, times when the rule chose by time);
 (3) what to do: get a quote; run `gpuplan bench` on the part and `gpuplan calibrate`.
 A recommendation that meets the deadline while the top of its 80% band of time does not gets a
-deadline caveat naming the cheapest plan whose band stays within it.
+deadline caveat naming the plan the same rule picks among those whose band stays within it.
 Without --market, plans offered only in China and plans offered only outside are not ranked
 silently together: `best_per_market` gives the recommendation of each market.
 """

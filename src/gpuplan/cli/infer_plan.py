@@ -21,14 +21,15 @@ from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.report_text import infer_rule_line
 from gpuplan.render.trust_text import band_num, confidence_text, trust_lines
 from gpuplan.units import sig
+from gpuplan.workload.jobs import SERVED_WEIGHTS
 from gpuplan.workload.presets import load_model
 
 if TYPE_CHECKING:
     from gpuplan.search.infer_load import InferLoad, InferSlo
 
-# the weight formats `plan infer` searches (search.infer_search.WEIGHTS; a test holds them equal): the serving
-# planner's modules load only when `plan infer` runs, not for `plan train` (the same command group)
-WEIGHTS = ("bf16", "fp8", "int8", "int4")
+# the serving planner's modules load only when `plan infer` runs, not for `plan train` (the same command group);
+# the weight formats it searches come from the light workload module
+WEIGHTS = SERVED_WEIGHTS
 
 __all__ = ["COLS", "plan_infer"]
 

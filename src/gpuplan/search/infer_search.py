@@ -39,13 +39,13 @@ from gpuplan.simulate.engine_sim import EngineConfig, simulate_engine
 from gpuplan.simulate.metrics import SimMetrics, Slo, summarize
 from gpuplan.units import GIB
 from gpuplan.workload.engines import EngineProfile, engine
-from gpuplan.workload.jobs import InferenceJob, Layout
+from gpuplan.workload.jobs import SERVED_WEIGHTS, InferenceJob, Layout
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
 __all__ = ["InferConstraints", "InferPlanResult", "plan_inference"]
 
-WEIGHTS = ("bf16", "fp8", "int8", "int4")
+WEIGHTS = SERVED_WEIGHTS
 KV_DTYPES = ("bf16", "fp16", "fp8", "int8")
 TERMS_USED = ("load_headroom", "tpot_p99_over_mean", "max_simulations", "dedicated_utilization",
               "dedicated_p99_growth", "sim_requests", "sim_warmup_fraction", "finalists", "plans_wanted",

@@ -43,6 +43,8 @@ ZeroImpl = Literal["torch", "deepspeed"]
 TrainPrecision = Literal["bf16", "fp16", "fp32", "fp8"]
 WeightFormat = Literal["bf16", "fp16", "fp8", "int8", "int4"]
 KVDtype = Literal["bf16", "fp16", "fp8", "int8"]
+# the weight formats the serving planner searches (fp16 serves as bf16 does)
+SERVED_WEIGHTS: tuple[str, ...] = ("bf16", "fp8", "int8", "int4")
 # How the KV cache is held: a preallocated pool (vLLM/SGLang/TRT-LLM paged blocks, a static cache) or tensors
 # re-allocated one token longer per decode step by torch.cat (Hugging Face transformers generate, dynamic cache).
 KVLayout = Literal["pool", "concat"]
