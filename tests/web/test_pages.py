@@ -134,3 +134,13 @@ def test_vendored_assets_are_served_and_no_page_loads_from_elsewhere(fresh: Any,
         text = fresh.get(url).text
         assert not re.search(r"""(src|href)=["']https?://""", text), url
         assert "<script>" not in text  # no inline script: the CSP forbids it
+
+
+def test_zh_plan_page_names_every_bottleneck_in_chinese(client: Any, train_plan: dict[str, Any]) -> None:
+    """Regression: plans past --top are stored as summaries, which kept only the English bottleneck sentence,
+    so a Chinese page showed 'compute-bound: 100% of the step is compute' from its fourth row on."""
+    page = client.get(f"/p/{train_plan['plan_id']}?lang=zh").text
+    table = page.split('id="plans"')[1].split("</table>")[0]
+    assert table.count("<tr") > 5  # a header and rows beyond the three plans kept in full
+    assert "of the step" not in table and "compute-bound" not in table
+    assert "单步" in table

@@ -2,7 +2,8 @@
 
 A full plan carries its memory breakdown, step-time assumptions, reliability and data-pipeline
 detail (about 20 KB each); a summary keeps what a table row or a script needs (accelerator,
-devices, layout, time, cost, MFU, bottleneck, offer) and, like every full plan, its `band`,
+devices, layout, time, cost, MFU, bottleneck with the step breakdown it is read from, in any language,
+offer) and, like every full plan, its `band`,
 `band_basis` and `confidence` (the trust contract). `--all` keeps every plan in full. Each
 plan says which it is in `detail` ("full" or "summary").
 """
@@ -18,7 +19,7 @@ __all__ = ["SUMMARY_KEYS", "compact_plans", "plan_brief"]
 SUMMARY_KEYS = (
     "accelerator", "devices", "billed_devices", "layout", "layout_family", "time_to_train_s", "time_to_train_days",
     "device_hours", "cost_usd", "mfu", "hfu", "tokens_per_s", "tokens_per_s_per_device", "step_time_s",
-    "energy_mwh", "bottleneck", "band", "band_basis", "confidence",
+    "energy_mwh", "bottleneck", "breakdown_s", "band", "band_basis", "confidence",
 )
 
 
