@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ROW_BOUND", "check_excluded", "check_skips", "family", "off_by", "outside_row_bound", "stats"]
+__all__ = ["ROW_BOUND", "check_excluded", "check_skips", "family", "gate", "off_by", "outside_row_bound",
+           "stats"]
 
 # No row may be more than this factor off (predicted / measured or measured / predicted) unless excluded by name.
 ROW_BOUND = 3.0
@@ -57,3 +58,13 @@ def check_skips(report: Any, pinned: Mapping[str, str]) -> None:
     assert not gone, f"pinned skips no longer skipped (evaluate them, drop them from the list): {gone}"
     wrong = {i: got[i] for i, reason in pinned.items() if reason not in got[i]}
     assert not wrong, f"skipped for another reason than pinned: {wrong}"
+
+
+def gate(cases: list[Any], n: int, median: float, spread: float, *, use_max: bool = False) -> None:
+    """A metric family's gate: at least `n` rows, median APE <= `median`, p90 (or, with `use_max`, the worst
+    row) <= `spread`; the figures are printed (pytest -s)."""
+    med, p90, worst = stats(cases)
+    print(f"n={len(cases)} median {med:.1%} p90 {p90:.1%} max {worst:.1%}")
+    assert len(cases) >= n
+    assert med <= median
+    assert (worst if use_max else p90) <= spread

@@ -12,10 +12,8 @@ three rows beyond that are excluded by hand with the reason (the case files are 
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from golden_gates import ROW_BOUND, check_excluded, check_skips, family, outside_row_bound, stats
+from golden_gates import ROW_BOUND, check_excluded, check_skips, family, gate, outside_row_bound
 
 from gpuplan.validate.run import ValidationReport, validate_file
 from ground_truth import case_file
@@ -111,30 +109,22 @@ def test_no_row_more_than_3x_off(report: ValidationReport) -> None:
     assert not outside_row_bound(report, EXCLUDED), f"rows more than {ROW_BOUND:g}x off"
 
 
-def _gate(cases: list[Any], n: int, median: float, spread: float, *, use_max: bool = False) -> None:
-    med, p90, worst = stats(cases)
-    print(f"n={len(cases)} median {med:.1%} p90 {p90:.1%} max {worst:.1%}")
-    assert len(cases) >= n
-    assert med <= median
-    assert (worst if use_max else p90) <= spread
-
-
 def test_ttft_family(report: ValidationReport) -> None:
     """TTFT, 12 rows (I055 excluded): observed median 6.0%, p90 19.9%."""
-    _gate(family(report, ("ttft_ms",), skip=EXCLUDED), 12, median=0.075, spread=0.215)
+    gate(family(report, ("ttft_ms",), skip=EXCLUDED), 12, median=0.075, spread=0.215)
 
 
 def test_tpot_family(report: ValidationReport) -> None:
     """TPOT, 3 rows (I056 excluded): observed median 12.7%, max 22.3%."""
-    _gate(family(report, ("tpot_ms",), skip=EXCLUDED), 3, median=0.145, spread=0.24, use_max=True)
+    gate(family(report, ("tpot_ms",), skip=EXCLUDED), 3, median=0.145, spread=0.24, use_max=True)
 
 
 def test_e2e_latency_family(report: ValidationReport) -> None:
     """End-to-end latency, 11 rows: observed median 2.6%, p90 8.8%."""
-    _gate(family(report, ("e2e_latency_s",), skip=EXCLUDED), 11, median=0.04, spread=0.105)
+    gate(family(report, ("e2e_latency_s",), skip=EXCLUDED), 11, median=0.04, spread=0.105)
 
 
 def test_throughput_family(report: ValidationReport) -> None:
     """Output, total and per-device tokens/s and requests/s, 54 rows (G2I020 excluded): observed median 5.7%,
     p90 19.3%."""
-    _gate(family(report, THROUGHPUT, skip=EXCLUDED), 54, median=0.07, spread=0.21)
+    gate(family(report, THROUGHPUT, skip=EXCLUDED), 54, median=0.07, spread=0.21)
