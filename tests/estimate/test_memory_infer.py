@@ -81,3 +81,29 @@ def test_tensor_parallel_inference_splits_weights() -> None:
     eight = estimate_inference_memory(spec, InferenceJob(), Layout(tp=8))
     assert eight.weights_bytes == pytest.approx(one.weights_bytes / 8, rel=0.01)
     assert one.to_json()["kv_cache_bytes"] > 0
+
+
+def test_expert_parallelism_inside_tp_keeps_every_expert_byte() -> None:
+    """Regression: serving memory divided the routed experts by ep x tp, so DeepSeek-V3 in fp8 (about 680 GB)
+    'fit' on four 80 GB devices at tp4 ep4 and plans offered it. Inside a TP group, ep only decides whether
+    experts are whole or split: one device holds 1/tp of them either way."""
+    spec = get_preset("deepseek-v3").spec
+    job = InferenceJob(weights="fp8")
+    split = estimate_inference_memory(spec, job, Layout(tp=8))
+    whole = estimate_inference_memory(spec, job, Layout(tp=8, ep=8))
+    assert whole.weights_bytes == pytest.approx(split.weights_bytes)
+    assert 4 * estimate_inference_memory(spec, job, Layout(tp=4, ep=4)).weights_bytes > 671e9
+    # attention data parallelism: experts over ep devices, attention and dense layers whole on each
+    dp = estimate_inference_memory(spec, job, Layout(tp=1, ep=8, dp=8))
+    assert dp.weights_bytes > whole.weights_bytes
+
+
+def test_ep_and_tp_must_divide_one_another() -> None:
+    from gpuplan.errors import InputError
+    from gpuplan.estimate.memory_infer import check_serving_layout
+
+    with pytest.raises(InputError) as err:
+        check_serving_layout(Layout(tp=6, ep=4))
+    assert err.value.field == "ep" and "multiple of tp=6" in str(err.value)
+    check_serving_layout(Layout(tp=8, ep=2))
+    check_serving_layout(Layout(tp=2, ep=16))

@@ -213,3 +213,18 @@ def test_min_replicas_respects_the_utilization_floor_and_a_draining_queue() -> N
     found = _min_replicas(growing, 3, slo, max_sims=12)
     assert found is not None and found[0] == 6
 
+
+
+def test_an_moe_replica_holds_all_its_expert_weights() -> None:
+    """Regression: with expert parallelism the expert weights were divided by ep x tp, and DeepSeek-V3 in fp8
+    (about 680 GB) was offered on one tp4 ep4 replica of four 80 GB H800s. Every replica's devices must hold
+    the whole model."""
+    spec = load_model("deepseek-v3")
+    res = plan_inference(spec, InferLoad(qps=2.0, input_len=LengthDist.fixed(2000), output_len=LengthDist.fixed(500)),
+                         InferSlo(ttft_p99_s=3.0, tpot_p99_s=0.1), _catalog(), InferConstraints(weights=("fp8",)))
+    assert res.plans
+    for p in res.plans:
+        lay = p["layout"]
+        memory = _catalog().accelerator(p["accelerator"]).memory_gib
+        assert memory is not None
+        assert lay["tp"] * lay["pp"] * memory * 2**30 > 671e9, (p["accelerator"], lay)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from gpuplan.errors import InputError
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.estimate.kv_cache import kv_cache
 from gpuplan.estimate.memory_train import stage_layers
@@ -29,7 +30,8 @@ from gpuplan.workload.jobs import InferenceJob, Layout, check_layout
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import ParamCounts, count_params
 
-__all__ = ["InferenceFit", "estimate_inference_memory", "matrix_bytes_per_param", "max_batch_that_fits"]
+__all__ = ["InferenceFit", "check_serving_layout", "estimate_inference_memory", "expert_ranks",
+           "matrix_bytes_per_param", "max_batch_that_fits"]
 
 
 def matrix_bytes_per_param(spec: ModelSpec, job: InferenceJob) -> float:
@@ -42,16 +44,38 @@ def matrix_bytes_per_param(spec: ModelSpec, job: InferenceJob) -> float:
     return 0.5 + (2.0 + 0.5) / job.int4_group_size  # fp16 scale + 4-bit zero per group
 
 
+def expert_ranks(layout: Layout) -> int:
+    """Devices a serving replica spreads its routed experts over: max(tp, ep).
+
+    ep <= tp keeps the experts inside the tensor-parallel group (whole experts on ep of its ranks,
+    each expert's FFN split over tp/ep of them: vLLM/SGLang --enable-expert-parallel under TP
+    attention); ep > tp is attention data parallelism: ep/tp attention groups of tp ranks each,
+    the experts spread over all ep ranks (SGLang --enable-dp-attention with --ep-size, RTP-LLM
+    DP = EP). Either way one device holds 1/max(tp, ep) of the expert weights.
+    """
+    return max(layout.tp, layout.ep)
+
+
+def check_serving_layout(layout: Layout) -> None:
+    """ep and tp must divide one another (experts inside the TP group, or attention data-parallel over ep)."""
+    if layout.ep % layout.tp and layout.tp % layout.ep:
+        raise InputError(field="ep", value=layout.ep,
+                         allowed=f"a divisor or a multiple of tp={layout.tp}",
+                         hint="ep <= tp spreads the experts over the TP group; ep > tp runs attention data-parallel "
+                              "over ep/tp groups")
+
+
 def _weights_on_rank(spec: ModelSpec, counts: ParamCounts, job: InferenceJob, layout: Layout,
                      rank: int, dense_n: int, moe_n: int) -> tuple[float, float]:
     """(matrix bytes, 16-bit other bytes) on pipeline rank `rank`."""
-    tp, ep, pp = layout.tp, layout.ep, layout.pp
+    tp, pp = layout.tp, layout.pp
+    experts_over = expert_ranks(layout)
     mb = matrix_bytes_per_param(spec, job)
     matrix = other = 0.0
     for lp, n in ((counts.dense_layer, dense_n), (counts.moe_layer, moe_n)):
         if lp is None or n == 0:
             continue
-        matrix += n * ((lp.mlp_matrix + lp.shared_matrix) / tp + lp.experts_matrix / (ep * tp))
+        matrix += n * ((lp.mlp_matrix + lp.shared_matrix) / tp + lp.experts_matrix / experts_over)
         if job.quant_scope == "all":
             matrix += n * lp.attention_matrix / tp
         else:  # attention projections kept 16-bit
@@ -89,6 +113,7 @@ def estimate_inference_memory(spec: ModelSpec, job: InferenceJob, layout: Layout
     """Per-device memory for serving `job.batch` requests of `job.context` tokens."""
     layout = layout or Layout()
     check_layout(spec, layout)
+    check_serving_layout(layout)
     cal = calibration or default_calibration()
     counts = count_params(spec)
     ranks = stage_layers(spec, layout)
