@@ -47,9 +47,9 @@ BASE: dict[str, list[str]] = {
     "bench": ["bench", "--device", "cpu", "--quick", "--only", "gemm"],
 }
 
-# Options where zero is a meaningful value: ZeRO stage 0, no generated tokens, no memory floor.
+# Options where zero is a meaningful value: ZeRO stage 0, no generated tokens, no memory floor, no draft tokens.
 ZERO_OK = {("memory train", "--zero"), ("estimate train", "--zero"), ("memory infer", "--generated"),
-           ("catalog list", "--min-memory-gib")}
+           ("catalog list", "--min-memory-gib"), ("estimate infer", "--draft-tokens")}
 NUMERIC = (int, float)
 
 

@@ -196,3 +196,31 @@ def test_bad_format_exits_2_naming_the_allowed_values(tmp_path: Any) -> None:
     assert res.exit_code == 2
     assert "megatron" in res.output and "torchtitan" in res.output and "pytorchjob" in res.output
     assert not (tmp_path / "x").exists()
+
+
+def test_attention_data_parallel_fleet_emits_each_engines_flags(tmp_path: Any) -> None:
+    """A DeepSeek-V3 fleet at high load is planned attention data-parallel (ep > tp): one server holds the whole
+    expert-parallel group, and each engine gets its own data-parallel-attention flags, all known to that engine."""
+    args = ["plan", "infer", "-m", "deepseek-v3", "--qps", "30", "--input-len", "2000", "--output-len", "500",
+            "--ttft-p99", "5", "--tpot-p99", "0.15", "--weights", "fp8"]
+    files = emit(args, tmp_path, "vllm,sglang,trtllm,lmdeploy,k8s")
+    rec = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)["recommended"]
+    lay = rec["layout"]
+    assert lay["ep"] > lay["tp"], lay
+    groups = lay["ep"] // lay["tp"]
+    sglang = command_words(files["sglang.sh"])
+    assert "--enable-dp-attention" in sglang and sglang[sglang.index("--dp-size") + 1] == str(groups)
+    assert sglang[sglang.index("--tp-size") + 1] == str(lay["ep"])
+    vllm = command_words(files["vllm.sh"])
+    assert vllm[vllm.index("--data-parallel-size") + 1] == str(groups) and "--enable-expert-parallel" in vllm
+    assert yaml.safe_load(files["trtllm_config.yaml"])["enable_attention_dp"] is True
+    lmd = command_words(files["lmdeploy.sh"])
+    assert lmd[lmd.index("--dp") + 1] == str(groups) and lmd[lmd.index("--backend") + 1] == "pytorch"
+    for name, tool in (("vllm.sh", "vllm"), ("sglang.sh", "sglang"), ("trtllm.sh", "trtllm"),
+                       ("lmdeploy.sh", "lmdeploy")):
+        assert unknown([tool], [w for w in command_words(files[name]) if w.startswith("--")]) == [], name
+    assert unknown(["trtllm"], _keys(yaml.safe_load(files["trtllm_config.yaml"]))) == []
+    dep = yaml.safe_load(files["deployment.yaml"])
+    assert dep["spec"]["replicas"] == rec["replicas"] // groups
+    limits = dep["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert list(limits.values()) == [lay["ep"]]

@@ -228,3 +228,24 @@ def test_an_moe_replica_holds_all_its_expert_weights() -> None:
         memory = _catalog().accelerator(p["accelerator"]).memory_gib
         assert memory is not None
         assert lay["tp"] * lay["pp"] * memory * 2**30 > 671e9, (p["accelerator"], lay)
+
+
+def test_attention_data_parallel_plans_come_in_whole_expert_groups() -> None:
+    """DP attention keeps one copy of the MLA latent cache per device instead of one per TP rank, so DeepSeek-V3
+    at high load is served cheaper that way (SGLang --enable-dp-attention); its attention groups come in whole
+    expert-parallel groups, each inside one instance."""
+    spec = load_model("deepseek-v3")
+    load = InferLoad(qps=30.0, input_len=LengthDist.fixed(2000), output_len=LengthDist.fixed(500))
+    res = plan_inference(spec, load, InferSlo(ttft_p99_s=5.0, tpot_p99_s=0.15), _catalog(),
+                         InferConstraints(weights=("fp8",)))
+    dp = [p for p in res.plans if p["layout"]["ep"] > p["layout"]["tp"]]
+    assert dp, [p["layout"] for p in res.plans]
+    assert res.plans[0]["layout"]["ep"] > res.plans[0]["layout"]["tp"]  # the cheapest fleet
+    for p in dp:
+        groups = p["layout"]["ep"] // p["layout"]["tp"]
+        assert p["replicas"] % groups == 0
+        assert p["devices"] == p["replicas"] * p["layout"]["tp"] * p["layout"]["pp"]
+    for acc in {p["accelerator"] for p in dp}:
+        tp8 = [p for p in res.plans if p["accelerator"] == acc and p["layout"]["tp"] == 8]
+        mine = min(p["cost_usd_per_hour"] for p in dp if p["accelerator"] == acc)
+        assert all(mine <= p["cost_usd_per_hour"] for p in tp8)

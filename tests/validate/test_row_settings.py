@@ -23,6 +23,7 @@ def test_settings_parse_with_lists_and_booleans() -> None:
 @pytest.mark.parametrize(("text", "field"), [
     ("frobnicate=3", "settings"), ("loss=approximate", "settings.loss"), ("framework", "settings"),
     ("num_prompts=0", "settings.num_prompts"), ("packing=maybe", "settings.packing"),
+    ("tp_comm_overlap=sometimes", "settings.tp_comm_overlap"),
 ])
 def test_an_unknown_key_or_value_is_an_error_naming_it(text: str, field: str) -> None:
     with pytest.raises(InputError) as err:
@@ -83,3 +84,20 @@ def test_a_row_that_states_static_batching_is_simulated_with_static_batches() ->
     assert _overlay()["I001"]["settings"] == "batching=static"
     again = evaluate_inference_row({**fixed, "id": "X-no-overlay"}, cat).predicted
     assert evaluate_inference_row(fixed, cat).predicted == pytest.approx(again)
+
+
+def test_a_stated_framework_limits_the_layouts_validation_searches() -> None:
+    """Regression: rows of Megatron-DeepSpeed runs (BLOOM, 2022) were planned with context parallelism, which
+    that framework's GPT recipes never had; a stated framework now searches only the axes it offers."""
+    from gpuplan.hardware import load_catalog
+    from gpuplan.validate.training_cases import evaluate_training_row
+
+    row = {"id": "t1", "model": "llama2-70b", "seq_len": "32768", "accelerator": "a100-sxm4-80gb",
+           "num_accels": "64", "metric": "tokens_per_s_per_device", "value": "100", "confidence": "high"}
+    free = evaluate_training_row(row, load_catalog(use_user_dir=False))
+    assert "cp1" not in free.detail  # long sequences: the unconstrained search uses context parallelism
+    mds = evaluate_training_row({**row, "settings": "framework=megatron_deepspeed"}, load_catalog(use_user_dir=False))
+    assert " cp1 " in mds.detail and " ep1 " in mds.detail and "vpp1" in mds.detail
+    slower = evaluate_training_row({**row, "settings": "framework=megatron_deepspeed;attention=eager"},
+                                   load_catalog(use_user_dir=False))
+    assert slower.predicted < mds.predicted  # unfused attention over 32K tokens costs time

@@ -71,6 +71,21 @@ def test_training_form_to_plan_page(fresh: Any) -> None:
     assert "推荐" in zh and "80% 区间" in zh
 
 
+def test_training_form_offers_every_framework_and_plans_with_the_chosen_one(fresh: Any) -> None:
+    from gpuplan.workload.frameworks import framework_ids
+
+    form = fresh.get("/train?lang=en").text
+    for fid in framework_ids():
+        assert f'<option value="{fid}"' in form
+    r = fresh.post("/train", data={"model": "llama3-8b", "tokens": "1e11", "deadline": "30", "market": "",
+                                   "framework": "deepspeed", "max_devices": "64"}, follow_redirects=False)
+    plan = fresh.get(plan_location(fresh, r).replace("/p/", "/api/v1/plans/")).json()
+    assert plan["request"]["framework"] == "deepspeed"
+    top = plan["plans"][0]
+    assert top["assumptions"]["framework"]["id"] == "deepspeed"
+    assert (top["layout"]["tp"], top["layout"]["pp"]) == (1, 1)
+
+
 def test_plan_page_is_the_stored_result(fresh: Any, train_plan: dict[str, Any]) -> None:
     text = fresh.get(train_plan["share_url"] + "?lang=en").text
     rec = train_plan["recommended"]

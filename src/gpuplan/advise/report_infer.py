@@ -35,7 +35,7 @@ from gpuplan.estimate.memory_infer import estimate_inference_memory
 from gpuplan.hardware import Catalog
 from gpuplan.units import GIB
 from gpuplan.workload.engines import engine
-from gpuplan.workload.jobs import InferenceJob, Layout
+from gpuplan.workload.jobs import InferenceJob, serving_layout
 from gpuplan.workload.presets import load_model
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def serving_memory(run: Mapping[str, Any], plan: Mapping[str, Any], catalog: Cat
     prof = engine(str(run.get("engine") or "vllm"))
     acc = catalog.accelerator(plan["accelerator"])
     lay = plan["layout"]
-    layout = Layout(tp=int(lay["tp"]), pp=int(lay["pp"]), ep=int(lay["ep"]))
+    layout = serving_layout(tp=int(lay["tp"]), pp=int(lay["pp"]), ep=int(lay["ep"]))
     load = run["load"]
     tokens = max(1, round(float(load["input_len_mean"]) + float(load["output_len_mean"])))
     batch = max(1, math.ceil(float(plan.get("batch_mean") or 1.0)))

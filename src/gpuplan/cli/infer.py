@@ -12,10 +12,13 @@ from rich.table import Table
 from gpuplan.cli.common import LANG_OPT, console, fail, note, positives, print_json
 from gpuplan.cli.train import estimate_app
 from gpuplan.errors import GpuplanError, InputError
-from gpuplan.estimate.infer_estimate import InferenceEstimate, estimate_inference
-from gpuplan.hardware import load_catalog
+from gpuplan.estimate.infer_estimate import InferenceEstimate, Instance, estimate_inference
+from gpuplan.estimate.infer_step import node_devices
+from gpuplan.estimate.links import Link
+from gpuplan.hardware import Catalog, load_catalog
 from gpuplan.hardware.query import alias_note
 from gpuplan.i18n import help_text, resolve_lang, tr
+from gpuplan.search.train_eval import cluster_hardware, usual_network
 from gpuplan.workload.engines import engine
 from gpuplan.workload.presets import load_model
 
@@ -68,6 +71,10 @@ def estimate_infer(
     batch: int = typer.Option(None, help=help_text("help.estimate_infer.batch")),
     qps: float = typer.Option(None, help=help_text("help.estimate_infer.qps")),
     num_requests: int = typer.Option(2000, help=help_text("help.estimate_infer.num_requests")),
+    instance: Instance = typer.Option("colocated", help=help_text("help.estimate_infer.instance")),
+    draft_tokens: int = typer.Option(0, min=0, help=help_text("help.estimate_infer.draft_tokens")),
+    attention_fp8: bool = typer.Option(False, "--attention-fp8", help=help_text("help.estimate_infer.attention_fp8")),
+    network: str = typer.Option(None, help=help_text("help.estimate_infer.network")),
     term: list[str] = typer.Option(None, help=help_text("help.estimate_infer.term")),
     setting: list[str] = typer.Option(None, help=help_text("help.estimate_infer.setting")),
     catalog_dir: list[Path] = typer.Option(None, "--catalog", help=help_text("help.common.catalog_dir")),
@@ -86,7 +93,9 @@ def estimate_infer(
         prof = engine(engine_id, terms=_terms(term), settings=_settings(setting))
         est = estimate_inference(spec, accelerator=acc, engine=prof, input_len=input_len, output_len=output_len,
                                  num_accels=num_accels, tp=tp, pp=pp, ep=ep, weights=weights, kv_dtype=kv_dtype,
-                                 batch=batch, qps=qps, num_requests=num_requests, catalog=cat)
+                                 batch=batch, qps=qps, num_requests=num_requests, catalog=cat, instance=instance,
+                                 draft_tokens=draft_tokens, attention_fp8=attention_fp8,
+                                 scale_out=_scale_out(cat, acc.id, ep * pp, network))
     except (GpuplanError, ValidationError) as exc:
         fail(exc, lang)
     note(alias_note(cat, accelerator, language))
@@ -94,6 +103,15 @@ def estimate_infer(
         print_json(est.to_json())
         return
     _table(est, language)
+
+
+def _scale_out(cat: Catalog, accelerator: str, group: int, network: str | None) -> Link | None:
+    """The network link of one device when an expert-parallel group of `group` devices spans nodes: `--network`,
+    else the fabric of the part's catalog server (search.train_eval.usual_network)."""
+    if group <= node_devices(cat.accelerator(accelerator)) and network is None:
+        return None
+    net = network or usual_network(cat, accelerator)[0]
+    return cluster_hardware(cat, accelerator, net).inter()
 
 
 def _ms(v: Any) -> str:

@@ -16,7 +16,8 @@ from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.memory_table import memory_tables
 from gpuplan.units import GIB
 from gpuplan.workload.context import seq_len_warning
-from gpuplan.workload.jobs import LORA_TARGETS, InferenceJob, Layout, TrainingJob
+from gpuplan.workload.frameworks import FrameworkId
+from gpuplan.workload.jobs import LORA_TARGETS, InferenceJob, Layout, TrainingJob, serving_layout
 from gpuplan.workload.presets import load_model
 
 app = typer.Typer(help=help_text("help.group.memory"),
@@ -84,6 +85,7 @@ def train_cmd(
     attention: Literal["flash", "eager"] = typer.Option("flash"),
     kernels: Literal["auto", "hf", "fused"] = typer.Option(
         "auto", help=help_text("help.memory_train.kernels")),
+    framework: FrameworkId | None = typer.Option(None, help=help_text("help.memory_train.framework")),
     zero_impl: Literal["torch", "deepspeed"] = typer.Option(
         "torch", help=help_text("help.memory_train.zero_impl")),
     quant_format: Literal["nf4", "gptq"] = typer.Option("nf4", help=help_text("help.memory_train.quant_format")),
@@ -131,7 +133,7 @@ def train_cmd(
                           quant_format=quant_format, loss_upcast=loss_upcast,
                           lora_rank=lora_rank, lora_targets=targets, trainable_extra=extra, loss=loss,
                           loss_chunks=loss_chunks, optimizer_offload=optimizer_offload,
-                          optimizer_in_bwd=optimizer_in_bwd)
+                          optimizer_in_bwd=optimizer_in_bwd, framework=framework)
         layout = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, zero_stage=zero,
                         seq_parallel=seq_parallel)
         mem = estimate_training_memory(spec, job, layout)
@@ -163,7 +165,7 @@ def infer_cmd(
     context: int = typer.Option(4096, help=help_text("help.memory_infer.context")),
     tp: int = typer.Option(1),
     pp: int = typer.Option(1),
-    ep: int = typer.Option(1),
+    ep: int = typer.Option(1, help=help_text("help.memory_infer.ep")),
     group_size: int = typer.Option(128, help=help_text("help.memory_infer.group_size")),
     memory_fraction: float = typer.Option(0.9, help=help_text("help.memory_infer.memory_fraction")),
     quant_scope: Literal["all", "mlp"] = typer.Option("all", help=help_text("help.memory_infer.quant_scope")),
@@ -187,7 +189,7 @@ def infer_cmd(
         job = InferenceJob(weights=weights, kv_dtype=kv_dtype, batch=batch, context=context,
                            int4_group_size=group_size, memory_fraction=memory_fraction, quant_scope=quant_scope,
                            kv_layout=kv_layout, generated=generated, prompt_logits=prompt_logits)
-        layout = Layout(tp=tp, pp=pp, ep=ep, dp=max(ep, 1))
+        layout = serving_layout(tp=tp, pp=pp, ep=ep)
         mem = estimate_inference_memory(spec, job, layout)
         device, chosen = _device_memory(accelerator, device_memory_gib, language)
         fit = max_batch_that_fits(spec, job, device, layout) if device else None

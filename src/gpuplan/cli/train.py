@@ -26,12 +26,14 @@ from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.plan_json import compact_plans
 from gpuplan.render.report_text import bottleneck_text, duration_text, offer_text, rule_line
 from gpuplan.render.trust_text import band_cost, band_duration, confidence_text, trust_lines
-from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices
+from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices, offered
 from gpuplan.search.train_eval import cluster_hardware, usual_network
 from gpuplan.search.train_planner import best_layout, plan_figures
 from gpuplan.search.train_search import PlanConstraints, bottleneck, plan_training
 from gpuplan.units import GIB
 from gpuplan.workload.context import seq_len_warning
+from gpuplan.workload.frameworks import FrameworkId
+from gpuplan.workload.frameworks import framework as framework_profile
 from gpuplan.workload.jobs import TrainingJob, default_global_batch
 from gpuplan.workload.params import count_params
 from gpuplan.workload.presets import load_model
@@ -49,15 +51,14 @@ def _catalog(dirs: list[Path] | None) -> Catalog:
 
 Kernels = Literal["auto", "hf", "fused"]
 DataLoading = Literal["pretokenized", "online"]
-# Megatron-class frameworks run fused (Transformer Engine / MindSpeed / Paddle fused) kernels
-FRAMEWORK_KERNELS = {"megatron": "fused", "mindspeed": "fused", "paddle": "fused", "deepspeed": "auto"}
 
 
 def _job(method: str, seq_len: int, global_batch: int, precision: str, micro_batch: int | None = None, *,
-         kernels: str = "auto", data_loading: str = "pretokenized") -> TrainingJob:
+         kernels: str = "auto", data_loading: str = "pretokenized", framework: str | None = None) -> TrainingJob:
+    """The job of a CLI or web request; a named framework brings its kernels unless `kernels` is given."""
     return TrainingJob(method="full" if method in ("pretrain", "full_ft") else method,
                        seq_len=seq_len, global_batch=global_batch, precision=precision,
-                       micro_batch=micro_batch or 1, kernels=kernels, data_loading=data_loading)
+                       micro_batch=micro_batch or 1, kernels=kernels, data_loading=data_loading, framework=framework)
 
 
 def _pin(v: int | None, default: list[int]) -> list[int]:
@@ -83,6 +84,9 @@ def estimate_train(
     micro_batch: int = typer.Option(None),
     tokens: float = typer.Option(None, help=help_text("help.estimate_train.tokens")),
     kernels: Kernels = typer.Option("auto", help=help_text("help.estimate_train.kernels")),
+    framework: FrameworkId | None = typer.Option(None, help=help_text("help.estimate_train.framework")),
+    tp_comm_overlap: bool | None = typer.Option(None, "--tp-comm-overlap/--no-tp-comm-overlap",
+                                                help=help_text("help.estimate_train.tp_comm_overlap")),
     data_loading: DataLoading = typer.Option("pretokenized", help=help_text("help.common.data_loading")),
     catalog_dir: list[Path] = typer.Option(None, "--catalog", help=help_text("help.common.catalog_dir")),
     json_out: bool = typer.Option(False, "--json"),
@@ -106,7 +110,9 @@ def estimate_train(
         warn(seq_len_warning(spec, seq_len, language))
         gpn = gpus_per_node or min(8, num_accels)
         gb = global_batch or default_global_batch(seq_len, num_accels)
-        job = _job(method, seq_len, gb, precision, micro_batch, kernels=kernels, data_loading=data_loading)
+        job = _job(method, seq_len, gb, precision, micro_batch, kernels=kernels, data_loading=data_loading,
+                   framework=framework).model_copy(update={"tp_comm_overlap": tp_comm_overlap})
+        prof = framework_profile(framework) if framework else None
         fixed = [x for x in (tp, pp, dp, cp) if x is not None]
         if len(fixed) == 4 and tp * pp * dp * cp != num_accels:
             raise InputError(field="tp*pp*dp*cp", value=tp * pp * dp * cp,
@@ -116,11 +122,13 @@ def estimate_train(
                              hint="tensor parallelism across the network is far slower; use pp or dp instead")
         net = network or (usual_network(cat, acc.id)[0] if num_accels > gpn else None)
         hw = cluster_hardware(cat, acc.id, net, gpus_per_node=gpn, nics_per_node=nics_per_node)
-        choices = LayoutChoices(
-            devices=[num_accels], tp=_pin(tp, [t for t in (1, 2, 4, 8) if t <= gpn]),
-            pp=_pin(pp, [1, 2, 4, 8, 16, 32]), cp=_pin(cp, [1, 2, 4, 8]), ep=_pin(ep, [1, 2, 4, 8, 16, 32, 64]),
-            vpp=_pin(vpp, [1, 2, 4]), zero=_pin(zero, [0, 1, 3]), micro_batch=_pin(micro_batch, [1, 2, 4, 8]),
-            recompute=[recompute] if recompute else list(RECOMPUTE_CODES), max_tp=gpn,
+        choices = LayoutChoices(  # unset degrees: what the framework offers (every value without one)
+            devices=[num_accels], tp=offered(prof, "tp", tp, [t for t in (1, 2, 4, 8) if t <= gpn]),
+            pp=offered(prof, "pp", pp, [1, 2, 4, 8, 16, 32]), cp=offered(prof, "cp", cp, [1, 2, 4, 8]),
+            ep=offered(prof, "ep", ep, [1, 2, 4, 8, 16, 32, 64]), vpp=offered(prof, "vpp", vpp, [1, 2, 4]),
+            zero=_pin(zero, list(prof.zero_stages) if prof else [0, 1, 3]),
+            micro_batch=_pin(micro_batch, [1, 2, 4, 8]),
+            recompute=[recompute] if recompute else list(prof.recompute if prof else RECOMPUTE_CODES), max_tp=gpn,
             dp=[dp] if dp is not None else None)
         cal = load_user_calibration()  # measured terms written by `gpuplan calibrate`, if any
         c, ev, best, rejected = best_layout(spec, job, hw, choices, calibration=cal)
@@ -225,7 +233,7 @@ def plan_train(
     vendor: str = typer.Option(None),
     provider: str = typer.Option(None),
     domestic_only: bool = typer.Option(False, "--domestic-only"),
-    framework: Literal["megatron", "deepspeed", "mindspeed", "paddle"] | None = typer.Option(None),
+    framework: FrameworkId | None = typer.Option(None, help=help_text("help.plan_train.framework")),
     kernels: Kernels | None = typer.Option(None, help=help_text("help.plan_train.kernels")),
     data_loading: DataLoading = typer.Option("pretokenized", help=help_text("help.common.data_loading")),
     top: int = typer.Option(10, help=help_text("help.plan_train.top")),
@@ -253,8 +261,8 @@ def plan_train(
         cat = _catalog(catalog_dir)
         warn(seq_len_warning(spec, seq_len, language))
         gb = global_batch or default_global_batch(seq_len)
-        job = _job(method, seq_len, gb, precision,
-                   kernels=kernels or FRAMEWORK_KERNELS.get(framework or "", "auto"), data_loading=data_loading)
+        job = _job(method, seq_len, gb, precision, kernels=kernels or "auto", data_loading=data_loading,
+                   framework=framework)
         cal = load_user_calibration()
         cons = plan_constraints(cat, float(count_params(spec).total), cal, method=method, framework=framework,
                                 deadline=deadline, budget=budget, max_devices=max_devices, market=market,

@@ -127,7 +127,14 @@ class ServeTarget:
 
     @property
     def devices_per_replica(self) -> int:
-        return self.tp * self.pp
+        """Devices of one server process: its tensor-parallel group, or its whole expert-parallel group when
+        attention runs data-parallel (ep > tp)."""
+        return max(self.tp, self.ep) * self.pp
+
+    @property
+    def server_replicas(self) -> int:
+        """Server processes of the fleet: the plan counts attention groups, ep/tp of them per server."""
+        return max(1, int(self.fleet["replicas"]) // max(self.ep // self.tp, 1))
 
     @property
     def ascend(self) -> bool:
@@ -181,7 +188,10 @@ def header(target: TrainTarget | ServeTarget, fmt: str, *, comment: str = "#",
     else:
         f = target.fleet
         pid = plan_id("serve", f)
-        what = (f"{target.model_id} on {f['replicas']} replica(s) x tp{target.tp} pp{target.pp} of {f['accelerator']} "
+        shape = (f"{target.server_replicas} server(s) x {target.devices_per_replica} devices (attention "
+                 f"data-parallel over {target.ep // target.tp} groups of tp{target.tp}, experts ep{target.ep})"
+                 if target.ep > target.tp else f"{f['replicas']} replica(s) x tp{target.tp} pp{target.pp}")
+        what = (f"{target.model_id} on {shape} of {f['accelerator']} "
                 f"({f.get('instances')} x {f.get('instance')}), weights {f['weights']}, engine {f['engine']}")
         figs = _serve_figures(f)
         keys = ["accelerator", "instance", "replicas", "tp", "pp", "ep", "weights", "kv_dtype"]

@@ -55,7 +55,7 @@ def deployment_object(t: ServeTarget) -> dict[str, Any]:
     if argv:
         container["command"], container["args"] = argv[:1], argv[1:]
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "gpuplan-serve", "labels": labels},
-            "spec": {"replicas": int(t.fleet["replicas"]), "selector": {"matchLabels": {"app": "gpuplan-serve"}},
+            "spec": {"replicas": t.server_replicas, "selector": {"matchLabels": {"app": "gpuplan-serve"}},
                      "template": {"metadata": {"labels": labels},
                                   "spec": {"containers": [container]}}}}
 
@@ -85,7 +85,7 @@ def skypilot_object(t: ServeTarget) -> dict[str, Any]:
                           "ports": PORT},
             "envs": {"MODEL_PATH": t.model_id},
             "service": {"readiness_probe": {"path": HEALTH[eng], "initial_delay_seconds": 600},
-                        "replicas": int(t.fleet["replicas"])},
+                        "replicas": t.server_replicas},
             "setup": f"pip install {eng}" if eng in ("vllm", "sglang", "lmdeploy") else "true",
             "run": " ".join(argv) if argv else "bash mindie.sh"}
 

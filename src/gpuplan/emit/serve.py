@@ -41,6 +41,8 @@ def vllm_args(t: ServeTarget) -> list[Arg]:
     p = _profile(t, "vllm")
     a: list[Arg] = [("--host", "0.0.0.0"), ("--port", str(PORT)), ("--tensor-parallel-size", str(t.tp)),
                     ("--pipeline-parallel-size", str(t.pp))]
+    if t.ep > t.tp:  # attention data parallelism: ep/tp engine ranks share the experts (vLLM data parallel docs)
+        a.append(("--data-parallel-size", str(t.ep // t.tp)))
     if t.ep > 1:
         a.append(("--enable-expert-parallel", None))  # vLLM's EP size is TP x DP of the replica
     a += [("--max-num-seqs", str(p.max_num_seqs)), ("--max-model-len", str(t.max_model_len)),
@@ -54,8 +56,12 @@ def vllm_args(t: ServeTarget) -> list[Arg]:
 
 def sglang_args(t: ServeTarget) -> list[Arg]:
     p = _profile(t, "sglang")
+    # with attention data parallelism SGLang's tp-size counts every GPU of the server and dp-size the attention
+    # groups (SGLang server arguments: --enable-dp-attention)
     a: list[Arg] = [("--model-path", "${MODEL_PATH}"), ("--host", "0.0.0.0"), ("--port", str(PORT)),
-                    ("--tp-size", str(t.tp)), ("--pp-size", str(t.pp))]
+                    ("--tp-size", str(max(t.tp, t.ep))), ("--pp-size", str(t.pp))]
+    if t.ep > t.tp:
+        a += [("--dp-size", str(t.ep // t.tp)), ("--enable-dp-attention", None)]
     if t.ep > 1:
         a.append(("--ep-size", str(t.ep)))
     a += [("--max-running-requests", str(p.max_num_seqs)), ("--context-length", str(t.max_model_len)),
@@ -72,8 +78,10 @@ def sglang_args(t: ServeTarget) -> list[Arg]:
 
 def trtllm_args(t: ServeTarget) -> list[Arg]:
     p = _profile(t, "trtllm")
+    # attention data parallelism: tp_size counts every GPU and enable_attention_dp (trtllm_config.yaml) splits
+    # the attention over them (TensorRT-LLM DeepSeek-R1 deployment guide)
     a: list[Arg] = [("--host", "0.0.0.0"), ("--port", str(PORT)), ("--backend", "pytorch"),
-                    ("--tp_size", str(t.tp)), ("--pp_size", str(t.pp))]
+                    ("--tp_size", str(max(t.tp, t.ep))), ("--pp_size", str(t.pp))]
     if t.ep > 1:
         a.append(("--ep_size", str(t.ep)))
     a += [("--max_batch_size", str(p.max_num_seqs)), ("--max_num_tokens", str(p.max_batched_tokens)),
@@ -85,13 +93,20 @@ def trtllm_args(t: ServeTarget) -> list[Arg]:
 
 def trtllm_options(t: ServeTarget) -> dict[str, Any]:
     kv = {"fp8": "fp8", "int8": "fp8"}.get(str(t.run.get("kv_dtype")), "auto")
-    return {"kv_cache_config": {"dtype": kv, "free_gpu_memory_fraction": _profile(t, "trtllm").gpu_memory_fraction}}
+    out: dict[str, Any] = {"kv_cache_config": {"dtype": kv,
+                                               "free_gpu_memory_fraction": _profile(t, "trtllm").gpu_memory_fraction}}
+    if t.ep > t.tp:
+        out["enable_attention_dp"] = True
+    return out
 
 
 def lmdeploy_args(t: ServeTarget) -> list[Arg]:
     p = _profile(t, "lmdeploy")
     a: list[Arg] = [("--server-name", "0.0.0.0"), ("--server-port", str(PORT)),
-                    ("--backend", "pytorch" if t.ascend or t.pp > 1 else "turbomind"), ("--tp", str(t.tp))]
+                    ("--backend", "pytorch" if t.ascend or t.pp > 1 or t.ep > t.tp else "turbomind"),
+                    ("--tp", str(t.tp))]
+    if t.ep > t.tp:  # attention data parallelism (LMDeploy PyTorch engine: --dp with --ep)
+        a.append(("--dp", str(t.ep // t.tp)))
     if t.ep > 1:
         a.append(("--ep", str(t.ep)))
     a += [("--session-len", str(t.max_model_len)), ("--max-batch-size", str(p.max_num_seqs)),

@@ -16,23 +16,28 @@ or a larger part from the catalog). All figures are estimates.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 import numpy as np
 
 from gpuplan.errors import InputError
 from gpuplan.estimate.calibration import load_calibration
+from gpuplan.estimate.infer_pd import decode_instance_perf, prefill_instance_perf
 from gpuplan.estimate.infer_perf import InferencePerf, fixed_batch_perf, offline_perf
 from gpuplan.estimate.infer_step import StepCostModel, step_cost_model
+from gpuplan.estimate.links import Link
 from gpuplan.estimate.memory_infer import estimate_inference_memory
 from gpuplan.hardware.catalog import Catalog
 from gpuplan.hardware.schema_devices import Accelerator
 from gpuplan.units import GIB
 from gpuplan.workload.engines import EngineProfile
-from gpuplan.workload.jobs import InferenceJob, Layout
+from gpuplan.workload.jobs import InferenceJob, Layout, serving_layout
 from gpuplan.workload.model_spec import ModelSpec
 
-__all__ = ["InferenceEstimate", "estimate_inference", "smallest_fitting_layout"]
+__all__ = ["Instance", "InferenceEstimate", "estimate_inference", "smallest_fitting_layout"]
+
+# colocated: one engine serves prefill and decode; prefill / decode: one instance of a disaggregated deployment
+Instance = Literal["colocated", "prefill", "decode"]
 
 TP_CHOICES = (1, 2, 4, 8, 16, 32, 64, 72)
 FORMATS_BY_SIZE = ("bf16", "fp8", "int8", "int4")  # largest to smallest weights
@@ -128,6 +133,21 @@ def _nearest(spec: ModelSpec, acc: Accelerator, weights: str, kv_dtype: str, eng
     return "it fits on no catalog device even at int4 with up to 64 devices per replica"
 
 
+def _check_instance(instance: str, draft_tokens: int, qps: float | None, output_len: int) -> None:
+    if instance not in get_args(Instance):
+        raise InputError(field="instance", value=instance, allowed=", ".join(get_args(Instance)))
+    if draft_tokens < 0 or (draft_tokens and instance != "decode"):
+        raise InputError(field="draft_tokens", value=draft_tokens,
+                         allowed="0, or a positive count with --instance decode",
+                         hint="speculative decoding is estimated for a disaggregated decode instance")
+    if instance != "colocated" and qps is not None:
+        raise InputError(field="qps", value=qps, allowed="left out with --instance prefill or decode",
+                         hint="an instance of a disaggregated deployment is estimated at a fixed batch")
+    if instance == "prefill" and output_len != 1:
+        raise InputError(field="output_len", value=output_len, allowed="1 with --instance prefill",
+                         hint="a prefill instance hands each request on after its first token")
+
+
 def _check_lengths(input_len: int, output_len: int, batch: int | None, qps: float | None) -> None:
     for name, v in (("input_len", input_len), ("output_len", output_len)):
         if v < 1:
@@ -144,9 +164,17 @@ def estimate_inference(spec: ModelSpec, *, accelerator: Accelerator, engine: Eng
                        output_len: int, num_accels: int | None = None, tp: int | None = None, pp: int = 1,
                        ep: int = 1, weights: str = "bf16", kv_dtype: str | None = None, batch: int | None = None,
                        qps: float | None = None, num_requests: int = 2000, seed: int = 0,
-                       catalog: Catalog | None = None) -> InferenceEstimate:
-    """Latency, throughput and memory of serving `spec` on `num_accels` devices of one accelerator."""
+                       catalog: Catalog | None = None, instance: Instance = "colocated", draft_tokens: int = 0,
+                       attention_fp8: bool = False, scale_out: Link | None = None) -> InferenceEstimate:
+    """Latency, throughput and memory of serving `spec` on `num_accels` devices of one accelerator.
+
+    `ep > tp` runs attention data-parallel (ep/tp attention groups of tp devices sharing the experts of an
+    ep x pp group; `scale_out` is the network link the all-to-all takes once that group spans nodes).
+    `instance` prefill or decode estimates one instance of a prefill/decode-disaggregated deployment
+    (`infer_pd`); `draft_tokens` is speculative (MTP) decoding in a decode instance.
+    """
     _check_lengths(input_len, output_len, batch, qps)
+    _check_instance(instance, draft_tokens, qps, output_len)
     kv = kv_dtype or InferenceJob(weights=weights).kv_cache_dtype
     tokens = input_len + output_len
     acc = accelerator
@@ -159,16 +187,17 @@ def estimate_inference(spec: ModelSpec, *, accelerator: Accelerator, engine: Eng
                              hint=_nearest(spec, acc, weights, kv, engine, tokens, catalog))
         tp = lay.tp
         pp = max(pp, lay.pp)
-    layout = Layout(tp=tp, pp=pp, ep=ep)
-    per_replica = tp * pp
-    n = num_accels or per_replica
-    if n % per_replica:
-        lo, hi = n // per_replica * per_replica, (n // per_replica + 1) * per_replica
-        raise InputError(field="num_accels", value=n, allowed=f"a multiple of tp x pp = {per_replica}",
+    layout = serving_layout(tp=tp, pp=pp, ep=ep)
+    per_replica = tp * pp  # one attention group (a whole replica unless ep > tp)
+    group = max(tp, ep) * pp  # devices that share one copy of the weights
+    n = num_accels or group
+    if n % group:
+        lo, hi = n // group * group, (n // group + 1) * group
+        raise InputError(field="num_accels", value=n, allowed=f"a multiple of max(tp, ep) x pp = {group}",
                          hint=f"nearest: --num-accels {lo or hi}" + (f" or {hi}" if lo else ""))
     replicas = n // per_replica
     model = step_cost_model(spec, accelerator=acc, layout=layout, weights=weights, kv_dtype=kv, engine=engine,
-                            catalog=catalog)
+                            catalog=catalog, scale_out=scale_out, attention_fp8=attention_fp8)
     if model.kv_capacity_tokens < tokens:
         raise InputError(field="model", value=spec.name,
                          allowed=f"a replica that holds the weights and one {tokens}-token request "
@@ -176,7 +205,16 @@ def estimate_inference(spec: ModelSpec, *, accelerator: Accelerator, engine: Eng
                          hint=_nearest(spec, acc, weights, kv, engine, tokens, catalog))
     fits = min(model.kv_capacity_tokens // tokens, engine.max_num_seqs)
     percentiles = simulation = None
-    if batch is not None:
+    if instance == "decode":
+        perf = decode_instance_perf(model, batch=batch or max(fits, 1), input_len=input_len, output_len=output_len,
+                                    draft_tokens=draft_tokens, acceptance=engine.value("mtp_acceptance"),
+                                    replicas=replicas, devices_per_replica=per_replica)
+    elif instance == "prefill":
+        perf = prefill_instance_perf(model, batch=batch or 1, input_len=input_len,
+                                     max_batched_tokens=engine.max_batched_tokens,
+                                     chunked_prefill=engine.chunked_prefill, replicas=replicas,
+                                     devices_per_replica=per_replica)
+    elif batch is not None:
         perf = fixed_batch_perf(model, batch=batch, input_len=input_len, output_len=output_len, replicas=replicas,
                                 devices_per_replica=per_replica, max_batched_tokens=engine.max_batched_tokens,
                                 chunked_prefill=engine.chunked_prefill)

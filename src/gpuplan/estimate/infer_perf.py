@@ -32,7 +32,7 @@ from typing import Any, Literal
 from gpuplan.errors import InputError
 from gpuplan.estimate.infer_step import StepCostModel
 
-__all__ = ["InferencePerf", "Scenario", "fixed_batch_perf", "offline_perf"]
+__all__ = ["InferencePerf", "Scenario", "fixed_batch_perf", "offline_perf", "prefill_s"]
 
 Scenario = Literal["fixed_batch", "offline"]
 
@@ -86,7 +86,7 @@ def _check_lengths(input_len: float, output_len: float, batch: int | None) -> No
         raise InputError(field="batch", value=batch, allowed="an integer >= 1")
 
 
-def _prefill_s(model: StepCostModel, n_seqs: float, input_len: float, budget: int, chunked: bool) -> float:
+def prefill_s(model: StepCostModel, n_seqs: float, input_len: float, budget: int, chunked: bool) -> float:
     """Time to prefill `n_seqs` prompts of `input_len` tokens with no decodes in flight."""
     tokens = n_seqs * input_len
     pairs = n_seqs * input_len * (input_len + 1) / 2
@@ -107,7 +107,7 @@ def fixed_batch_perf(model: StepCostModel, *, batch: int, input_len: int, output
     """TTFT, TPOT, e2e and throughput of `batch` requests started together on each replica."""
     _check_lengths(input_len, output_len, batch)
     fits = model.kv_capacity_tokens // (input_len + output_len)
-    ttft = model.request_overhead + _prefill_s(model, batch, input_len, max_batched_tokens, chunked_prefill)
+    ttft = model.request_overhead + prefill_s(model, batch, input_len, max_batched_tokens, chunked_prefill)
     mean_ctx = input_len + output_len / 2
     tpot = _decode_s(model, batch, mean_ctx) if output_len > 1 else 0.0
     e2e = ttft + (output_len - 1) * tpot
@@ -150,7 +150,7 @@ def offline_perf(model: StepCostModel, *, input_len: float, output_len: float, m
     mean_ctx = input_len + output_len / 2
     pairs_per_req = input_len * (input_len + 1) / 2
     if scheduling == "prefill_first":
-        prefill = _prefill_s(model, b, input_len, max_batched_tokens, chunked_prefill)
+        prefill = prefill_s(model, b, input_len, max_batched_tokens, chunked_prefill)
         decode = _decode_s(model, b, mean_ctx)
         cycle = prefill + output_len * decode
         tokens_per_s = b * output_len / cycle

@@ -30,7 +30,15 @@ tokens. Per device of the heaviest pipeline stage (docs/inference.md has the der
   parallelism (inside the TP group, attention stays tensor-parallel) keeps each expert
   whole on one rank and replaces the FFN all-reduce of an MoE layer by a dispatch
   all-gather and a combine reduce-scatter of T x hidden values over the ep ranks.
-  Attention data parallelism with DeepEP-style all-to-all is not modelled. Pipeline parallelism runs the stages in turn
+  Attention data parallelism (ep > tp: SGLang --enable-dp-attention with --ep-size, RTP-LLM DP = EP)
+  runs ep/tp attention groups of tp ranks, each with its own sequences; the routed experts are spread
+  over all ep ranks (ep/E of them on one device, whole), the dense layers and shared experts are whole
+  in every group. A step of one group's T tokens then meets the T x ep/tp tokens of all groups in the
+  experts (expected distinct experts over the group's share of all tokens), and each token crosses a
+  DeepEP all-to-all per MoE layer: top_k copies of its hidden state dispatched (fp8 for fp8 weights,
+  else 16 bits) and combined in 16 bits (DeepEP README), over NVLink inside a node and over the
+  scale-out NIC (pure RDMA low-latency kernels) once the group spans nodes.
+  Pipeline parallelism runs the stages in turn
   (one step's latency) with a point-to-point send of T x hidden values between stages.
 * Fixed costs: `layer_overhead_s` per layer (small kernels), `step_overhead_s` per
   iteration (scheduler, sampler, launch) and `seq_overhead_s` per sequence in it.
@@ -55,7 +63,14 @@ from gpuplan.errors import InputError
 from gpuplan.estimate.calibration import load_calibration
 from gpuplan.estimate.comm import node_link
 from gpuplan.estimate.kv_cache import kv_bytes_per_token
-from gpuplan.estimate.memory_infer import estimate_inference_memory, matrix_bytes_per_param, max_batch_that_fits
+from gpuplan.estimate.links import Link
+from gpuplan.estimate.memory_infer import (
+    check_serving_layout,
+    estimate_inference_memory,
+    expert_ranks,
+    matrix_bytes_per_param,
+    max_batch_that_fits,
+)
 from gpuplan.estimate.memory_train import stage_layers
 from gpuplan.hardware.catalog import Catalog
 from gpuplan.hardware.schema_devices import Accelerator
@@ -133,7 +148,8 @@ class StepCostModel:
     tp_comm_fixed: float
     tp_comm_per_token: float
     ep_comm_fixed: float
-    ep_comm_per_token: float
+    ep_comm_per_token: float  # per decode token (and per prefill token unless the next field says otherwise)
+    ep_comm_per_prefill_token: float | None = None  # attention-DP all-to-all of prompt tokens (node-deduplicated)
     pp_comm_fixed: float
     pp_comm_per_token: float
     # fixed
@@ -168,7 +184,7 @@ class StepCostModel:
         stage += self.prefill_attn_per_pair * prefill_attn_pairs
         stage += max(self.decode_kv_read_per_token, self.decode_attn_flops_per_token) * decode_kv_tokens
         stage += self.tp_comm_fixed + self.tp_comm_per_token * t
-        stage += self.ep_comm_fixed + self.ep_comm_per_token * t
+        stage += self.ep_comm_fixed + float(self._ep_tokens_s(prefill_tokens, decode_seqs))
         stage += self.layer_overhead
         return (stage + (self.pp_stages - 1) * (self.pp_comm_fixed + self.pp_comm_per_token * t)
                 + self.step_overhead + self.seq_overhead * rows)
@@ -190,11 +206,17 @@ class StepCostModel:
         stage = stage + self.prefill_attn_per_pair * a
         stage = stage + max(self.decode_kv_read_per_token, self.decode_attn_flops_per_token) * k
         stage = stage + self.tp_comm_fixed + self.tp_comm_per_token * t
-        stage = stage + self.ep_comm_fixed + self.ep_comm_per_token * t
+        stage = stage + self.ep_comm_fixed + self._ep_tokens_s(p, d)
         stage = stage + self.layer_overhead
         out = (stage + (self.pp_stages - 1) * (self.pp_comm_fixed + self.pp_comm_per_token * t)
                + self.step_overhead + self.seq_overhead * rows)
         return np.asarray(np.where(t > 0, out, 0.0), dtype=np.float64)
+
+    def _ep_tokens_s(self, prefill_tokens: Any, decode_seqs: Any) -> Any:
+        """Expert all-to-all time of a step's tokens (scalars or numpy arrays)."""
+        per_prefill = self.ep_comm_per_token if self.ep_comm_per_prefill_token is None \
+            else self.ep_comm_per_prefill_token
+        return per_prefill * prefill_tokens + self.ep_comm_per_token * decode_seqs
 
     # -- explanation ------------------------------------------------------------------
     def breakdown(self, *, prefill_tokens: int, prefill_attn_pairs: float, decode_seqs: int,
@@ -227,7 +249,7 @@ class StepCostModel:
             kv_read_s=n * max(kv_bytes_s - kv_flops_s, 0.0),
             tp_comm_s=n * (self.tp_comm_fixed + self.tp_comm_per_token * t),
             pp_comm_s=(self.pp_stages - 1) * (self.pp_comm_fixed + self.pp_comm_per_token * t),
-            ep_comm_s=n * (self.ep_comm_fixed + self.ep_comm_per_token * t),
+            ep_comm_s=n * (self.ep_comm_fixed + self._ep_tokens_s(prefill_tokens, decode_seqs)),
             overhead_s=n * self.layer_overhead + self.step_overhead + self.seq_overhead * rows,
             bound="memory" if sum(m for *_, m in groups) > sum(c for c, *_ in groups) else "compute",
             terms=self.terms,
@@ -252,31 +274,41 @@ def _gemm_rate(acc: Accelerator, weights: str) -> tuple[float, bool, str]:
     return p16, weights != "bf16" and weights != "fp16", "bf16"
 
 
-def _check(spec: ModelSpec, layout: Layout, acc: Accelerator) -> None:
+def _check(spec: ModelSpec, layout: Layout, acc: Accelerator, scale_out: Link | None) -> None:
     check_layout(spec, layout)
-    if layout.ep > 1 and layout.tp % layout.ep:
-        divisors = [d for d in range(1, layout.tp + 1) if layout.tp % d == 0]
-        raise InputError(field="ep", value=layout.ep, allowed=f"a divisor of tp={layout.tp}: {divisors}",
-                         hint="a serving replica spreads its experts over its tensor-parallel ranks")
+    check_serving_layout(layout)
     if acc.hbm_bandwidth_gbps is None:
         raise InputError(field="accelerator", value=acc.id, allowed="a part with a memory bandwidth in the catalog")
-    node = max(NODE_DEVICES, acc.fully_connected_domain or 1)
+    node = node_devices(acc)
     if layout.tp * layout.pp > node:
         raise InputError(field="tp", value=layout.tp, allowed=f"tp x pp <= {node} (one node of {acc.id})",
-                         hint="a serving replica here stays inside one node; add replicas to use more devices")
+                         hint="an attention group stays inside one node; add replicas or attention data parallelism")
+    if layout.ep * layout.pp > node and scale_out is None:
+        raise InputError(field="ep", value=layout.ep, allowed=f"ep x pp <= {node} without a scale-out network",
+                         hint="an expert-parallel group across nodes needs the network its all-to-all crosses")
+
+
+def node_devices(acc: Accelerator) -> int:
+    """Devices of one node of `acc` (the catalog's 8-device node, or its larger fast-link domain)."""
+    return max(NODE_DEVICES, acc.fully_connected_domain or 1)
 
 
 def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout, weights: str, kv_dtype: str,
-                    engine: EngineProfile, catalog: Catalog | None = None) -> StepCostModel:
-    """The per-step cost coefficients of serving `spec` on one replica of `layout` (tp x pp devices).
+                    engine: EngineProfile, catalog: Catalog | None = None,
+                    scale_out: Link | None = None, attention_fp8: bool = False) -> StepCostModel:
+    """The per-step cost coefficients of serving `spec` on one attention group of `layout` (tp x pp devices;
+    with ep > tp, one of the ep/tp groups that share an expert-parallel group of ep x pp devices).
 
-    `catalog` is accepted for callers that hold one (a replica stays inside one node, so the
-    intra-node link of `accelerator` is all the model needs today).
+    `catalog` is accepted for callers that hold one. `scale_out` is one device's share of the
+    node's scale-out NICs (links.inter_node_link), needed when an expert-parallel group spans nodes.
+    `attention_fp8`: the attention kernels compute in fp8 over an fp8 KV cache (FlashMLA FP8,
+    FlashAttention-3 FP8, Shah et al. 2024): their FLOPs run at the part's fp8 peak.
     """
     acc = accelerator
-    _check(spec, layout, acc)
+    _check(spec, layout, acc, scale_out)
     engine = engine.for_accelerator(acc.id)  # the engine's terms on this hardware family, else its defaults
     tp, pp, ep = layout.tp, layout.pp, layout.ep
+    groups = max(ep // tp, 1)  # attention data-parallel groups sharing the experts (1: experts inside TP)
     if weights not in WEIGHT_FORMATS:
         raise InputError(field="weights", value=weights, allowed=", ".join(WEIGHT_FORMATS))
     if kv_dtype not in KV_DTYPES:
@@ -306,14 +338,17 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         dense_params += moe_n * (ml.attention_matrix + ml.shared_matrix) / tp
         dense_params += moe_n * ml.router  # replicated, 16-bit, tiny
     dense_compute = 2.0 * dense_params / flop_s  # 2 FLOPs per weight per token
-    routed_params_all = moe_n * ml.experts_matrix / tp if ml is not None else 0.0
+    # one device holds 1/max(tp, ep) of the experts; per token of its group it computes the same share of the
+    # active experts either way (groups x T tokens x top_k spread over ep = tp x groups devices)
+    routed_params_all = moe_n * ml.experts_matrix / expert_ranks(layout) if ml is not None else 0.0
     routed_active = moe_n * ml.experts_active_matrix / tp if ml is not None else 0.0
     moe_eff = gemm_eff
     if spec.moe is not None:  # narrow experts run grouped GEMMs below the dense efficiency
-        f = spec.moe.expert_ffn_size / (tp // ep)  # one expert's columns on one device
+        f = spec.moe.expert_ffn_size / max(tp // ep, 1)  # one expert's columns on one device
         moe_eff = gemm_eff * f / (f + e("moe_expert_half_width"))
     moe_compute = 2.0 * routed_active / (rate * moe_eff)
-    untouched = 1.0 - spec.moe.top_k / spec.moe.num_experts if spec.moe is not None and moe_n else 0.0
+    # the experts meet every group's tokens: (1 - k/E)^(T x groups) of them stay untouched
+    untouched = (1.0 - spec.moe.top_k / spec.moe.num_experts) ** groups if spec.moe is not None and moe_n else 0.0
 
     head_params = (counts.lm_head or counts.embedding) / tp  # the LM head (tied or not) multiplies
 
@@ -325,7 +360,11 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         decode_flops_key = 2.0 * heads_dev * (2 * spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim)
     else:
         decode_flops_key = 2.0 * heads_dev * (spec.attn_head_dim + spec.v_head_dim)
-    attn_rate = p16 * e("attention_efficiency")
+    p8 = _peak(acc, "fp8")
+    if attention_fp8 and (kv_dtype != "fp8" or p8 is None):
+        raise InputError(field="attention_fp8", value=True, allowed="an fp8 KV cache on a part with an fp8 peak",
+                         hint="fp8 attention kernels read an fp8 KV cache on fp8 tensor cores")
+    attn_rate = (p8 if attention_fp8 and p8 else p16) * e("attention_efficiency")
 
     # communication
     # The replica's ranks share one node; bridged pairs (NVLink bridge, MLU-Link) fall back to PCIe
@@ -343,7 +382,7 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
             ar_calls = 2 * n_layers - (moe_n if ep > 1 else 0)
             tp_fixed = ar_calls * 2 * (tp - 1) * alpha
             tp_tok = ar_calls * 2 * (tp - 1) / tp * h * ACT_BYTES / link_bw
-        if ep > 1 and spec.moe is not None:
+        if 1 < ep <= tp and spec.moe is not None:
             # Tokens are replicated over the TP group after attention, so dispatch is an all-gather
             # and combine a reduce-scatter of T x hidden values over the ep ranks (vLLM's
             # all-gather/reduce-scatter all2all backend for EP under TP attention)
@@ -352,6 +391,34 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         if pp > 1:
             pp_fixed = float(link.latency_s)
             pp_tok = h * ACT_BYTES / link_bw
+
+    a2a_link: Link | None = None
+    ep_prefill_tok: float | None = None
+    if ep > tp and spec.moe is not None:
+        # DeepEP all-to-all per MoE layer: each token's top_k copies dispatched (fp8 with fp8 weights, else 16
+        # bits) and combined in 16 bits; the tp ranks of a group send 1/tp of its tokens each. Inside one node
+        # over NVLink, across nodes over the device's scale-out NIC share (DeepEP README: low-latency kernels
+        # move 128 tokens x top-8 x 7168 at 39-46 GB/s per H800 on 400 Gb/s CX7, i.e. at the NIC's rate)
+        spans = ep * pp > node_devices(acc)
+        a2a_link = scale_out if spans else node_link(acc, ep * pp)
+        if a2a_link is None:
+            raise InputError(field="accelerator", value=acc.id, allowed="a part with a known intra-node link",
+                             hint="expert parallelism needs the GPU-to-GPU link speed")
+        copy_bytes = (1.0 if weights == "fp8" else ACT_BYTES) + ACT_BYTES  # dispatch + combine of one copy
+        k = spec.moe.top_k
+        ep_fixed = moe_n * 2 * float(a2a_link.latency_s)
+        # decode (low-latency kernels, pure RDMA): every one of a token's top_k copies crosses the link
+        ep_tok = moe_n * k * h * copy_bytes / tp / (float(a2a_link.bandwidth_gbyte_s) * GB)
+        if spans:
+            # prefill (normal kernels, NVLink and RDMA forwarding): a token crosses the network once per remote
+            # node that holds one of its experts, E = (N - 1)(1 - (1 - 1/N)^k) of the N nodes for uniform routing,
+            # and reaches its experts over NVLink; the slower of the two paths sets the time (DeepEP README)
+            nodes = ep * pp / node_devices(acc)
+            remote = (nodes - 1.0) * (1.0 - (1.0 - 1.0 / nodes) ** k)
+            nvlink = node_link(acc, node_devices(acc))
+            rdma_s = remote * h * copy_bytes / (float(a2a_link.bandwidth_gbyte_s) * GB)
+            nvl_s = k * h * copy_bytes / (float(nvlink.bandwidth_gbyte_s) * GB) if nvlink is not None else 0.0
+            ep_prefill_tok = moe_n * max(rdma_s, nvl_s) / tp
 
     # memory: the engine's budget, workspace and runtime overhead
     cal = load_calibration({"runtime_context_gib": engine.runtime_overhead_gib,
@@ -376,6 +443,9 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         "gemm_peak_tflops": rate / 1e12,
         "hbm_bandwidth_gbps": acc.hbm_bandwidth_gbps,
         "tp_link": link.label if link is not None else None,
+        "attention_groups": groups,
+        "attention_peak": "fp8" if attention_fp8 else "bf16",
+        "ep_link": a2a_link.label if a2a_link is not None else None,
         "stage_layers": n_layers,
         "kv_dtype": job.kv_cache_dtype,
         "hardware_terms": sorted({str(t["scope"]) for t in used_terms.values() if t["scope"] != "engine"}),
@@ -399,6 +469,7 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         tp_comm_per_token=tp_tok,
         ep_comm_fixed=ep_fixed,
         ep_comm_per_token=ep_tok,
+        ep_comm_per_prefill_token=ep_prefill_tok,
         pp_comm_fixed=pp_fixed,
         pp_comm_per_token=pp_tok,
         pp_stages=pp,

@@ -12,9 +12,11 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from gpuplan.workload.frameworks import Axis, FrameworkProfile, framework, framework_ids
 from gpuplan.workload.model_spec import ModelSpec
 
-__all__ = ["LAYOUT_FAMILIES", "RECOMPUTE_CODES", "Candidates", "LayoutChoices", "family_choices", "generate"]
+__all__ = ["LAYOUT_FAMILIES", "RECOMPUTE_CODES", "Candidates", "LayoutChoices", "family_choices", "framework_choices",
+           "generate", "offered"]
 
 RECOMPUTE_CODES = ("none", "selective", "full")  # index = code in Candidates.recompute
 
@@ -110,12 +112,35 @@ def generate(spec: ModelSpec, choices: LayoutChoices, *, seq_len: int, global_ba
 #   what PEFT/TRL, LLaMA-Factory, torchtune and Unsloth run for LoRA/QLoRA and full fine-tuning
 #   (torchtune's distributed recipes are FSDP2 only; LLaMA-Factory and TRL launch through
 #   accelerate with DeepSpeed ZeRO or FSDP; gradient checkpointing is the only recomputation).
+# A framework id (workload/data/frameworks.yaml) is also a family: exactly the axes, ZeRO stages and
+# recomputation that framework offers.
 LAYOUT_FAMILIES = ("megatron", "data_parallel")
 
 
 def family_choices(family: str, devices: Sequence[int], max_tp: int) -> LayoutChoices:
-    """The choice lists of a layout family for these cluster sizes."""
+    """The choice lists of a layout family, or of a framework's profile, for these cluster sizes."""
     if family == "data_parallel":
         return LayoutChoices(devices=devices, tp=(1,), pp=(1,), cp=(1,), ep=(1,), vpp=(1,), zero=(0, 1, 3),
                              recompute=("none", "full"), max_tp=max_tp)
+    if family in framework_ids():
+        return framework_choices(framework(family), devices, max_tp)
     return LayoutChoices(devices=devices, max_tp=max_tp)
+
+
+def offered(profile: FrameworkProfile | None, axis: Axis, stated: int | None, default: Sequence[int]) -> list[int]:
+    """A stated degree, else the values a framework offers on `axis` (1 where it lacks the axis), else `default`."""
+    if stated is not None:
+        return [stated]
+    return list(default) if profile is None or profile.has(axis) else [1]
+
+
+def framework_choices(profile: FrameworkProfile, devices: Sequence[int], max_tp: int) -> LayoutChoices:
+    """The axes, ZeRO stages and recomputation `profile` offers; an axis it lacks is pinned to 1."""
+    full = LayoutChoices(devices=devices, max_tp=max_tp)
+
+    def axis(name: Axis, values: Sequence[int]) -> Sequence[int]:
+        return values if profile.has(name) else (1,)
+
+    return LayoutChoices(devices=devices, tp=axis("tp", full.tp), pp=axis("pp", full.pp), cp=axis("cp", full.cp),
+                         ep=axis("ep", full.ep), vpp=axis("vpp", full.vpp), zero=profile.zero_stages,
+                         recompute=profile.recompute, max_tp=max_tp if profile.has("tp") else 1)

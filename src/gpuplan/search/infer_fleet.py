@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.hardware import Catalog
+from gpuplan.workload.jobs import Layout
 
-__all__ = ["Offer", "advice", "fleet_offers", "price_fleet"]
+__all__ = ["Offer", "advice", "attention_groups", "fleet_offers", "price_fleet", "price_layout", "whole_groups"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -62,6 +63,24 @@ def price_fleet(offers: list[Offer], replicas: int, tp: int, pp: int) -> tuple[f
         if best is None or usd < best[0]:
             best = (usd, o, n)
     return best
+
+
+def attention_groups(layout: Layout) -> int:
+    """Attention groups that share one expert-parallel group (ep > tp: attention data parallelism), else 1."""
+    return max(layout.ep // layout.tp, 1)
+
+
+def whole_groups(replicas: int, layout: Layout) -> int:
+    """`replicas` attention groups rounded up to whole expert-parallel groups."""
+    g = attention_groups(layout)
+    return -(-replicas // g) * g
+
+
+def price_layout(offers: list[Offer], replicas: int, layout: Layout) -> tuple[float, Offer, int] | None:
+    """`price_fleet` for `replicas` attention groups of `layout`: an expert-parallel group (max(tp, ep) x pp
+    devices) is the unit an instance must hold whole."""
+    g = attention_groups(layout)
+    return price_fleet(offers, -(-replicas // g), max(layout.tp, layout.ep), layout.pp)
 
 
 def advice(utilization: float, p99_growth: float, offer: Offer, terms: Calibration) -> dict[str, object]:

@@ -31,7 +31,7 @@ from gpuplan.estimate.memory_infer import matrix_bytes_per_param
 from gpuplan.hardware import Accelerator, Catalog
 from gpuplan.search import progress
 from gpuplan.search.infer_capacity import Capacity, capacity, length_moments, unloaded_latency
-from gpuplan.search.infer_fleet import Offer, advice, fleet_offers, price_fleet
+from gpuplan.search.infer_fleet import Offer, advice, fleet_offers, price_layout, whole_groups
 from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms
 from gpuplan.search.plan_trust import meets_trust, serving_bands, serving_confidence
 from gpuplan.search.train_search import PlanConstraints, policy_rejection
@@ -39,7 +39,7 @@ from gpuplan.simulate.engine_sim import EngineConfig, simulate_engine
 from gpuplan.simulate.metrics import SimMetrics, Slo, summarize
 from gpuplan.units import GIB
 from gpuplan.workload.engines import EngineProfile, engine
-from gpuplan.workload.jobs import SERVED_WEIGHTS, InferenceJob, Layout
+from gpuplan.workload.jobs import SERVED_WEIGHTS, InferenceJob, Layout, serving_layout
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
@@ -111,6 +111,9 @@ def _layouts(spec: ModelSpec, max_node: int) -> list[Layout]:
     for tp in tps:
         eps = [1, tp] if spec.moe is not None and tp > 1 and spec.moe.num_experts % tp == 0 else [1]
         out += [Layout(tp=tp, ep=ep) for ep in eps]
+    if spec.moe is not None:  # attention data-parallel over the node, the experts spread over it (ep > tp)
+        out += [serving_layout(tp=1, ep=e) for e in (2, 4, 8, 16, 32, 64, 72)
+                if e <= max_node and spec.moe.num_experts % e == 0]
     # a replica stays inside one node (the step cost model's rule); pipeline stages fill the node
     # only where tensor parallelism cannot grow further (the heads do not divide)
     if tps and tps[-1] * 2 <= max_node:
@@ -189,10 +192,10 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
             mb = matrix_bytes_per_param(spec, InferenceJob(weights=weights))
             for lay in _layouts(spec, max_node):
                 evaluated += 1
-                if lay.tp * lay.pp > cons.max_devices:
+                if max(lay.tp, lay.ep) * lay.pp > cons.max_devices:
                     _bump(rejected, "max_devices")
                     continue
-                split = lay.tp * lay.pp * max(lay.ep, 1)
+                split = max(lay.tp, lay.ep) * lay.pp
                 lower = counts.total * mb / split  # weights per device can be no less
                 if lower > mem:
                     _bump(rejected, "out_of_memory")
@@ -222,14 +225,14 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
                 if tpot0 > slo.tpot_p99_s or cap.requests_per_s <= 0:
                     _bump(rejected, "tpot_slo")
                     continue
-                replicas = max(1, math.ceil(load.qps * (1.0 + headroom) / cap.requests_per_s))
+                replicas = whole_groups(max(1, math.ceil(load.qps * (1.0 + headroom) / cap.requests_per_s)), lay)
                 if replicas * lay.tp * lay.pp > cons.max_devices:
                     _bump(rejected, "max_devices")
                     best_devices = best.get("devices_needed")
                     if best_devices is None or replicas * lay.tp * lay.pp < best_devices[0]:
                         best["devices_needed"] = (replicas * lay.tp * lay.pp, label)
                     continue
-                priced = price_fleet(offers, replicas, lay.tp, lay.pp)
+                priced = price_layout(offers, replicas, lay)
                 if priced is None:
                     _bump(rejected, "no_instance_fits")
                     continue
@@ -310,13 +313,16 @@ def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfi
                                  tpot_p99_s=m_max.tpot_s.p99)
             continue
         r, m_head = found
+        if whole_groups(r, c.layout) != r:  # attention groups come in whole expert-parallel groups
+            r = whole_groups(r, c.layout)
+            m_head = run(r)
         if load.qps / (r * c.cap.requests_per_s) > 1.0:  # over 100% utilization: never a plan
             _bump(rejected, "over_capacity")
             continue
         if r * c.layout.tp * c.layout.pp > max_devices:
             _bump(rejected, "max_devices")
             continue
-        priced = price_fleet(c.offers, r, c.layout.tp, c.layout.pp)
+        priced = price_layout(c.offers, r, c.layout)
         if priced is None:  # pragma: no cover - more replicas fit the same offers
             continue
         usd, offer, n_inst = priced

@@ -42,13 +42,14 @@ from gpuplan.estimate.memory_train import expert_shard, trainable_params
 from gpuplan.hardware import Accelerator, Catalog, Network, Server
 from gpuplan.search.candidates import Candidates
 from gpuplan.search.memory_vec import by_unique, candidate_memory_bytes
+from gpuplan.workload.frameworks import framework as framework_profile
 from gpuplan.workload.jobs import Layout, TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
 __all__ = ["BREAKDOWN_KEYS", "ClusterHardware", "Evaluation", "cluster_hardware", "default_network",
-           "data_loading_s", "evaluate_training", "hbm_scale", "measured_hardware",
-           "pp_cross_node_hops", "usual_network", "usual_server"]
+           "data_loading_s", "evaluate_training", "framework_term", "hbm_scale", "measured_hardware",
+           "pp_cross_node_hops", "tp_overlap_on", "usual_network", "usual_server"]
 
 BREAKDOWN_KEYS = ("compute", "tp_comm", "dp_comm", "pp_bubble", "pp_comm", "ep_comm", "cp_comm", "other")
 
@@ -252,11 +253,17 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
         fe = spec.moe.expert_ffn_size
         moe_eff *= fe / (fe + cal.value("moe_expert_half_width"))
     attn_eff = eff16 * _attention_eff(cal, acc.id, ~fused_kernels(job.kernels, c.tp, c.pp))
-    # Flash-attention kernels skip the masked half of causal attention: the executed core is
-    # half the full-s^2 count that MFU uses (Dao 2023), sliding windows aside.
-    core_exec = forward_flops(spec, s, causal=True).attention_core
-    per_token_s = passes * (gemm / (peak_g * eff_g) + experts / (peak_g * eff_g * moe_eff)
-                            + core_exec / (peak16 * attn_eff))
+    if job.attention == "eager":
+        # Without FlashAttention, QK^T and PV run as batched GEMMs over the whole s x s score matrix, masked
+        # afterwards (Megatron-LM's scaled-masked-softmax path; Dao et al. 2022 sec. 1): the full count at
+        # the GEMM rate. The scores' softmax/mask/dropout passes are memory traffic, counted with the
+        # saved activations in _elementwise_s.
+        core_time = core / (peak16 * eff16)
+    else:
+        # Flash-attention kernels skip the masked half of causal attention: the executed core is
+        # half the full-s^2 count that MFU uses (Dao 2023), sliding windows aside.
+        core_time = forward_flops(spec, s, causal=True).attention_core / (peak16 * attn_eff)
+    per_token_s = passes * (gemm / (peak_g * eff_g) + experts / (peak_g * eff_g * moe_eff) + core_time)
     gemm_s = rc_scale * per_token_s * tokens_step / n / narrow
     compute = gemm_s + _elementwise_s(spec, job, hw, c, cal, rc_scale)
 
@@ -265,7 +272,7 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     act_bytes = mb * (s / c.cp) * h * e
     k_tp = 4.0 + 2.0 * (c.recompute == 2)
     tp_inside = c.tp <= min(hw.accelerator.fully_connected_domain or 1, g)  # userbuffers need the fast link
-    tp_hidden = np.where(tp_inside, cal.value("tp_overlap"), 0.0)
+    tp_hidden = np.where(tp_inside & tp_overlap_on(job), framework_term(cal, job, "tp_overlap"), 0.0)
     tp = np.where(c.tp > 1, layers_rank * m * k_tp * _collective("all_reduce", act_bytes, c.tp, 1, hw)
                   * (1 - tp_hidden), 0.0)
 
@@ -278,29 +285,36 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
         local_params = dense_params / (c.tp * c.pp) + expert_params / (c.pp * split)
     else:  # LoRA/QLoRA: only the adapters have gradients and optimizer states
         local_params = trainable_params(spec, counts, job) / (c.tp * c.pp)
-    grad_bytes = local_params * cal.value("grad_reduce_bytes")
+    grad_bytes = local_params * framework_term(cal, job, "grad_reduce_bytes")
     dp_group = c.dp * c.cp
     # gradients are reduced in buckets (PyTorch DDP bucket_cap_mb, Megatron DDP buckets, DeepSpeed
     # reduce_bucket_size): each bucket pays the collective's latency, which grows with the ring length
-    buckets = np.maximum(np.ceil(grad_bytes / (cal.value("dp_bucket_mbyte") * 1e6)), 1.0)
+    buckets = np.maximum(np.ceil(grad_bytes / (framework_term(cal, job, "dp_bucket_mbyte") * 1e6)), 1.0)
     latency = _collective("all_reduce", np.ones(len(c)), dp_group, c.tp, hw)
-    dp_time = np.where(dp_group > 1, _collective("all_reduce", grad_bytes, dp_group, c.tp, hw)
+    # DDP all-reduces the gradients; a sharded optimizer (ZeRO-1, Megatron's distributed optimizer)
+    # reduce-scatters them and all-gathers the updated 16-bit parameters (Rajbhandari et al. 2020, sec. 7;
+    # Megatron-Core distributed optimizer docs): the same volume when gradients travel in 16 bits, less
+    # than an fp32 all-reduce when they travel in fp32 (Megatron's default for bf16)
+    sharded = _collective("reduce_scatter", grad_bytes, dp_group, c.tp, hw) + _collective(
+        "all_gather", local_params * e, dp_group, c.tp, hw)
+    dp_time = np.where(dp_group > 1, np.where(c.zero >= 1, sharded,
+                                              _collective("all_reduce", grad_bytes, dp_group, c.tp, hw))
                        + (buckets - 1) * latency, 0.0)
     backward_last = compute * (bwd / passes) / np.maximum(m, 1)
-    dp_exposed = np.maximum(dp_time - cal.value("dp_overlap") * backward_last, 0.0)
+    dp_exposed = np.maximum(dp_time - framework_term(cal, job, "dp_overlap") * backward_last, 0.0)
     z3_bytes = local_params * e
     # FSDP/ZeRO-3 gathers and reduces one wrapped layer at a time: three collectives per layer and micro-batch
     z3_latency = 3 * (layers_rank - 1) * _collective("all_gather", np.ones(len(c)), dp_group, c.tp, hw)
     z3_time = np.where(dp_group > 1, m * (2 * _collective("all_gather", z3_bytes, dp_group, c.tp, hw)
                                           + _collective("reduce_scatter", grad_bytes, dp_group, c.tp, hw)
                                           + z3_latency), 0.0)
-    z3_exposed = np.maximum(z3_time - cal.value("zero3_overlap") * compute, 0.0)
+    z3_exposed = np.maximum(z3_time - framework_term(cal, job, "zero3_overlap") * compute, 0.0)
     dp = np.where(c.zero == 3, z3_exposed, dp_exposed)
 
     # -- pipeline --------------------------------------------------------------------------
     p2p_bytes = act_bytes / c.tp  # sequence-parallel activations are sharded over TP
     pp_comm = np.where(c.pp > 1, 2 * m * c.vpp * _pp_hop_s(p2p_bytes, c, hw)
-                       * (1 - cal.value("pp_p2p_overlap")), 0.0)
+                       * (1 - framework_term(cal, job, "pp_p2p_overlap")), 0.0)
     per_mb = (compute + tp) / np.maximum(m, 1)
     bubble = np.where(c.pp > 1, (c.pp - 1) / c.vpp * per_mb, 0.0)
 
@@ -311,14 +325,14 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
         a2a_bytes = mb * (s / c.cp) * spec.moe.top_k * h * e / c.tp
         k_ep = 4.0 + 2.0 * (c.recompute == 2)
         ep = np.where(c.ep > 1, moe_rank * m * k_ep * _collective("all_to_all", a2a_bytes, c.ep, c.tp * c.cp, hw)
-                      * (1 - cal.value("ep_overlap")), 0.0)
+                      * (1 - framework_term(cal, job, "ep_overlap")), 0.0)
 
     # -- context parallel ------------------------------------------------------------------
     kv_width = (spec.num_heads * (spec.attn_head_dim + spec.v_head_dim) if spec.mla is not None
                 else 2 * spec.kv_heads * spec.attn_head_dim)
     kv_chunk = mb * (s / c.cp) * kv_width * e / np.minimum(c.tp, spec.kv_heads if spec.mla is None else c.tp)
     cp = np.where(c.cp > 1, layers_rank * m * 3 * (c.cp - 1) * _p2p(kv_chunk, c.tp * c.cp <= g, hw)
-                  * (1 - cal.value("cp_overlap")), 0.0)
+                  * (1 - framework_term(cal, job, "cp_overlap")), 0.0)
 
     # -- optimizer step (memory bound) -----------------------------------------------------
     shard = np.where(c.zero >= 1, dp_group, 1)
@@ -372,7 +386,7 @@ def _elementwise_s(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Ca
     dense_n = (spec.num_layers - spec.num_moe_layers) / c.pp
     moe_n = spec.num_moe_layers / c.pp
     bytes_mb = (dense_n * b[:, 0] + moe_n * b[:, 1]) * c.micro_batch * c.microbatches
-    return rc_scale * cal.value("elementwise_passes") * bytes_mb / (acc.hbm_bandwidth_gbps * 1e9
+    return rc_scale * framework_term(cal, job, "elementwise_passes") * bytes_mb / (acc.hbm_bandwidth_gbps * 1e9
                                                                     * hbm_scale(cal, acc.id))
 
 
@@ -420,6 +434,24 @@ def _attention_eff(cal: Calibration, accelerator: str, hf: np.ndarray) -> Any:
     if name not in cal.terms:
         return base
     return np.where(hf, cal.value(name), base)
+
+
+def framework_term(cal: Calibration, job: TrainingJob, name: str) -> float:
+    """A calibration term under the job's framework: the profile's value (workload/data/frameworks.yaml) where it
+    names the term and the user did not override it, else the calibration's."""
+    if job.framework is not None and not cal.terms[name].overridden:
+        prof = framework_profile(job.framework)
+        if name in prof.terms:
+            return prof.terms[name].value
+    return cal.value(name)
+
+
+def tp_overlap_on(job: TrainingJob) -> bool:
+    """Whether TP collectives run under the GEMMs: the job's statement, else its framework's default; a job
+    without a framework is planned as Megatron-Core with --tp-comm-overlap."""
+    if job.tp_comm_overlap is not None:
+        return job.tp_comm_overlap
+    return framework_profile(job.framework).tp_comm_overlap if job.framework is not None else True
 
 
 def _eff(cal: Calibration, accelerator: str, dtype: str) -> float:

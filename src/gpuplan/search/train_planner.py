@@ -29,8 +29,10 @@ from gpuplan.search.train_eval import (
     Evaluation,
     evaluate_training,
     pp_cross_node_hops,
+    tp_overlap_on,
 )
 from gpuplan.units import GIB
+from gpuplan.workload.frameworks import framework as framework_profile
 from gpuplan.workload.jobs import Layout, TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
@@ -225,9 +227,20 @@ def plan_figures(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Cand
         "network": hw.network.id if hw.network and n > hw.gpus_per_node else None,
         "nics_per_node": hw.nics_per_node,
         "calibration": cal.used(*[t for t in cal.terms if "train" in cal.terms[t].applies_to]),
+        "framework": _framework_assumption(job),
         "provenance": "estimated",
     }
     return out
+
+
+def _framework_assumption(job: TrainingJob) -> dict[str, Any]:
+    """The framework profile the step time assumed (its terms replace the calibration's of the same name)."""
+    if job.framework is None:
+        return {"id": None, "note": "no framework named: the shipped terms, Megatron-Core with TP overlap and bf16 "
+                "gradient reduction for model-parallel layouts, FSDP/ZeRO for data-parallel ones (--framework "
+                "to plan with one)", "tp_comm_overlap": tp_overlap_on(job), "kernels": job.kernels}
+    return {**framework_profile(job.framework).describe(), "tp_comm_overlap": tp_overlap_on(job),
+            "kernels": job.kernels}
 
 
 def cost_figures(price: DevicePrice, devices: int, time_s: float, rel: dict[str, float]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from gpuplan.search.plan_trust import meets_trust, training_bands, training_conf
 from gpuplan.search.train_eval import ClusterHardware, cluster_hardware, usual_network
 from gpuplan.search.train_planner import best_layout, cost_figures, plan_figures
 from gpuplan.units import GIB
+from gpuplan.workload.frameworks import framework as framework_profile
 from gpuplan.workload.jobs import TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 
@@ -33,7 +34,6 @@ __all__ = ["PlanConstraints", "PlanResult", "bottleneck", "choose_layout_family"
            "policy_rejection"]
 
 DOMESTIC_VENDORS = ("Huawei", "Hygon", "Cambricon", "Kunlunxin", "Moore Threads", "Biren", "Iluvatar", "MetaX")
-FRAMEWORK_FIELD = {"megatron": "megatron", "deepspeed": "deepspeed", "mindspeed": "megatron", "paddle": "paddle"}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,7 +92,7 @@ def policy_rejection(acc: Accelerator, cons: PlanConstraints) -> str | None:
     if cons.domestic_only and acc.vendor not in DOMESTIC_VENDORS:
         return "policy"
     if cons.framework:
-        level = getattr(acc.frameworks, FRAMEWORK_FIELD.get(cons.framework, cons.framework), None)
+        level = getattr(acc.frameworks, framework_profile(cons.framework).support, None)
         if level in (None, "none", "unsupported"):
             return "policy"
     if acc.bf16_dense_tflops is None and acc.fp16_dense_tflops is None:
@@ -127,10 +127,12 @@ def choose_layout_family(method: str, framework: str | None, params: float, cal:
     (DDP/FSDP/ZeRO with checkpointing) unless a Megatron-class framework is named; pretraining and
     larger full fine-tuning search every Megatron-style layout.
     """
-    if framework in ("megatron", "mindspeed", "paddle"):
-        return "megatron", f"--framework {framework}: Megatron-style layouts (TP, PP, CP, EP, DP/ZeRO)"
-    if framework == "deepspeed":
-        return "data_parallel", "--framework deepspeed: ZeRO data parallelism with activation checkpointing"
+    if framework is not None:
+        prof = framework_profile(framework)
+        axes = ", ".join(a.upper() for a in prof.axes) or "no model parallelism"
+        zero = "/".join(str(z) for z in prof.zero_stages)
+        return prof.id, (f"--framework {prof.id} ({prof.name}): {axes}; DP with ZeRO stage {zero}; "
+                         f"recompute {'/'.join(prof.recompute)}")
     if method in ("lora", "qlora"):
         return "data_parallel", (f"{method} fine-tuning: data parallel (DDP/FSDP/ZeRO) with activation "
                                  "checkpointing, as PEFT/TRL, LLaMA-Factory, torchtune and Unsloth run it; "

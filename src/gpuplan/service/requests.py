@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gpuplan.bench.calibrate import CalibrationFile
 from gpuplan.service.user_catalog import UserCatalog
+from gpuplan.workload.frameworks import FrameworkId
 
 __all__ = ["CompareRequest", "InferPlanRequest", "MemoryTrainRequest", "TrainPlanRequest", "canonical_json"]
 
@@ -21,7 +22,6 @@ Method = Literal["full", "pretrain", "full_ft", "lora", "qlora"]
 Precision = Literal["bf16", "fp16", "fp32", "fp8"]
 Market = Literal["cn", "global"]
 Trust = Literal["low", "medium", "high"]
-Framework = Literal["megatron", "deepspeed", "mindspeed", "paddle"]
 Name = Field(default=None, max_length=100)
 UserRecords = Field(
     default=None, description="your own catalog records for this plan only (price quotes as `instances`, custom "
@@ -55,7 +55,7 @@ class TrainPlanRequest(_Request):
     vendor: str | None = Name
     provider: str | None = Name
     domestic_only: bool = False
-    framework: Framework | None = None
+    framework: FrameworkId | None = None
     kernels: Literal["auto", "hf", "fused"] | None = None
     data_loading: Literal["pretokenized", "online"] = "pretokenized"
     top: int = 10
@@ -149,7 +149,7 @@ class CompareRequest(_Request):
     network: str | None = Name
     nics_per_node: float | None = None
     gpus_per_node: int | None = None
-    framework: Framework | None = None
+    framework: FrameworkId | None = None
     market: Market | None = None
     trust: Trust = "low"
     provider: str | None = Name

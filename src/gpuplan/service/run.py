@@ -93,7 +93,7 @@ def plan_train_report(req: TrainPlanRequest) -> tuple[dict[str, Any], dict[str, 
     from gpuplan.advise.findings import load_thresholds
     from gpuplan.advise.report_train import training_report
     from gpuplan.cli.advise import requirements
-    from gpuplan.cli.train import FRAMEWORK_KERNELS, _job
+    from gpuplan.cli.train import _job
     from gpuplan.cli.train_options import plan_constraints
     from gpuplan.render.plan_json import compact_plans
     from gpuplan.search.train_search import plan_training
@@ -105,9 +105,8 @@ def plan_train_report(req: TrainPlanRequest) -> tuple[dict[str, Any], dict[str, 
     spec = check_plan_train(req)
     cat = catalog_for(req.user_catalog)
     gb = req.global_batch or default_global_batch(req.seq_len)
-    job = _job(req.method, req.seq_len, gb, req.precision,
-               kernels=req.kernels or FRAMEWORK_KERNELS.get(req.framework or "", "auto"),
-               data_loading=req.data_loading)
+    job = _job(req.method, req.seq_len, gb, req.precision, kernels=req.kernels or "auto",
+               data_loading=req.data_loading, framework=req.framework)
     cal = calibration_for(req.calibration)
     cons = plan_constraints(cat, float(count_params(spec).total), cal, method=req.method, framework=req.framework,
                             deadline=req.deadline, budget=req.budget, max_devices=req.max_devices,

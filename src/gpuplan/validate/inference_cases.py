@@ -15,16 +15,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpuplan.errors import GpuplanError, InputError
+from gpuplan.estimate.infer_pd import decode_instance_perf, prefill_instance_perf
 from gpuplan.estimate.infer_perf import InferencePerf, fixed_batch_perf, offline_perf
 from gpuplan.estimate.infer_step import StepCostModel, step_cost_model
 from gpuplan.hardware import Catalog
+from gpuplan.search.train_eval import cluster_hardware, usual_network
 from gpuplan.validate.cases import Row, model_for_row, opt_int
 from gpuplan.validate.inference_workloads import Dataset, dataset, simulate_row
 from gpuplan.validate.memory_cases import CaseResult
 from gpuplan.validate.row_notes import vendor_note
 from gpuplan.validate.row_settings import RowSettings, resolve_row
 from gpuplan.workload.engines import EngineProfile, engine
-from gpuplan.workload.jobs import InferenceJob, Layout
+from gpuplan.workload.jobs import InferenceJob, Layout, serving_layout
 from gpuplan.workload.model_spec import ModelSpec
 
 __all__ = ["INFER_METRICS", "evaluate_inference_row"]
@@ -35,12 +37,43 @@ LATENCY_METRICS = ("ttft_ms", "tpot_ms", "e2e_latency_s")
 
 
 def _not_modelled(st: RowSettings) -> str | None:
-    if st.deployment == "pd_disaggregated":
-        return ("prefill/decode disaggregated deployment over several nodes (wide EP, attention DP): not modelled, "
-                "gpuplan models one engine replica serving both phases")
-    if st.speculative:
-        return "speculative decoding (draft model) is not modelled"
+    if st.speculative and st.draft_tokens is None:
+        return "speculative decoding with an unstated number of draft tokens (draft_tokens) is not modelled"
+    if st.speculative and st.deployment != "pd_disaggregated":
+        return "speculative decoding is modelled for disaggregated decode instances only"
     return None
+
+
+def _disaggregated(row: Row, st: RowSettings, spec: ModelSpec, eng: EngineProfile, catalog: Catalog,
+                   weights: str, kv: str, input_len: float, output_len: float) -> tuple[InferencePerf, str]:
+    """One instance of a prefill/decode-disaggregated deployment, on the layout the row states (attention
+    data parallelism when ep > tp): a prefill instance when each request leaves with one token, else a decode
+    instance. The row's `batch` is the instance's concurrency, shared by its attention groups."""
+    tp, pp, ep = opt_int(row, "tp"), opt_int(row, "pp") or 1, opt_int(row, "ep") or 1
+    if tp is None:
+        raise GpuplanError("a disaggregated row must state its layout (tp, ep)")
+    n_devices = opt_int(row, "num_accels") or max(tp, ep) * pp
+    layout = serving_layout(tp=tp, pp=pp, ep=ep)
+    acc = catalog.accelerator(row["accelerator"])
+    network = row.get("network") or usual_network(catalog, acc.id)[0]
+    scale_out = cluster_hardware(catalog, acc.id, network, nics_per_node=opt_int(row, "nics_per_node")).inter()
+    model = step_cost_model(spec, accelerator=acc, layout=layout, weights=weights, kv_dtype=kv, engine=eng,
+                            catalog=catalog, scale_out=scale_out, attention_fp8=st.attention_dtype == "fp8")
+    groups = max(1, n_devices // (tp * pp))
+    batch = max(1, round((opt_int(row, "batch") or groups) / groups))
+    if output_len <= 1:
+        perf = prefill_instance_perf(model, batch=batch, input_len=input_len,
+                                     max_batched_tokens=eng.max_batched_tokens, chunked_prefill=eng.chunked_prefill,
+                                     replicas=groups, devices_per_replica=tp * pp)
+    else:
+        perf = decode_instance_perf(model, batch=batch, input_len=input_len, output_len=output_len,
+                                    draft_tokens=st.draft_tokens or 0, acceptance=eng.value("mtp_acceptance"),
+                                    replicas=groups, devices_per_replica=tp * pp)
+    detail = (f"{eng.id} {perf.scenario} tp={tp} ep={ep} ({layout.dp} attention groups per EP group) "
+              f"{weights}/{kv} batch={batch}/group I={input_len:.0f} O={output_len:.0f} "
+              f"draft={st.draft_tokens or 0} ttft={perf.ttft_s * 1e3:.1f}ms tpot={perf.tpot_s * 1e3:.2f}ms "
+              f"ep_link={model.assumptions['ep_link']}")
+    return perf, detail
 
 
 def _lengths(row: Row, st: RowSettings) -> tuple[float, float, Dataset | None]:
@@ -89,7 +122,7 @@ def _layouts(spec: ModelSpec, row: Row, n_devices: int) -> list[Layout]:
                 eps = sorted({1, tp} if spec.moe.num_experts % tp == 0 else {1})
             else:
                 eps = [1]
-            out.extend(Layout(tp=tp, pp=pp, ep=ep) for ep in eps)
+            out.extend(serving_layout(tp=tp, pp=pp, ep=ep) for ep in eps)
     return out
 
 
@@ -167,6 +200,10 @@ def evaluate_inference_row(row: Row, catalog: Catalog,
         raise GpuplanError("server row names neither a request rate nor a dataset to simulate (its concurrency "
                            "is not stated)")
     length_src = "stated" if dataset is None else dataset.key
+    if st.deployment == "pd_disaggregated":
+        perf, detail = _disaggregated(row, st, spec, eng, catalog, weights, kv, input_len, output_len)
+        return CaseResult(id=row.get("id", "?"), metric=metric, measured=float(row["value"]),
+                          predicted=perf.metric(metric), confidence=row.get("confidence", ""), detail=detail)
     n_devices = opt_int(row, "num_accels") or (opt_int(row, "tp") or 1) * (opt_int(row, "pp") or 1)
     best: tuple[float, InferencePerf, Layout, StepCostModel] | None = None
     reasons: list[str] = []
@@ -177,7 +214,7 @@ def evaluate_inference_row(row: Row, catalog: Catalog,
     for layout in _layouts(spec, row, n_devices):
         try:
             model = step_cost_model(spec, accelerator=acc, layout=layout, weights=weights, kv_dtype=kv,
-                                    engine=eng, catalog=catalog)
+                                    engine=eng, catalog=catalog, attention_fp8=st.attention_dtype == "fp8")
             perf = _predict(row, spec, model, eng, layout, n_devices, input_len, output_len, dataset,
                             simulate=scenario != "server", prompts=st.num_prompts)
         except InputError as exc:

@@ -1,8 +1,9 @@
 """Notes on ground-truth case rows kept inside the package (`data/row_notes.yaml`), keyed by row id.
 
 The case files live outside the repository and may not be editable where the tests run, so
-facts about a row's source that the estimator must not guess from its text (today: that the
-part's own vendor published it) are kept here. Nothing here changes a prediction.
+facts about a row's source that the estimator must not guess from its text (that the part's own
+vendor published it; that its run depends on a mechanism gpuplan does not model yet) are kept here.
+Nothing here changes a prediction; the notes weigh a row in a refit of terms.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gpuplan import yamlio
 
-__all__ = ["VendorNote", "row_weight", "vendor_note"]
+__all__ = ["VendorNote", "row_weight", "unmodelled", "vendor_note"]
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
@@ -37,6 +38,7 @@ class _NotesFile(BaseModel):
     as_of: str
     vendor_weight: float = Field(gt=0, le=1)
     vendor_published: tuple[VendorNote, ...]
+    unmodelled: dict[str, str] = Field(default_factory=dict)
 
 
 @cache
@@ -57,6 +59,14 @@ def vendor_note(row_id: str) -> VendorNote | None:
     return _notes()[1].get(row_id)
 
 
+def unmodelled() -> dict[str, str]:
+    """Rows whose run depends on a mechanism gpuplan does not model yet -> that mechanism (row_notes.yaml)."""
+    return dict(_notes()[0].unmodelled)
+
+
 def row_weight(row_id: str) -> float:
-    """The weight of a row in a fit of terms: `vendor_weight` for vendor-published rows, else 1."""
+    """The weight of a row in a fit of terms: 0 for an unmodelled row, `vendor_weight` for vendor-published rows,
+    else 1."""
+    if row_id in _notes()[0].unmodelled:
+        return 0.0
     return _notes()[0].vendor_weight if vendor_note(row_id) is not None else 1.0

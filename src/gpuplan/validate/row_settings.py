@@ -9,11 +9,15 @@ that contradicts it is an error.
 
 Keys beyond the README's list (gpuplan extensions, documented in docs/validation.md): `loss=full_16bit`
 (cross-entropy of 16-bit logits, as DeepSpeed's 16-bit engine runs it), `speculative`,
+`draft_tokens` (speculative tokens proposed per step: SGLang's num-draft-tokens minus one),
+`attention_dtype` (`fp8`: attention kernels that compute in fp8 over an fp8 KV cache, FlashMLA FP8),
 `dataset` and `num_prompts` (the workload an offline or server row ran), `generated_tokens`
 (tokens generated before the memory reading), `quant_scope` (`mlp`: only the MLP matrices
 are in the weight format), `optimizer_impl` (torch's AdamW `foreach` implementation keeps a
-second set of temporaries: optimizer `adamw_foreach`) and `optimizer_in_bwd` (torchtune steps each
-parameter inside backward and frees its gradient).
+second set of temporaries: optimizer `adamw_foreach`), `optimizer_in_bwd` (torchtune steps each
+parameter inside backward and frees its gradient) and `tp_comm_overlap` (whether the run overlapped its
+tensor-parallel collectives with the GEMMs: Transformer Engine userbuffers, Megatron-Core --tp-comm-overlap;
+runs before it existed did not).
 """
 
 from __future__ import annotations
@@ -50,17 +54,20 @@ class RowSettings(BaseModel):
     zero_impl: Literal["torch", "deepspeed"] | None = None
     quant_format: Literal["nf4", "gptq", "awq"] | None = None
     attention: Literal["flash", "eager"] | None = None
+    attention_dtype: Literal["bf16", "fp8"] | None = None
     lora_targets: tuple[str, ...] = ()
     engine_version: str | None = None
     batching: Literal["static", "inflight"] | None = None
     deployment: Literal["colocated", "pd_disaggregated"] | None = None
     speculative: bool | None = None
+    draft_tokens: int | None = Field(default=None, gt=0)
     dataset: Literal["sharegpt", "mlperf_openorca", "mlperf_mixtral"] | None = None
     num_prompts: int | None = Field(default=None, gt=0)
     generated_tokens: int | None = Field(default=None, gt=0)
     quant_scope: Literal["all", "mlp"] | None = None
     optimizer_impl: Literal["foreach", "fused", "for_loop"] | None = None
     optimizer_in_bwd: bool | None = None
+    tp_comm_overlap: bool | None = None
 
 
 _LISTS = ("trainable_extra", "lora_targets")

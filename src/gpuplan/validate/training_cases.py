@@ -7,6 +7,11 @@ about 4M tokens (rounded to a multiple of the device count), and, where the row 
 network but spans nodes, the fabric usually sold with the part (InfiniBand NDR for Hopper
 and Blackwell, HDR for Ampere and Volta, RoCE 200G for Ascend). A row without a device count
 is planned on 1,024 devices. One set of calibration terms serves every row.
+
+What the run did comes from its `settings` (validate/row_settings.py): a stated `framework` limits the
+layouts searched for unstated fields to those the framework offers and applies its profile (kernels,
+overlaps, gradient reduction: workload/data/frameworks.yaml); `attention=eager` (runs before
+FlashAttention) and `tp_comm_overlap` are modelled as stated.
 """
 
 from __future__ import annotations
@@ -16,12 +21,14 @@ from typing import Any
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.hardware import Catalog
-from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices
+from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices, offered
 from gpuplan.search.train_eval import cluster_hardware, usual_network
 from gpuplan.search.train_planner import best_layout, plan_figures
 from gpuplan.units import GIB
 from gpuplan.validate.cases import Row, model_for_row, opt_float, opt_int
 from gpuplan.validate.memory_cases import CaseResult
+from gpuplan.validate.row_settings import RowSettings, resolve_row
+from gpuplan.workload.frameworks import FrameworkProfile, load_frameworks
 from gpuplan.workload.jobs import TrainingJob, default_global_batch
 
 __all__ = ["DEFAULT_DEVICES", "TRAIN_METRICS", "evaluate_training_row"]
@@ -38,7 +45,15 @@ def _axis(row: Row, key: str) -> list[int] | None:
     return [v] if v is not None else None
 
 
+def _framework(st: RowSettings) -> FrameworkProfile | None:
+    """The training framework the row states, if gpuplan has its profile (serving engines and frameworks
+    without one are planned on the shipped terms)."""
+    return load_frameworks().get(st.framework or "")
+
+
 def evaluate_training_row(row: Row, catalog: Catalog, calibration: Calibration | None = None) -> CaseResult:
+    row, st = resolve_row(row)
+    prof = _framework(st)
     metric = row.get("metric", "")
     if metric not in TRAIN_METRICS:
         raise GpuplanError(f"metric {metric!r} is not a training metric ({', '.join(TRAIN_METRICS)})")
@@ -50,8 +65,9 @@ def evaluate_training_row(row: Row, catalog: Catalog, calibration: Calibration |
     gpn = opt_int(row, "gpus_per_node") or min(8, n)
     gb = opt_int(row, "global_batch_seqs") or default_global_batch(seq, n)
     method = {"pretrain": "full", "full_ft": "full", "": "full"}.get(row.get("method", ""), row.get("method", ""))
-    job = TrainingJob(method=method, seq_len=seq, global_batch=gb,
-                      precision=row.get("precision") or "bf16")
+    job = TrainingJob(method=method, seq_len=seq, global_batch=gb, precision=row.get("precision") or "bf16",
+                      framework=prof.id if prof else None, attention=st.attention or "flash",
+                      tp_comm_overlap=st.tp_comm_overlap)
     network = row.get("network") or (usual_network(catalog, row["accelerator"])[0] if n > gpn else None)
     nics = opt_float(row, "nics_per_node")
     hw = cluster_hardware(catalog, row["accelerator"], network, gpus_per_node=gpn, nics_per_node=nics)
@@ -59,14 +75,15 @@ def evaluate_training_row(row: Row, catalog: Catalog, calibration: Calibration |
     zero = opt_int(row, "zero_stage")
     choices = LayoutChoices(
         devices=[n],
-        tp=_axis(row, "tp") or [t for t in (1, 2, 4, 8) if t <= gpn],
-        pp=_axis(row, "pp") or [1, 2, 4, 8, 16, 32],
-        cp=_axis(row, "cp") or [1, 2, 4, 8, 16],
-        ep=_axis(row, "ep") or [1, 2, 4, 8, 16, 32, 64],
-        vpp=_axis(row, "vpp") or [1, 2, 4],
-        zero=[zero] if zero is not None else [0, 1, 3],
+        tp=offered(prof, "tp", opt_int(row, "tp"), [t for t in (1, 2, 4, 8) if t <= gpn]),
+        pp=offered(prof, "pp", opt_int(row, "pp"), [1, 2, 4, 8, 16, 32]),
+        cp=offered(prof, "cp", opt_int(row, "cp"), [1, 2, 4, 8, 16]),
+        ep=offered(prof, "ep", opt_int(row, "ep"), [1, 2, 4, 8, 16, 32, 64]),
+        vpp=offered(prof, "vpp", opt_int(row, "vpp"), [1, 2, 4]),
+        zero=[zero] if zero is not None else list(prof.zero_stages) if prof else [0, 1, 3],
         micro_batch=_axis(row, "micro_batch") or [1, 2, 4, 8],
-        recompute=[recompute] if recompute in RECOMPUTE_CODES else list(RECOMPUTE_CODES),
+        recompute=([recompute] if recompute in RECOMPUTE_CODES else list(prof.recompute) if prof
+                   else list(RECOMPUTE_CODES)),
         max_tp=max(gpn, opt_int(row, "tp") or 1),
         dp=_axis(row, "dp"),
     )

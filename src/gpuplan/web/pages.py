@@ -105,6 +105,12 @@ def _models() -> list[dict[str, Any]]:
     return list(catalog_view.models_json()["models"])
 
 
+def _frameworks() -> list[tuple[str, str]]:
+    from gpuplan.workload.frameworks import load_frameworks
+
+    return [(p.id, p.name) for p in load_frameworks().values()]
+
+
 def _engines() -> tuple[str, ...]:
     from gpuplan.workload.engines import engine_ids
 
@@ -119,7 +125,8 @@ async def home(request: Request) -> HTMLResponse:
 
 @router.get("/train", response_class=HTMLResponse)
 async def train_form(request: Request) -> HTMLResponse:
-    return render(request, "train.html", models=_models(), values=dict(request.query_params), error=None)
+    return render(request, "train.html", models=_models(), frameworks=_frameworks(), values=dict(request.query_params),
+                  error=None)
 
 
 @router.post("/train", response_class=HTMLResponse)
@@ -135,10 +142,10 @@ async def train_submit(request: Request) -> Response:
         return await _start(request, req)
     except GpuplanError as exc:
         return render(request, "train.html", status=413 if isinstance(exc, TooLarge) else 422, models=_models(),
-                      values=form, error=_form_error(exc, lang))
+                      frameworks=_frameworks(), values=form, error=_form_error(exc, lang))
     except HTTPException as exc:
         return render(request, "train.html", status=exc.status_code, headers=exc.headers, models=_models(),
-                      values=form, error=tr("web.job.busy", lang))
+                      frameworks=_frameworks(), values=form, error=tr("web.job.busy", lang))
 
 
 @router.get("/serve", response_class=HTMLResponse)

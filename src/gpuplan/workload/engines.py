@@ -48,6 +48,7 @@ ENGINE_TERMS = (
     "dequant_overhead",
     "moe_expert_half_width",
     "request_overhead_s",
+    "mtp_acceptance",
 )
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)

@@ -7,11 +7,12 @@ that names the field.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpuplan.errors import InputError
+from gpuplan.workload.frameworks import framework as framework_profile
 from gpuplan.workload.model_spec import ModelSpec
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "TrainingJob",
     "check_layout",
     "default_global_batch",
+    "serving_layout",
 ]
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
@@ -75,6 +77,12 @@ class Layout(BaseModel):
         return self.tp * self.pp * self.dp * self.cp
 
 
+def serving_layout(tp: int = 1, pp: int = 1, ep: int = 1) -> Layout:
+    """A serving replica's layout: ep <= tp spreads the experts over the TP group; ep > tp runs attention
+    data-parallel over ep/tp groups of tp devices that share the experts (dp = ep / tp)."""
+    return Layout(tp=tp, pp=pp, ep=ep, dp=max(ep // tp, 1))
+
+
 class TrainingJob(BaseModel):
     """One training step's shape and the choices that set its memory."""
 
@@ -112,6 +120,27 @@ class TrainingJob(BaseModel):
         default=False, description="each parameter is stepped as soon as its gradient is accumulated and the "
         "gradient freed (torchtune optimizer_in_bwd, torch register_post_accumulate_grad_hook): one gradient live "
         "at a time; needs one micro-batch per step")
+    framework: str | None = Field(
+        default=None, description="training framework profile (workload/data/frameworks.yaml): its kernels, "
+        "overlaps and gradient reduction; None: the shipped terms (Megatron-Core / FSDP at their best)")
+    tp_comm_overlap: bool | None = Field(
+        default=None, description="tensor-parallel collectives overlapped with the GEMMs (Transformer Engine "
+        "userbuffers, --tp-comm-overlap); None: the framework's default")
+
+    @field_validator("framework")
+    @classmethod
+    def _known_framework(cls, v: str | None) -> str | None:
+        if v is not None:
+            framework_profile(v)  # InputError naming the known ids
+        return v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _framework_kernels(cls, data: Any) -> Any:
+        """A named framework runs its own kernels unless the job states them."""
+        if isinstance(data, dict) and data.get("framework") and data.get("kernels", "auto") == "auto":
+            data = {**data, "kernels": framework_profile(str(data["framework"])).kernels}
+        return data
 
     def num_microbatches(self, layout: Layout) -> int:
         """Micro-batches per step per pipeline; without a global batch, enough to fill the pipeline."""

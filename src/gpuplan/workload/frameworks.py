@@ -1,0 +1,111 @@
+"""Training-framework profiles: the layouts a framework offers, its kernels, overlaps and gradient reduction.
+
+Each framework (Megatron-Core, NeMo, MindSpeed, Megatron-DeepSpeed, DeepSpeed, FSDP, torchtitan, LLM Foundry,
+InternEvo, MindFormers, DualPipe...) is one entry of `data/frameworks.yaml`, with its source. A profile says
+- which parallel axes, ZeRO stages and recomputation the framework offers (the planner searches only those:
+  `layout_axes`);
+- which kernels it runs (`fused` Megatron/Transformer Engine-class kernels or `hf` modules), which set both
+  the saved activations and the attention kernel efficiency;
+- whether its tensor-parallel collectives overlap the GEMMs by default (`tp_comm_overlap`);
+- the calibration terms whose value differs under it (`terms`: gradient reduction in fp32 under Megatron,
+  DualPipe's overlapped all-to-all), each sourced. `Calibration` terms not named keep their shipped values.
+
+A job that names no framework (`TrainingJob.framework = None`) runs on the shipped terms: the best a
+competent team reaches with Megatron-Core (TP overlap on, bf16 gradient reduction) or FSDP.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from typing import Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gpuplan import yamlio
+from gpuplan.errors import unknown_name
+
+__all__ = ["Axis", "FrameworkId", "FrameworkProfile", "FrameworkTerm", "framework", "framework_ids", "load_frameworks"]
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+
+Axis = Literal["tp", "pp", "vpp", "cp", "ep"]
+# The ids of data/frameworks.yaml, for option and request schemas (the loader checks that they agree).
+FrameworkId = Literal["megatron", "nemo", "mindspeed", "paddle", "megatron_deepspeed", "deepspeed", "fsdp",
+                      "hf_trainer", "llamafactory", "torchtune", "unsloth", "llmfoundry", "torchtitan", "internevo",
+                      "mindformers", "dualpipe", "nanotron", "colossalai"]
+Support = Literal["pytorch", "deepspeed", "megatron", "mindspore", "paddlepaddle"]
+
+
+class FrameworkTerm(BaseModel):
+    """A calibration term's value under one framework, with where it comes from."""
+
+    model_config = _STRICT
+
+    value: float = Field(ge=0)
+    unit: str = Field(min_length=1)
+    source: str = Field(min_length=1)
+    as_of: str = Field(pattern=r"^\d{4}-\d{2}(-\d{2})?$")
+
+
+class FrameworkProfile(BaseModel):
+    """One training framework (data/frameworks.yaml explains each field)."""
+
+    model_config = _STRICT
+
+    id: FrameworkId
+    name: str = Field(min_length=1)
+    source: str = Field(min_length=1)
+    as_of: str = Field(pattern=r"^\d{4}-\d{2}(-\d{2})?$")
+    support: Support
+    family: Literal["megatron", "data_parallel"]
+    axes: tuple[Axis, ...] = ()
+    zero_stages: tuple[Literal[0, 1, 2, 3], ...] = Field(min_length=1)
+    recompute: tuple[Literal["none", "selective", "full"], ...] = Field(min_length=1)
+    kernels: Literal["fused", "hf"]
+    tp_comm_overlap: bool
+    terms: dict[str, FrameworkTerm] = Field(default_factory=dict)
+
+    def has(self, axis: Axis) -> bool:
+        return axis in self.axes
+
+    def describe(self) -> dict[str, object]:
+        """The profile as plain data, for a plan's assumptions."""
+        return {"id": self.id, "name": self.name, "source": self.source, "family": self.family,
+                "axes": list(self.axes), "zero_stages": list(self.zero_stages), "recompute": list(self.recompute),
+                "kernels": self.kernels, "tp_comm_overlap": self.tp_comm_overlap,
+                "terms": {k: {"value": t.value, "unit": t.unit, "source": t.source} for k, t in self.terms.items()}}
+
+
+class _FrameworkFile(BaseModel):
+    model_config = _STRICT
+
+    schema_version: Literal[1]
+    as_of: str
+    frameworks: tuple[FrameworkProfile, ...]
+
+
+@cache
+def load_frameworks() -> dict[str, FrameworkProfile]:
+    """Every shipped profile by id (data/frameworks.yaml)."""
+    path = resources.files("gpuplan.workload") / "data" / "frameworks.yaml"
+    try:
+        data = _FrameworkFile.model_validate(yamlio.safe_load(path.read_text(encoding="utf-8")))
+    except ValidationError as exc:  # a shipped-data defect: say where
+        raise RuntimeError(f"workload/data/frameworks.yaml: {exc}") from None
+    out: dict[str, FrameworkProfile] = {p.id: p for p in data.frameworks}
+    if len(out) != len(data.frameworks) or set(out) != set(get_args(FrameworkId)):
+        raise RuntimeError("workload/data/frameworks.yaml: duplicate ids, or ids that differ from FrameworkId")
+    return out
+
+
+def framework_ids() -> tuple[str, ...]:
+    return tuple(load_frameworks())
+
+
+def framework(framework_id: str) -> FrameworkProfile:
+    """The profile of `framework_id`; an InputError naming the field, the known ids and the closest ones."""
+    profiles = load_frameworks()
+    if framework_id not in profiles:
+        raise unknown_name("framework", framework_id, profiles)
+    return profiles[framework_id]

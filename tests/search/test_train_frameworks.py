@@ -1,0 +1,102 @@
+"""Framework profiles in the step-time model and the planner: overlaps, gradient reduction, eager attention."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from cli_result import exited
+from gpuplan.cli.main import app
+from gpuplan.estimate.calibration import default_calibration
+from gpuplan.hardware import load_catalog
+from gpuplan.search.candidates import LayoutChoices, generate
+from gpuplan.search.train_eval import cluster_hardware, evaluate_training
+from gpuplan.search.train_search import PlanConstraints, choose_layout_family, plan_training
+from gpuplan.workload.jobs import TrainingJob
+from gpuplan.workload.presets import get_preset
+
+CAT = load_catalog(use_user_dir=False)
+LLAMA70 = get_preset("llama3-70b").spec
+MIXTRAL = get_preset("mixtral-8x7b").spec
+
+
+def _eval(job: TrainingJob, *, tp: int = 8, pp: int = 1, ep: int = 1, zero: int = 1, devices: int = 16,
+          spec=LLAMA70, accel: str = "h100-sxm5-80gb"):  # type: ignore[no-untyped-def]
+    hw = cluster_hardware(CAT, accel, "ib-ndr-400" if devices > 8 else None)
+    choices = LayoutChoices(devices=[devices], tp=[tp], pp=[pp], cp=[1], ep=[ep], vpp=[1], zero=[zero],
+                            micro_batch=[1], recompute=["full"])
+    c = generate(spec, choices, seq_len=job.seq_len, global_batch=job.global_batch or 64)
+    assert len(c) == 1
+    return evaluate_training(spec, job, hw, c)
+
+
+def test_tp_overlap_follows_the_framework_or_the_runs_statement() -> None:
+    base = TrainingJob(seq_len=4096, global_batch=64)
+    core = _eval(base.model_copy(update={"framework": "nemo"})).breakdown_s["tp_comm"][0]
+    legacy = _eval(base.model_copy(update={"framework": "megatron_deepspeed"})).breakdown_s["tp_comm"][0]
+    stated_off = _eval(base.model_copy(update={"framework": "nemo", "tp_comm_overlap": False})).breakdown_s
+    overlap = default_calibration().value("tp_overlap")
+    assert legacy == pytest.approx(core / (1 - overlap))
+    assert stated_off["tp_comm"][0] == pytest.approx(legacy)
+
+
+def test_megatron_reduces_bf16_gradients_in_fp32() -> None:
+    """DDP (ZeRO-0) over the network: Megatron's fp32 gradient all-reduce moves twice the bytes of a bf16 one."""
+    job = TrainingJob(seq_len=4096, global_batch=64)
+    bf16 = _eval(job.model_copy(update={"framework": "nemo"}), tp=8, zero=0, devices=64)
+    fp32 = _eval(job.model_copy(update={"framework": "megatron"}), tp=8, zero=0, devices=64)
+    assert fp32.breakdown_s["dp_comm"][0] > 1.5 * bf16.breakdown_s["dp_comm"][0] > 0
+
+
+def test_a_users_override_beats_the_frameworks_term() -> None:
+    job = TrainingJob(seq_len=4096, global_batch=256, framework="dualpipe")
+    hidden = _eval(job, spec=MIXTRAL, tp=1, ep=8, devices=64).breakdown_s["ep_comm"][0]
+    cal = default_calibration().with_overrides({"ep_overlap": 0.0})
+    hw = cluster_hardware(CAT, "h100-sxm5-80gb", "ib-ndr-400")
+    c = generate(MIXTRAL, LayoutChoices(devices=[64], tp=[1], pp=[1], cp=[1], ep=[8], vpp=[1], zero=[1],
+                                        micro_batch=[1], recompute=["full"]), seq_len=4096, global_batch=256)
+    exposed = evaluate_training(MIXTRAL, job, hw, c, calibration=cal).breakdown_s["ep_comm"][0]
+    assert exposed == pytest.approx(hidden / (1 - 0.95))
+
+
+def test_eager_attention_costs_the_full_score_matrix() -> None:
+    """Without FlashAttention the s x s scores are computed unmasked at the GEMM rate and pass through memory."""
+    flash = TrainingJob(seq_len=8192, global_batch=64, framework="megatron")
+    eager = flash.model_copy(update={"attention": "eager"})
+    f, e = _eval(flash, tp=8, devices=8), _eval(eager, tp=8, devices=8)
+    assert e.breakdown_s["compute"][0] > 1.1 * f.breakdown_s["compute"][0]
+    assert np.array_equal(e.model_flops_per_token, f.model_flops_per_token)  # MFU counts the same model FLOPs
+
+
+@pytest.mark.parametrize("fid", ["deepspeed", "torchtune", "llmfoundry"])
+def test_a_data_parallel_framework_plans_no_model_parallelism(fid: str) -> None:
+    spec = get_preset("llama3-8b").spec
+    family, why = choose_layout_family("full_ft", fid, 8e9, default_calibration())
+    assert family == fid and fid in why
+    job = TrainingJob(seq_len=4096, global_batch=128, framework=fid)
+    res = plan_training(spec, job, CAT, PlanConstraints(max_devices=64, layout_family=family, framework=fid,
+                                                         accelerators=("h100-sxm5-80gb",)), tokens=1e10)
+    assert res.plans
+    for p in res.plans:
+        lay = p["layout"]
+        assert (lay["tp"], lay["pp"], lay["cp"], lay["ep"]) == (1, 1, 1, 1)
+        assert p["assumptions"]["framework"]["id"] == fid
+
+
+def test_plan_train_with_paddle_finds_plans() -> None:
+    """Regression: --framework paddle looked up a catalog support field that does not exist ('paddle' instead of
+    'paddlepaddle') and rejected every part as policy."""
+    r = CliRunner().invoke(app, ["plan", "train", "-m", "llama3.1-8b", "--tokens", "1e11", "--framework", "paddle",
+                                 "--json", "--top", "1", "--max-devices", "64"])
+    exited(r, 0)
+    plan = json.loads(r.stdout)["plans"][0]
+    assert plan["assumptions"]["framework"]["id"] == "paddle"
+
+
+def test_plan_train_rejects_an_unknown_framework_with_the_choices() -> None:
+    r = CliRunner().invoke(app, ["plan", "train", "-m", "llama3.1-8b", "--tokens", "1e11", "--framework", "megatrn"])
+    exited(r, 2)
+    assert "megatron" in r.output

@@ -1,0 +1,54 @@
+"""Training-framework profiles (workload/data/frameworks.yaml): loading, names, the layouts each offers."""
+
+from __future__ import annotations
+
+from typing import get_args
+
+import pytest
+from pydantic import ValidationError
+
+from gpuplan.errors import InputError
+from gpuplan.hardware.schema_devices import FrameworkSupport
+from gpuplan.search.candidates import family_choices
+from gpuplan.workload.frameworks import FrameworkId, framework, load_frameworks
+from gpuplan.workload.jobs import TrainingJob
+
+
+def test_every_profile_is_sourced_and_names_a_catalog_support_field() -> None:
+    profiles = load_frameworks()
+    assert set(profiles) == set(get_args(FrameworkId))
+    for p in profiles.values():
+        assert p.source and p.as_of
+        assert p.support in FrameworkSupport.model_fields
+        assert (p.family == "data_parallel") == (not p.axes)
+        for term in p.terms.values():
+            assert term.source
+
+
+def test_an_unknown_framework_names_the_field_and_the_closest_ids() -> None:
+    with pytest.raises(InputError) as err:
+        framework("megatrn")
+    assert err.value.field == "framework" and "megatron" in str(err.value)
+    with pytest.raises(ValidationError, match="framework"):
+        TrainingJob(framework="megatrn")
+
+
+@pytest.mark.parametrize(("fid", "kernels"), [("megatron", "fused"), ("deepspeed", "hf"), ("torchtitan", "hf"),
+                                                ("mindspeed", "fused")])
+def test_a_named_framework_brings_its_kernels_unless_the_job_states_them(fid: str, kernels: str) -> None:
+    assert TrainingJob(framework=fid).kernels == kernels
+    assert TrainingJob(framework=fid, kernels="hf").kernels == "hf"
+
+
+def test_a_framework_searches_only_the_axes_it_offers() -> None:
+    ds = family_choices("deepspeed", [64], 8)
+    assert (tuple(ds.tp), tuple(ds.pp), tuple(ds.cp), tuple(ds.ep), tuple(ds.vpp)) == ((1,),) * 5
+    assert tuple(ds.zero) == (0, 1, 3)
+    mds = family_choices("megatron_deepspeed", [64], 8)
+    assert tuple(mds.cp) == (1,) and tuple(mds.ep) == (1,) and tuple(mds.vpp) == (1,)
+    assert 8 in mds.tp and 16 in mds.pp and 3 not in mds.zero
+    dual = family_choices("dualpipe", [2048], 8)
+    assert tuple(dual.tp) == (1,) and 64 in dual.ep and tuple(dual.zero) == (1,)
+    # the family names keep their meaning
+    assert tuple(family_choices("data_parallel", [8], 8).tp) == (1,)
+    assert 8 in family_choices("megatron", [8], 8).tp
