@@ -14,6 +14,7 @@ import yaml
 from emit_cases import README_INFER, README_TRAIN, emit
 from typer.testing import CliRunner
 
+from cli_result import exited
 from gpuplan.cli.main import app
 from gpuplan.emit.deploy import _sky_accelerator
 from gpuplan.emit.flags import flag_list, schema, unknown
@@ -224,3 +225,22 @@ def test_attention_data_parallel_fleet_emits_each_engines_flags(tmp_path: Any) -
     assert dep["spec"]["replicas"] == rec["replicas"] // groups
     limits = dep["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]
     assert list(limits.values()) == [lay["ep"]]
+
+
+def test_a_server_across_instances_launches_per_node_or_names_the_formats_that_can(tmp_path: Any) -> None:
+    """Wide expert parallelism over several RDMA-connected instances (DeepSeek-V3 on H100: EP32 over four 8-GPU
+    nodes): SGLang gets its multi-node launch; formats gpuplan cannot launch that way exit 2 naming sglang."""
+    args = ["plan", "infer", "-m", "deepseek-v3", "--qps", "30", "--input-len", "2000", "--output-len", "500",
+            "--ttft-p99", "5", "--tpot-p99", "0.15", "--weights", "fp8", "--vendor", "nvidia", "--max-devices", "64"]
+    plans = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)["plans"]
+    wide = [i for i, p in enumerate(plans, 1) if p["layout"]["ep"] > 8 and p["accelerator"].startswith("h100")]
+    assert wide, [(p["accelerator"], p["layout"]) for p in plans]
+    pick = ["--pick", str(wide[0])]
+    files = emit([*args, *pick], tmp_path, "sglang")
+    words = command_words(files["sglang.sh"])
+    assert words[words.index("--nnodes") + 1] == "4" and "--node-rank" in words and "--dist-init-addr" in words
+    assert words[words.index("--moe-a2a-backend") + 1] == "deepep"
+    assert unknown(["sglang"], [w for w in words if w.startswith("--")]) == []
+    res = CliRunner().invoke(app, [*args, *pick, "--emit", "vllm", "--out", str(tmp_path / "v")])
+    exited(res, 2)
+    assert "sglang" in res.output and not (tmp_path / "v").exists()

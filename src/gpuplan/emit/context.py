@@ -132,6 +132,12 @@ class ServeTarget:
         return max(self.tp, self.ep) * self.pp
 
     @property
+    def nodes_per_server(self) -> int:
+        """Instances one server spans: an expert-parallel group wider than the fleet's instance (wide EP over RDMA)."""
+        per_instance = max(1, int(self.fleet.get("devices") or 1) // max(int(self.fleet.get("instances") or 1), 1))
+        return max(1, -(-self.devices_per_replica // per_instance))
+
+    @property
     def server_replicas(self) -> int:
         """Server processes of the fleet: the plan counts attention groups, ep/tp of them per server."""
         return max(1, int(self.fleet["replicas"]) // max(self.ep // self.tp, 1))

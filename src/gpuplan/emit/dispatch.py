@@ -24,6 +24,7 @@ _LAUNCH: dict[str, Callable[[TrainTarget, str], dict[str, str]]] = {
 LAUNCHERS = tuple(_LAUNCH)
 TRAIN_FORMATS = (*_TRAIN, *_LAUNCH)
 SERVE_FORMATS = ("vllm", "sglang", "trtllm", "mindie", "lmdeploy", "k8s", "skypilot")
+MULTI_NODE_SERVE = frozenset({"sglang"})  # formats that launch one server over several instances
 
 
 def parse_formats(text: str, allowed: tuple[str, ...]) -> list[str]:
@@ -77,6 +78,11 @@ def _fits(t: TrainTarget, name: str) -> bool:
 def emit_serve(t: ServeTarget, names: list[str]) -> dict[str, str]:
     """{file name: text} for the serving formats `names`."""
     files: dict[str, str] = {}
+    if t.nodes_per_server > 1 and set(names) - MULTI_NODE_SERVE:
+        raise InputError(field="emit", value=",".join(names), allowed=", ".join(sorted(MULTI_NODE_SERVE)),
+                         hint=f"this fleet's servers each span {t.nodes_per_server} instances (an expert-parallel "
+                              f"group of {t.devices_per_replica} devices); gpuplan writes the multi-node launch "
+                              "for these formats only")
     for n in names:
         if n == "k8s":
             files.update(deployment_files(t))

@@ -60,10 +60,13 @@ def sglang_args(t: ServeTarget) -> list[Arg]:
     # groups (SGLang server arguments: --enable-dp-attention)
     a: list[Arg] = [("--model-path", "${MODEL_PATH}"), ("--host", "0.0.0.0"), ("--port", str(PORT)),
                     ("--tp-size", str(max(t.tp, t.ep))), ("--pp-size", str(t.pp))]
-    if t.ep > t.tp:
-        a += [("--dp-size", str(t.ep // t.tp)), ("--enable-dp-attention", None)]
+    if t.ep > t.tp:  # the plan's step model times the expert all-to-all as DeepEP's
+        a += [("--dp-size", str(t.ep // t.tp)), ("--enable-dp-attention", None), ("--moe-a2a-backend", "deepep")]
     if t.ep > 1:
         a.append(("--ep-size", str(t.ep)))
+    if t.nodes_per_server > 1:  # one server over several instances: run this command on each, rank 0 first
+        a += [("--nnodes", str(t.nodes_per_server)), ("--node-rank", "${NODE_RANK:?}"),
+              ("--dist-init-addr", "${MASTER_ADDR:?}:5000")]
     a += [("--max-running-requests", str(p.max_num_seqs)), ("--context-length", str(t.max_model_len)),
           ("--mem-fraction-static", f"{p.gpu_memory_fraction:g}"),
           ("--chunked-prefill-size", str(p.max_batched_tokens))]
@@ -150,7 +153,10 @@ def serve_files(t: ServeTarget, fmt: str) -> dict[str, str]:
     if fmt == "vllm":
         return {"vllm.sh": _cmd(t, fmt, 'vllm serve "${MODEL_PATH}"', vllm_args(t))}
     if fmt == "sglang":
-        return {"sglang.sh": _cmd(t, fmt, "python -m sglang.launch_server", sglang_args(t))}
+        notes = ((f"One server spans {t.nodes_per_server} instances: run this script on each with NODE_RANK=0.."
+                  f"{t.nodes_per_server - 1} and MASTER_ADDR set to the rank-0 instance (the expert all-to-all "
+                  "runs over their RDMA fabric, DeepEP).",) if t.nodes_per_server > 1 else ())
+        return {"sglang.sh": _cmd(t, fmt, "python -m sglang.launch_server", sglang_args(t), notes)}
     if fmt == "trtllm":
         opts = header(t, fmt) + yaml.safe_dump(trtllm_options(t), sort_keys=False)
         return {"trtllm.sh": _cmd(t, fmt, 'trtllm-serve "${MODEL_PATH}"', trtllm_args(t)),

@@ -13,7 +13,8 @@ import math
 from dataclasses import dataclass
 
 from gpuplan.estimate.calibration import Calibration
-from gpuplan.hardware import Catalog
+from gpuplan.estimate.links import Link, inter_node_link
+from gpuplan.hardware import Catalog, Instance
 from gpuplan.workload.jobs import Layout
 
 __all__ = ["Offer", "advice", "attention_groups", "fleet_offers", "price_fleet", "price_layout", "whole_groups"]
@@ -26,6 +27,7 @@ class Offer:
     usd_per_hour: float
     kind: str  # on_demand_hourly | monthly
     tenancy: str
+    scale_out: Link | None = None  # one device's share of the instance's RDMA NICs; None: no RDMA fabric
 
 
 def fleet_offers(catalog: Catalog, accelerator: str, *, market: str | None = None,
@@ -43,19 +45,37 @@ def fleet_offers(catalog: Catalog, accelerator: str, *, market: str | None = Non
             usd = inst.hourly("USD", catalog.rates, kind, distressed=catalog.pricing.use_distressed)
             if usd is not None:
                 out.append(Offer(instance=inst.id, accelerator_count=int(inst.accelerator_count), usd_per_hour=usd,
-                                 kind=kind, tenancy=inst.tenancy))
+                                 kind=kind, tenancy=inst.tenancy, scale_out=_rdma_link(catalog, inst)))
                 break
     return out
 
 
-def price_fleet(offers: list[Offer], replicas: int, tp: int, pp: int) -> tuple[float, Offer, int] | None:
-    """(USD per hour, offer, instances) of the cheapest way to host `replicas` replicas; None if none can."""
+def _rdma_link(catalog: Catalog, inst: Instance) -> Link | None:
+    """One device's share of the instance's RDMA fabric (its stated Gbit/s, else its server's compute NICs);
+    None when the instance has no RDMA: an expert all-to-all across instances needs RDMA (DeepEP: IBGDA)."""
+    if not inst.rdma_network:
+        return None
+    net = catalog.network(inst.rdma_network)
+    count = int(inst.accelerator_count)
+    if inst.rdma_gbit_per_s:
+        nics = inst.rdma_gbit_per_s / net.nic_gbit_per_s
+    else:
+        total = catalog.server(inst.server).compute_gbit_per_s
+        nics = total / net.nic_gbit_per_s if total else float(count)
+    return inter_node_link(net, nics_per_node=nics, gpus_per_node=count)
+
+
+def price_fleet(offers: list[Offer], replicas: int, tp: int, pp: int, *,
+                span: bool = False) -> tuple[float, Offer, int] | None:
+    """(USD per hour, offer, instances) of the cheapest way to host `replicas` replicas; None if none can.
+    `span`: a replica may fill several whole instances of an offer with an RDMA fabric (an expert group)."""
     per_replica = tp * pp
     best: tuple[float, Offer, int] | None = None
     for o in offers:
         if per_replica <= o.accelerator_count:
             n = math.ceil(replicas / (o.accelerator_count // per_replica))
-        elif pp > 1 and tp <= o.accelerator_count and per_replica % o.accelerator_count == 0:
+        elif per_replica % o.accelerator_count == 0 and (
+                pp > 1 and tp <= o.accelerator_count or span and o.scale_out is not None):
             n = replicas * (per_replica // o.accelerator_count)
         else:
             continue
@@ -80,7 +100,7 @@ def price_layout(offers: list[Offer], replicas: int, layout: Layout) -> tuple[fl
     """`price_fleet` for `replicas` attention groups of `layout`: an expert-parallel group (max(tp, ep) x pp
     devices) is the unit an instance must hold whole."""
     g = attention_groups(layout)
-    return price_fleet(offers, -(-replicas // g), max(layout.tp, layout.ep), layout.pp)
+    return price_fleet(offers, -(-replicas // g), max(layout.tp, layout.ep), layout.pp, span=layout.ep > layout.tp)
 
 
 def advice(utilization: float, p99_growth: float, offer: Offer, terms: Calibration) -> dict[str, object]:

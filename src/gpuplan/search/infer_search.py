@@ -27,6 +27,7 @@ from typing import Any
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.estimate.infer_step import NODE_DEVICES, StepCostModel, step_cost_model
+from gpuplan.estimate.links import Link
 from gpuplan.estimate.memory_infer import matrix_bytes_per_param
 from gpuplan.hardware import Accelerator, Catalog
 from gpuplan.search import progress
@@ -124,6 +125,24 @@ def _layouts(spec: ModelSpec, max_node: int) -> list[Layout]:
     return out
 
 
+def _placements(spec: ModelSpec, max_node: int, offers: list[Offer]
+                ) -> list[tuple[Layout, list[Offer], Link | None]]:
+    """(layout, the offers that can host it, the scale-out link its expert all-to-all takes): every layout inside
+    one node on every offer; for MoE models also attention data parallelism with the experts over 16-64 devices,
+    across whole instances of one offer with an RDMA fabric (SGLang/RTP-LLM wide EP; DeepEP needs RDMA), each
+    with that offer's link."""
+    out: list[tuple[Layout, list[Offer], Link | None]] = [(lay, offers, None) for lay in _layouts(spec, max_node)]
+    if spec.moe is None:
+        return out
+    for o in offers:
+        if o.scale_out is None:
+            continue
+        for e in (16, 32, 64):
+            if e > max_node and e % o.accelerator_count == 0 and spec.moe.num_experts % e == 0:
+                out.append((serving_layout(tp=1, ep=e), [o], o.scale_out))
+    return out
+
+
 def _label(c: _Cand) -> str:
     lay = c.layout
     return f"{c.acc.id} tp{lay.tp} pp{lay.pp} ep{lay.ep} {c.weights}"
@@ -190,7 +209,7 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
                 _bump(rejected, "weights_unsupported")
                 continue
             mb = matrix_bytes_per_param(spec, InferenceJob(weights=weights))
-            for lay in _layouts(spec, max_node):
+            for lay, lay_offers, link in _placements(spec, max_node, offers):
                 evaluated += 1
                 if max(lay.tp, lay.ep) * lay.pp > cons.max_devices:
                     _bump(rejected, "max_devices")
@@ -202,7 +221,7 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
                     continue
                 try:
                     cm = step_cost_model(spec, accelerator=acc, layout=lay, weights=weights, kv_dtype=cons.kv_dtype,
-                                         engine=prof, catalog=catalog)
+                                         engine=prof, catalog=catalog, scale_out=link)
                 except GpuplanError as exc:  # an incomplete catalog entry, or a layout the model cannot split
                     _bump(rejected, "missing_data" if getattr(exc, "field", "") == "accelerator" else "layout_invalid")
                     continue
@@ -232,14 +251,14 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
                     if best_devices is None or replicas * lay.tp * lay.pp < best_devices[0]:
                         best["devices_needed"] = (replicas * lay.tp * lay.pp, label)
                     continue
-                priced = price_layout(offers, replicas, lay)
+                priced = price_layout(lay_offers, replicas, lay)
                 if priced is None:
                     _bump(rejected, "no_instance_fits")
                     continue
                 usd, offer, n_inst = priced
                 cands.append(_Cand(acc=acc, layout=lay, weights=weights, cost=cm, cap=cap, ttft0=ttft0,
                                    tpot0=tpot0, replicas=replicas, usd_per_hour=usd, offer=offer, instances=n_inst,
-                                   offers=offers))
+                                   offers=lay_offers))
     if not cands:
         int4_bytes = counts.total * matrix_bytes_per_param(spec, InferenceJob(weights="int4"))
         _no_plan(spec, slo, cons, rejected, best, int4_bytes, largest, considered)
