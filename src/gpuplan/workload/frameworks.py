@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuplan import yamlio
 from gpuplan.errors import unknown_name
+from gpuplan.terms import Term
 
 __all__ = ["Axis", "FrameworkId", "FrameworkProfile", "FrameworkTerm", "framework", "framework_ids", "load_frameworks"]
 
@@ -37,14 +38,9 @@ FrameworkId = Literal["megatron", "nemo", "mindspeed", "paddle", "megatron_deeps
 Support = Literal["pytorch", "deepspeed", "megatron", "mindspore", "paddlepaddle"]
 
 
-class FrameworkTerm(BaseModel):
-    """A calibration term's value under one framework, with where it comes from."""
+class FrameworkTerm(Term):
+    """A calibration term's value under one framework (a `Term`: value, unit, source), with its date."""
 
-    model_config = _STRICT
-
-    value: float = Field(ge=0)
-    unit: str = Field(min_length=1)
-    source: str = Field(min_length=1)
     as_of: str = Field(pattern=r"^\d{4}-\d{2}(-\d{2})?$")
 
 
