@@ -249,3 +249,27 @@ def test_attention_data_parallel_plans_come_in_whole_expert_groups() -> None:
         tp8 = [p for p in res.plans if p["accelerator"] == acc and p["layout"]["tp"] == 8]
         mine = min(p["cost_usd_per_hour"] for p in dp if p["accelerator"] == acc)
         assert all(mine <= p["cost_usd_per_hour"] for p in tp8)
+
+
+def test_what_rdma_would_buy_is_sized_but_never_planned() -> None:
+    """China's H20/H800 whole-server rentals state no RDMA fabric, so DeepSeek-V3 is planned tensor-parallel on H20
+    only; the same servers with RDMA would serve it wide-EP for far less. The planner sizes that fleet in closed
+    form (what_if_rdma) on an offer that lacks RDMA, and the advisor says what asking for RDMA is worth."""
+    from gpuplan.advise.report_infer import inference_report
+
+    spec = load_model("deepseek-v3")
+    load = InferLoad(qps=30.0, input_len=LengthDist.fixed(2000), output_len=LengthDist.fixed(500))
+    slo = InferSlo(ttft_p99_s=5.0, tpot_p99_s=0.15)
+    res = plan_inference(spec, load, slo, _catalog(), InferConstraints(market="cn", weights=("fp8",)))
+    w = res.what_if_rdma
+    assert w is not None and w["layout"]["ep"] >= 16 and w["usd_per_hour"] < res.plans[0]["cost_usd_per_hour"]
+    assert _catalog().instances[w["instance"]].rdma_network is None  # only offers that lack RDMA are what-ifs
+    assert all(p["instance"] != w["instance"] or p["layout"]["ep"] <= 8 for p in res.plans)
+    run = {"model": spec.name, "load": load.to_json(), "slo": {"ttft_p99_s": 5.0, "tpot_p99_s": 0.15},
+           "engine": "vllm", "plans": res.plans, "what_if_rdma": w, "terms": res.terms}
+    doc = inference_report(run, _catalog(), growth=False)
+    found = [f for f in doc["findings"] if f["id"] == "net.rdma_wide_ep"]
+    assert found and found[0]["severity"] == "warn" and "not simulated" in found[0]["message"]["en"]
+    assert "未经模拟" in found[0]["message"]["zh"]
+    dense = plan_inference(load_model("llama3.1-8b"), _load(), InferSlo(ttft_p99_s=2.0, tpot_p99_s=0.05), _catalog())
+    assert dense.what_if_rdma is None

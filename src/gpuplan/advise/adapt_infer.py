@@ -63,5 +63,6 @@ def inference_facts(run: Mapping[str, Any], plan: Mapping[str, Any], *, catalog:
                  "ttft_p99_s": float(plan["ttft_s"]["p99"]), "tpot_p99_s": float(plan["tpot_s"]["p99"]),
                  "utilization": float(plan["utilization"]), "replicas": int(plan["replicas"]),
                  "engine": str(run.get("engine", "")), "memory_fraction": fraction,
-                 "billed_devices": billed, **({"growth": dict(growth)} if growth else {})},
+                 "billed_devices": billed, **({"growth": dict(growth)} if growth else {}),
+                 **({"what_if_rdma": dict(run["what_if_rdma"])} if run.get("what_if_rdma") else {})},
     )

@@ -12,7 +12,7 @@ from gpuplan.advise.facts import PlanFacts
 from gpuplan.advise.findings import Figure, Finding, Thresholds, make_finding
 from gpuplan.advise.rules_work import _est, _th
 
-__all__ = ["SERVE_RULES", "serve_growth"]
+__all__ = ["SERVE_RULES", "serve_growth", "serve_rdma"]
 
 _SRC = "inference planner re-run at the grown load"
 
@@ -44,4 +44,19 @@ def serve_growth(f: PlanFacts, th: Thresholds) -> list[Finding]:
                          else 0.0)]
 
 
-SERVE_RULES = (serve_growth,)
+def serve_rdma(f: PlanFacts, th: Thresholds) -> list[Finding]:
+    """A wide expert-parallel fleet on the same kind of servers with an RDMA fabric would cost less
+    (search/infer_whatif.py): say what asking for RDMA is worth, and that the figure is closed form."""
+    w = f.serving.get("what_if_rdma") if f.kind == "infer" else None
+    if not w:
+        return []
+    usd_h = float(f.serving["usd_per_hour"])
+    figs = (_est("what_if_devices", w["devices"], "devices", "closed form, RDMA assumed"),
+            _est("what_if_usd_per_hour", w["usd_per_hour"], "USD/h", "closed form, RDMA assumed"))
+    return [make_finding("net.rdma_wide_ep", "warn", figs, (), devices=f.devices, acc=f.accelerator.id,
+                         usd_h=usd_h, alt_devices=w["devices"], alt_acc=w["accelerator"], ep=w["layout"]["ep"],
+                         alt_usd_h=w["usd_per_hour"], saving=1.0 - w["usd_per_hour"] / usd_h if usd_h else 0.0,
+                         instance=w["instance"], network=w["network"])]
+
+
+SERVE_RULES = (serve_growth, serve_rdma)

@@ -27,20 +27,21 @@ from typing import Any
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.estimate.infer_step import NODE_DEVICES, StepCostModel, step_cost_model
-from gpuplan.estimate.links import Link
 from gpuplan.estimate.memory_infer import matrix_bytes_per_param
 from gpuplan.hardware import Accelerator, Catalog
 from gpuplan.search import progress
 from gpuplan.search.infer_capacity import Capacity, capacity, length_moments, unloaded_latency
 from gpuplan.search.infer_fleet import Offer, advice, fleet_offers, price_layout, whole_groups
+from gpuplan.search.infer_layouts import placements
 from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms
+from gpuplan.search.infer_whatif import rdma_what_if
 from gpuplan.search.plan_trust import meets_trust, serving_bands, serving_confidence
 from gpuplan.search.train_search import PlanConstraints, policy_rejection
 from gpuplan.simulate.engine_sim import EngineConfig, simulate_engine
 from gpuplan.simulate.metrics import SimMetrics, Slo, summarize
 from gpuplan.units import GIB
 from gpuplan.workload.engines import EngineProfile, engine
-from gpuplan.workload.jobs import SERVED_WEIGHTS, InferenceJob, Layout, serving_layout
+from gpuplan.workload.jobs import SERVED_WEIGHTS, InferenceJob, Layout
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
@@ -88,6 +89,7 @@ class InferPlanResult:
     hardware_considered: list[str]
     best_unloaded: dict[str, Any]
     terms: dict[str, dict[str, object]] = field(default_factory=dict)
+    what_if_rdma: dict[str, Any] | None = None  # infer_whatif: a cheaper wide-EP fleet if an offer had RDMA
 
 
 @dataclass(slots=True, kw_only=True)
@@ -104,43 +106,6 @@ class _Cand:
     offer: Offer
     instances: int
     offers: list[Offer]
-
-
-def _layouts(spec: ModelSpec, max_node: int) -> list[Layout]:
-    tps = [t for t in (1, 2, 4, 8) if t <= max_node and spec.num_heads % t == 0]
-    out = []
-    for tp in tps:
-        eps = [1, tp] if spec.moe is not None and tp > 1 and spec.moe.num_experts % tp == 0 else [1]
-        out += [Layout(tp=tp, ep=ep) for ep in eps]
-    if spec.moe is not None:  # attention data-parallel over the node, the experts spread over it (ep > tp)
-        out += [serving_layout(tp=1, ep=e) for e in (2, 4, 8, 16, 32, 64, 72)
-                if e <= max_node and spec.moe.num_experts % e == 0]
-    # a replica stays inside one node (the step cost model's rule); pipeline stages fill the node
-    # only where tensor parallelism cannot grow further (the heads do not divide)
-    if tps and tps[-1] * 2 <= max_node:
-        pp = 2
-        while tps[-1] * pp <= max_node and pp <= spec.num_layers:
-            out.append(Layout(tp=tps[-1], pp=pp))
-            pp *= 2
-    return out
-
-
-def _placements(spec: ModelSpec, max_node: int, offers: list[Offer]
-                ) -> list[tuple[Layout, list[Offer], Link | None]]:
-    """(layout, the offers that can host it, the scale-out link its expert all-to-all takes): every layout inside
-    one node on every offer; for MoE models also attention data parallelism with the experts over 16-64 devices,
-    across whole instances of one offer with an RDMA fabric (SGLang/RTP-LLM wide EP; DeepEP needs RDMA), each
-    with that offer's link."""
-    out: list[tuple[Layout, list[Offer], Link | None]] = [(lay, offers, None) for lay in _layouts(spec, max_node)]
-    if spec.moe is None:
-        return out
-    for o in offers:
-        if o.scale_out is None:
-            continue
-        for e in (16, 32, 64):
-            if e > max_node and e % o.accelerator_count == 0 and spec.moe.num_experts % e == 0:
-                out.append((serving_layout(tp=1, ep=e), [o], o.scale_out))
-    return out
 
 
 def _label(c: _Cand) -> str:
@@ -188,6 +153,7 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
     best: dict[str, Any] = {}
     largest: tuple[float, str] = (0.0, "")  # usable bytes of the largest allowed device
     evaluated = 0
+    what_if: dict[str, Any] | None = None
     policy = cons.policy()
     for acc in progress.each(catalog.accelerators.values()):
         why = policy_rejection(acc, policy)
@@ -199,6 +165,11 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
             _bump(rejected, "no_price")
             continue
         considered.append(acc.id)
+        alt = rdma_what_if(spec, acc, offers, weights=cons.weights, kv_dtype=cons.kv_dtype, engine=prof, cfg=cfg,
+                           moments=moments, load=load, slo=slo, headroom=headroom, tpot_p99_over_mean=ratio,
+                           need_tokens=need_tokens, max_devices=cons.max_devices, catalog=catalog)
+        if alt is not None and (what_if is None or alt["usd_per_hour"] < what_if["usd_per_hour"]):
+            what_if = alt
         # a replica lives in one instance and one node (infer_step: NODE_DEVICES or the part's NVLink domain)
         node = max(NODE_DEVICES, acc.fully_connected_domain or 1)
         max_node = min(max(o.accelerator_count for o in offers), node)
@@ -209,7 +180,7 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
                 _bump(rejected, "weights_unsupported")
                 continue
             mb = matrix_bytes_per_param(spec, InferenceJob(weights=weights))
-            for lay, lay_offers, link in _placements(spec, max_node, offers):
+            for lay, lay_offers, link in placements(spec, max_node, offers):
                 evaluated += 1
                 if max(lay.tp, lay.ep) * lay.pp > cons.max_devices:
                     _bump(rejected, "max_devices")
@@ -273,8 +244,11 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
                               f"{best.get('ttft_s', math.nan):.3f} s on {best.get('ttft_on')}; relax the SLO")
     plans.sort(key=lambda p: (p["cost_usd_per_hour"], p["devices"]))
     plans = _with_trust(plans, catalog, prof, spec, cons, rejected)
+    if what_if is not None and what_if["usd_per_hour"] >= plans[0]["cost_usd_per_hour"]:
+        what_if = None  # RDMA would not beat the cheapest verified fleet
     return InferPlanResult(plans=plans, candidates_evaluated=evaluated, simulated=simulated, rejected=rejected,
-                           hardware_considered=considered, best_unloaded=best, terms=cal.used(*TERMS_USED))
+                           hardware_considered=considered, best_unloaded=best, terms=cal.used(*TERMS_USED),
+                           what_if_rdma=what_if)
 
 
 def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfig, cal: Calibration,

@@ -1,0 +1,85 @@
+"""What an RDMA fabric would buy: wide expert parallelism across instances that lack one.
+
+An MoE model served attention data-parallel with its experts over 16-64 devices (SGLang/RTP-LLM wide EP)
+needs an RDMA fabric between the instances: DeepEP's all-to-all runs over RDMA (IBGDA), so the planner
+never plans such groups on an offer whose catalog entry states none (`infer_layouts.placements`). Many
+rentals (the Chinese H20 whole-server market among them) state no fabric, and the cheapest plan there
+may cost twice what the same servers with RDMA would. This module sizes that fleet in closed form (the
+part's usual RDMA fabric, the server's compute NICs), for the advisor to say what asking the provider for
+RDMA is worth. It is never a plan: not simulated, and the fabric is assumed, not offered.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+from gpuplan.errors import GpuplanError
+from gpuplan.estimate.infer_step import node_devices, step_cost_model
+from gpuplan.estimate.links import inter_node_link
+from gpuplan.hardware import Accelerator, Catalog
+from gpuplan.search.infer_capacity import LengthMoments, capacity, unloaded_latency
+from gpuplan.search.infer_fleet import Offer, price_layout, whole_groups
+from gpuplan.search.infer_load import InferLoad, InferSlo
+from gpuplan.search.train_eval import usual_network
+from gpuplan.simulate import EngineConfig
+from gpuplan.workload.engines import EngineProfile
+from gpuplan.workload.jobs import serving_layout
+from gpuplan.workload.model_spec import ModelSpec
+
+__all__ = ["WIDE_EP", "rdma_what_if"]
+
+WIDE_EP = (16, 32, 64)  # expert-parallel group sizes across instances
+
+
+def rdma_what_if(spec: ModelSpec, acc: Accelerator, offers: list[Offer], *, weights: tuple[str, ...],
+                 kv_dtype: str, engine: EngineProfile, cfg: EngineConfig, moments: LengthMoments, load: InferLoad,
+                 slo: InferSlo, headroom: float, tpot_p99_over_mean: float, need_tokens: float, max_devices: int,
+                 catalog: Catalog) -> dict[str, Any] | None:
+    """The cheapest closed-form wide-EP fleet on `acc`'s offers without RDMA, as if each had the part's usual
+    RDMA fabric; None for a dense model, a part whose usual fabric is not RDMA, or no fleet that fits."""
+    if spec.moe is None:
+        return None
+    net = catalog.network(usual_network(catalog, acc.id)[0])
+    if not net.rdma:
+        return None
+    best: dict[str, Any] | None = None
+    for o in offers:
+        if o.scale_out is not None:
+            continue
+        total = catalog.server(catalog.instances[o.instance].server).compute_gbit_per_s
+        nics = total / net.nic_gbit_per_s if total else float(o.accelerator_count)
+        link = inter_node_link(net, nics_per_node=nics, gpus_per_node=o.accelerator_count)
+        assumed = replace(o, scale_out=link)
+        for e in WIDE_EP:
+            if (e <= node_devices(acc) or e % o.accelerator_count or spec.moe.num_experts % e
+                    or e > max_devices):
+                continue
+            lay = serving_layout(tp=1, ep=e)
+            for w in weights:
+                if w == "fp8" and acc.dense_tflops("fp8") is None:
+                    continue
+                try:
+                    cm = step_cost_model(spec, accelerator=acc, layout=lay, weights=w, kv_dtype=kv_dtype,
+                                         engine=engine, catalog=catalog, scale_out=link)
+                except GpuplanError:
+                    continue
+                if cm.kv_capacity_tokens < need_tokens:
+                    continue
+                ttft0, tpot0 = unloaded_latency(cm, cfg, moments)
+                cap = capacity(cm, cfg, moments, slo.tpot_p99_s, tpot_p99_over_mean=tpot_p99_over_mean)
+                if ttft0 > slo.ttft_p99_s or tpot0 > slo.tpot_p99_s or cap.requests_per_s <= 0:
+                    continue
+                groups = whole_groups(max(1, math.ceil(load.qps * (1.0 + headroom) / cap.requests_per_s)), lay)
+                priced = price_layout([assumed], groups, lay)
+                if priced is None or groups > max_devices:
+                    continue
+                usd, _, instances = priced
+                if best is None or usd < best["usd_per_hour"]:
+                    best = {"accelerator": acc.id, "instance": o.instance, "instances": instances, "weights": w,
+                            "layout": {"tp": lay.tp, "pp": lay.pp, "ep": lay.ep}, "devices": groups,
+                            "usd_per_hour": usd, "network": net.id, "nics_per_node": nics,
+                            "basis": "closed form (not simulated): SLO-bound capacity of one attention group at "
+                                     f"{headroom:.0%} headroom, on {net.id} ({link.label}) assumed"}
+    return best
