@@ -122,8 +122,10 @@ def family_choices(family: str, devices: Sequence[int], max_tp: int) -> LayoutCh
     if family == "data_parallel":
         return LayoutChoices(devices=devices, tp=(1,), pp=(1,), cp=(1,), ep=(1,), vpp=(1,), zero=(0, 1, 3),
                              recompute=("none", "full"), max_tp=max_tp)
-    if family in framework_ids():
+    if family != "megatron" and family in framework_ids():
         return framework_choices(framework(family), devices, max_tp)
+    # the megatron family (and --framework megatron): every Megatron-Core layout with ZeRO-1 or FSDP (plain DDP is
+    # never faster than the distributed optimizer, so the planner does not time it)
     return LayoutChoices(devices=devices, max_tp=max_tp)
 
 

@@ -295,11 +295,12 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     # reduce-scatters them and all-gathers the updated 16-bit parameters (Rajbhandari et al. 2020, sec. 7;
     # Megatron-Core distributed optimizer docs): the same volume when gradients travel in 16 bits, less
     # than an fp32 all-reduce when they travel in fp32 (Megatron's default for bf16)
-    sharded = _collective("reduce_scatter", grad_bytes, dp_group, c.tp, hw) + _collective(
-        "all_gather", local_params * e, dp_group, c.tp, hw)
-    dp_time = np.where(dp_group > 1, np.where(c.zero >= 1, sharded,
-                                              _collective("all_reduce", grad_bytes, dp_group, c.tp, hw))
-                       + (buckets - 1) * latency, 0.0)
+    reduce = _collective("all_reduce", grad_bytes, dp_group, c.tp, hw)
+    if framework_term(cal, job, "grad_reduce_bytes") != e:  # gradients and parameters travel in different widths
+        sharded = _collective("reduce_scatter", grad_bytes, dp_group, c.tp, hw) + _collective(
+            "all_gather", local_params * e, dp_group, c.tp, hw)
+        reduce = np.where(c.zero >= 1, sharded, reduce)
+    dp_time = np.where(dp_group > 1, reduce + (buckets - 1) * latency, 0.0)
     backward_last = compute * (bwd / passes) / np.maximum(m, 1)
     dp_exposed = np.maximum(dp_time - framework_term(cal, job, "dp_overlap") * backward_last, 0.0)
     z3_bytes = local_params * e

@@ -49,7 +49,7 @@ class FrameworkProfile(BaseModel):
 
     model_config = _STRICT
 
-    id: FrameworkId
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")  # one of FrameworkId (load_frameworks checks the set)
     name: str = Field(min_length=1)
     source: str = Field(min_length=1)
     as_of: str = Field(pattern=r"^\d{4}-\d{2}(-\d{2})?$")
