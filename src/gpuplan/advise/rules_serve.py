@@ -51,9 +51,12 @@ def serve_rdma(f: PlanFacts, th: Thresholds) -> list[Finding]:
     if not w:
         return []
     usd_h = float(f.serving["usd_per_hour"])
+    if not usd_h or w["usd_per_hour"] > usd_h * (1.0 - th.value("rdma_what_if_min_saving")):
+        return []
     figs = (_est("what_if_devices", w["devices"], "devices", "closed form, RDMA assumed"),
             _est("what_if_usd_per_hour", w["usd_per_hour"], "USD/h", "closed form, RDMA assumed"))
-    return [make_finding("net.rdma_wide_ep", "warn", figs, (), devices=f.devices, acc=f.accelerator.id,
+    return [make_finding("net.rdma_wide_ep", "warn", (*figs, _th(th, "rdma_what_if_min_saving")),
+                         ("rdma_what_if_min_saving",), devices=f.devices, acc=f.accelerator.id,
                          usd_h=usd_h, alt_devices=w["devices"], alt_acc=w["accelerator"], ep=w["layout"]["ep"],
                          alt_usd_h=w["usd_per_hour"], saving=1.0 - w["usd_per_hour"] / usd_h if usd_h else 0.0,
                          instance=w["instance"], network=w["network"])]

@@ -4,9 +4,10 @@ An MoE model served attention data-parallel with its experts over 16-64 devices 
 needs an RDMA fabric between the instances: DeepEP's all-to-all runs over RDMA (IBGDA), so the planner
 never plans such groups on an offer whose catalog entry states none (`infer_layouts.placements`). Many
 rentals (the Chinese H20 whole-server market among them) state no fabric, and the cheapest plan there
-may cost twice what the same servers with RDMA would. This module sizes that fleet in closed form (the
-part's usual RDMA fabric, the server's compute NICs), for the advisor to say what asking the provider for
-RDMA is worth. It is never a plan: not simulated, and the fabric is assumed, not offered.
+may cost twice what the same servers with RDMA would. This module sizes that fleet in closed form, on
+the RDMA fabric and compute NICs of the part's catalog server (a part whose servers state none is
+skipped), for the advisor to say what asking the provider for RDMA is worth. It is never a plan: not
+simulated, and the fabric is assumed, not offered.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from gpuplan.hardware import Accelerator, Catalog
 from gpuplan.search.infer_capacity import LengthMoments, capacity, unloaded_latency
 from gpuplan.search.infer_fleet import Offer, price_layout, whole_groups
 from gpuplan.search.infer_load import InferLoad, InferSlo
-from gpuplan.search.train_eval import usual_network
+from gpuplan.search.train_eval import usual_server
 from gpuplan.simulate import EngineConfig
 from gpuplan.workload.engines import EngineProfile
 from gpuplan.workload.jobs import serving_layout
@@ -41,9 +42,10 @@ def rdma_what_if(spec: ModelSpec, acc: Accelerator, offers: list[Offer], *, weig
     RDMA fabric; None for a dense model, a part whose usual fabric is not RDMA, or no fleet that fits."""
     if spec.moe is None:
         return None
-    net = catalog.network(usual_network(catalog, acc.id)[0])
-    if not net.rdma:
+    sv = usual_server(catalog, acc.id)  # only a fabric the part's own servers are sold with is assumed
+    if sv is None or not sv.network or not catalog.network(sv.network).rdma:
         return None
+    net = catalog.network(sv.network)
     best: dict[str, Any] | None = None
     for o in offers:
         if o.scale_out is not None:
