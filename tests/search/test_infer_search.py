@@ -273,3 +273,17 @@ def test_what_rdma_would_buy_is_sized_but_never_planned() -> None:
     assert "未经模拟" in found[0]["message"]["zh"]
     dense = plan_inference(load_model("llama3.1-8b"), _load(), InferSlo(ttft_p99_s=2.0, tpot_p99_s=0.05), _catalog())
     assert dense.what_if_rdma is None
+
+
+def test_an_expert_group_spans_instances_only_where_it_was_timed_on_their_link() -> None:
+    """An 8-device expert group timed on NVLink must not be priced on two 4-GPU instances; a group timed on the
+    instances' RDMA link may span them (whole instances)."""
+    from gpuplan.estimate.links import Link
+    from gpuplan.search.infer_fleet import price_layout
+    from gpuplan.workload.jobs import serving_layout
+
+    four = Offer(instance="x4", accelerator_count=4, usd_per_hour=10.0, kind="on_demand_hourly", tenancy="vm",
+                 scale_out=Link(50.0, 5e-6, label="rdma"))
+    lay = serving_layout(tp=1, ep=8)
+    assert price_layout([four], 8, lay) is None
+    assert price_layout([four], 16, lay, span=True) == (40.0, four, 4)

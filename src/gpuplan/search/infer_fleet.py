@@ -96,11 +96,13 @@ def whole_groups(replicas: int, layout: Layout) -> int:
     return -(-replicas // g) * g
 
 
-def price_layout(offers: list[Offer], replicas: int, layout: Layout) -> tuple[float, Offer, int] | None:
+def price_layout(offers: list[Offer], replicas: int, layout: Layout, *,
+                 span: bool = False) -> tuple[float, Offer, int] | None:
     """`price_fleet` for `replicas` attention groups of `layout`: an expert-parallel group (max(tp, ep) x pp
-    devices) is the unit an instance must hold whole."""
+    devices) is the unit priced; it must fit one instance unless `span` (a group timed on the offers' RDMA link
+    across instances)."""
     g = attention_groups(layout)
-    return price_fleet(offers, -(-replicas // g), max(layout.tp, layout.ep), layout.pp, span=layout.ep > layout.tp)
+    return price_fleet(offers, -(-replicas // g), max(layout.tp, layout.ep), layout.pp, span=span)
 
 
 def advice(utilization: float, p99_growth: float, offer: Offer, terms: Calibration) -> dict[str, object]:

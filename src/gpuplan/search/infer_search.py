@@ -106,6 +106,7 @@ class _Cand:
     offer: Offer
     instances: int
     offers: list[Offer]
+    spans: bool = False  # its expert group spans instances (timed on their RDMA link)
 
 
 def _label(c: _Cand) -> str:
@@ -222,14 +223,14 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
                     if best_devices is None or replicas * lay.tp * lay.pp < best_devices[0]:
                         best["devices_needed"] = (replicas * lay.tp * lay.pp, label)
                     continue
-                priced = price_layout(lay_offers, replicas, lay)
+                priced = price_layout(lay_offers, replicas, lay, span=link is not None)
                 if priced is None:
                     _bump(rejected, "no_instance_fits")
                     continue
                 usd, offer, n_inst = priced
                 cands.append(_Cand(acc=acc, layout=lay, weights=weights, cost=cm, cap=cap, ttft0=ttft0,
                                    tpot0=tpot0, replicas=replicas, usd_per_hour=usd, offer=offer, instances=n_inst,
-                                   offers=lay_offers))
+                                   offers=lay_offers, spans=link is not None))
     if not cands:
         int4_bytes = counts.total * matrix_bytes_per_param(spec, InferenceJob(weights="int4"))
         _no_plan(spec, slo, cons, rejected, best, int4_bytes, largest, considered)
@@ -315,7 +316,7 @@ def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfi
         if r * c.layout.tp * c.layout.pp > max_devices:
             _bump(rejected, "max_devices")
             continue
-        priced = price_layout(c.offers, r, c.layout)
+        priced = price_layout(c.offers, r, c.layout, span=c.spans)
         if priced is None:  # pragma: no cover - more replicas fit the same offers
             continue
         usd, offer, n_inst = priced

@@ -74,7 +74,7 @@ def rdma_what_if(spec: ModelSpec, acc: Accelerator, offers: list[Offer], *, weig
                 if ttft0 > slo.ttft_p99_s or tpot0 > slo.tpot_p99_s or cap.requests_per_s <= 0:
                     continue
                 groups = whole_groups(max(1, math.ceil(load.qps * (1.0 + headroom) / cap.requests_per_s)), lay)
-                priced = price_layout([assumed], groups, lay)
+                priced = price_layout([assumed], groups, lay, span=True)
                 if priced is None or groups > max_devices:
                     continue
                 usd, _, instances = priced
