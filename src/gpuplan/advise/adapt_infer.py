@@ -4,7 +4,8 @@ The inference planner already chose the weight format, layout and replica count 
 the adapter only maps its figures: the instance gives the server, market and provider; memory
 per device is what the engine preallocates (its memory fraction of the device); the token rate
 is qps x (mean input + mean output); tokenizer cores per node use the training calibration term
-`tokenizer_tokens_per_s_per_core`. Multi-node questions are asked per replica (tp x pp).
+`tokenizer_tokens_per_s_per_core`. Multi-node questions are asked per server: its tensor-parallel group,
+or its whole expert-parallel group when attention runs data-parallel (max(tp, ep) x pp devices).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def inference_facts(run: Mapping[str, Any], plan: Mapping[str, Any], *, catalog:
         price_usd_per_device_hour={kind: per_hour / billed},
         tokenize_cores_per_node=tokens_per_s / nodes / cal.value("tokenizer_tokens_per_s_per_core"),
         market=inst.market, provider=inst.provider, requirements=requirements or Requirements(),
-        calibration=dict(run.get("terms", {})), replica_devices=int(lay["tp"]) * int(lay["pp"]),
+        calibration=dict(run.get("terms", {})), replica_devices=max(int(lay["tp"]), int(lay.get("ep", 1))) * int(lay["pp"]),
         serving={"qps": float(load["qps"]), "usd_per_hour": per_hour,
                  "usd_per_million_tokens": float(plan["cost_usd_per_million_tokens"]),
                  "ttft_p99_s": float(plan["ttft_s"]["p99"]), "tpot_p99_s": float(plan["tpot_s"]["p99"]),
