@@ -100,3 +100,17 @@ def test_plan_train_rejects_an_unknown_framework_with_the_choices() -> None:
     r = CliRunner().invoke(app, ["plan", "train", "-m", "llama3.1-8b", "--tokens", "1e11", "--framework", "megatrn"])
     exited(r, 2)
     assert "megatron" in r.output
+
+
+@pytest.mark.parametrize(("args", "field"), [
+    (["--framework", "deepspeed", "--tp", "2"], "tp"),  # DeepSpeed ZeRO with HF models has no tensor parallelism
+    (["--framework", "megatron_deepspeed", "--zero", "3"], "zero"),  # ZeRO-3 cannot pipeline there
+    (["--framework", "deepspeed", "--recompute", "selective"], "recompute"),
+])
+def test_a_layout_the_framework_cannot_run_is_refused(args: list[str], field: str) -> None:
+    """Regression: `estimate train --framework deepspeed --tp 2` timed a TP2 layout under DeepSpeed without a word."""
+    from cli_result import one_line_error
+
+    r = CliRunner().invoke(app, ["estimate", "train", "-m", "llama3-8b", "--accelerator", "h100-sxm5-80gb",
+                                 "--num-accels", "8", *args])
+    one_line_error(r, field)

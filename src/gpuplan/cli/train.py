@@ -26,7 +26,7 @@ from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.plan_json import compact_plans
 from gpuplan.render.report_text import bottleneck_text, duration_text, offer_text, rule_line
 from gpuplan.render.trust_text import band_cost, band_duration, confidence_text, trust_lines
-from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices, offered
+from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices, offered, offered_choice
 from gpuplan.search.train_eval import cluster_hardware, usual_network
 from gpuplan.search.train_planner import best_layout, plan_figures
 from gpuplan.search.train_search import PlanConstraints, bottleneck, plan_training
@@ -126,9 +126,10 @@ def estimate_train(
             devices=[num_accels], tp=offered(prof, "tp", tp, [t for t in (1, 2, 4, 8) if t <= gpn]),
             pp=offered(prof, "pp", pp, [1, 2, 4, 8, 16, 32]), cp=offered(prof, "cp", cp, [1, 2, 4, 8]),
             ep=offered(prof, "ep", ep, [1, 2, 4, 8, 16, 32, 64]), vpp=offered(prof, "vpp", vpp, [1, 2, 4]),
-            zero=_pin(zero, list(prof.zero_stages) if prof else [0, 1, 3]),
+            zero=offered_choice(prof, "zero", zero, list(prof.zero_stages) if prof else [], [0, 1, 3]),
             micro_batch=_pin(micro_batch, [1, 2, 4, 8]),
-            recompute=[recompute] if recompute else list(prof.recompute if prof else RECOMPUTE_CODES), max_tp=gpn,
+            recompute=offered_choice(prof, "recompute", recompute, list(prof.recompute) if prof else [],
+                                     list(RECOMPUTE_CODES)), max_tp=gpn,
             dp=[dp] if dp is not None else None)
         cal = load_user_calibration()  # measured terms written by `gpuplan calibrate`, if any
         c, ev, best, rejected = best_layout(spec, job, hw, choices, calibration=cal)

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
+from typing import TypeVar
 
 import numpy as np
 
+from gpuplan.errors import InputError
 from gpuplan.workload.frameworks import Axis, FrameworkProfile, framework, framework_ids
 from gpuplan.workload.model_spec import ModelSpec
 
 __all__ = ["LAYOUT_FAMILIES", "RECOMPUTE_CODES", "Candidates", "LayoutChoices", "family_choices", "framework_choices",
-           "generate", "offered"]
+           "generate", "offered", "offered_choice"]
 
+T = TypeVar("T")
 RECOMPUTE_CODES = ("none", "selective", "full")  # index = code in Candidates.recompute
 
 
@@ -130,10 +133,28 @@ def family_choices(family: str, devices: Sequence[int], max_tp: int) -> LayoutCh
 
 
 def offered(profile: FrameworkProfile | None, axis: Axis, stated: int | None, default: Sequence[int]) -> list[int]:
-    """A stated degree, else the values a framework offers on `axis` (1 where it lacks the axis), else `default`."""
+    """A stated degree, else the values a framework offers on `axis` (1 where it lacks the axis), else `default`.
+    A stated degree above 1 on an axis the framework lacks is an InputError naming the axis and the frameworks
+    that offer it (never a layout the framework cannot run)."""
     if stated is not None:
+        if profile is not None and stated > 1 and not profile.has(axis):
+            have = [p for p in framework_ids() if framework(p).has(axis)]
+            raise InputError(field=axis, value=stated, allowed=f"1 ({profile.id} offers no {axis.upper()})",
+                             hint=f"leave --{axis} out, or plan with a framework that has it: {', '.join(have)}")
         return [stated]
     return list(default) if profile is None or profile.has(axis) else [1]
+
+
+def offered_choice(profile: FrameworkProfile | None, name: str, stated: T | None,
+                   available: Sequence[T], default: Sequence[T]) -> list[T]:
+    """`offered` for the ZeRO stage and the recomputation: the stated value (checked against what the framework
+    offers), else the framework's list, else `default`."""
+    if stated is None:
+        return list(available if profile is not None else default)
+    if profile is not None and stated not in available:
+        raise InputError(field=name, value=stated, allowed=f"{', '.join(map(str, available))} under {profile.id}",
+                         hint=f"{profile.name} does not offer {name} {stated}")
+    return [stated]
 
 
 def framework_choices(profile: FrameworkProfile, devices: Sequence[int], max_tp: int) -> LayoutChoices:
