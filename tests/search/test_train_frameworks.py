@@ -114,3 +114,12 @@ def test_a_layout_the_framework_cannot_run_is_refused(args: list[str], field: st
     r = CliRunner().invoke(app, ["estimate", "train", "-m", "llama3-8b", "--accelerator", "h100-sxm5-80gb",
                                  "--num-accels", "8", *args])
     one_line_error(r, field)
+
+
+def test_memory_train_refuses_a_layout_the_framework_cannot_run_and_accepts_its_own() -> None:
+    from cli_result import one_line_error
+
+    one_line_error(CliRunner().invoke(app, ["memory", "train", "-m", "llama3-8b", "--framework", "deepspeed",
+                                            "--tp", "2"]), "tp")
+    ok = CliRunner().invoke(app, ["memory", "train", "-m", "llama3-8b", "--framework", "nemo", "--tp", "2", "--json"])
+    exited(ok, 0)

@@ -14,9 +14,11 @@ from gpuplan.estimate.memory_infer import estimate_inference_memory, max_batch_t
 from gpuplan.estimate.memory_train import estimate_training_memory
 from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.memory_table import memory_tables
+from gpuplan.search.candidates import offered, offered_choice
 from gpuplan.units import GIB
 from gpuplan.workload.context import seq_len_warning
 from gpuplan.workload.frameworks import FrameworkId
+from gpuplan.workload.frameworks import framework as framework_profile
 from gpuplan.workload.jobs import LORA_TARGETS, InferenceJob, Layout, TrainingJob, serving_layout
 from gpuplan.workload.presets import load_model
 
@@ -136,6 +138,12 @@ def train_cmd(
                           optimizer_in_bwd=optimizer_in_bwd, framework=framework)
         layout = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, zero_stage=zero,
                         seq_parallel=seq_parallel)
+        if framework is not None:  # a layout the named framework cannot run is refused, naming those that can
+            prof = framework_profile(framework)
+            for axis, degree in (("tp", tp), ("pp", pp), ("cp", cp), ("ep", ep), ("vpp", vpp)):
+                offered(prof, axis, degree, [degree])  # type: ignore[arg-type]
+            offered_choice(prof, "zero", zero, list(prof.zero_stages), [zero])
+            offered_choice(prof, "recompute", recompute, list(prof.recompute), [recompute])
         mem = estimate_training_memory(spec, job, layout)
         device, chosen = _device_memory(accelerator, device_memory_gib, language)
         fit = memory_fit(mem.total_bytes, device) if device is not None else None
