@@ -18,7 +18,7 @@ from gpuplan.emit import SERVE_FORMATS
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import load_catalog
 from gpuplan.i18n import help_text, resolve_lang, tr
-from gpuplan.render.report_text import infer_rule_line
+from gpuplan.render.report_text import fleet_text, infer_rule_line
 from gpuplan.render.trust_text import band_num, confidence_text, trust_lines
 from gpuplan.units import sig
 from gpuplan.workload.jobs import SERVED_WEIGHTS
@@ -186,11 +186,9 @@ def _table(name: str, load: InferLoad, slo: InferSlo, plans: list[dict[str, Any]
         t.add_column(tr(f"cli.pinfer.col.{col}", lang), no_wrap=col == "usd_m", overflow="fold")
     blocked = blocked or {}
     for p in plans:
-        lay = p["layout"]
         mark = ("\n(" + tr("report.not_recommended", lang, finding=blocked[p["accelerator"]]) + ")"
                 if p["accelerator"] in blocked else "")
-        t.add_row(f"{p['accelerator']} tp{lay['tp']}" + (f" pp{lay['pp']}" if lay["pp"] > 1 else "")
-                  + (f" ep{lay['ep']}" if lay["ep"] > 1 else "") + f" {p['weights']}" + mark,
+        t.add_row(fleet_text(p, lang) + mark,
                   tr("cli.pinfer.fleet", lang, replicas=p["replicas"], instances=p["instances"],
                      instance=p["instance"]),
                   band_num(p["cost_usd_per_hour"], (p.get("band") or {}).get("cost_usd_per_hour"), ",.2f"),

@@ -128,6 +128,18 @@ INFER_COLS = ("accelerator", "devices", "replicas", "layout", "weights", "usd_h"
               "tenancy", "provenance")
 
 
+def fleet_text(p: Mapping[str, Any], lang: str) -> str:
+    """A serving fleet's hardware and layout in words: 'h200-sxm-141gb tp8 ep8 fp8', or for attention data
+    parallelism (ep > tp) 'h200-sxm-141gb DP8 attention, EP8 fp8'."""
+    lay = p["layout"]
+    tp, pp, ep = int(lay["tp"]), int(lay["pp"]), int(lay.get("ep", 1))
+    if ep > tp:
+        shape = tr("layout.dp_attention", lang, dp=ep // tp, ep=ep) + (f" tp{tp}" if tp > 1 else "")
+    else:
+        shape = f"tp{tp}" + (f" ep{ep}" if ep > 1 else "")
+    return f"{p['accelerator']} {shape}" + (f" pp{pp}" if pp > 1 else "") + f" {p['weights']}"
+
+
 def infer_rows(plans: list[Mapping[str, Any]], lang: str) -> tuple[list[str], list[list[str]]]:
     head = [tr(f"report.col.{c}", lang) for c in INFER_COLS]
     rows = [[p["accelerator"], str(p["devices"]), str(p["replicas"]), p["layout"], p["weights"],

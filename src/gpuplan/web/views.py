@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpuplan.i18n import tr
-from gpuplan.render.report_text import bottleneck_text, infer_rule_line, offer_text, rule_line
+from gpuplan.render.report_text import bottleneck_text, fleet_text, infer_rule_line, offer_text, rule_line
 from gpuplan.render.trust_text import band_cost, band_duration, band_num, confidence_text, trust_lines
 from gpuplan.units import GIB, sig
 
@@ -131,10 +131,9 @@ def findings(result: Mapping[str, Any], lang: str, limit: int = 12) -> list[dict
 def infer_rows(result: Mapping[str, Any], lang: str, top: int = 10) -> list[dict[str, Any]]:
     rows = []
     for p in (result.get("plans") or [])[:top]:
-        lay, band = p["layout"], p.get("band") or {}
+        band = p.get("band") or {}
         rows.append({
-            "hardware": f"{p['accelerator']} tp{lay['tp']}" + (f" pp{lay['pp']}" if lay["pp"] > 1 else "")
-            + (f" ep{lay['ep']}" if lay["ep"] > 1 else "") + f" {p['weights']}",
+            "hardware": fleet_text(p, lang),
             "fleet": tr("cli.pinfer.fleet", lang, replicas=p["replicas"], instances=p["instances"],
                         instance=p["instance"]),
             "usd_h": band_num(p["cost_usd_per_hour"], band.get("cost_usd_per_hour"), ",.2f"),
