@@ -148,8 +148,8 @@ class StepCostModel:
     tp_comm_fixed: float
     tp_comm_per_token: float
     ep_comm_fixed: float
-    ep_comm_per_token: float  # per decode token (and per prefill token unless the next field says otherwise)
-    ep_comm_per_prefill_token: float | None = None  # attention-DP all-to-all of prompt tokens (node-deduplicated)
+    ep_comm_per_token: float  # per decode token
+    ep_comm_per_prefill_token: float  # per prompt token (attention DP across nodes: deduplicated by node)
     pp_comm_fixed: float
     pp_comm_per_token: float
     # fixed
@@ -184,7 +184,8 @@ class StepCostModel:
         stage += self.prefill_attn_per_pair * prefill_attn_pairs
         stage += max(self.decode_kv_read_per_token, self.decode_attn_flops_per_token) * decode_kv_tokens
         stage += self.tp_comm_fixed + self.tp_comm_per_token * t
-        stage += self.ep_comm_fixed + float(self._ep_tokens_s(prefill_tokens, decode_seqs))
+        stage += (self.ep_comm_fixed + self.ep_comm_per_prefill_token * prefill_tokens
+                  + self.ep_comm_per_token * decode_seqs)
         stage += self.layer_overhead
         return (stage + (self.pp_stages - 1) * (self.pp_comm_fixed + self.pp_comm_per_token * t)
                 + self.step_overhead + self.seq_overhead * rows)
@@ -206,17 +207,11 @@ class StepCostModel:
         stage = stage + self.prefill_attn_per_pair * a
         stage = stage + max(self.decode_kv_read_per_token, self.decode_attn_flops_per_token) * k
         stage = stage + self.tp_comm_fixed + self.tp_comm_per_token * t
-        stage = stage + self.ep_comm_fixed + self._ep_tokens_s(p, d)
+        stage = stage + self.ep_comm_fixed + self.ep_comm_per_prefill_token * p + self.ep_comm_per_token * d
         stage = stage + self.layer_overhead
         out = (stage + (self.pp_stages - 1) * (self.pp_comm_fixed + self.pp_comm_per_token * t)
                + self.step_overhead + self.seq_overhead * rows)
         return np.asarray(np.where(t > 0, out, 0.0), dtype=np.float64)
-
-    def _ep_tokens_s(self, prefill_tokens: Any, decode_seqs: Any) -> Any:
-        """Expert all-to-all time of a step's tokens (scalars or numpy arrays)."""
-        per_prefill = self.ep_comm_per_token if self.ep_comm_per_prefill_token is None \
-            else self.ep_comm_per_prefill_token
-        return per_prefill * prefill_tokens + self.ep_comm_per_token * decode_seqs
 
     # -- explanation ------------------------------------------------------------------
     def breakdown(self, *, prefill_tokens: int, prefill_attn_pairs: float, decode_seqs: int,
@@ -249,7 +244,8 @@ class StepCostModel:
             kv_read_s=n * max(kv_bytes_s - kv_flops_s, 0.0),
             tp_comm_s=n * (self.tp_comm_fixed + self.tp_comm_per_token * t),
             pp_comm_s=(self.pp_stages - 1) * (self.pp_comm_fixed + self.pp_comm_per_token * t),
-            ep_comm_s=n * (self.ep_comm_fixed + self._ep_tokens_s(prefill_tokens, decode_seqs)),
+            ep_comm_s=n * (self.ep_comm_fixed + self.ep_comm_per_prefill_token * prefill_tokens
+                           + self.ep_comm_per_token * decode_seqs),
             overhead_s=n * self.layer_overhead + self.step_overhead + self.seq_overhead * rows,
             bound="memory" if sum(m for *_, m in groups) > sum(c for c, *_ in groups) else "compute",
             terms=self.terms,
@@ -393,7 +389,7 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
             pp_tok = h * ACT_BYTES / link_bw
 
     a2a_link: Link | None = None
-    ep_prefill_tok: float | None = None
+    ep_prefill_tok: float | None = None  # None: a prompt token moves as a decode token does
     if ep > tp and spec.moe is not None:
         # DeepEP all-to-all per MoE layer: each token's top_k copies dispatched (fp8 with fp8 weights, else 16
         # bits) and combined in 16 bits; the tp ranks of a group send 1/tp of its tokens each. Inside one node
@@ -469,7 +465,7 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         tp_comm_per_token=tp_tok,
         ep_comm_fixed=ep_fixed,
         ep_comm_per_token=ep_tok,
-        ep_comm_per_prefill_token=ep_prefill_tok,
+        ep_comm_per_prefill_token=ep_prefill_tok if ep_prefill_tok is not None else ep_tok,
         pp_comm_fixed=pp_fixed,
         pp_comm_per_token=pp_tok,
         pp_stages=pp,

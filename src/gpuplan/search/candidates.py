@@ -160,10 +160,8 @@ def offered_choice(profile: FrameworkProfile | None, name: str, stated: T | None
 def framework_choices(profile: FrameworkProfile, devices: Sequence[int], max_tp: int) -> LayoutChoices:
     """The axes, ZeRO stages and recomputation `profile` offers; an axis it lacks is pinned to 1."""
     full = LayoutChoices(devices=devices, max_tp=max_tp)
-
-    def axis(name: Axis, values: Sequence[int]) -> Sequence[int]:
-        return values if profile.has(name) else (1,)
-
-    return LayoutChoices(devices=devices, tp=axis("tp", full.tp), pp=axis("pp", full.pp), cp=axis("cp", full.cp),
-                         ep=axis("ep", full.ep), vpp=axis("vpp", full.vpp), zero=profile.zero_stages,
-                         recompute=profile.recompute, max_tp=max_tp if profile.has("tp") else 1)
+    return LayoutChoices(devices=devices, tp=offered(profile, "tp", None, full.tp),
+                         pp=offered(profile, "pp", None, full.pp), cp=offered(profile, "cp", None, full.cp),
+                         ep=offered(profile, "ep", None, full.ep), vpp=offered(profile, "vpp", None, full.vpp),
+                         zero=profile.zero_stages, recompute=profile.recompute,
+                         max_tp=max_tp if profile.has("tp") else 1)

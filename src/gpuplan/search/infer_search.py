@@ -26,7 +26,7 @@ from typing import Any
 
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.calibration import Calibration
-from gpuplan.estimate.infer_step import NODE_DEVICES, StepCostModel, step_cost_model
+from gpuplan.estimate.infer_step import StepCostModel, node_devices, step_cost_model
 from gpuplan.estimate.memory_infer import matrix_bytes_per_param
 from gpuplan.hardware import Accelerator, Catalog
 from gpuplan.search import progress
@@ -171,8 +171,8 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
                            need_tokens=need_tokens, max_devices=cons.max_devices, catalog=catalog)
         if alt is not None and (what_if is None or alt["usd_per_hour"] < what_if["usd_per_hour"]):
             what_if = alt
-        # a replica lives in one instance and one node (infer_step: NODE_DEVICES or the part's NVLink domain)
-        node = max(NODE_DEVICES, acc.fully_connected_domain or 1)
+        # an attention group lives in one instance and one node (infer_step.node_devices)
+        node = node_devices(acc)
         max_node = min(max(o.accelerator_count for o in offers), node)
         mem = float(acc.memory_gib or 0.0) * GIB * prof.gpu_memory_fraction
         largest = max(largest, (mem, acc.id))

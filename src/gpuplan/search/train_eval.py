@@ -285,7 +285,8 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
         local_params = dense_params / (c.tp * c.pp) + expert_params / (c.pp * split)
     else:  # LoRA/QLoRA: only the adapters have gradients and optimizer states
         local_params = trainable_params(spec, counts, job) / (c.tp * c.pp)
-    grad_bytes = local_params * framework_term(cal, job, "grad_reduce_bytes")
+    grad_width = framework_term(cal, job, "grad_reduce_bytes")
+    grad_bytes = local_params * grad_width
     dp_group = c.dp * c.cp
     # gradients are reduced in buckets (PyTorch DDP bucket_cap_mb, Megatron DDP buckets, DeepSpeed
     # reduce_bucket_size): each bucket pays the collective's latency, which grows with the ring length
@@ -296,7 +297,7 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     # Megatron-Core distributed optimizer docs): the same volume when gradients travel in 16 bits, less
     # than an fp32 all-reduce when they travel in fp32 (Megatron's default for bf16)
     reduce = _collective("all_reduce", grad_bytes, dp_group, c.tp, hw)
-    if framework_term(cal, job, "grad_reduce_bytes") != e:  # gradients and parameters travel in different widths
+    if grad_width != e:  # gradients and parameters travel in different widths
         sharded = _collective("reduce_scatter", grad_bytes, dp_group, c.tp, hw) + _collective(
             "all_gather", local_params * e, dp_group, c.tp, hw)
         reduce = np.where(c.zero >= 1, sharded, reduce)
