@@ -265,6 +265,9 @@ def test_what_rdma_would_buy_is_sized_but_never_planned() -> None:
     assert w is not None and w["layout"]["ep"] >= 16 and w["usd_per_hour"] < res.plans[0]["cost_usd_per_hour"]
     assert _catalog().instances[w["instance"]].rdma_network is None  # only offers that lack RDMA are what-ifs
     assert all(p["instance"] != w["instance"] or p["layout"]["ep"] <= 8 for p in res.plans)
+    # the advisor's wording, on an alternative whose part the market does not block (the planner's cheapest here is
+    # H800, which the export rule removes in China: test_the_rdma_advice_never_names_a_blocked_part)
+    w = {**w, "accelerator": "h20-96gb", "instance": "cn-rental-8x-h20"}
     run = {"model": spec.name, "load": load.to_json(), "slo": {"ttft_p99_s": 5.0, "tpot_p99_s": 0.15},
            "engine": "vllm", "plans": res.plans, "what_if_rdma": w, "terms": res.terms}
     doc = inference_report(run, _catalog(), growth=False)
@@ -287,3 +290,21 @@ def test_an_expert_group_spans_instances_only_where_it_was_timed_on_their_link()
     lay = serving_layout(tp=1, ep=8)
     assert price_layout([four], 8, lay) is None
     assert price_layout([four], 16, lay, span=True) == (40.0, four, 4)
+
+
+def test_the_rdma_advice_never_names_a_blocked_part() -> None:
+    """Regression: the RDMA what-if for DeepSeek-V3 in China named 32 x H800 (84% cheaper), a part the export rule
+    removes from every recommendation there; the advisor now names only parts it could recommend."""
+    from gpuplan.advise.report_infer import inference_report
+
+    spec = load_model("deepseek-v3")
+    load = InferLoad(qps=30.0, input_len=LengthDist.fixed(2000), output_len=LengthDist.fixed(500))
+    res = plan_inference(spec, load, InferSlo(ttft_p99_s=5.0, tpot_p99_s=0.15), _catalog(),
+                         InferConstraints(market="cn", weights=("fp8",)))
+    assert any(a["accelerator"] == "h800-sxm5-80gb" for a in res.what_if_rdma_all)
+    run = {"model": spec.name, "load": load.to_json(), "slo": {"ttft_p99_s": 5.0, "tpot_p99_s": 0.15},
+           "engine": "vllm", "plans": res.plans, "what_if_rdma": res.what_if_rdma,
+           "what_if_rdma_all": res.what_if_rdma_all, "terms": res.terms}
+    doc = inference_report(run, _catalog(), growth=False)
+    named = [f for f in doc["findings"] if f["id"] == "net.rdma_wide_ep"]
+    assert all("h800" not in f["message"]["en"] for f in named)

@@ -28,7 +28,7 @@ __all__ = ["inference_facts"]
 
 def inference_facts(run: Mapping[str, Any], plan: Mapping[str, Any], *, catalog: Catalog,
                     calibration: Calibration | None = None, requirements: Requirements | None = None,
-                    growth: Mapping[str, Any] | None = None) -> PlanFacts:
+                    growth: Mapping[str, Any] | None = None, what_if: Mapping[str, Any] | None = None) -> PlanFacts:
     """PlanFacts of one inference plan; `run` is the whole `plan infer --json` object (model, load, slo, engine).
     `growth` is the re-plan at the grown load (report_infer.serve_growth), read by the growth rule."""
     cal = calibration or default_calibration()
@@ -66,5 +66,5 @@ def inference_facts(run: Mapping[str, Any], plan: Mapping[str, Any], *, catalog:
                  "utilization": float(plan["utilization"]), "replicas": int(plan["replicas"]),
                  "engine": str(run.get("engine", "")), "memory_fraction": fraction,
                  "billed_devices": billed, **({"growth": dict(growth)} if growth else {}),
-                 **({"what_if_rdma": dict(run["what_if_rdma"])} if run.get("what_if_rdma") else {})},
+                 **({"what_if_rdma": dict(what_if)} if what_if else {})},
     )

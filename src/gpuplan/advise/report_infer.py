@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from gpuplan import __version__
@@ -42,8 +43,8 @@ if TYPE_CHECKING:
     from gpuplan.search.infer_load import InferLoad
     from gpuplan.search.infer_search import InferConstraints
 
-__all__ = ["INFER_MEMORY_PARTS", "compare_inference", "infer_summary", "inference_report", "is_infer_run", "risk_of",
-           "serve_growth", "serving_memory"]
+__all__ = ["INFER_MEMORY_PARTS", "compare_inference", "infer_summary", "inference_report", "is_infer_run",
+           "rdma_alternative", "risk_of", "serve_growth", "serving_memory"]
 
 
 def is_infer_run(obj: Mapping[str, Any]) -> bool:
@@ -171,6 +172,20 @@ def _tco(facts: PlanFacts, catalog: Catalog, th: Thresholds) -> dict[str, Any]:
     return res.to_json()
 
 
+def rdma_alternative(run: Mapping[str, Any], facts: PlanFacts, catalog: Catalog,
+                     th: Thresholds) -> dict[str, Any] | None:
+    """The cheapest what-RDMA-would-buy fleet (search/infer_whatif) whose part draws no blocking finding in its
+    offer's market: the recommendation's rule (BLOCKING_FINDINGS), applied to the alternative the advisor names."""
+    alts = run.get("what_if_rdma_all") or ([run["what_if_rdma"]] if run.get("what_if_rdma") else [])
+    for a in alts:
+        inst = catalog.instances[a["instance"]]
+        alt_facts = replace(facts, accelerator=catalog.accelerator(a["accelerator"]), market=inst.market,
+                            provider=inst.provider)
+        if not any(f.severity == "critical" and f.id in BLOCKING_FINDINGS for f in advise(alt_facts, th)):
+            return dict(a)
+    return None
+
+
 def choose_fleet(run: Mapping[str, Any], plans: Sequence[Mapping[str, Any]], catalog: Catalog, th: Thresholds,
                  requirements: Requirements | None) -> tuple[Any, dict[str, str]]:
     """(the cheapest fleet whose part draws no blocking finding, {accelerator: finding} of the parts skipped).
@@ -224,6 +239,9 @@ def inference_report(run: Mapping[str, Any], catalog: Catalog, *, thresholds: Th
     grow = serve_growth(run, best, catalog, factor=th.value("growth_factor"), load=infer_load,
                         max_devices=max_devices, constraints=constraints) if growth else None
     facts = inference_facts(run, best, catalog=catalog, requirements=requirements, growth=grow)
+    alt = rdma_alternative(run, facts, catalog, th)
+    if alt is not None:
+        facts = replace(facts, serving={**facts.serving, "what_if_rdma": alt})
     findings = advise(facts, th)
     doc.update(
         recommendation={**infer_summary(best), "advice": best["advice"],

@@ -89,7 +89,8 @@ class InferPlanResult:
     hardware_considered: list[str]
     best_unloaded: dict[str, Any]
     terms: dict[str, dict[str, object]] = field(default_factory=dict)
-    what_if_rdma: dict[str, Any] | None = None  # infer_whatif: a cheaper wide-EP fleet if an offer had RDMA
+    what_if_rdma: dict[str, Any] | None = None  # infer_whatif: the cheapest wide-EP fleet if an offer had RDMA
+    what_if_rdma_all: list[dict[str, Any]] = field(default_factory=list)  # one per part, cheapest first
 
 
 @dataclass(slots=True, kw_only=True)
@@ -154,7 +155,7 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
     best: dict[str, Any] = {}
     largest: tuple[float, str] = (0.0, "")  # usable bytes of the largest allowed device
     evaluated = 0
-    what_if: dict[str, Any] | None = None
+    alts: list[dict[str, Any]] = []
     policy = cons.policy()
     for acc in progress.each(catalog.accelerators.values()):
         why = policy_rejection(acc, policy)
@@ -169,8 +170,8 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
         alt = rdma_what_if(spec, acc, offers, weights=cons.weights, kv_dtype=cons.kv_dtype, engine=prof, cfg=cfg,
                            moments=moments, load=load, slo=slo, headroom=headroom, tpot_p99_over_mean=ratio,
                            need_tokens=need_tokens, max_devices=cons.max_devices, catalog=catalog)
-        if alt is not None and (what_if is None or alt["usd_per_hour"] < what_if["usd_per_hour"]):
-            what_if = alt
+        if alt is not None:
+            alts.append(alt)
         # an attention group lives in one instance and one node (infer_step.node_devices)
         node = node_devices(acc)
         max_node = min(max(o.accelerator_count for o in offers), node)
@@ -245,11 +246,13 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
                               f"{best.get('ttft_s', math.nan):.3f} s on {best.get('ttft_on')}; relax the SLO")
     plans.sort(key=lambda p: (p["cost_usd_per_hour"], p["devices"]))
     plans = _with_trust(plans, catalog, prof, spec, cons, rejected)
-    if what_if is not None and what_if["usd_per_hour"] >= plans[0]["cost_usd_per_hour"]:
-        what_if = None  # RDMA would not beat the cheapest verified fleet
+    # one per part, cheapest first: the advisor names the cheapest whose part draws no blocking finding in its
+    # market (as the recommendation does) and saves enough against the recommended fleet
+    alts.sort(key=lambda a: a["usd_per_hour"])
+    cheapest = alts[0] if alts and alts[0]["usd_per_hour"] < plans[0]["cost_usd_per_hour"] else None
     return InferPlanResult(plans=plans, candidates_evaluated=evaluated, simulated=simulated, rejected=rejected,
                            hardware_considered=considered, best_unloaded=best, terms=cal.used(*TERMS_USED),
-                           what_if_rdma=what_if)
+                           what_if_rdma=cheapest, what_if_rdma_all=alts)
 
 
 def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfig, cal: Calibration,
