@@ -32,13 +32,18 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     d = tmp_path_factory.mktemp("tiny")
     cfg = d / "config.json"
     cfg.write_text(json.dumps(TINY), encoding="utf-8")
+    plan = d / "plan.json"
+    plan.write_text(_estimate_tiny(cfg, "--dp", "2"), encoding="utf-8")
+    return cfg, plan
+
+
+def _estimate_tiny(cfg: Path, *layout: str) -> str:
+    """`estimate train --json` of the tiny model on 2 x H100 (ZeRO-1, seq 128, batch 4) with the given layout flags."""
     res = runner.invoke(app, ["estimate", "train", "-m", str(cfg), "--accelerator", H100, "--num-accels", "2",
-                              "--dp", "2", "--zero", "1", "--micro-batch", "2", "--recompute", "none", "--seq-len",
+                              *layout, "--zero", "1", "--micro-batch", "2", "--recompute", "none", "--seq-len",
                               "128", "--global-batch", "4", "--json"])
     exited(res, 0)
-    plan = d / "plan.json"
-    plan.write_text(res.stdout, encoding="utf-8")
-    return cfg, plan
+    return str(res.stdout)
 
 
 def _h100() -> Any:
@@ -207,13 +212,10 @@ def test_cpu_end_to_end_two_process_ddp(tmp_path: Path, tiny: tuple[Path, Path])
 def test_cpu_plan_run_of_a_tensor_parallel_plan_runs_tp2(tmp_path: Path, tiny: tuple[Path, Path]) -> None:
     pytest.importorskip("torch")
     cfg, _ = tiny
-    res = runner.invoke(app, ["estimate", "train", "-m", str(cfg), "--accelerator", H100, "--num-accels", "2",
-                              "--tp", "2", "--zero", "1", "--micro-batch", "2", "--recompute", "none", "--seq-len",
-                              "128", "--global-batch", "4", "--json"])
-    exited(res, 0)
+    stdout = _estimate_tiny(cfg, "--tp", "2")
     est = tmp_path / "tp2.json"
-    est.write_text(res.stdout, encoding="utf-8")
-    assert (json.loads(res.stdout)["layout"]["tp"], json.loads(res.stdout)["layout"]["dp"]) == (2, 1)
+    est.write_text(stdout, encoding="utf-8")
+    assert (json.loads(stdout)["layout"]["tp"], json.loads(stdout)["layout"]["dp"]) == (2, 1)
     out = tmp_path / "r.json"
     run = runner.invoke(app, ["bench", "--plan", str(est), "--model", str(cfg), "--device", "cpu", "--out", str(out),
                               "--steps", "2", "--timeout", "120", "--lang", "en"])
