@@ -164,3 +164,42 @@ def test_growth_replan_keeps_the_run_constraints(market: str) -> None:
     assert g is not None and g["devices"] is not None
     assert catalog().instances[g["instance"]].market == market
     assert g["accelerator"] == res.plans[0]["accelerator"]
+
+
+def test_a_serving_fleet_gets_serving_storage_and_power_advice() -> None:
+    """Regression: a 36-node DeepSeek-V3 serving fleet was told that "checkpoint writes need 0.0 GB/s" from a
+    parallel file system and that "a power event stops the whole run ... for the training rows"."""
+    f = inference_facts(run("h100-nvl-94gb"), run("h100-nvl-94gb")["plans"][0], catalog=catalog())
+    big = replace(f, devices=288, serving={**f.serving, "replicas": 36}, params_total=671e9, precision="fp8")
+    assert big.nodes >= 16
+    found = {x.id: x for x in advise(big)}
+    assert "storage.parallel_fs" not in found and "reliability.power" not in found
+    load = found["storage.model_load"]
+    # 36 replicas x 671 GB of fp8 weights from one 2 GB/s server: 36 x 671 / 2 s = 3.4 h
+    fig = {g.name: g.value for g in load.figures}
+    assert fig["fleet_load_s"] == pytest.approx(36 * 671e9 / 2e9)
+    assert "671 GB" in load.message["en"] and "checkpoint" not in load.message["en"]
+    assert "every replica" in found["reliability.power_serve"].message["en"]
+    assert "训练" not in found["reliability.power_serve"].message["zh"]
+    # one replica of an 8B model loads in seconds: nothing to say
+    assert "storage.model_load" not in {x.id for x in advise(f)}
+
+
+def test_every_listed_part_is_checked_for_blocking_findings() -> None:
+    """Regression: choose_fleet stopped at the first clear part, so a blocked part listed below it (an
+    export-restricted H800 in China) showed no mark while one above it did."""
+    from gpuplan.advise.findings import default_thresholds
+    from gpuplan.advise.report_infer import choose_fleet
+
+    spec = load_model("llama3-8b")
+    load = InferLoad(qps=5.0, input_len=parse_length_dist(512), output_len=parse_length_dist(128))
+    res = plan_inference(spec, load, InferSlo(ttft_p99_s=2.0, tpot_p99_s=0.05), catalog(),
+                         InferConstraints(market="cn", accelerators=("h20-96gb", "h800-sxm5-80gb", "a800-sxm4-80gb")))
+    r = {"model": spec.name, "load": load.to_json(), "slo": {"ttft_p99_s": 2.0, "tpot_p99_s": 0.05},
+         "engine": "vllm", "plans": res.plans}
+    parts = {p["accelerator"] for p in res.plans}
+    assert parts >= {"h20-96gb", "h800-sxm5-80gb"}
+    clear_first = sorted(res.plans, key=lambda p: p["accelerator"] != "h20-96gb")  # the clear part ranked first
+    best, blocked = choose_fleet(r, clear_first, catalog(), default_thresholds(), None)
+    assert best is not None and best["accelerator"] == "h20-96gb"
+    assert blocked.get("h800-sxm5-80gb") == "market.export"

@@ -333,10 +333,14 @@ def test_form_upload_errors(fresh: Any, data: bytes, status: int, needle: str) -
 def test_serving_plan_marks_not_recommended_parts(client: Any) -> None:
     r = client.post("/api/v1/plan/infer", json={**INFER, "market": "cn"})
     out = r.json()
-    assert out["not_recommended"] == {"a800-sxm4-80gb": "market.export"}
+    # every listed part under China's export rules is marked, those ranked below the recommendation too
+    assert out["not_recommended"]["a800-sxm4-80gb"] == "market.export"
+    assert set(out["not_recommended"].values()) == {"market.export"}
+    assert all(p.startswith(("a100-", "a800-", "h800-", "h100-")) for p in out["not_recommended"])
     en = client.get(f"/p/{out['plan_id']}?lang=en").text
     rows = re.findall(r"<tr class=\"[^\"]*blocked\"><td>(.*?)</td>", en, re.S)
-    assert rows and all("a800-sxm4-80gb" in r and "not recommended: market.export" in r for r in rows)
+    assert rows and all(any(p in r for p in out["not_recommended"]) and "not recommended: market.export" in r
+                        for r in rows)
     assert not any("a800-sxm4-80gb" in r for r in re.findall(r'<tr class="recommended">(.*?)</tr>', en, re.S))
     zh = client.get(f"/p/{out['plan_id']}?lang=zh").text
     assert "不予推荐：market.export" in zh

@@ -20,12 +20,12 @@ RULES: tuple[Rule, ...] = (*WORK_RULES, *NET_RULES, *MARKET_RULES, *SERVE_RULES)
 FINDING_IDS = (
     "stage.finetune", "stage.pretrain_small", "stage.pretrain_large", "stage.serve",
     "host.cpu", "host.cpu_unknown", "host.ram_low", "host.ram_high", "host.ram_unknown", "host.nvme",
-    "host.nvme_unknown", "storage.read", "storage.checkpoint", "storage.parallel_fs",
+    "host.nvme_unknown", "storage.read", "storage.checkpoint", "storage.parallel_fs", "storage.model_load",
     "net.rdma_required", "net.rdma_required_unquantified", "net.tcp_enough", "net.roce_lossless", "net.nics",
     "net.rail",
     "net.oversubscription", "precision.fp32", "precision.fp16", "precision.fp8", "precision.quantized",
     "ecosystem.porting", "market.export", "market.residency", "market.compliance",
-    "reliability.ecc", "reliability.cooling", "reliability.power", "reliability.checkpoint",
+    "reliability.ecc", "reliability.cooling", "reliability.power", "reliability.power_serve", "reliability.checkpoint",
     "growth.model", "growth.deadline", "growth.serve", "growth.serve_ok", "growth.serve_spare",
     "growth.serve_none", "net.rdma_wide_ep",
 )

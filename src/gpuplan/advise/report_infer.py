@@ -188,20 +188,29 @@ def rdma_alternative(run: Mapping[str, Any], facts: PlanFacts, catalog: Catalog,
 
 def choose_fleet(run: Mapping[str, Any], plans: Sequence[Mapping[str, Any]], catalog: Catalog, th: Thresholds,
                  requirements: Requirements | None) -> tuple[Any, dict[str, str]]:
-    """(the cheapest fleet whose part draws no blocking finding, {accelerator: finding} of the parts skipped).
+    """(the cheapest fleet whose part draws no blocking finding, {accelerator: finding} of every blocked part).
 
     The training rule (report_train.BLOCKING_FINDINGS): a critical export, residency or compliance finding for
-    the market the fleet is bought in removes the part from the recommendation; it stays listed, marked."""
+    the market the fleet is bought in removes the part from the recommendation; it stays listed, marked. Every
+    part listed is checked, those below the recommendation too, so that no listed fleet reads as clear when it
+    is not (a table once marked an export-blocked A100 below the recommendation and left an H800 above it
+    unmarked)."""
     blocked: dict[str, str] = {}
+    checked: set[str] = set()
+    best = None
     for p in plans:
-        if p["accelerator"] in blocked:
+        if p["accelerator"] in checked:
+            if best is None and p["accelerator"] not in blocked:
+                best = p
             continue
+        checked.add(p["accelerator"])
         found = advise(inference_facts(run, p, catalog=catalog, requirements=requirements), th)
         hit = [f for f in found if f.severity == "critical" and f.id in BLOCKING_FINDINGS]
-        if not hit:
-            return p, blocked
-        blocked[p["accelerator"]] = hit[0].id
-    return None, blocked
+        if hit:
+            blocked[p["accelerator"]] = hit[0].id
+        elif best is None:
+            best = p
+    return best, blocked
 
 
 def inference_report(run: Mapping[str, Any], catalog: Catalog, *, thresholds: Thresholds | None = None,

@@ -135,8 +135,9 @@ def power(f: PlanFacts, th: Thresholds) -> list[Finding]:
     if total <= th.value("power_redundancy_min_kw"):
         return []
     figs = (_est("it_power_kw", total, "kW", how), _th(th, "power_redundancy_min_kw"))
-    return [make_finding("reliability.power", "info", figs, ("power_redundancy_min_kw",), total=total,
-                         nodes=f.nodes)]
+    # a training run stops as a whole; independent serving replicas fail by feed
+    fid = "reliability.power" if f.kind == "train" else "reliability.power_serve"
+    return [make_finding(fid, "info", figs, ("power_redundancy_min_kw",), total=total, nodes=f.nodes)]
 
 
 def checkpoint(f: PlanFacts, th: Thresholds) -> list[Finding]:

@@ -6,7 +6,9 @@ advise/data/thresholds.yaml. Formulas:
   per-node token rate (plan figures, data_pipeline);
 * host RAM ratio = node RAM / (accelerators per node x device memory) (NVIDIA-Certified guide: >= 2x);
 * checkpoint write bandwidth = checkpoint bytes / (stall share x Young/Daly interval);
-* random reads per second = tokens/s / sequence length (one read per shuffled sample).
+* random reads per second = tokens/s / sequence length (one read per shuffled sample);
+* serving fleet load time = replicas x parameters x weight bytes / one shared server's bandwidth (every
+  replica reads the whole model at a cold start or a restart wave; serving writes no checkpoints).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from gpuplan.advise.facts import PlanFacts
 from gpuplan.advise.findings import Figure, Finding, Thresholds, make_finding
 from gpuplan.i18n import Duration
-from gpuplan.units import GIB, sig
+from gpuplan.units import DTYPE_BYTES, GIB, sig
 
 __all__ = ["WORK_RULES"]
 
@@ -163,6 +165,8 @@ def storage_checkpoint(f: PlanFacts, th: Thresholds) -> list[Finding]:
 
 
 def storage_parallel_fs(f: PlanFacts, th: Thresholds) -> list[Finding]:
+    if f.kind != "train":
+        return _serve_model_load(f, th)
     if f.nodes < th.value("parallel_fs_min_nodes"):
         return []
     need = _ckpt_need(f, th) or 0.0
@@ -170,6 +174,27 @@ def storage_parallel_fs(f: PlanFacts, th: Thresholds) -> list[Finding]:
             _th(th, "parallel_fs_min_nodes"))
     return [make_finding("storage.parallel_fs", "info", figs, ("parallel_fs_min_nodes",), nodes=f.nodes, need=need,
                          min_nodes=th.value("parallel_fs_min_nodes"))]
+
+
+def _serve_model_load(f: PlanFacts, th: Thresholds) -> list[Finding]:
+    """A serving fleet writes no checkpoints; its storage load is every replica reading the whole model at
+    once (first start, a restart wave, a scale-out): replicas x parameters x weight bytes from one server."""
+    replicas = int(f.serving.get("replicas", 0)) if f.serving else 0
+    if not replicas or not f.params_total or f.precision not in DTYPE_BYTES:
+        return []
+    model_bytes = f.params_total * DTYPE_BYTES[f.precision]
+    bw = th.value("shared_fs_single_server_gbyte_s")
+    load_s = replicas * model_bytes / (bw * 1e9)
+    if load_s <= th.value("model_load_max_s"):
+        return []
+    used = ("shared_fs_single_server_gbyte_s", "model_load_max_s")
+    src = "inference planner (replicas) x model spec (parameters x weight bytes)"
+    figs = (_est("model_bytes", model_bytes, "B", src), _est("replicas", replicas, "replicas", src),
+            _est("fleet_load_s", load_s, "s", "replicas x model bytes / single-server bandwidth"),
+            _th(th, used[0]), _th(th, used[1]))
+    return [make_finding("storage.model_load", "info", figs, used, replicas=replicas, model_gb=model_bytes / 1e9,
+                         total_gb=replicas * model_bytes / 1e9, bw=bw, load=Duration(load_s),
+                         limit=Duration(th.value("model_load_max_s")))]
 
 
 WORK_RULES = (stage, host_cpu, host_ram, host_nvme, storage_read, storage_checkpoint, storage_parallel_fs)
