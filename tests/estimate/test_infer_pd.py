@@ -43,7 +43,8 @@ def test_attention_data_parallel_group_holds_its_share_of_the_experts() -> None:
     counts = count_params(DSV3)
     experts = DSV3.num_moe_layers * counts.moe_layer.experts_matrix  # type: ignore[union-attr]
     fp8 = 1.0 + 4.0 / DSV3.hidden_size  # one byte per weight and an fp32 scale per output channel
-    assert wide.moe_read_all == pytest.approx(experts / 16 * fp8 / (H20.hbm_bandwidth_gbps * GB * 0.38), rel=1e-6)
+    stream = 78 * 1.98e9 * 14.0  # fp8 weights stream through tiled GEMMs, capped by the H20's 78 SMs
+    assert wide.moe_read_all == pytest.approx(experts / 16 * fp8 / stream, rel=1e-6)
     k, e = DSV3.moe.top_k, DSV3.moe.num_experts  # type: ignore[union-attr]
     assert wide.moe_untouched_base == pytest.approx((1 - k / e) ** 16)  # the experts meet all 16 groups' tokens
     assert wide.assumptions["attention_groups"] == 16

@@ -45,7 +45,12 @@ def test_tiny_dense_model_by_hand() -> None:
     assert m.decode_kv_read_per_token == pytest.approx(m.kv_bytes_per_token / (3350e9 * 0.65))
     # one decode token over 100 cached tokens: GEMM groups combine as sqrt(c^2 + m^2), attention is the
     # larger of its KV reads and its FLOPs
-    expect = (math.hypot(m.dense_compute_per_token, m.dense_read) + math.hypot(m.head_compute_per_row, m.head_read)
+    # a one-token step streams 16-bit weights through GEMV kernels, capped by the SMs: 132 SMs x 1.98 GHz x
+    # 9.5 bytes per SM-cycle = 2.48 TB/s, under the 0.8 x 3.35 TB/s a tiled GEMM reaches
+    assert m.gemv_read_factor == pytest.approx(bw / (132 * 1.98e9 * 9.5))
+    f = m.gemv_read_factor
+    expect = (math.hypot(m.dense_compute_per_token, m.dense_read * f)
+              + math.hypot(m.head_compute_per_row, m.head_read * f)
               + 100 * max(m.decode_kv_read_per_token, m.decode_attn_flops_per_token))
     step = m.step_s(prefill_tokens=0, prefill_attn_pairs=0, decode_seqs=1, decode_kv_tokens=100)
     assert step == pytest.approx(expect)
@@ -159,3 +164,33 @@ def test_bridged_pairs_run_larger_tp_groups_over_pcie() -> None:
                            engine=engine("vllm"))
     assert "nvlink_bridge" in str(two.assumptions["tp_link"])
     assert "PCIe" in str(four.assumptions["tp_link"])
+
+
+def _stream(acc_id: str, weights: str = "bf16") -> StepCostModel:
+    return step_cost_model(get_preset("qwen3-8b").spec, accelerator=CAT.accelerator(acc_id), layout=Layout(),
+                           weights=weights, kv_dtype="bf16", engine=engine("sglang"))
+
+
+def test_weight_streams_are_capped_by_the_bytes_each_sm_keeps_in_flight() -> None:
+    """Little's law on the SMs: H20 pairs 4.0 TB/s with 78 SMs, so its weight streams stop well short of the
+    HBM share; the Qwen3 speed benchmark's batch-1 decode on H20 ran at 1.3-1.6 TB/s (engines.yaml)."""
+    h20 = _stream("h20-96gb")
+    gemm, gemv = 78 * 1.98e9 * 14.0, 78 * 1.98e9 * 9.5  # both under 0.8 x 4.0 TB/s
+    assert h20.assumptions["weight_stream_gbps"]["gemm"] == pytest.approx(gemm / 1e9)
+    assert h20.assumptions["weight_stream_gbps"]["one_token"] == pytest.approx(gemv / 1e9)
+    assert h20.gemv_read_factor == pytest.approx(gemm / gemv)
+    one = h20.step_s(prefill_tokens=0, prefill_attn_pairs=0, decode_seqs=1, decode_kv_tokens=0)
+    two = h20.step_s(prefill_tokens=0, prefill_attn_pairs=0, decode_seqs=2, decode_kv_tokens=0)
+    assert one > two * 1.3  # the GEMV step is slower than a two-token GEMM step on the same weights
+    arr = h20.step_s_array(prefill_tokens=[0, 0], prefill_attn_pairs=[0, 0], decode_seqs=[1, 2],
+                           decode_kv_tokens=[0, 0])
+    assert arr == pytest.approx([one, two])
+    # A100: 108 SMs x 1.41 GHz x 14 = 2.13 TB/s is above 0.8 x 2.04 TB/s, so only the GEMV cap binds
+    a100 = _stream("a100-sxm4-80gb")
+    assert a100.assumptions["weight_stream_gbps"]["gemm"] == pytest.approx(2039 * 0.8)
+    assert a100.gemv_read_factor == pytest.approx(2039e9 * 0.8 / (108 * 1.41e9 * 9.5))
+    # fp8 weights run tiled (TMA) kernels even for one token; a part without SM data keeps the HBM share
+    assert _stream("h20-96gb", "fp8").gemv_read_factor == 1.0
+    mi = _stream("mi300x-192gb")
+    assert mi.gemv_read_factor == 1.0 and mi.assumptions["weight_stream_gbps"]["gemm"] == pytest.approx(5300 * 0.8)
+    assert "gemv_bytes_per_sm_cycle" not in mi.terms and "gemv_bytes_per_sm_cycle" in h20.terms

@@ -65,7 +65,7 @@ def test_hardware_terms_replace_the_engine_default_on_their_parts() -> None:
 
 def test_terms_for_every_engine_apply_to_each_engine_on_the_part() -> None:
     for eid in ("sglang", "vllm", "hf_transformers"):
-        assert engine(eid).for_accelerator("h20-96gb").value("memory_bw_efficiency") == 0.38
+        assert engine(eid).for_accelerator("h20-96gb").value("attention_efficiency") == 0.65
 
 
 def test_parts_and_engines_no_entry_names_fall_back_to_the_engine_default() -> None:

@@ -11,6 +11,12 @@ tokens. Per device of the heaviest pipeline stage (docs/inference.md has the der
   1.3-1.5x above the sharp roofline near M = peak / bandwidth; Yuan et al. 2024,
   "LLM Inference Unveiled: Survey and Roofline Model Insights"). FLOPs = 2 x T x
   weights / tp; weights are read once per step.
+  Weights stream at min(HBM bw x memory_bw_efficiency, SMs x clock x bytes per SM-cycle): by
+  Little's law a kernel reaches the bandwidth only with enough bytes in flight, and each SM keeps
+  a bounded amount; a one-token 16-bit GEMV keeps less than a tiled GEMM (`gemv_bytes_per_sm_cycle`
+  for steps of one token with 16-bit weights, `gemm_bytes_per_sm_cycle` otherwise). The cap binds
+  on parts with much bandwidth per SM (H20: 4.0 TB/s on 78 SMs) and only where the catalog gives
+  the SM count and clock.
   The peak is the weight format's: fp8 and int8 (W8A8) GEMMs run on the 8-bit tensor
   cores where the part has them, else (and for int4 weight-only, GPTQ/AWQ/Marlin) at
   the 16-bit rate plus the dequantization share `dequant_overhead` (Frantar et al.
@@ -80,7 +86,7 @@ from gpuplan.workload.jobs import InferenceJob, KVDtype, Layout, WeightFormat, c
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
-__all__ = ["StepBreakdown", "StepCostModel", "step_cost_model"]
+__all__ = ["StepBreakdown", "StepCostModel", "step_cost_model", "weight_stream_bandwidth"]
 
 ACT_BYTES = 2.0  # activations travel in 16 bits between layers and ranks
 WEIGHT_ONLY = "int4"
@@ -158,6 +164,7 @@ class StepCostModel:
     step_overhead: float
     seq_overhead: float  # per sequence in the step (decodes, plus one for the prefill)
     request_overhead: float  # added once to each request's time to first token (not part of a step)
+    gemv_read_factor: float  # weight reads of a one-token step take this times longer (SM-bound GEMV, >= 1)
     # memory
     kv_capacity_tokens: int
     kv_bytes_per_token: float  # per device, all layers of the heaviest stage
@@ -176,11 +183,12 @@ class StepCostModel:
         if t <= 0:
             return 0.0
         rows = decode_seqs + (1 if prefill_tokens > 0 else 0)
-        stage = hypot(self.dense_compute_per_token * t, self.dense_read)
+        f = self.gemv_read_factor if t == 1 else 1.0
+        stage = hypot(self.dense_compute_per_token * t, self.dense_read * f)
         if self.moe_read_all:
             stage += hypot(self.moe_compute_per_token * t,
-                           self.moe_read_all * (1.0 - self.moe_untouched_base ** t))
-        stage += hypot(self.head_compute_per_row * rows, self.head_read)
+                           self.moe_read_all * f * (1.0 - self.moe_untouched_base ** t))
+        stage += hypot(self.head_compute_per_row * rows, self.head_read * f)
         stage += self.prefill_attn_per_pair * prefill_attn_pairs
         stage += max(self.decode_kv_read_per_token, self.decode_attn_flops_per_token) * decode_kv_tokens
         stage += self.tp_comm_fixed + self.tp_comm_per_token * t
@@ -199,11 +207,12 @@ class StepCostModel:
         k = np.asarray(decode_kv_tokens, dtype=np.float64)
         t = p + d
         rows = d + (p > 0)
-        stage = np.hypot(self.dense_compute_per_token * t, self.dense_read)
+        f = np.where(t == 1, self.gemv_read_factor, 1.0)
+        stage = np.hypot(self.dense_compute_per_token * t, self.dense_read * f)
         if self.moe_read_all:
             stage = stage + np.hypot(self.moe_compute_per_token * t,
-                                     self.moe_read_all * (1.0 - self.moe_untouched_base ** t))
-        stage = stage + np.hypot(self.head_compute_per_row * rows, self.head_read)
+                                     self.moe_read_all * f * (1.0 - self.moe_untouched_base ** t))
+        stage = stage + np.hypot(self.head_compute_per_row * rows, self.head_read * f)
         stage = stage + self.prefill_attn_per_pair * a
         stage = stage + max(self.decode_kv_read_per_token, self.decode_attn_flops_per_token) * k
         stage = stage + self.tp_comm_fixed + self.tp_comm_per_token * t
@@ -224,11 +233,12 @@ class StepCostModel:
                                  kv_read_s=0.0, tp_comm_s=0.0, pp_comm_s=0.0, ep_comm_s=0.0, overhead_s=0.0,
                                  bound="memory", terms=self.terms)
         rows = decode_seqs + (1 if prefill_tokens > 0 else 0)
-        moe_read = self.moe_read_all * (1.0 - self.moe_untouched_base ** t) if self.moe_read_all else 0.0
+        f = self.gemv_read_factor if t == 1 else 1.0
+        moe_read = self.moe_read_all * f * (1.0 - self.moe_untouched_base ** t) if self.moe_read_all else 0.0
         groups = [  # (compute incl. dequant, of which dequant, memory)
-            (self.dense_compute_per_token * t, self.dense_dequant_per_token * t, self.dense_read),
+            (self.dense_compute_per_token * t, self.dense_dequant_per_token * t, self.dense_read * f),
             (self.moe_compute_per_token * t, self.moe_dequant_per_token * t, moe_read),
-            (self.head_compute_per_row * rows, 0.0, self.head_read),
+            (self.head_compute_per_row * rows, 0.0, self.head_read * f),
         ]
         compute = sum(c - dq for c, dq, _ in groups)
         dequant = sum(dq for _, dq, _ in groups)
@@ -284,6 +294,17 @@ def _check(spec: ModelSpec, layout: Layout, acc: Accelerator, scale_out: Link | 
                          hint="an expert-parallel group across nodes needs the network its all-to-all crosses")
 
 
+def weight_stream_bandwidth(acc: Accelerator, engine: EngineProfile, *, gemv: bool) -> float:
+    """B/s at which `engine`'s kernels stream weights on `acc` (engine terms already for this part): the
+    HBM share, capped by SMs x clock x the bytes one SM keeps in flight per cycle (Little's law); GEMV
+    (one token, 16-bit weights) or tiled GEMM kernels. Parts without SM data keep the share alone."""
+    share = float(acc.hbm_bandwidth_gbps or 0.0) * GB * engine.value("memory_bw_efficiency")
+    if not acc.sm_count or not acc.sm_boost_clock_mhz:
+        return share
+    per_cycle = engine.value("gemv_bytes_per_sm_cycle" if gemv else "gemm_bytes_per_sm_cycle")
+    return min(share, acc.sm_count * acc.sm_boost_clock_mhz * 1e6 * per_cycle)
+
+
 def node_devices(acc: Accelerator) -> int:
     """Devices of one node of `acc` (the catalog's 8-device node, or its larger fast-link domain)."""
     return max(NODE_DEVICES, acc.fully_connected_domain or 1)
@@ -311,8 +332,9 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         raise InputError(field="kv_dtype", value=kv_dtype, allowed=", ".join(KV_DTYPES))
     job = InferenceJob(weights=weights, kv_dtype=kv_dtype)
     e = engine.value
-    bw_eff = e("memory_bw_efficiency")
     bw = float(acc.hbm_bandwidth_gbps or 0.0) * GB
+    stream = weight_stream_bandwidth(acc, engine, gemv=False)  # B/s of weight reads, GEMM kernels
+    gemv_factor = stream / weight_stream_bandwidth(acc, engine, gemv=weights in ("bf16", "fp16"))
     rate, dequantized, rate_label = _gemm_rate(acc, weights)
     eff16 = e("gemm_efficiency")
     gemm_eff = eff16 if rate_label == "bf16" else e("gemm_efficiency_8bit")
@@ -432,12 +454,14 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
     skip = {"dequant_overhead"} if not dequantized else set()
     skip |= {"moe_expert_half_width"} if spec.moe is None else set()
     skip |= {"gemm_efficiency_8bit"} if rate_label == "bf16" else set()
+    skip |= {"gemv_bytes_per_sm_cycle", "gemm_bytes_per_sm_cycle"} if not acc.sm_count else set()
     used_terms = {k: v for k, v in terms.items() if k not in skip}
     assumptions = {
         "engine": engine.id,
         "gemm_peak": rate_label + (" (weights dequantized to 16 bits in the GEMM)" if dequantized else ""),
         "gemm_peak_tflops": rate / 1e12,
         "hbm_bandwidth_gbps": acc.hbm_bandwidth_gbps,
+        "weight_stream_gbps": {"gemm": stream / GB, "one_token": stream / gemv_factor / GB},
         "tp_link": link.label if link is not None else None,
         "attention_groups": groups,
         "attention_peak": "fp8" if attention_fp8 else "bf16",
@@ -451,13 +475,13 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
     return StepCostModel(
         dense_compute_per_token=dense_compute * (1.0 + dq),
         dense_dequant_per_token=dense_compute * dq,
-        dense_read=dense_params * mb / (bw * bw_eff),
+        dense_read=dense_params * mb / stream,
         moe_compute_per_token=moe_compute * (1.0 + dq),
         moe_dequant_per_token=moe_compute * dq,
-        moe_read_all=routed_params_all * mb / (bw * bw_eff),
+        moe_read_all=routed_params_all * mb / stream,
         moe_untouched_base=untouched,
         head_compute_per_row=2.0 * head_params / (p16 * eff16),
-        head_read=head_params * 2.0 / (bw * bw_eff),
+        head_read=head_params * 2.0 / stream,
         prefill_attn_per_pair=prefill_pair_flops / attn_rate,
         decode_kv_read_per_token=kv_bytes_layer_token * n_layers / (bw * e("kv_read_efficiency")),
         decode_attn_flops_per_token=decode_flops_key * n_layers / attn_rate,
@@ -473,6 +497,7 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         step_overhead=e("step_overhead_s"),
         seq_overhead=e("seq_overhead_s"),
         request_overhead=e("request_overhead_s"),
+        gemv_read_factor=gemv_factor,
         kv_capacity_tokens=fit.max_tokens,
         kv_bytes_per_token=kv_bytes_layer_token * heavy_layers,
         weights_bytes_per_device=mem.weights_bytes,

@@ -87,6 +87,9 @@ class Accelerator(Sourced):
     hbm_gib_visible: float | None = Field(default=None, gt=0, description="as the driver reports it")
     memory_type: str = ""
     hbm_bandwidth_gbps: float | None = Field(default=None, description="memory bandwidth, GB/s")
+    sm_count: int | None = Field(default=None, ge=1, le=1024,
+                                 description="streaming multiprocessors (compute units) enabled on the part")
+    sm_boost_clock_mhz: float | None = Field(default=None, ge=100, le=5000, description="SM boost clock, MHz")
 
     fp64_dense_tflops: float | None = _peak()
     fp32_dense_tflops: float | None = _peak()

@@ -2,7 +2,8 @@
 
 workload/data/engines.yaml holds three kinds of tuned serving terms:
 - shared defaults (`default_terms`) that every engine starts from, tuned on all inference rows as a
-  whole: `SHARED` (GEMM efficiency, weight-stream bandwidth efficiency, per-request overhead);
+  whole: `SHARED` (GEMM efficiency, weight-stream bandwidth efficiency, the bytes an SM keeps in flight for
+  one-token GEMVs and for tiled GEMMs, per-request overhead);
 - an engine's own values where it departs from the defaults (for example TensorRT-LLM's step overhead
   or KV read efficiency), tuned on that engine's rows: named `serve.<engine>.<term>`;
 - engine x hardware terms (`hardware_terms`, each with its `tuned_on` rows), named
@@ -25,7 +26,8 @@ from gpuplan.workload.engines import EngineProfile, EngineTerm, engine, hardware
 
 __all__ = ["SHARED", "engine_for", "serving_calibration", "serving_evaluator"]
 
-SHARED = ("gemm_efficiency", "memory_bw_efficiency", "request_overhead_s")
+SHARED = ("gemm_efficiency", "memory_bw_efficiency", "gemv_bytes_per_sm_cycle", "gemm_bytes_per_sm_cycle",
+          "request_overhead_s")
 _FRACTIONS = ("gemm_efficiency", "gemm_efficiency_8bit", "memory_bw_efficiency", "kv_read_efficiency",
               "attention_efficiency")
 

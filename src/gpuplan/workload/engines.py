@@ -39,6 +39,8 @@ ENGINE_TERMS = (
     "gemm_efficiency",
     "gemm_efficiency_8bit",
     "memory_bw_efficiency",
+    "gemv_bytes_per_sm_cycle",
+    "gemm_bytes_per_sm_cycle",
     "kv_read_efficiency",
     "attention_efficiency",
     "step_overhead_s",
