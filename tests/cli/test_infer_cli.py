@@ -89,3 +89,11 @@ def test_alias_with_variants_names_the_part_chosen() -> None:
     assert json.loads(res.stdout)["assumptions"]["accelerator"] == "h100-sxm5-80gb"
     exact = runner.invoke(app, [*args, "--accelerator", "h100-sxm5-80gb"])
     assert exact.exit_code == 0 and exact.exception is None and exact.stderr == ""
+
+
+def test_estimate_infer_refuses_an_engine_the_part_cannot_run() -> None:
+    res = CliRunner().invoke(app, ["estimate", "infer", "-m", "qwen3-8b", "--accelerator", "ascend-910b", "--engine",
+                                   "trtllm", "--batch", "4", "--input-len", "512", "--output-len", "128",
+                                   "--lang", "en"])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+    assert "engine='trtllm'" in res.output and "mindie" in res.output and "cuda" in res.output

@@ -308,3 +308,24 @@ def test_the_rdma_advice_never_names_a_blocked_part() -> None:
     doc = inference_report(run, _catalog(), growth=False)
     named = [f for f in doc["findings"] if f["id"] == "net.rdma_wide_ep"]
     assert all("h800" not in f["message"]["en"] for f in named)
+
+
+def test_an_engine_is_planned_only_on_the_stacks_it_runs_on() -> None:
+    """Regression: `plan infer --engine trtllm --market cn` recommended an Ascend 910B2 fleet (TensorRT-LLM is CUDA
+    only), and SGLang on Ascend ran on the CUDA host overheads (about 8 ms per token for an 8B model, where the
+    same part measures 47 ms with vllm-ascend)."""
+    from gpuplan.workload.engines import engine
+
+    spec = load_model("qwen3-8b")
+    slo = InferSlo(ttft_p99_s=1.0, tpot_p99_s=0.03)
+    load = InferLoad(qps=2.0, input_len=LengthDist.fixed(512), output_len=LengthDist.fixed(128))
+    trt = plan_inference(spec, load, slo, _catalog(), InferConstraints(market="cn"), engine_profile=engine("trtllm"))
+    assert trt.plans and all(_catalog().accelerator(p["accelerator"]).software_stack == "cuda" for p in trt.plans)
+    assert trt.rejected["engine_unsupported"] >= 1
+    with pytest.raises(InputError) as err:  # MindIE runs on Ascend only, which the global market does not rent
+        plan_inference(spec, load, slo, _catalog(), InferConstraints(market="global"), engine_profile=engine("mindie"))
+    assert err.value.field == "engine" and "cann" in str(err.value)
+    # SGLang on Ascend pays torch_npu's per-layer launch time as vllm-ascend does: no 30 ms TPOT plan there
+    sgl = plan_inference(spec, load, slo, _catalog(), InferConstraints(market="cn"), engine_profile=engine("sglang"))
+    assert not any(p["accelerator"].startswith("ascend-") for p in sgl.plans)
+    assert engine("sglang").for_accelerator("ascend-910b").value("layer_overhead_s") == 0.001

@@ -162,6 +162,9 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
         if why:
             _bump(rejected, why)
             continue
+        if acc.software_stack not in prof.stacks:  # TensorRT-LLM on Ascend, MindIE on NVIDIA: no such fleet
+            _bump(rejected, "engine_unsupported")
+            continue
         offers = fleet_offers(catalog, acc.id, market=cons.market, provider=cons.provider)
         if not offers:
             _bump(rejected, "no_price")
@@ -234,7 +237,7 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
                                    offers=lay_offers, spans=link is not None))
     if not cands:
         int4_bytes = counts.total * matrix_bytes_per_param(spec, InferenceJob(weights="int4"))
-        _no_plan(spec, slo, cons, rejected, best, int4_bytes, largest, considered)
+        _no_plan(spec, slo, cons, rejected, best, int4_bytes, largest, considered, prof)
     cands.sort(key=lambda c: (c.usd_per_hour, c.replicas * c.layout.tp * c.layout.pp, c.tpot0))
     plans, simulated, near = _verify(cands, load, slo, cfg, cal, prof, rejected, cons.max_devices)
     if not plans:
@@ -437,7 +440,12 @@ def _with_trust(plans: list[dict[str, Any]], catalog: Catalog, prof: EngineProfi
 
 
 def _no_plan(spec: ModelSpec, slo: InferSlo, cons: InferConstraints, rejected: dict[str, int],
-             best: dict[str, Any], int4_bytes: float, largest: tuple[float, str], considered: list[str]) -> None:
+             best: dict[str, Any], int4_bytes: float, largest: tuple[float, str], considered: list[str],
+             prof: EngineProfile) -> None:
+    if not considered and rejected.get("engine_unsupported"):
+        raise InputError(field="engine", value=prof.id, allowed=f"an engine that runs on the allowed parts' stacks "
+                         f"({prof.name} runs on {', '.join(prof.stacks)})",
+                         hint=f"choose another --engine or relax --market/--vendor (rejected: {rejected})")
     if not considered:
         raise InputError(field="hardware", value=rejected, allowed="at least one accelerator with a priced instance "
                          "under the policy filters", hint="relax --market/--vendor/--provider/--domestic-only")

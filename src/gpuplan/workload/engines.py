@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from gpuplan import yamlio
 from gpuplan.errors import InputError, unknown_name
+from gpuplan.hardware.schema_devices import Accelerator, StackKind
 from gpuplan.terms import override_terms
 
 __all__ = ["ENGINE_TERMS", "EngineProfile", "EngineTerm", "HardwareTerms", "Scheduling", "TunedOn", "engine",
@@ -122,6 +123,8 @@ class EngineProfile(BaseModel):
     scheduling: Scheduling = Field(description="how an iteration is filled (data/engines.yaml)")
     runtime_overhead_gib: float = Field(ge=0, description="device memory outside weights and KV per device")
     runtime_overhead_source: str = Field(min_length=1)
+    stacks: tuple[StackKind, ...] = Field(min_length=1, description="software stacks the engine runs on")
+    stacks_source: str = Field(min_length=1)
     terms: dict[str, EngineTerm]
     hardware_table: tuple[HardwareTerms, ...] | None = Field(
         default=None, exclude=True,
@@ -165,6 +168,17 @@ class EngineProfile(BaseModel):
                 if not terms[name].overridden:
                     terms[name] = term.model_copy(update={"scope": h.id})
         return self.model_copy(update={"terms": terms})
+
+    def check_runs_on(self, accelerator: Accelerator) -> None:
+        """InputError naming the engines that run on `accelerator`'s software stack when this one does not
+        (TensorRT-LLM is CUDA only, MindIE CANN only: engines.yaml `stacks`)."""
+        if accelerator.software_stack in self.stacks:
+            return
+        able = [e.id for e in load_engines().values() if accelerator.software_stack in e.stacks]
+        raise InputError(field="engine", value=self.id,
+                         allowed=f"an engine that runs on {accelerator.id} ({accelerator.software_stack}): "
+                                 + ", ".join(able),
+                         hint=f"{self.name} runs on {', '.join(self.stacks)} ({self.stacks_source})")
 
     def settings(self) -> dict[str, object]:
         """The scheduler and memory settings (everything but the terms and the sources)."""
