@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuplan._version import __version__
+from gpuplan.search.infer_fleet import attention_groups as layout_attention_groups
+from gpuplan.workload.jobs import serving_layout
 from gpuplan.workload.model_spec import ModelSpec
 
 __all__ = ["ServeTarget", "TrainTarget", "header", "plan_id"]
@@ -138,9 +140,14 @@ class ServeTarget:
         return max(1, -(-self.devices_per_replica // per_instance))
 
     @property
+    def attention_groups(self) -> int:
+        """Attention data-parallel groups of one server process (ep/tp with ep > tp, else 1): the planner's count."""
+        return layout_attention_groups(serving_layout(tp=self.tp, pp=self.pp, ep=self.ep))
+
+    @property
     def server_replicas(self) -> int:
-        """Server processes of the fleet: the plan counts attention groups, ep/tp of them per server."""
-        return max(1, int(self.fleet["replicas"]) // max(self.ep // self.tp, 1))
+        """Server processes of the fleet: the plan counts attention groups, `attention_groups` of them per server."""
+        return max(1, int(self.fleet["replicas"]) // self.attention_groups)
 
     @property
     def ascend(self) -> bool:
@@ -195,7 +202,7 @@ def header(target: TrainTarget | ServeTarget, fmt: str, *, comment: str = "#",
         f = target.fleet
         pid = plan_id("serve", f)
         shape = (f"{target.server_replicas} server(s) x {target.devices_per_replica} devices (attention "
-                 f"data-parallel over {target.ep // target.tp} groups of tp{target.tp}, experts ep{target.ep})"
+                 f"data-parallel over {target.attention_groups} groups of tp{target.tp}, experts ep{target.ep})"
                  if target.ep > target.tp else f"{f['replicas']} replica(s) x tp{target.tp} pp{target.pp}")
         what = (f"{target.model_id} on {shape} of {f['accelerator']} "
                 f"({f.get('instances')} x {f.get('instance')}), weights {f['weights']}, engine {f['engine']}")

@@ -42,7 +42,7 @@ def vllm_args(t: ServeTarget) -> list[Arg]:
     a: list[Arg] = [("--host", "0.0.0.0"), ("--port", str(PORT)), ("--tensor-parallel-size", str(t.tp)),
                     ("--pipeline-parallel-size", str(t.pp))]
     if t.ep > t.tp:  # attention data parallelism: ep/tp engine ranks share the experts (vLLM data parallel docs)
-        a.append(("--data-parallel-size", str(t.ep // t.tp)))
+        a.append(("--data-parallel-size", str(t.attention_groups)))
     if t.ep > 1:
         a.append(("--enable-expert-parallel", None))  # vLLM's EP size is TP x DP of the replica
     a += [("--max-num-seqs", str(p.max_num_seqs)), ("--max-model-len", str(t.max_model_len)),
@@ -61,7 +61,7 @@ def sglang_args(t: ServeTarget) -> list[Arg]:
     a: list[Arg] = [("--model-path", "${MODEL_PATH}"), ("--host", "0.0.0.0"), ("--port", str(PORT)),
                     ("--tp-size", str(max(t.tp, t.ep))), ("--pp-size", str(t.pp))]
     if t.ep > t.tp:  # the plan's step model times the expert all-to-all as DeepEP's
-        a += [("--dp-size", str(t.ep // t.tp)), ("--enable-dp-attention", None), ("--moe-a2a-backend", "deepep")]
+        a += [("--dp-size", str(t.attention_groups)), ("--enable-dp-attention", None), ("--moe-a2a-backend", "deepep")]
     if t.ep > 1:
         a.append(("--ep-size", str(t.ep)))
     if t.nodes_per_server > 1:  # one server over several instances: run this command on each, rank 0 first
@@ -109,7 +109,7 @@ def lmdeploy_args(t: ServeTarget) -> list[Arg]:
                     ("--backend", "pytorch" if t.ascend or t.pp > 1 or t.ep > t.tp else "turbomind"),
                     ("--tp", str(t.tp))]
     if t.ep > t.tp:  # attention data parallelism (LMDeploy PyTorch engine: --dp with --ep)
-        a.append(("--dp", str(t.ep // t.tp)))
+        a.append(("--dp", str(t.attention_groups)))
     if t.ep > 1:
         a.append(("--ep", str(t.ep)))
     a += [("--session-len", str(t.max_model_len)), ("--max-batch-size", str(p.max_num_seqs)),
