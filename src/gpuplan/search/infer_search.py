@@ -30,10 +30,11 @@ from gpuplan.estimate.infer_step import StepCostModel, node_devices, step_cost_m
 from gpuplan.estimate.memory_infer import matrix_bytes_per_param
 from gpuplan.hardware import Accelerator, Catalog
 from gpuplan.search import progress
-from gpuplan.search.infer_capacity import Capacity, capacity, length_moments, unloaded_latency
+from gpuplan.search.infer_capacity import Capacity, length_moments
 from gpuplan.search.infer_fleet import Offer, advice, fleet_offers, price_layout, whole_groups
 from gpuplan.search.infer_layouts import placements
 from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms
+from gpuplan.search.infer_size import size_fleet
 from gpuplan.search.infer_whatif import rdma_what_if
 from gpuplan.search.plan_trust import meets_trust, serving_bands, serving_confidence
 from gpuplan.search.train_search import PlanConstraints, policy_rejection
@@ -201,40 +202,25 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
                 except GpuplanError as exc:  # an incomplete catalog entry, or a layout the model cannot split
                     _bump(rejected, "missing_data" if getattr(exc, "field", "") == "accelerator" else "layout_invalid")
                     continue
-                if cm.kv_capacity_tokens <= 0:
-                    _bump(rejected, "out_of_memory")
-                    continue
-                if cm.kv_capacity_tokens < need_tokens:
-                    _bump(rejected, "kv_too_small")
-                    continue
-                ttft0, tpot0 = unloaded_latency(cm, cfg, moments)
+                sz = size_fleet(cm, lay, lay_offers, cfg=cfg, moments=moments, slo=slo, qps=load.qps,
+                                headroom=headroom, tpot_p99_over_mean=ratio, need_tokens=need_tokens,
+                                max_devices=cons.max_devices, span=link is not None)
                 label = f"{acc.id} tp{lay.tp} pp{lay.pp} ep{lay.ep} {weights}"
-                if ttft0 < best.get("ttft_s", math.inf):
-                    best.update(ttft_s=ttft0, ttft_on=label)
-                if tpot0 < best.get("tpot_s", math.inf):
-                    best.update(tpot_s=tpot0, tpot_on=label)
-                if ttft0 > slo.ttft_p99_s:
-                    _bump(rejected, "ttft_slo")
+                if sz.ttft0 < best.get("ttft_s", math.inf):
+                    best.update(ttft_s=sz.ttft0, ttft_on=label)
+                if sz.tpot0 < best.get("tpot_s", math.inf):
+                    best.update(tpot_s=sz.tpot0, tpot_on=label)
+                if sz.rejected == "max_devices":
+                    devices = sz.replicas * lay.tp * lay.pp
+                    if "devices_needed" not in best or devices < best["devices_needed"][0]:
+                        best["devices_needed"] = (devices, label)
+                if sz.rejected is not None or sz.cap is None or sz.offer is None:
+                    _bump(rejected, sz.rejected or "no_instance_fits")
                     continue
-                cap = capacity(cm, cfg, moments, slo.tpot_p99_s, tpot_p99_over_mean=ratio)
-                if tpot0 > slo.tpot_p99_s or cap.requests_per_s <= 0:
-                    _bump(rejected, "tpot_slo")
-                    continue
-                replicas = whole_groups(max(1, math.ceil(load.qps * (1.0 + headroom) / cap.requests_per_s)), lay)
-                if replicas * lay.tp * lay.pp > cons.max_devices:
-                    _bump(rejected, "max_devices")
-                    best_devices = best.get("devices_needed")
-                    if best_devices is None or replicas * lay.tp * lay.pp < best_devices[0]:
-                        best["devices_needed"] = (replicas * lay.tp * lay.pp, label)
-                    continue
-                priced = price_layout(lay_offers, replicas, lay, span=link is not None)
-                if priced is None:
-                    _bump(rejected, "no_instance_fits")
-                    continue
-                usd, offer, n_inst = priced
-                cands.append(_Cand(acc=acc, layout=lay, weights=weights, cost=cm, cap=cap, ttft0=ttft0,
-                                   tpot0=tpot0, replicas=replicas, usd_per_hour=usd, offer=offer, instances=n_inst,
-                                   offers=lay_offers, spans=link is not None))
+                cands.append(_Cand(acc=acc, layout=lay, weights=weights, cost=cm, cap=sz.cap, ttft0=sz.ttft0,
+                                   tpot0=sz.tpot0, replicas=sz.replicas, usd_per_hour=sz.usd_per_hour,
+                                   offer=sz.offer, instances=sz.instances, offers=lay_offers,
+                                   spans=link is not None))
     if not cands:
         int4_bytes = counts.total * matrix_bytes_per_param(spec, InferenceJob(weights="int4"))
         _no_plan(spec, slo, cons, rejected, best, int4_bytes, largest, considered, prof)

@@ -12,7 +12,6 @@ simulated, and the fabric is assumed, not offered.
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from typing import Any
 
@@ -20,9 +19,10 @@ from gpuplan.errors import GpuplanError
 from gpuplan.estimate.infer_step import node_devices, step_cost_model
 from gpuplan.estimate.links import inter_node_link
 from gpuplan.hardware import Accelerator, Catalog
-from gpuplan.search.infer_capacity import LengthMoments, capacity, unloaded_latency
-from gpuplan.search.infer_fleet import Offer, price_layout, whole_groups
+from gpuplan.search.infer_capacity import LengthMoments
+from gpuplan.search.infer_fleet import Offer
 from gpuplan.search.infer_load import InferLoad, InferSlo
+from gpuplan.search.infer_size import size_fleet
 from gpuplan.search.train_eval import usual_server
 from gpuplan.simulate import EngineConfig
 from gpuplan.workload.engines import EngineProfile
@@ -67,17 +67,12 @@ def rdma_what_if(spec: ModelSpec, acc: Accelerator, offers: list[Offer], *, weig
                                          engine=engine, catalog=catalog, scale_out=link)
                 except GpuplanError:
                     continue
-                if cm.kv_capacity_tokens < need_tokens:
+                sz = size_fleet(cm, lay, [assumed], cfg=cfg, moments=moments, slo=slo, qps=load.qps,
+                                headroom=headroom, tpot_p99_over_mean=tpot_p99_over_mean, need_tokens=need_tokens,
+                                max_devices=max_devices, span=True)
+                if sz.rejected is not None:
                     continue
-                ttft0, tpot0 = unloaded_latency(cm, cfg, moments)
-                cap = capacity(cm, cfg, moments, slo.tpot_p99_s, tpot_p99_over_mean=tpot_p99_over_mean)
-                if ttft0 > slo.ttft_p99_s or tpot0 > slo.tpot_p99_s or cap.requests_per_s <= 0:
-                    continue
-                groups = whole_groups(max(1, math.ceil(load.qps * (1.0 + headroom) / cap.requests_per_s)), lay)
-                priced = price_layout([assumed], groups, lay, span=True)
-                if priced is None or groups > max_devices:
-                    continue
-                usd, _, instances = priced
+                usd, instances, groups = sz.usd_per_hour, sz.instances, sz.replicas
                 if best is None or usd < best["usd_per_hour"]:
                     best = {"accelerator": acc.id, "instance": o.instance, "instances": instances, "weights": w,
                             "layout": {"tp": lay.tp, "pp": lay.pp, "ep": lay.ep}, "devices": groups,

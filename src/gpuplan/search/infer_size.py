@@ -1,0 +1,64 @@
+"""Size one serving candidate in closed form: memory, unloaded latency, SLO-bound capacity, replicas, price.
+
+The planner's candidate loop (`infer_search.plan_inference`) and the RDMA what-if (`infer_whatif`) take
+the same steps on a per-step cost model; this is them, once:
+
+1. the KV cache must hold the longest request (`kv_too_small`; none at all: `out_of_memory`);
+2. the unloaded p99-prompt TTFT and the lone TPOT must meet the SLO (`ttft_slo`, `tpot_slo`);
+3. replicas = ceil(qps x (1 + headroom) / the replica's SLO-bound capacity), in whole expert-parallel
+   groups (`infer_fleet.whole_groups`), within the device limit (`max_devices`);
+4. the fleet is priced on the cheapest offer that hosts it (`no_instance_fits`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpuplan.estimate.infer_step import StepCostModel
+from gpuplan.search.infer_capacity import Capacity, LengthMoments, capacity, unloaded_latency
+from gpuplan.search.infer_fleet import Offer, price_layout, whole_groups
+from gpuplan.search.infer_load import InferSlo
+from gpuplan.simulate.engine_sim import EngineConfig
+from gpuplan.workload.jobs import Layout
+
+__all__ = ["Sized", "size_fleet"]
+
+
+@dataclass(frozen=True, slots=True)
+class Sized:
+    """A candidate sized in closed form; `rejected` names the first step it failed (None: a priced fleet)."""
+
+    rejected: str | None
+    ttft0: float = math.inf  # unloaded p99-prompt TTFT, s
+    tpot0: float = math.inf  # lone TPOT, s
+    cap: Capacity | None = None
+    replicas: int = 0
+    usd_per_hour: float = 0.0
+    offer: Offer | None = None
+    instances: int = 0
+
+
+def size_fleet(cm: StepCostModel, layout: Layout, offers: list[Offer], *, cfg: EngineConfig,
+               moments: LengthMoments, slo: InferSlo, qps: float, headroom: float, tpot_p99_over_mean: float,
+               need_tokens: float, max_devices: int, span: bool) -> Sized:
+    """Steps 1-4 of the module docstring for one replica layout on `offers` (`span`: its expert group may span
+    instances, timed on their RDMA link)."""
+    if cm.kv_capacity_tokens <= 0:
+        return Sized("out_of_memory")
+    if cm.kv_capacity_tokens < need_tokens:
+        return Sized("kv_too_small")
+    ttft0, tpot0 = unloaded_latency(cm, cfg, moments)
+    if ttft0 > slo.ttft_p99_s:
+        return Sized("ttft_slo", ttft0, tpot0)
+    cap = capacity(cm, cfg, moments, slo.tpot_p99_s, tpot_p99_over_mean=tpot_p99_over_mean)
+    if tpot0 > slo.tpot_p99_s or cap.requests_per_s <= 0:
+        return Sized("tpot_slo", ttft0, tpot0, cap)
+    replicas = whole_groups(max(1, math.ceil(qps * (1.0 + headroom) / cap.requests_per_s)), layout)
+    if replicas * layout.tp * layout.pp > max_devices:
+        return Sized("max_devices", ttft0, tpot0, cap, replicas)
+    priced = price_layout(offers, replicas, layout, span=span)
+    if priced is None:
+        return Sized("no_instance_fits", ttft0, tpot0, cap, replicas)
+    usd, offer, instances = priced
+    return Sized(None, ttft0, tpot0, cap, replicas, usd, offer, instances)
