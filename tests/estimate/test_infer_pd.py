@@ -107,3 +107,20 @@ def test_estimate_infer_decode_instance_cli() -> None:
     bad = CliRunner().invoke(app, args[:-5] + ["--draft-tokens", "1", "--json"])
     exited(bad, 2)
     assert "draft_tokens" in bad.output or "draft-tokens" in bad.output
+
+
+def test_a_decode_instance_ttft_includes_the_prompts_kv_transfer() -> None:
+    """The decode instance's first token waits for the prompt's KV cache from the prefill instance: each device
+    receives its shard over its link (here one H20's share of 8 x 400 Gb/s). It had been the request overhead
+    alone."""
+    m = _model()
+    # MLA latent + rope key in fp8: (512 + 64) bytes per token and layer, 61 layers, replicated on every device
+    per_token = (512 + 64) * 61
+    assert m.kv_bytes_per_token == pytest.approx(per_token)
+    transfer = float(RDMA.latency_s) + per_token * 4096 / (float(RDMA.bandwidth_gbyte_s) * GB)
+    with_link = decode_instance_perf(m, batch=32, input_len=4096, output_len=1024, kv_link=RDMA)
+    without = decode_instance_perf(m, batch=32, input_len=4096, output_len=1024)
+    assert with_link.ttft_s == pytest.approx(m.request_overhead + transfer)
+    assert without.ttft_s == pytest.approx(m.request_overhead) and with_link.tpot_s == without.tpot_s
+    assert with_link.e2e_s - without.e2e_s == pytest.approx(transfer)
+    assert "MB per device" in with_link.assumptions["ttft"] and "left out" in without.assumptions["ttft"]

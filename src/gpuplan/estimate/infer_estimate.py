@@ -22,9 +22,10 @@ import numpy as np
 
 from gpuplan.errors import InputError
 from gpuplan.estimate.calibration import load_calibration
+from gpuplan.estimate.comm import node_link
 from gpuplan.estimate.infer_pd import decode_instance_perf, prefill_instance_perf
 from gpuplan.estimate.infer_perf import InferencePerf, fixed_batch_perf, offline_perf
-from gpuplan.estimate.infer_step import StepCostModel, step_cost_model
+from gpuplan.estimate.infer_step import StepCostModel, node_devices, step_cost_model
 from gpuplan.estimate.links import Link
 from gpuplan.estimate.memory_infer import estimate_inference_memory
 from gpuplan.hardware.catalog import Catalog
@@ -207,9 +208,12 @@ def estimate_inference(spec: ModelSpec, *, accelerator: Accelerator, engine: Eng
     fits = min(model.kv_capacity_tokens // tokens, engine.max_num_seqs)
     percentiles = simulation = None
     if instance == "decode":
+        # the prompt's KV arrives over the scale-out network when one is given, else over the node's fast link
+        # (prefill and decode instances in one server)
+        kv_link = scale_out if scale_out is not None else node_link(acc, node_devices(acc))
         perf = decode_instance_perf(model, batch=batch or max(fits, 1), input_len=input_len, output_len=output_len,
                                     draft_tokens=draft_tokens, acceptance=engine.value("mtp_acceptance"),
-                                    replicas=replicas, devices_per_replica=per_replica)
+                                    replicas=replicas, devices_per_replica=per_replica, kv_link=kv_link)
     elif instance == "prefill":
         perf = prefill_instance_perf(model, batch=batch or 1, input_len=input_len,
                                      max_batched_tokens=engine.max_batched_tokens,

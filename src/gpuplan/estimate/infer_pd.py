@@ -4,8 +4,10 @@ Built on the per-step model of `infer_step` (docs/inference.md, "Disaggregated i
 
 decode instance: sequences arrive with their prompt's KV cache (sent by a prefill instance:
     DistServe, Zhong et al. 2024; Splitwise, Patel et al. 2024), so every step decodes the
-    whole batch. TPOT = one step of `batch` sequences at the mean context I + O/2 (the step is
-    linear in the cached tokens); output tokens/s = batch x tokens per step / step.
+    whole batch. Its TTFT is the request overhead plus that transfer: each device receives its
+    shard of the prompt's KV over its link (the scale-out NIC share across servers, NVLink inside
+    one). TPOT = one step of `batch` sequences at the mean context I + O/2 (the step is linear in
+    the cached tokens); output tokens/s = batch x tokens per step / step.
 speculative decoding with d draft tokens (DeepSeek-V3 MTP, sec. 2.2 and 5.4.3; EAGLE): the
     draft module proposes d tokens in d sequential steps, one layer's work each (an MTP module
     is one transformer block sharing the embedding and head: a plain step's share 1/L of its
@@ -24,8 +26,10 @@ from __future__ import annotations
 from gpuplan.errors import InputError
 from gpuplan.estimate.infer_perf import InferencePerf, prefill_s
 from gpuplan.estimate.infer_step import StepCostModel
+from gpuplan.estimate.links import Link
+from gpuplan.units import GB
 
-__all__ = ["decode_instance_perf", "prefill_instance_perf", "speculative_tokens", "verify_step_s"]
+__all__ = ["decode_instance_perf", "kv_transfer_s", "prefill_instance_perf", "speculative_tokens", "verify_step_s"]
 
 
 def speculative_tokens(draft_tokens: int, acceptance: float) -> float:
@@ -55,29 +59,42 @@ def verify_step_s(model: StepCostModel, batch: int, context: float, draft_tokens
     return verify + drafts
 
 
+def kv_transfer_s(model: StepCostModel, input_len: float, link: Link) -> float:
+    """Seconds to move one request's prompt KV cache from the prefill instance to a decode device over `link`:
+    each device receives its own shard (the step model's per-device KV bytes per token) in parallel, one
+    message (Mooncake / NIXL transfer engines: RDMA writes of the KV blocks; DistServe sec. 4.3)."""
+    return float(link.latency_s) + model.kv_bytes_per_token * input_len / (float(link.bandwidth_gbyte_s) * GB)
+
+
 def decode_instance_perf(model: StepCostModel, *, batch: int, input_len: float, output_len: float,
                          draft_tokens: int = 0, acceptance: float = 0.0, replicas: int = 1,
-                         devices_per_replica: int = 1) -> InferencePerf:
-    """A disaggregated decode instance: `batch` sequences per replica decoding at the mean context."""
+                         devices_per_replica: int = 1, kv_link: Link | None = None) -> InferencePerf:
+    """A disaggregated decode instance: `batch` sequences per replica decoding at the mean context. `kv_link`:
+    the link the prompt's KV cache arrives over (its transfer joins the TTFT); None leaves it out."""
     if batch < 1:
         raise InputError(field="batch", value=batch, allowed="an integer >= 1")
     context = input_len + output_len / 2
     step = verify_step_s(model, batch, context, draft_tokens)
     per_seq = speculative_tokens(draft_tokens, acceptance)
     tpot = step / per_seq
-    e2e = model.request_overhead + (output_len - 1) * tpot
+    transfer = kv_transfer_s(model, input_len, kv_link) if kv_link is not None else 0.0
+    ttft = model.request_overhead + transfer
+    e2e = ttft + (output_len - 1) * tpot
     fits = int(model.kv_capacity_tokens // (input_len + output_len))
     return InferencePerf(
         scenario="decode_instance", batch=batch, replicas=replicas, devices_per_replica=devices_per_replica,
-        input_len=input_len, output_len=output_len, ttft_s=model.request_overhead, tpot_s=tpot, e2e_s=e2e,
+        input_len=input_len, output_len=output_len, ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
         output_tokens_per_s=batch * per_seq / step * replicas, requests_per_s=batch / e2e * replicas,
         decode_step=model.breakdown(prefill_tokens=0, prefill_attn_pairs=0.0, decode_seqs=batch * (1 + draft_tokens),
                                     decode_kv_tokens=round(batch * context)).to_json(),
         assumptions={"closed_form": "decode instance (prefill elsewhere): TPOT = verify step at context I + O/2 / "
                                     "tokens per step; tokens per step = 1 + a + ... + a^d",
                      "draft_tokens": draft_tokens, "tokens_per_step": per_seq, "max_batch_fits": fits,
-                     "ttft": "the prefill instance's prefill plus the KV transfer to this instance; here only "
-                             "the engine's request overhead",
+                     "ttft": "the engine's request overhead plus the prompt's KV transfer from the prefill "
+                             + (f"instance over {kv_link.label} ({transfer * 1e3:.2f} ms, "
+                                f"{model.kv_bytes_per_token * input_len / 1e6:.1f} MB per device)"
+                                if kv_link is not None else "instance (left out: no link given)")
+                             + "; the prefill itself runs on the prefill instance",
                      "warnings": [] if batch <= fits else [
                          f"batch {batch} exceeds the {fits} requests the KV cache holds per attention group"]},
     )
