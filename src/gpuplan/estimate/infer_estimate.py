@@ -225,7 +225,7 @@ def estimate_inference(spec: ModelSpec, *, accelerator: Accelerator, engine: Eng
                                 chunked_prefill=engine.chunked_prefill)
     elif qps is not None:
         perf, percentiles, simulation = _simulate(model, engine, qps / replicas, input_len, output_len,
-                                                  num_requests, seed, replicas, per_replica)
+                                                  num_requests, seed, replicas, per_replica, groups=layout.dp)
     else:
         perf = offline_perf(model, input_len=input_len, output_len=output_len, max_num_seqs=engine.max_num_seqs,
                             max_batched_tokens=engine.max_batched_tokens, scheduling=engine.scheduling,
@@ -251,15 +251,19 @@ def estimate_inference(spec: ModelSpec, *, accelerator: Accelerator, engine: Eng
 
 
 def _simulate(model: StepCostModel, eng: EngineProfile, qps: float, input_len: int, output_len: int, n: int,
-              seed: int, replicas: int, per_replica: int
+              seed: int, replicas: int, per_replica: int, groups: int = 1
               ) -> tuple[InferencePerf, dict[str, dict[str, float]], dict[str, Any]]:
+    """One attention group at `qps` (of `groups` in lock-step when attention runs data-parallel)."""
     from gpuplan.simulate import EngineConfig, LengthDist, poisson_workload, simulate_engine, summarize
+    from gpuplan.simulate.lockstep import lockstep_cost
 
     if n < 1:
         raise InputError(field="num_requests", value=n, allowed="a positive integer")
     wl = poisson_workload(qps=qps, num_requests=n, input_len=LengthDist.fixed(input_len),
                           output_len=LengthDist.fixed(output_len), seed=seed)
-    run = simulate_engine(wl, model, EngineConfig.from_profile(eng))
+    cost = lockstep_cost(model, groups=groups, group_qps=qps, input_len_mean=input_len, output_len_mean=output_len,
+                         max_batched_tokens=eng.max_batched_tokens, chunked_prefill=eng.chunked_prefill)
+    run = simulate_engine(wl, cost, EngineConfig.from_profile(eng))
     m = summarize(run, warmup_fraction=0.1)
     over = model.request_overhead
 

@@ -31,7 +31,7 @@ from gpuplan.estimate.memory_infer import matrix_bytes_per_param
 from gpuplan.hardware import Accelerator, Catalog
 from gpuplan.search import progress
 from gpuplan.search.infer_capacity import Capacity, length_moments
-from gpuplan.search.infer_fleet import Offer, advice, fleet_offers, price_layout, whole_groups
+from gpuplan.search.infer_fleet import Offer, advice, attention_groups, fleet_offers, price_layout, whole_groups
 from gpuplan.search.infer_layouts import placements
 from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms
 from gpuplan.search.infer_size import size_fleet
@@ -39,6 +39,7 @@ from gpuplan.search.infer_whatif import rdma_what_if
 from gpuplan.search.plan_trust import meets_trust, serving_bands, serving_confidence
 from gpuplan.search.train_search import PlanConstraints, policy_rejection
 from gpuplan.simulate.engine_sim import EngineConfig, simulate_engine
+from gpuplan.simulate.lockstep import lockstep_cost
 from gpuplan.simulate.metrics import SimMetrics, Slo, summarize
 from gpuplan.units import GIB
 from gpuplan.workload.engines import EngineProfile, engine
@@ -267,7 +268,12 @@ def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfi
         nonlocal simulated
         simulated += 1
         w = load.replica_workload(r, load_factor=factor, num_requests=n_sim)
-        return summarize(simulate_engine(w, c.cost, cfg), sim_slo, warmup_fraction=warm)
+        # attention groups of one expert group step together: the others' prefills stretch this one's steps
+        cost = lockstep_cost(c.cost, groups=attention_groups(c.layout), group_qps=load.qps * factor / r,
+                             input_len_mean=load.input_len.mean, output_len_mean=load.output_len.mean,
+                             max_batched_tokens=cfg.max_batched_tokens,
+                             chunked_prefill=cfg.chunked_prefill)
+        return summarize(simulate_engine(w, cost, cfg), sim_slo, warmup_fraction=warm)
 
     for c in cands:
         if tried >= finalists or len(plans) >= wanted or (plans and simulated >= max_sims):
