@@ -147,6 +147,21 @@ def test_recommendation_rule_is_the_rule_printed() -> None:
     assert best["devices"] == 4 and r["measure"] == "device_hours"
 
 
+def test_clusters_to_buy_aim_at_the_deadline_not_at_a_month() -> None:
+    """Regression: `plan train -m llama3-70b --tokens 2e12 --deadline 60 --market cn` (only own clusters, no
+    price) recommended 2048 x 910C for 18 days over 1024 x 910C for 36: the 30-day target reasons from rentals,
+    whose bill is device-hours; a cluster to buy costs by its size."""
+    own = [{"cost_usd": None, "device_hours": 898e3, "time_to_train_s": 18.3 * 86400.0, "devices": 2048},
+           {"cost_usd": None, "device_hours": 895e3, "time_to_train_s": 36.4 * 86400.0, "devices": 1024}]
+    best, r = recommend_rule(own, 0.1, 30, 60, deadline_days=60)  # type: ignore[misc]
+    assert best["devices"] == 1024 and r["target_days"] == 60 and r["own_to_deadline"]
+    best, r = recommend_rule(own, 0.1, 30, 90)  # type: ignore[misc]  # no deadline: a month
+    assert best["devices"] == 2048 and not r["own_to_deadline"]
+    rented = [{**p, "cost_usd": p["device_hours"] * 2.0} for p in own]  # a priced rental keeps the 30-day target
+    best, r = recommend_rule(rented, 0.1, 30, 60, deadline_days=60)  # type: ignore[misc]
+    assert best["devices"] == 2048 and r["target_days"] == 30
+
+
 def test_a_critical_export_finding_removes_the_part_from_the_recommendation() -> None:
     spec = get_preset("qwen3-235b-a22b").spec
     cons = PlanConstraints(market="cn", accelerators=("h800-sxm5-80gb", "ascend-910c"))

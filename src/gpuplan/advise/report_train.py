@@ -9,7 +9,8 @@ carries its provenance (measured / estimated / datasheet / data).
 
 Recommendation rule (`recommend_rule`, printed as applied; docs/training.md): near-cheapest
 (within `recommend_cost_tolerance` of the lowest cost, device-hours without prices) and within the
-target time (the deadline capped at `recommend_target_days`) the smallest cluster; else the cheapest
+target time (the deadline capped at `recommend_target_days`; for own clusters without a price, the
+deadline itself) the smallest cluster; else the cheapest
 plan within the target; else the fastest near-cheapest plan within the deadline (or
 `recommend_max_days`); else an own cluster within the target; else the fastest. A critical export,
 residency or compliance finding for the requested market removes a part from the recommendation
@@ -51,15 +52,16 @@ MEMORY_PARTS = ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activati
 
 
 def recommend(plans: Sequence[dict[str, Any]], tolerance: float, target_days: float | None = None,
-              max_days: float | None = None, margin: float | None = None) -> dict[str, Any] | None:
+              max_days: float | None = None, margin: float | None = None,
+              deadline_days: float | None = None) -> dict[str, Any] | None:
     """The recommended plan under `recommend_rule` (None without plans)."""
-    rule = recommend_rule(plans, tolerance, target_days, max_days, margin)
+    rule = recommend_rule(plans, tolerance, target_days, max_days, margin, deadline_days=deadline_days)
     return rule[0] if rule else None
 
 
 def recommend_rule(plans: Sequence[dict[str, Any]], tolerance: float, target_days: float | None = None,
-                   max_days: float | None = None, margin: float | None = None,
-                   ) -> tuple[dict[str, Any], dict[str, Any]] | None:
+                   max_days: float | None = None, margin: float | None = None, *,
+                   deadline_days: float | None = None) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """(plan, rule as applied). Priced plans are measured by cost ("near-cheapest": within `tolerance`
     of the lowest), plans without a price (own clusters) by device-hours:
 
@@ -70,7 +72,10 @@ def recommend_rule(plans: Sequence[dict[str, Any]], tolerance: float, target_day
        the fastest near-cheapest one;
     4. else the own cluster (no price) that finishes within `target_days` with the fewest device-hours;
     5. else the fastest plan.
-    Without any priced plan, steps 1-3 run on device-hours; without a target time, step 3 decides.
+    Without any priced plan, steps 1-3 run on device-hours, and the target time is the deadline
+    (`deadline_days`) when one is given: the cost of an own cluster grows with its size, not with its
+    device-hours, so a cluster larger than the deadline needs buys nothing but time (the 30-day target
+    reasons from rentals, whose bill is device-hours). Without a target time, step 3 decides.
     Plans that another plan beats on time while costing at least `margin` less
     (`recommend_dominance_margin`) are left out first.
     """
@@ -80,6 +85,9 @@ def recommend_rule(plans: Sequence[dict[str, Any]], tolerance: float, target_day
         margin = default_thresholds().value("recommend_dominance_margin")
     priced = [p for p in plans if p.get("cost_usd") is not None]
     measure = "cost" if priced else "device_hours"
+    own_to_deadline = not priced and deadline_days is not None
+    if own_to_deadline:
+        target_days = deadline_days
 
     def value(p: dict[str, Any]) -> float:
         return float(p["cost_usd"] if measure == "cost" else p.get("device_hours") or 0.0)
@@ -94,7 +102,7 @@ def recommend_rule(plans: Sequence[dict[str, Any]], tolerance: float, target_day
 
     rule: dict[str, Any] = {"measure": measure, "recommend_cost_tolerance": tolerance, "target_days": target_days,
                             "max_days": max_days, "dominance_margin": margin,
-                            "dominated": len(priced or plans) - len(pool)}
+                            "dominated": len(priced or plans) - len(pool), "own_to_deadline": own_to_deadline}
     limit = (target_days if target_days is not None else -math.inf) * 86400.0  # no target: steps 1-2 skipped
     soon = [p for p in near(pool) if p["time_to_train_s"] <= limit]
     if soon:
@@ -230,7 +238,8 @@ def choose(plans: Sequence[dict[str, Any]], spec: ModelSpec, job: TrainingJob, c
     excluded: dict[str, str] = {}
     pool = list(plans)
     while pool:
-        picked = recommend_rule(pool, tol, target, max_days(cons, th), th.value("recommend_dominance_margin"))
+        picked = recommend_rule(pool, tol, target, max_days(cons, th), th.value("recommend_dominance_margin"),
+                                deadline_days=cons.deadline_days)
         if picked is None:
             break
         best, rule = picked
@@ -272,7 +281,8 @@ def training_report(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: P
     for p in res.plans:
         if p["accelerator"] != best["accelerator"]:
             others.setdefault(p["accelerator"], []).append(p)
-    runners = [r for r in (recommend(v, tol, target, max_days(cons, th), th.value("recommend_dominance_margin"))
+    runners = [r for r in (recommend(v, tol, target, max_days(cons, th), th.value("recommend_dominance_margin"),
+                                     deadline_days=cons.deadline_days)
                            for v in others.values()) if r is not None]
     runners.sort(key=lambda p: (p.get("cost_usd") is None, p.get("cost_usd") or 0.0, p["time_to_train_s"]))
     scaling = [plan_summary(p) for p in sorted(

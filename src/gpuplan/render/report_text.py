@@ -179,6 +179,8 @@ def rule_line(rec: Mapping[str, Any], lang: str) -> str:
               else tr("report.rec.target.default", lang, days=days))
     line = tr(f"report.rec.rule.{rule['outcome']}", lang, tol=rule["recommend_cost_tolerance"],
               measure=tr(f"report.rec.measure.{rule['measure']}", lang), target=target)
+    if rule.get("own_to_deadline"):
+        line += " " + tr("report.rec.own_to_deadline", lang)
     if rule.get("dominated"):
         line += " " + tr("report.rec.dominated", lang, n=rule["dominated"], margin=rule["dominance_margin"])
     for ex in rule.get("excluded") or ():
