@@ -54,7 +54,7 @@ def test_every_plan_has_a_band_around_its_figures_and_a_confidence() -> None:
 
 def test_a_part_without_rows_is_default_and_its_band_is_at_least_a_validated_parts() -> None:
     cal = default_calibration()
-    assert efficiency_provenance(cal, "ascend-910b3", "bf16")["provenance"] == "default"
+    assert efficiency_provenance(cal, "ascend-910c", "bf16")["provenance"] == "default"
     h100 = efficiency_provenance(cal, "h100-sxm5-80gb", "bf16")
     assert h100["provenance"] == "validated" and h100["rows"] > 10 and h100["cv_median_ape"] is not None
     cls = {"kind": "train", "family": "campaign", "arch": "dense", "scale": "multi"}
@@ -63,6 +63,17 @@ def test_a_part_without_rows_is_default_and_its_band_is_at_least_a_validated_par
     assert wide is not None and narrow is not None
     assert wide.low <= narrow.low and wide.high >= narrow.high  # never narrower than a validated part's
     assert math.log(wide.high / wide.low) >= math.log(narrow.high / narrow.low)
+
+
+def test_the_910b_bins_take_the_910b_efficiency_and_its_runs() -> None:
+    """Regression: a LoRA plan on a 910B2 rental rested on the 0.55 default although 26 published 910B runs fit
+    0.61: the bins (910B, B2, B3, B4) are one Da Vinci die with more or fewer AI cores, each with its own peak."""
+    cal = default_calibration()
+    b = efficiency_provenance(cal, "ascend-910b", "bf16")
+    for part in ("ascend-910b2", "ascend-910b3", "ascend-910b4"):
+        e = efficiency_provenance(cal, part, "bf16")
+        assert e["provenance"] == "validated" and e["value"] == b["value"] and e["rows"] == b["rows"] > 10
+        assert e["cv_median_ape"] == b["cv_median_ape"] is not None
 
 
 def test_measured_efficiency_comes_from_calibrate() -> None:

@@ -45,10 +45,11 @@ def efficiency_provenance(cal: Calibration, accelerator: str, dtype: str, kind: 
     if acc and "rows_by_precision" in acc:  # rows at this precision validate this precision's term
         rows = int(acc["rows_by_precision"].get(dtype, 0))
     tied = term.tuned_on.accelerator if term is not None and term.tuned_on is not None else ()
+    cv = acc.get("cv_median_ape") if acc else None
     if rows == 0 and len(tied) > 1:  # one value tuned on several parts (same die): their rows validate it
         rows = sum(int(((part_accuracy(kind, a) or {}).get("rows_by_precision") or {}).get(dtype, 0))
                    for a in tied)
-    cv = acc.get("cv_median_ape") if acc else None
+        cv = next((c for a in tied if (c := (part_accuracy(kind, a) or {}).get("cv_median_ape")) is not None), cv)
     if term is not None and term.overridden:
         prov = "measured"
     elif rows:
