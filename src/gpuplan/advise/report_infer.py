@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from gpuplan.search.infer_search import InferConstraints
 
 __all__ = ["INFER_MEMORY_PARTS", "compare_inference", "infer_summary", "inference_report", "is_infer_run",
-           "rdma_alternative", "risk_of", "serve_growth", "serving_memory"]
+           "pd_alternative", "rdma_alternative", "risk_of", "serve_growth", "serving_memory"]
 
 
 def is_infer_run(obj: Mapping[str, Any]) -> bool:
@@ -172,18 +172,31 @@ def _tco(facts: PlanFacts, catalog: Catalog, th: Thresholds) -> dict[str, Any]:
     return res.to_json()
 
 
-def rdma_alternative(run: Mapping[str, Any], facts: PlanFacts, catalog: Catalog,
-                     th: Thresholds) -> dict[str, Any] | None:
-    """The cheapest what-RDMA-would-buy fleet (search/infer_whatif) whose part draws no blocking finding in its
-    offer's market: the recommendation's rule (BLOCKING_FINDINGS), applied to the alternative the advisor names."""
-    alts = run.get("what_if_rdma_all") or ([run["what_if_rdma"]] if run.get("what_if_rdma") else [])
+def _first_clear(alts: Sequence[Mapping[str, Any]], instance_of: Callable[[Mapping[str, Any]], str],
+                 facts: PlanFacts, catalog: Catalog, th: Thresholds) -> dict[str, Any] | None:
+    """The first alternative whose part draws no blocking finding in its offer's market: the recommendation's rule
+    (BLOCKING_FINDINGS), applied to the alternatives the advisor names."""
     for a in alts:
-        inst = catalog.instances[a["instance"]]
+        inst = catalog.instances[instance_of(a)]
         alt_facts = replace(facts, accelerator=catalog.accelerator(a["accelerator"]), market=inst.market,
                             provider=inst.provider)
         if not any(f.severity == "critical" and f.id in BLOCKING_FINDINGS for f in advise(alt_facts, th)):
             return dict(a)
     return None
+
+
+def rdma_alternative(run: Mapping[str, Any], facts: PlanFacts, catalog: Catalog,
+                     th: Thresholds) -> dict[str, Any] | None:
+    """The cheapest what-RDMA-would-buy fleet (search/infer_whatif) whose part draws no blocking finding."""
+    alts = run.get("what_if_rdma_all") or ([run["what_if_rdma"]] if run.get("what_if_rdma") else [])
+    return _first_clear(alts, lambda a: str(a["instance"]), facts, catalog, th)
+
+
+def pd_alternative(run: Mapping[str, Any], facts: PlanFacts, catalog: Catalog,
+                   th: Thresholds) -> dict[str, Any] | None:
+    """The cheapest prefill/decode-disaggregated fleet (search/infer_pd_fleet) whose part draws no blocking
+    finding in its decode pool's market."""
+    return _first_clear(run.get("what_if_pd_all") or [], lambda a: str(a["decode"]["instance"]), facts, catalog, th)
 
 
 def choose_fleet(run: Mapping[str, Any], plans: Sequence[Mapping[str, Any]], catalog: Catalog, th: Thresholds,
@@ -251,6 +264,9 @@ def inference_report(run: Mapping[str, Any], catalog: Catalog, *, thresholds: Th
     alt = rdma_alternative(run, facts, catalog, th)
     if alt is not None:
         facts = replace(facts, serving={**facts.serving, "what_if_rdma": alt})
+    pd = pd_alternative(run, facts, catalog, th)
+    if pd is not None:
+        facts = replace(facts, serving={**facts.serving, "what_if_pd": pd})
     findings = advise(facts, th)
     doc.update(
         recommendation={**infer_summary(best), "advice": best["advice"],

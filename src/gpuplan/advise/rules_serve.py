@@ -1,9 +1,14 @@
-"""Rules on an inference plan's growth headroom: the planner re-run at `growth_factor` x the load.
+"""Rules on an inference plan: its growth headroom, and the cheaper deployments the planner sized in closed form.
+
+Growth: the planner re-run at `growth_factor` x the load.
 
 The report builder (report_infer) re-plans the same model, lengths and SLO at the grown request
 rate on the recommended accelerator and weight format and puts the result in
 `PlanFacts.serving["growth"]`: whether the planned fleet (same layout, at most the same replicas)
 still meets the p99 SLO, and otherwise the cheapest fleet that does and its hourly cost.
+Alternatives: wide expert parallelism if the servers had RDMA (`what_if_rdma`, search/infer_whatif.py) and a
+prefill/decode-disaggregated fleet (`what_if_pd`, search/infer_pd_fleet.py), each named only when it saves at
+least its threshold.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ from gpuplan.advise.facts import PlanFacts
 from gpuplan.advise.findings import Figure, Finding, Thresholds, make_finding
 from gpuplan.advise.rules_work import _est, _th
 
-__all__ = ["SERVE_RULES", "serve_growth", "serve_rdma"]
+__all__ = ["SERVE_RULES", "serve_growth", "serve_pd", "serve_rdma"]
 
 _SRC = "inference planner re-run at the grown load"
 
@@ -62,4 +67,33 @@ def serve_rdma(f: PlanFacts, th: Thresholds) -> list[Finding]:
                          instance=w["instance"], network=w["network"])]
 
 
-SERVE_RULES = (serve_growth, serve_rdma)
+def _layout_text(lay: dict[str, int]) -> str:
+    tp, ep = int(lay["tp"]), int(lay.get("ep", 1))
+    if ep > tp:
+        return f"DP{ep // tp} attention, EP{ep}"
+    return f"tp{tp}" + (f" pp{lay['pp']}" if int(lay.get("pp", 1)) > 1 else "") + (f" ep{ep}" if ep > 1 else "")
+
+
+def serve_pd(f: PlanFacts, th: Thresholds) -> list[Finding]:
+    """A prefill/decode-disaggregated fleet of the same or another part would cost less
+    (search/infer_pd_fleet.py): name it, closed form and not simulated."""
+    w = f.serving.get("what_if_pd") if f.kind == "infer" else None
+    if not w:
+        return []
+    usd_h = float(f.serving["usd_per_hour"])
+    if not usd_h or w["usd_per_hour"] > usd_h * (1.0 - th.value("pd_what_if_min_saving")):
+        return []
+    p, d = w["prefill"], w["decode"]
+    src = "closed form (search/infer_pd_fleet): M/D/1 prefill queue, decode batch at the TPOT SLO"
+    figs = (_est("pd_prefill_devices", p["devices"], "devices", src), _est("pd_decode_devices", d["devices"],
+                                                                             "devices", src),
+            _est("pd_usd_per_hour", w["usd_per_hour"], "USD/h", src), _th(th, "pd_what_if_min_saving"))
+    return [make_finding("serve.pd_disaggregation", "info", figs, ("pd_what_if_min_saving",), devices=f.devices,
+                         acc=f.accelerator.id, usd_h=usd_h, alt_acc=w["accelerator"], weights=w["weights"],
+                         p_devices=p["devices"], p_layout=_layout_text(p["layout"]), p_util=p["utilization"],
+                         d_devices=d["devices"], d_layout=_layout_text(d["layout"]), batch=d["batch"],
+                         alt_usd_h=w["usd_per_hour"], saving=1.0 - w["usd_per_hour"] / usd_h,
+                         link=w["kv_link"])]
+
+
+SERVE_RULES = (serve_growth, serve_rdma, serve_pd)

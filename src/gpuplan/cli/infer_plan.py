@@ -139,6 +139,7 @@ def plan_infer(
                "simulated": res.simulated, "plans": res.plans, "rejected": res.rejected,
                "hardware_considered": res.hardware_considered, "best_unloaded": res.best_unloaded,
                "what_if_rdma": res.what_if_rdma, "what_if_rdma_all": res.what_if_rdma_all,
+               "what_if_pd_all": res.what_if_pd_all,
                "terms": res.terms, "engine_terms": prof.used(), "kv_dtype": kv_dtype}
         doc = None
         if report is not None or not json_out:  # findings, memory and the growth re-plan (one more planner run)

@@ -34,6 +34,7 @@ from gpuplan.search.infer_capacity import Capacity, length_moments
 from gpuplan.search.infer_fleet import Offer, advice, attention_groups, fleet_offers, price_layout, whole_groups
 from gpuplan.search.infer_layouts import placements
 from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms
+from gpuplan.search.infer_pd_fleet import PdInput, pd_fleet
 from gpuplan.search.infer_size import size_fleet
 from gpuplan.search.infer_whatif import rdma_what_if
 from gpuplan.search.plan_trust import meets_trust, serving_bands, serving_confidence
@@ -93,6 +94,7 @@ class InferPlanResult:
     terms: dict[str, dict[str, object]] = field(default_factory=dict)
     what_if_rdma: dict[str, Any] | None = None  # infer_whatif: the cheapest wide-EP fleet if an offer had RDMA
     what_if_rdma_all: list[dict[str, Any]] = field(default_factory=list)  # one per part, cheapest first
+    what_if_pd_all: list[dict[str, Any]] = field(default_factory=list)  # infer_pd_fleet: disaggregated, per part
 
 
 @dataclass(slots=True, kw_only=True)
@@ -158,6 +160,7 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
     largest: tuple[float, str] = (0.0, "")  # usable bytes of the largest allowed device
     evaluated = 0
     alts: list[dict[str, Any]] = []
+    pds: list[dict[str, Any]] = []
     policy = cons.policy()
     for acc in progress.each(catalog.accelerators.values()):
         why = policy_rejection(acc, policy)
@@ -182,6 +185,7 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
         max_node = min(max(o.accelerator_count for o in offers), node)
         mem = float(acc.memory_gib or 0.0) * GIB * prof.gpu_memory_fraction
         largest = max(largest, (mem, acc.id))
+        pd_inputs: list[PdInput] = []
         for weights in cons.weights:
             if weights == "fp8" and acc.dense_tflops("fp8") is None:
                 _bump(rejected, "weights_unsupported")
@@ -203,6 +207,7 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
                 except GpuplanError as exc:  # an incomplete catalog entry, or a layout the model cannot split
                     _bump(rejected, "missing_data" if getattr(exc, "field", "") == "accelerator" else "layout_invalid")
                     continue
+                pd_inputs.append(PdInput(weights=weights, layout=lay, offers=lay_offers, link=link, cost=cm))
                 sz = size_fleet(cm, lay, lay_offers, cfg=cfg, moments=moments, slo=slo, qps=load.qps,
                                 headroom=headroom, tpot_p99_over_mean=ratio, need_tokens=need_tokens,
                                 max_devices=cons.max_devices, span=link is not None)
@@ -222,6 +227,10 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
                                    tpot0=sz.tpot0, replicas=sz.replicas, usd_per_hour=sz.usd_per_hour,
                                    offer=sz.offer, instances=sz.instances, offers=lay_offers,
                                    spans=link is not None))
+        pd = pd_fleet(pd_inputs, accelerator=acc.id, moments=moments, slo=slo, qps=load.qps, headroom=headroom, cfg=cfg,
+                      tpot_p99_over_mean=ratio, max_devices=cons.max_devices)
+        if pd is not None:
+            pds.append(pd)
     if not cands:
         int4_bytes = counts.total * matrix_bytes_per_param(spec, InferenceJob(weights="int4"))
         _no_plan(spec, slo, cons, rejected, best, int4_bytes, largest, considered, prof)
@@ -242,7 +251,8 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
     cheapest = alts[0] if alts and alts[0]["usd_per_hour"] < plans[0]["cost_usd_per_hour"] else None
     return InferPlanResult(plans=plans, candidates_evaluated=evaluated, simulated=simulated, rejected=rejected,
                            hardware_considered=considered, best_unloaded=best, terms=cal.used(*TERMS_USED),
-                           what_if_rdma=cheapest, what_if_rdma_all=alts)
+                           what_if_rdma=cheapest, what_if_rdma_all=alts,
+                           what_if_pd_all=sorted(pds, key=lambda d: d["usd_per_hour"]))
 
 
 def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfig, cal: Calibration,

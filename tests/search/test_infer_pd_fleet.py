@@ -1,0 +1,89 @@
+"""Prefill/decode-disaggregated fleets sized in closed form (search/infer_pd_fleet.py) and the advisor's finding."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from functools import cache
+
+import pytest
+
+from gpuplan.advise import advise
+from gpuplan.advise.adapt_infer import inference_facts
+from gpuplan.hardware import load_catalog
+from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms
+from gpuplan.search.infer_pd_fleet import kingman_wait_p99
+from gpuplan.search.infer_search import InferConstraints, InferPlanResult, plan_inference
+from gpuplan.simulate import LengthDist
+from gpuplan.workload.presets import load_model
+
+CAT = load_catalog(use_user_dir=False)
+SLO = InferSlo(ttft_p99_s=3.0, tpot_p99_s=0.04)
+LOAD = InferLoad(qps=20.0, input_len=LengthDist.fixed(8000), output_len=LengthDist.fixed(500))
+
+
+@cache
+def _long_prompts() -> InferPlanResult:
+    return plan_inference(load_model("llama3.1-70b"), LOAD, SLO, CAT, InferConstraints(market="global"))
+
+
+def test_kingman_p99_wait_by_hand() -> None:
+    # M/D/1 at 50% busy, 1 s per prompt: P(W > t) ~ 0.5 exp(-2 x 0.5 t / 0.5) -> W99 = 0.5 ln(50) / 1
+    assert kingman_wait_p99(0.5, 1.0) == pytest.approx(0.5 * math.log(50.0))
+    assert kingman_wait_p99(0.005, 1.0) == 0.0 and kingman_wait_p99(1.0, 1.0) == math.inf
+    assert kingman_wait_p99(0.9, 1.0) > kingman_wait_p99(0.8, 1.0) > kingman_wait_p99(0.5, 1.0)
+
+
+def test_each_part_with_an_rdma_offer_gets_a_disaggregated_fleet_that_meets_the_slo() -> None:
+    res = _long_prompts()
+    assert res.what_if_pd_all, "long prompts at a tight TPOT: some part has a disaggregated fleet"
+    ratio = planner_terms().value("tpot_p99_over_mean")
+    costs = [a["usd_per_hour"] for a in res.what_if_pd_all]
+    assert costs == sorted(costs)
+    for a in res.what_if_pd_all:
+        p, d = a["prefill"], a["decode"]
+        assert p["ttft_p99_s"] <= SLO.ttft_p99_s and d["tpot_s"] * ratio <= SLO.tpot_p99_s
+        assert 0 < p["utilization"] < 0.95 and a["devices"] == p["devices"] + d["devices"]
+        assert a["usd_per_hour"] == pytest.approx(p["usd_per_hour"] + d["usd_per_hour"])
+        for pool in (p, d):  # the KV cache moves between instances: only offers with an RDMA fabric
+            assert CAT.instances[pool["instance"]].rdma_network
+        # the decode pool serves qps x (1 + headroom): groups x batch / (output x TPOT)
+        groups = d["devices"] // (d["layout"]["tp"] * d["layout"]["pp"])
+        assert groups * d["batch"] / (500 * d["tpot_s"]) >= 20.0 * 1.2 - 1e-9
+        assert "not simulated" in a["basis"]
+
+
+def test_the_advisor_names_a_disaggregated_fleet_only_when_it_saves_enough() -> None:
+    res = _long_prompts()
+    run = {"model": "llama3.1-70b", "load": LOAD.to_json(), "slo": {"ttft_p99_s": 3.0, "tpot_p99_s": 0.04},
+           "engine": "vllm", "plans": res.plans}
+    f = inference_facts(run, res.plans[0], catalog=CAT)
+    pd = dict(res.what_if_pd_all[0])
+    usd = float(f.serving["usd_per_hour"])
+    cheap = replace(f, serving={**f.serving, "what_if_pd": {**pd, "usd_per_hour": 0.7 * usd}})
+    found = {x.id: x for x in advise(cheap)}["serve.pd_disaggregation"]
+    assert "30%" in found.message["en"] and "not simulated" in found.message["en"]
+    assert "闭式估算" in found.message["zh"] and "--instance prefill|decode" in found.fix["en"]
+    close = replace(f, serving={**f.serving, "what_if_pd": {**pd, "usd_per_hour": 0.9 * usd}})
+    assert "serve.pd_disaggregation" not in {x.id for x in advise(close)}
+
+
+def test_no_disaggregated_fleet_without_an_rdma_fabric() -> None:
+    """The KV cache of every prompt crosses between instances: offers that state no RDMA fabric never carry it."""
+    from gpuplan.estimate.infer_step import step_cost_model
+    from gpuplan.search.infer_capacity import length_moments
+    from gpuplan.search.infer_fleet import fleet_offers
+    from gpuplan.search.infer_pd_fleet import PdInput, pd_fleet
+    from gpuplan.simulate import EngineConfig
+    from gpuplan.workload.engines import engine
+    from gpuplan.workload.jobs import Layout
+
+    acc = CAT.accelerator("h20-96gb")
+    offers = [o for o in fleet_offers(CAT, acc.id, market="cn", provider=None) if o.scale_out is None]
+    assert offers
+    cm = step_cost_model(load_model("qwen3-8b"), accelerator=acc, layout=Layout(), weights="bf16", kv_dtype="bf16",
+                         engine=engine("sglang"))
+    x = PdInput(weights="bf16", layout=Layout(), offers=offers, link=None, cost=cm)
+    assert pd_fleet([x], accelerator=acc.id, moments=length_moments(LOAD.input_len, LOAD.output_len), slo=SLO,
+                    qps=2.0, headroom=0.2, cfg=EngineConfig.from_profile(engine("sglang")), tpot_p99_over_mean=1.4,
+                    max_devices=64) is None
