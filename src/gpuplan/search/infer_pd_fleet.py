@@ -60,6 +60,20 @@ def kingman_wait_p99(rho: float, service_s: float) -> float:
     return rho * service_s * math.log(100.0 * rho) / (2.0 * (1.0 - rho))
 
 
+def _priced(x: PdInput, groups_needed: float, max_devices: int) -> tuple[int, float, Offer, int] | None:
+    """(attention groups in whole expert-parallel groups, USD/h, offer, instances) for `groups_needed` groups of
+    `x`'s layout within `max_devices`, on its offers; None when none hosts them."""
+    lay = x.layout
+    groups = whole_groups(max(1, math.ceil(groups_needed)), lay)
+    if groups * lay.tp * lay.pp > max_devices:
+        return None
+    priced = price_layout(x.offers, groups, lay, span=x.link is not None)
+    if priced is None:
+        return None
+    usd, offer, instances = priced
+    return groups, usd, offer, instances
+
+
 def _decode_pool(x: PdInput, *, moments: LengthMoments, slo: InferSlo, qps: float, cfg: EngineConfig,
                  tpot_p99_over_mean: float, max_devices: int) -> dict[str, Any] | None:
     cm, lay = x.cost, x.layout
@@ -77,13 +91,10 @@ def _decode_pool(x: PdInput, *, moments: LengthMoments, slo: InferSlo, qps: floa
         lo, hi = (mid, hi) if ok(mid) else (lo, mid - 1)
     tpot = verify_step_s(cm, lo, context, 0)
     per_group = lo / (moments.out_mean * tpot)
-    groups = whole_groups(max(1, math.ceil(qps / per_group)), lay)
-    if groups * lay.tp * lay.pp > max_devices:
-        return None
-    priced = price_layout(x.offers, groups, lay, span=x.link is not None)
+    priced = _priced(x, qps / per_group, max_devices)
     if priced is None:
         return None
-    usd, offer, instances = priced
+    groups, usd, offer, instances = priced
     return {"layout": {"tp": lay.tp, "pp": lay.pp, "ep": lay.ep}, "groups": groups, "batch": lo,
             "devices": groups * lay.tp * lay.pp, "tpot_s": tpot, "instance": offer.instance, "instances": instances,
             "usd_per_hour": usd}
@@ -106,13 +117,10 @@ def _prefill_pool(x: PdInput, rdma: Link, *, moments: LengthMoments, slo: InferS
     rho = lo
     if rho <= 0.0:
         return None
-    groups = whole_groups(max(1, math.ceil(qps * service / rho)), lay)
-    if groups * lay.tp * lay.pp > max_devices:
-        return None
-    priced = price_layout(x.offers, groups, lay, span=x.link is not None)
+    priced = _priced(x, qps * service / rho, max_devices)
     if priced is None:
         return None
-    usd, offer, instances = priced
+    groups, usd, offer, instances = priced
     util = qps * service / groups
     return {"layout": {"tp": lay.tp, "pp": lay.pp, "ep": lay.ep}, "groups": groups,
             "devices": groups * lay.tp * lay.pp, "prefill_s": service, "utilization": util,
