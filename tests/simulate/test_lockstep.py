@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuplan.estimate.infer_step import step_cost_model
 from gpuplan.hardware import load_catalog
@@ -23,6 +25,9 @@ def _dp8():  # type: ignore[no-untyped-def]
     """DeepSeek-V3 in int4 on one H800 node: 8 attention groups of one device, EP8."""
     return step_cost_model(get_preset("deepseek-v3").spec, accelerator=CAT.accelerator("h800-sxm5-80gb"),
                            layout=serving_layout(tp=1, ep=8), weights="int4", kv_dtype="bf16", engine=engine("sglang"))
+
+
+_BASE = _dp8()
 
 
 def test_one_group_is_its_own_pace() -> None:
@@ -65,3 +70,22 @@ def test_lockstep_raises_the_simulated_tpot_of_a_wide_ep_group() -> None:
                        max_batched_tokens=cfg.max_batched_tokens, chunked_prefill=cfg.chunked_prefill)
     together = summarize(simulate_engine(w, ls, cfg), warmup_fraction=0.1)
     assert together.tpot_s.mean > 1.2 * alone.tpot_s.mean
+
+
+@settings(max_examples=60, deadline=None)
+@given(rate=st.floats(0.0, 200.0), decode=st.integers(1, 256), kv=st.integers(0, 400_000),
+       prefill=st.sampled_from([0, 64, 2048]))
+def test_a_stretched_step_lies_between_its_own_and_a_prompt_step(rate: float, decode: int, kv: int,
+                                                                  prefill: int) -> None:
+    base = _BASE
+    ls = LockstepCost(base, foreign_rate_per_s=rate, prompt_tokens=1024, prompt_pairs=1024 * 1025 / 2,
+                      typical_context=1152)
+    kw = {"prefill_tokens": prefill, "prefill_attn_pairs": prefill * (prefill + 1) / 2, "decode_seqs": decode,
+          "decode_kv_tokens": kv}
+    own = base.step_s(**kw)
+    foreign = base.step_s(prefill_tokens=1024, prefill_attn_pairs=1024 * 1025 / 2, decode_seqs=decode,
+                          decode_kv_tokens=kv)
+    got = ls.step_s(**kw)
+    assert own - 1e-12 <= got <= max(own, foreign) + 1e-12
+    if rate == 0.0:
+        assert got == own
