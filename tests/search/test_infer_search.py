@@ -14,7 +14,8 @@ from gpuplan.hardware import Catalog, load_catalog
 from gpuplan.search.infer_capacity import capacity, length_moments
 from gpuplan.search.infer_fleet import Offer, advice, price_fleet
 from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms
-from gpuplan.search.infer_search import InferConstraints, _min_replicas, plan_inference
+from gpuplan.search.infer_search import InferConstraints, plan_inference
+from gpuplan.search.infer_verify import min_replicas
 from gpuplan.simulate import EngineConfig, LengthDist, SimMetrics, Workload
 from gpuplan.workload.presets import load_model
 
@@ -139,7 +140,7 @@ def test_min_replicas_brackets_and_bisects() -> None:
 
     for r0 in (1, 3, 7, 12, 40):
         calls.clear()
-        found = _min_replicas(run, r0, InferSlo(ttft_p99_s=1.0, tpot_p99_s=1.0), max_sims=12)
+        found = min_replicas(run, r0, InferSlo(ttft_p99_s=1.0, tpot_p99_s=1.0), max_sims=12)
         assert found is not None and found[0] == 7, (r0, calls)
     # a latency floor above the SLO: more replicas barely help, so the search gives up early
     floor: list[int] = []
@@ -148,7 +149,7 @@ def test_min_replicas_brackets_and_bisects() -> None:
         floor.append(r)
         return _fake(1.2)
 
-    assert _min_replicas(stuck, 2, InferSlo(ttft_p99_s=1.0, tpot_p99_s=1.0)) is None
+    assert min_replicas(stuck, 2, InferSlo(ttft_p99_s=1.0, tpot_p99_s=1.0)) is None
     assert floor == [2, 3]
 
 
@@ -202,7 +203,7 @@ def test_no_plan_runs_over_100_percent_utilization() -> None:
 def test_min_replicas_respects_the_utilization_floor_and_a_draining_queue() -> None:
     slo = InferSlo(ttft_p99_s=1.0, tpot_p99_s=1.0)
     # latencies meet the SLO from 2 replicas, but under 5 replicas the fleet is over 100% utilization
-    found = _min_replicas(lambda r: _fake(0.5 if r >= 2 else 2.0), 8, slo, max_sims=12, floor=5)
+    found = min_replicas(lambda r: _fake(0.5 if r >= 2 else 2.0), 8, slo, max_sims=12, floor=5)
     assert found is not None and found[0] == 5
     # the p99s meet the SLO at every size, but under 6 replicas the queue grows over the run (does not drain)
     from dataclasses import replace
@@ -210,7 +211,7 @@ def test_min_replicas_respects_the_utilization_floor_and_a_draining_queue() -> N
     def growing(r: int) -> SimMetrics:
         return replace(_fake(0.5), queue_growth_s=0.0 if r >= 6 else 0.6)
 
-    found = _min_replicas(growing, 3, slo, max_sims=12)
+    found = min_replicas(growing, 3, slo, max_sims=12)
     assert found is not None and found[0] == 6
 
 

@@ -20,7 +20,6 @@ Verified plans are then simulated at the requested load for the figures they rep
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +35,7 @@ from gpuplan.search.infer_layouts import placements
 from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms
 from gpuplan.search.infer_pd_fleet import PdInput, pd_fleet
 from gpuplan.search.infer_size import size_fleet
+from gpuplan.search.infer_verify import min_fleet, min_replicas, score
 from gpuplan.search.infer_whatif import rdma_what_if
 from gpuplan.search.plan_trust import meets_trust, serving_bands, serving_confidence
 from gpuplan.search.train_search import PlanConstraints, policy_rejection
@@ -123,21 +123,7 @@ def _bump(rejected: dict[str, int], why: str, n: int = 1) -> None:
     rejected[why] = rejected.get(why, 0) + n
 
 
-def _meets(m: SimMetrics, slo: InferSlo, queue_growth_max: float) -> bool:
-    """The p99 TTFT and TPOT meet the SLO and the queue drains (its delay does not grow over the run)."""
-    return (m.ttft_s.p99 <= slo.ttft_p99_s and m.tpot_s.p99 <= slo.tpot_p99_s
-            and m.queue_growth_s <= queue_growth_max * slo.ttft_p99_s)
 
-
-def min_fleet(qps: float, capacity_rps: float) -> int:
-    """The fewest replicas at or under 100% utilization: ceil(qps / the replica's SLO-bound capacity)."""
-    return max(1, math.ceil(qps / capacity_rps - 1e-9))
-
-
-def _score(m: SimMetrics, slo: InferSlo, queue_growth_max: float) -> float:
-    """How far a simulation is from the SLO and from a draining queue (<= 1: met)."""
-    return max(m.ttft_s.p99 / slo.ttft_p99_s, m.tpot_s.p99 / slo.tpot_p99_s,
-               m.queue_growth_s / (queue_growth_max * slo.ttft_p99_s))
 
 
 def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog,
@@ -303,15 +289,15 @@ def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfi
 
         tried_sims: dict[int, SimMetrics] = {}
         floor = min_fleet(load.qps, c.cap.requests_per_s)
-        found = _min_replicas(run, max(c.replicas, floor), slo, seen=tried_sims, floor=floor,
+        found = min_replicas(run, max(c.replicas, floor), slo, seen=tried_sims, floor=floor,
                               queue_growth_max=growth_max)
         if found is None:
             _bump(rejected, "simulated_slo")
             r_max = max(tried_sims)
             m_max = tried_sims[r_max]
-            score = _score(m_max, slo, growth_max)
-            if score < near_miss.get("score", math.inf):
-                near_miss.update(score=score, on=f"{r_max} x {_label(c)}", ttft_p99_s=m_max.ttft_s.p99,
+            how_far = score(m_max, slo, growth_max)
+            if how_far < near_miss.get("score", math.inf):
+                near_miss.update(score=how_far, on=f"{r_max} x {_label(c)}", ttft_p99_s=m_max.ttft_s.p99,
                                  tpot_p99_s=m_max.tpot_s.p99)
             continue
         r, m_head = found
@@ -333,56 +319,6 @@ def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfi
         plans.append(_plan_record(c, r, usd, offer, n_inst, m, m_head, load, cal, prof))
     return plans, simulated, near_miss
 
-
-def _min_replicas(run: Callable[[int], SimMetrics], r0: int, slo: InferSlo, max_sims: int = 7,
-                  seen: dict[int, SimMetrics] | None = None, *, floor: int = 1,
-                  queue_growth_max: float | None = None) -> tuple[int, SimMetrics] | None:
-    """The fewest replicas (near r0, never under `floor`) whose simulation meets the SLO with a queue that
-    drains: bracket geometrically (x1.25 per try, x2 while the p99s are over 1.5 x the limits), then bisect.
-
-    `seen` (if given) receives every simulation by replica count.
-    """
-    seen = {} if seen is None else seen
-    floor = max(1, floor)
-    if queue_growth_max is None:  # the shipped term (search/data/infer_plan.yaml)
-        queue_growth_max = planner_terms().value("queue_growth_max")
-    r0 = max(r0, floor)
-
-    def ok(r: int) -> bool:
-        if r not in seen:
-            seen[r] = run(r)
-        return _meets(seen[r], slo, queue_growth_max)
-
-    lo = floor - 1  # largest count known to fail (counts under the floor are over 100% utilization)
-    if ok(r0):
-        hi = r0
-        while hi > floor and len(seen) < max_sims:
-            r = max(floor, min(hi - 1, int(hi / 1.25)))
-            if ok(r):
-                hi = r
-            else:
-                lo = r
-                break
-    else:
-        lo, hi = r0, 0
-        while len(seen) < max_sims:
-            score = _score(seen[lo], slo, queue_growth_max)
-            r = max(lo + 1, math.ceil(lo * (2.0 if score > 1.5 else 1.25)))  # far from the SLO: double
-            if ok(r):
-                hi = r
-                break
-            if _score(seen[r], slo, queue_growth_max) > 0.95 * score:  # more replicas barely help: a latency floor
-                return None
-            lo = r
-        if not hi:
-            return None
-    while hi - lo > 1 and len(seen) < max_sims:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi, seen[hi]
 
 
 def _plan_record(c: _Cand, r: int, usd: float, offer: Offer, n_inst: int, m: SimMetrics, m_head: SimMetrics,
