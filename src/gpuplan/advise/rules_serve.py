@@ -84,7 +84,9 @@ def serve_pd(f: PlanFacts, th: Thresholds) -> list[Finding]:
     if not usd_h or w["usd_per_hour"] > usd_h * (1.0 - th.value("pd_what_if_min_saving")):
         return []
     p, d = w["prefill"], w["decode"]
-    src = "closed form (search/infer_pd_fleet): M/D/1 prefill queue, decode batch at the TPOT SLO"
+    sim = bool(w.get("simulated"))
+    src = ("simulated per pool (search/infer_pd_sim)" if sim else
+           "closed form (search/infer_pd_fleet): M/D/1 prefill queue, decode batch at the TPOT SLO")
     figs = (_est("pd_prefill_devices", p["devices"], "devices", src), _est("pd_decode_devices", d["devices"],
                                                                              "devices", src),
             _est("pd_usd_per_hour", w["usd_per_hour"], "USD/h", src), _th(th, "pd_what_if_min_saving"))
@@ -93,7 +95,10 @@ def serve_pd(f: PlanFacts, th: Thresholds) -> list[Finding]:
                          p_devices=p["devices"], p_layout=_layout_text(p["layout"]), p_util=p["utilization"],
                          d_devices=d["devices"], d_layout=_layout_text(d["layout"]), batch=d["batch"],
                          alt_usd_h=w["usd_per_hour"], saving=1.0 - w["usd_per_hour"] / usd_h,
-                         link=w["kv_link"])]
+                         link=w["kv_link"], ttft=float(w.get("ttft_p99_s") or 0.0),
+                         tpot_ms=float(w.get("tpot_p99_s") or 0.0) * 1e3,
+                         how_en=("Each pool simulated, not a plan" if sim else "Closed-form estimate, not simulated"),
+                         how_zh=("两个池均经模拟，但不作为方案" if sim else "此为闭式估算，未经模拟"))]
 
 
 SERVE_RULES = (serve_growth, serve_rdma, serve_pd)

@@ -37,7 +37,7 @@ from gpuplan.search.infer_load import InferSlo
 from gpuplan.simulate.engine_sim import EngineConfig
 from gpuplan.workload.jobs import Layout
 
-__all__ = ["PdInput", "kingman_wait_p99", "pd_fleet"]
+__all__ = ["PdFleet", "PdInput", "kingman_wait_p99", "pd_fleet", "priced_groups"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +60,7 @@ def kingman_wait_p99(rho: float, service_s: float) -> float:
     return rho * service_s * math.log(100.0 * rho) / (2.0 * (1.0 - rho))
 
 
-def _priced(x: PdInput, groups_needed: float, max_devices: int) -> tuple[int, float, Offer, int] | None:
+def priced_groups(x: PdInput, groups_needed: float, max_devices: int) -> tuple[int, float, Offer, int] | None:
     """(attention groups in whole expert-parallel groups, USD/h, offer, instances) for `groups_needed` groups of
     `x`'s layout within `max_devices`, on its offers; None when none hosts them."""
     lay = x.layout
@@ -75,7 +75,7 @@ def _priced(x: PdInput, groups_needed: float, max_devices: int) -> tuple[int, fl
 
 
 def _decode_pool(x: PdInput, *, moments: LengthMoments, slo: InferSlo, qps: float, cfg: EngineConfig,
-                 tpot_p99_over_mean: float, max_devices: int) -> dict[str, Any] | None:
+                 tpot_p99_over_mean: float, max_devices: int) -> tuple[dict[str, Any], PdInput] | None:
     cm, lay = x.cost, x.layout
     context = moments.in_mean + moments.out_mean / 2.0
     fits = min(int(cm.kv_capacity_tokens // (moments.in_p99 + moments.out_p99)), cfg.max_num_seqs)
@@ -91,17 +91,17 @@ def _decode_pool(x: PdInput, *, moments: LengthMoments, slo: InferSlo, qps: floa
         lo, hi = (mid, hi) if ok(mid) else (lo, mid - 1)
     tpot = verify_step_s(cm, lo, context, 0)
     per_group = lo / (moments.out_mean * tpot)
-    priced = _priced(x, qps / per_group, max_devices)
+    priced = priced_groups(x, qps / per_group, max_devices)
     if priced is None:
         return None
     groups, usd, offer, instances = priced
     return {"layout": {"tp": lay.tp, "pp": lay.pp, "ep": lay.ep}, "groups": groups, "batch": lo,
             "devices": groups * lay.tp * lay.pp, "tpot_s": tpot, "instance": offer.instance, "instances": instances,
-            "usd_per_hour": usd}
+            "usd_per_hour": usd}, x
 
 
 def _prefill_pool(x: PdInput, rdma: Link, *, moments: LengthMoments, slo: InferSlo, qps: float, cfg: EngineConfig,
-                  max_devices: int) -> dict[str, Any] | None:
+                  max_devices: int) -> tuple[dict[str, Any], PdInput] | None:
     cm, lay = x.cost, x.layout
     if cm.kv_capacity_tokens < moments.in_p99:
         return None
@@ -117,7 +117,7 @@ def _prefill_pool(x: PdInput, rdma: Link, *, moments: LengthMoments, slo: InferS
     rho = lo
     if rho <= 0.0:
         return None
-    priced = _priced(x, qps * service / rho, max_devices)
+    priced = priced_groups(x, qps * service / rho, max_devices)
     if priced is None:
         return None
     groups, usd, offer, instances = priced
@@ -125,39 +125,49 @@ def _prefill_pool(x: PdInput, rdma: Link, *, moments: LengthMoments, slo: InferS
     return {"layout": {"tp": lay.tp, "pp": lay.pp, "ep": lay.ep}, "groups": groups,
             "devices": groups * lay.tp * lay.pp, "prefill_s": service, "utilization": util,
             "ttft_p99_s": fixed + kingman_wait_p99(util, service), "instance": offer.instance,
-            "instances": instances, "usd_per_hour": usd}
+            "instances": instances, "usd_per_hour": usd}, x
+
+
+@dataclass(frozen=True, slots=True)
+class PdFleet:
+    """A disaggregated fleet: its JSON record and the layouts of its two pools (for `infer_pd_sim` to simulate)."""
+
+    record: dict[str, Any]
+    prefill: PdInput
+    decode: PdInput
+    kv_link: Link
 
 
 def pd_fleet(inputs: Sequence[PdInput], *, accelerator: str, moments: LengthMoments, slo: InferSlo, qps: float,
-             headroom: float, cfg: EngineConfig, tpot_p99_over_mean: float, max_devices: int) -> dict[str, Any] | None:
+             headroom: float, cfg: EngineConfig, tpot_p99_over_mean: float, max_devices: int) -> PdFleet | None:
     """The cheapest disaggregated fleet on one part from the layouts the planner evaluated (`inputs`); None when
     no offer of the part states an RDMA fabric or no pair of pools meets the SLO."""
     rdma = next((o.scale_out for x in inputs for o in x.offers if o.scale_out is not None), None)
     if rdma is None:
         return None
     load = qps * (1.0 + headroom)
-    best: dict[str, Any] | None = None
+    best: PdFleet | None = None
     for w in sorted({x.weights for x in inputs}):
-        mine = [x for x in inputs if x.weights == w]
-        rdma_mine = [x for x in mine if any(o.scale_out is not None for o in x.offers)]
-        pre = [p for x in rdma_mine if (p := _prefill_pool(
-            _with_rdma_offers(x), rdma, moments=moments, slo=slo, qps=load, cfg=cfg, max_devices=max_devices))]
-        dec = [d for x in rdma_mine if (d := _decode_pool(
-            _with_rdma_offers(x), moments=moments, slo=slo, qps=load, cfg=cfg, tpot_p99_over_mean=tpot_p99_over_mean,
-            max_devices=max_devices))]
+        mine = [_with_rdma_offers(x) for x in inputs if x.weights == w and any(o.scale_out for o in x.offers)]
+        pre = [r for x in mine if (r := _prefill_pool(x, rdma, moments=moments, slo=slo, qps=load, cfg=cfg,
+                                                      max_devices=max_devices))]
+        dec = [r for x in mine if (r := _decode_pool(x, moments=moments, slo=slo, qps=load, cfg=cfg,
+                                                     tpot_p99_over_mean=tpot_p99_over_mean, max_devices=max_devices))]
         if not pre or not dec:
             continue
-        p = min(pre, key=lambda r: (r["usd_per_hour"], r["devices"]))
-        d = min(dec, key=lambda r: (r["usd_per_hour"], r["devices"]))
+        p, px = min(pre, key=lambda r: (r[0]["usd_per_hour"], r[0]["devices"]))
+        d, dx = min(dec, key=lambda r: (r[0]["usd_per_hour"], r[0]["devices"]))
         if p["devices"] + d["devices"] > max_devices:
             continue
         usd = p["usd_per_hour"] + d["usd_per_hour"]
-        if best is None or usd < best["usd_per_hour"]:
-            best = {"accelerator": accelerator, "weights": w, "prefill": p, "decode": d, "usd_per_hour": usd,
-                    "devices": p["devices"] + d["devices"], "kv_link": rdma.label,
-                    "basis": "closed form (not simulated): prefill pool as an M/D/1 queue at the TTFT SLO "
-                             "(Kingman), decode pool at the largest batch within the TPOT SLO, "
-                             f"{headroom:.0%} headroom; the KV cache moves over {rdma.label}"}
+        if best is None or usd < best.record["usd_per_hour"]:
+            best = PdFleet(record={
+                "accelerator": accelerator, "weights": w, "prefill": p, "decode": d, "usd_per_hour": usd,
+                "devices": p["devices"] + d["devices"], "kv_link": rdma.label, "simulated": False,
+                "ttft_p99_s": p["ttft_p99_s"], "tpot_p99_s": d["tpot_s"] * tpot_p99_over_mean,
+                "basis": "closed form (not simulated): prefill pool as an M/D/1 queue at the TTFT SLO (Kingman), "
+                         f"decode pool at the largest batch within the TPOT SLO, {headroom:.0%} headroom; the KV cache "
+                         f"moves over {rdma.label}"}, prefill=px, decode=dx, kv_link=rdma)
     return best
 
 

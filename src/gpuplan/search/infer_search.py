@@ -33,7 +33,8 @@ from gpuplan.search.infer_capacity import Capacity, length_moments
 from gpuplan.search.infer_fleet import Offer, advice, attention_groups, fleet_offers, price_layout, whole_groups
 from gpuplan.search.infer_layouts import placements
 from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms
-from gpuplan.search.infer_pd_fleet import PdInput, pd_fleet
+from gpuplan.search.infer_pd_fleet import PdFleet, PdInput, pd_fleet
+from gpuplan.search.infer_pd_sim import simulate_pd
 from gpuplan.search.infer_size import size_fleet
 from gpuplan.search.infer_verify import min_fleet, min_replicas, score
 from gpuplan.search.infer_whatif import rdma_what_if
@@ -51,6 +52,7 @@ from gpuplan.workload.params import count_params
 __all__ = ["InferConstraints", "InferPlanResult", "plan_inference"]
 
 WEIGHTS = SERVED_WEIGHTS
+PD_SIMULATED = 2  # disaggregated fleets simulated per pool (the cheapest in closed form); the rest stay closed forms
 KV_DTYPES = ("bf16", "fp16", "fp8", "int8")
 TERMS_USED = ("load_headroom", "tpot_p99_over_mean", "max_simulations", "dedicated_utilization",
               "dedicated_p99_growth", "sim_requests", "sim_warmup_fraction", "finalists", "plans_wanted",
@@ -146,7 +148,7 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
     largest: tuple[float, str] = (0.0, "")  # usable bytes of the largest allowed device
     evaluated = 0
     alts: list[dict[str, Any]] = []
-    pds: list[dict[str, Any]] = []
+    pds: list[PdFleet] = []
     policy = cons.policy()
     for acc in progress.each(catalog.accelerators.values()):
         why = policy_rejection(acc, policy)
@@ -217,6 +219,7 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
                       tpot_p99_over_mean=ratio, max_devices=cons.max_devices)
         if pd is not None:
             pds.append(pd)
+    pd_records = _simulated_pd(pds, load, slo, cfg, cal, cons.max_devices)
     if not cands:
         int4_bytes = counts.total * matrix_bytes_per_param(spec, InferenceJob(weights="int4"))
         _no_plan(spec, slo, cons, rejected, best, int4_bytes, largest, considered, prof)
@@ -238,7 +241,24 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
     return InferPlanResult(plans=plans, candidates_evaluated=evaluated, simulated=simulated, rejected=rejected,
                            hardware_considered=considered, best_unloaded=best, terms=cal.used(*TERMS_USED),
                            what_if_rdma=cheapest, what_if_rdma_all=alts,
-                           what_if_pd_all=sorted(pds, key=lambda d: d["usd_per_hour"]))
+                           what_if_pd_all=pd_records)
+
+
+def _simulated_pd(pds: list[PdFleet], load: InferLoad, slo: InferSlo, cfg: EngineConfig, cal: Calibration,
+                  max_devices: int) -> list[dict[str, Any]]:
+    """The disaggregated fleets, cheapest first: the `PD_SIMULATED` cheapest in closed form simulated per pool (one
+    that misses the SLO in simulation is dropped), the rest as closed forms."""
+    out: list[dict[str, Any]] = []
+    tried = 0
+    for f in sorted(pds, key=lambda f: f.record["usd_per_hour"]):
+        if tried < PD_SIMULATED:
+            tried += 1
+            sim = simulate_pd(f, load=load, slo=slo, cfg=cfg, cal=cal, max_devices=max_devices)
+            if sim is not None:
+                out.append(sim)
+            continue
+        out.append(f.record)
+    return sorted(out, key=lambda r: r["usd_per_hour"])
 
 
 def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfig, cal: Calibration,

@@ -107,3 +107,4 @@ def lockstep_cost(base: ArrayStepCost, *, groups: int, group_qps: float, input_l
     pairs = input_len_mean * (input_len_mean + 1.0) / 2.0 / n  # causal pairs of the prompt, per chunk
     return LockstepCost(base, foreign_rate_per_s=(groups - 1) * group_qps, prompt_tokens=round(input_len_mean / n),
                         prompt_pairs=pairs, typical_context=typical_context)
+
