@@ -246,3 +246,37 @@ def test_a_server_across_instances_launches_per_node_or_names_the_formats_that_c
     res = CliRunner().invoke(app, [*args, *pick, "--emit", "vllm", "--out", str(tmp_path / "v")])
     exited(res, 2)
     assert "sglang" in res.output and not (tmp_path / "v").exists()
+
+
+PD_INFER = ["plan", "infer", "-m", "llama3.1-70b", "--qps", "20", "--input-len", "8000", "--output-len", "500",
+            "--ttft-p99", "3", "--tpot-p99", "0.04", "--market", "global"]
+
+
+def test_a_disaggregated_fleet_gets_its_sglang_prefill_decode_and_router_launch(tmp_path: Any) -> None:
+    """`--emit sglang --disaggregated`: the fleet the advisor would name, one script per pool and the router."""
+    plan = json.loads(CliRunner().invoke(app, [*PD_INFER, "--json"]).stdout)
+    pd = plan["what_if_pd_all"][0]
+    files = emit([*PD_INFER, "--disaggregated"], tmp_path, "sglang")
+    assert set(files) == {"sglang_prefill.sh", "sglang_decode.sh", "sglang_router.sh"}
+    pre, dec, router = (command_words(files[f"sglang_{n}.sh"]) for n in ("prefill", "decode", "router"))
+    assert pre[pre.index("--disaggregation-mode") + 1] == "prefill" and "--disaggregation-bootstrap-port" in pre
+    assert dec[dec.index("--disaggregation-mode") + 1] == "decode"
+    for words in (pre, dec):
+        assert words[words.index("--disaggregation-transfer-backend") + 1] == "mooncake"
+        assert unknown(["sglang"], [w for w in words if w.startswith("--")]) == []
+    assert dec[dec.index("--tp-size") + 1] == str(max(pd["decode"]["layout"]["tp"], pd["decode"]["layout"]["ep"]))
+    assert unknown(["sglang_router"], [w for w in router if w.startswith("--")]) == []
+    assert "--pd-disaggregation" in router
+    # one --prefill (with its bootstrap port) per prefill server, one --decode per decode server
+    per_server = {n: max(pd[n]["layout"]["tp"], pd[n]["layout"]["ep"]) * pd[n]["layout"]["pp"] for n in pd
+                  if n in ("prefill", "decode")}
+    assert router.count("--prefill") == pd["prefill"]["devices"] // per_server["prefill"]
+    assert router.count("--decode") == pd["decode"]["devices"] // per_server["decode"]
+    assert all("not a plan" in text for text in files.values())
+
+
+def test_disaggregated_emission_is_sglang_only_and_takes_no_pick(tmp_path: Any) -> None:
+    for extra, field in ((["--emit", "vllm"], "emit"), (["--emit", "sglang", "--pick", "1"], "pick")):
+        res = CliRunner().invoke(app, [*PD_INFER, *extra, "--disaggregated", "--out", str(tmp_path / field)])
+        exited(res, 2)
+        assert f"{field}=" in res.output and not (tmp_path / field).exists()

@@ -1,5 +1,6 @@
 """`--emit FORMAT [--out DIR] [--pick N]` on `plan train`, `estimate train` and `plan infer`: a thin
-door to gpuplan.emit (pick the plan, build the target, write atomically, say what was written)."""
+door to gpuplan.emit (pick the plan, build the target, write atomically, say what was written);
+`plan infer --emit sglang --disaggregated` writes the disaggregated fleet the advisor names."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from gpuplan.advise.facts import Requirements
+from gpuplan.advise.findings import Thresholds
 from gpuplan.cli.common import note
 from gpuplan.emit import (
     SERVE_FORMATS,
@@ -19,11 +22,12 @@ from gpuplan.emit import (
     write_files,
 )
 from gpuplan.errors import InputError
+from gpuplan.hardware import Catalog
 from gpuplan.i18n import tr
 from gpuplan.workload.jobs import TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 
-__all__ = ["check_formats", "pick_plan", "write_serve", "write_train"]
+__all__ = ["check_disaggregated", "check_formats", "pick_plan", "write_serve", "write_serve_pd", "write_train"]
 
 
 def check_formats(emit: str | None, kind: str) -> list[str]:
@@ -31,6 +35,19 @@ def check_formats(emit: str | None, kind: str) -> list[str]:
     if emit is None:
         return []
     return parse_formats(emit, TRAIN_FORMATS if kind == "train" else SERVE_FORMATS)
+
+
+def check_disaggregated(disaggregated: bool, formats: list[str], pick: int | None) -> None:
+    """--disaggregated writes SGLang's prefill/decode launch: it needs --emit sglang and takes no --pick."""
+    if not disaggregated:
+        return
+    if formats != ["sglang"]:
+        raise InputError(field="emit", value=",".join(formats) or "(none)", allowed="sglang with --disaggregated",
+                         hint="gpuplan writes the launch of a disaggregated fleet for SGLang only "
+                              "(--disaggregation-mode prefill|decode and its router): pass --emit sglang")
+    if pick is not None:
+        raise InputError(field="pick", value=pick, allowed="left out with --disaggregated",
+                         hint="--disaggregated emits the disaggregated fleet the advisor names, not a ranked plan")
 
 
 def pick_plan(plans: Sequence[Mapping[str, Any]], pick: int | None, recommended: Mapping[str, Any] | None,
@@ -67,6 +84,29 @@ def write_serve(names: list[str], out: Path, *, model_id: str, spec: ModelSpec, 
     t = ServeTarget(model_id=model_id, spec=spec, fleet=fleet, run=run, max_model_len=max_model_len,
                     stated=frozenset(stated))
     _write(emit_serve(t, names), out, lang)
+
+
+def write_serve_pd(out: Path, *, model_id: str, spec: ModelSpec, run: Mapping[str, Any], lang: str, catalog: Catalog,
+                   thresholds: Thresholds, requirements: Requirements | None, max_model_len: int) -> None:
+    """The SGLang launch of the disaggregated fleet the advisor would name: the cheapest in `what_if_pd_all` whose
+    part draws no blocking finding in its market (advise.report_infer.pd_alternative)."""
+    from gpuplan.advise.adapt_infer import inference_facts
+    from gpuplan.advise.report_infer import pd_alternative
+    from gpuplan.emit.serve_pd import pd_files
+
+    sized = list(run.get("what_if_pd_all") or [])
+    if not sized:
+        raise InputError(field="disaggregated", value=True, allowed="a load some disaggregated fleet serves",
+                         hint="no part has an offer with an RDMA fabric (the KV cache moves between instances) and "
+                              "pools that meet the SLO; plan without --disaggregated")
+    facts = inference_facts(run, run["plans"][0], catalog=catalog, requirements=requirements)
+    pd = pd_alternative(run, facts, catalog, thresholds)
+    if pd is None:
+        raise InputError(field="disaggregated", value=True, allowed="a disaggregated fleet on a part the market allows",
+                         hint="every disaggregated fleet's part draws a blocking finding (export, residency or "
+                              "compliance) in its offer's market")
+    _write(pd_files(model_id=model_id, spec=spec, run=run, pd=pd, max_model_len=max_model_len,
+                    stated=frozenset({"kv_dtype"})), out, lang)
 
 
 def _write(files: Mapping[str, str], out: Path, lang: str) -> None:

@@ -12,7 +12,7 @@ from rich.table import Table
 from gpuplan.advise.findings import load_thresholds
 from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_report, save_report_quiet
 from gpuplan.cli.common import console, fail, positives, print_json
-from gpuplan.cli.emit import check_formats, pick_plan, write_serve
+from gpuplan.cli.emit import check_disaggregated, check_formats, pick_plan, write_serve, write_serve_pd
 from gpuplan.cli.train import plan_app
 from gpuplan.emit import SERVE_FORMATS
 from gpuplan.errors import GpuplanError, InputError
@@ -108,6 +108,7 @@ def plan_infer(
     emit: str = typer.Option(None, "--emit", help=help_text("help.common.emit", formats=", ".join(SERVE_FORMATS))),
     emit_out: Path = typer.Option(Path("gpuplan-emit"), "--out", help=help_text("help.common.emit_out")),
     pick: int = typer.Option(None, "--pick", min=1, help=help_text("help.common.emit_pick")),
+    disaggregated: bool = typer.Option(False, "--disaggregated", help=help_text("help.plan_infer.disaggregated")),
 ) -> None:
     """Search instances, TP/PP/EP, weight format and replicas for the cheapest fleet meeting the SLO."""
     from gpuplan.advise.report_infer import choose_fleet, inference_report
@@ -119,6 +120,7 @@ def plan_infer(
     try:
         language = resolve_lang(lang)
         formats = check_formats(emit, "serve")
+        check_disaggregated(disaggregated, formats, pick)
         positives(language, ("qps", qps, False), ("input-len", input_len, True), ("output-len", output_len, True),
                   ("ttft-p99", ttft_p99, False), ("tpot-p99", tpot_p99, False), ("max-devices", max_devices, True),
                   ("top", top, True))
@@ -152,12 +154,15 @@ def plan_infer(
         run.update(recommended=recommended, not_recommended=blocked)
         if report is not None and doc is not None:
             (save_report_quiet if json_out else save_report)(doc, report, language)
-        if formats and res.plans:
+        max_len = min(spec.max_position_embeddings, load.input_len.max + load.output_len.max)
+        if disaggregated and res.plans:
+            write_serve_pd(emit_out, model_id=model, spec=spec, run=run, lang=language, catalog=cat, thresholds=th,
+                           requirements=req, max_model_len=max_len)
+        elif formats and res.plans:
             write_serve(formats, emit_out, model_id=model, spec=spec, run=run, lang=language,
                         fleet=pick_plan(res.plans, pick, recommended,
                                         ("accelerator", "instance", "replicas", "layout", "weights")),
-                        max_model_len=min(spec.max_position_embeddings, load.input_len.max + load.output_len.max),
-                        stated={"kv_dtype"} | ({"weights"} if weights else set()))
+                        max_model_len=max_len, stated={"kv_dtype"} | ({"weights"} if weights else set()))
     except (GpuplanError, ValidationError) as exc:
         fail(exc, lang)
     if json_out:
