@@ -273,6 +273,7 @@ def test_a_disaggregated_fleet_gets_its_sglang_prefill_decode_and_router_launch(
     assert router.count("--prefill") == pd["prefill"]["devices"] // per_server["prefill"]
     assert router.count("--decode") == pd["decode"]["devices"] // per_server["decode"]
     assert all("not a plan" in text for text in files.values())
+    assert "Predicted (no band)" in files["sglang_prefill.sh"] and "80% band" not in files["sglang_decode.sh"]
 
 
 def test_disaggregated_emission_is_sglang_only_and_takes_no_pick(tmp_path: Any) -> None:

@@ -211,12 +211,15 @@ def header(target: TrainTarget | ServeTarget, fmt: str, *, comment: str = "#",
         values = {"accelerator": f["accelerator"], "instance": f.get("instance"), "replicas": f["replicas"],
                   "tp": target.tp, "pp": target.pp, "ep": target.ep, "weights": f["weights"],
                   "kv_dtype": target.run.get("kv_dtype")}
-    conf = (target.plan if isinstance(target, TrainTarget) else target.fleet).get("confidence") or {}
+    record = target.plan if isinstance(target, TrainTarget) else target.fleet
+    conf = record.get("confidence") or {}
+    banded = bool(record.get("band"))
     chosen = [f"{k}={values[k]}" for k in keys if k not in target.stated]
     given = [f"{k}={values[k]}" for k in keys if k in target.stated]
     lines = [f"Emitted by gpuplan {__version__} ({fmt}); plan {pid}",
              what,
-             "Predicted (80% bands from cross-validation): " + "; ".join(figs),
+             ("Predicted (80% bands from cross-validation): " if banded else "Predicted (no band): ")
+             + "; ".join(figs),
              f"Confidence: {conf.get('level', '-')}",
              "Chosen by gpuplan: " + (", ".join(chosen) or "-"),
              "Stated by you: " + (", ".join(given) or "-"),
