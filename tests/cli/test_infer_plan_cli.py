@@ -86,3 +86,16 @@ def test_prices_per_million_tokens_keep_three_significant_figures() -> None:
     assert sig(first["cost_usd_per_million_output_tokens"]) in res.stdout
     assert [sig(x) for x in (0.0012345, 0.09996, 1.333, 12.345, 1234.5)] == ["0.00123", "0.100", "1.33", "12.3",
                                                                              "1,234"]
+
+
+def test_the_table_names_the_disaggregated_fleet_the_market_allows() -> None:
+    """One line under the plans: the disaggregated fleet gpuplan sized (never a plan), against the recommendation."""
+    args = ["plan", "infer", "-m", "llama3.1-70b", "--qps", "20", "--input-len", "8000", "--output-len", "500",
+            "--ttft-p99", "3", "--tpot-p99", "0.04", "--market", "global", "--top", "2"]
+    plan = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
+    pd, rec = plan["what_if_pd_all"][0], plan["recommended"]
+    out = " ".join(CliRunner().invoke(app, [*args, "--lang", "en"], terminal_width=400).output.split())
+    diff = pd["usd_per_hour"] / rec["cost_usd_per_hour"] - 1.0
+    assert (f"Prefill/decode disaggregated (each pool simulated, not a plan): the cheapest the market allows, "
+            f"{pd['prefill']['devices']} + {pd['decode']['devices']} x {pd['accelerator']} at "
+            f"{pd['usd_per_hour']:,.2f} USD/hour ({diff:+.0%} vs the recommendation)") in out

@@ -12,7 +12,7 @@ from rich.table import Table
 from gpuplan.advise.findings import load_thresholds
 from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_report, save_report_quiet
 from gpuplan.cli.common import console, fail, positives, print_json
-from gpuplan.cli.emit import check_disaggregated, check_formats, pick_plan, write_serve, write_serve_pd
+from gpuplan.cli.emit import check_disaggregated, check_formats, chosen_pd, pick_plan, write_serve, write_serve_pd
 from gpuplan.cli.train import plan_app
 from gpuplan.emit import SERVE_FORMATS
 from gpuplan.errors import GpuplanError, InputError
@@ -152,6 +152,7 @@ def plan_infer(
         blocked = doc["not_recommended"] if doc is not None else choose_fleet(run, res.plans, cat, th, req)[1]
         recommended = serving_recommendation(res.plans, cat, market, skip=tuple(blocked))
         run.update(recommended=recommended, not_recommended=blocked)
+        pd_choice = chosen_pd(run, cat, th, req) if not json_out else None
         if report is not None and doc is not None:
             (save_report_quiet if json_out else save_report)(doc, report, language)
         max_len = min(spec.max_position_embeddings, load.input_len.max + load.output_len.max)
@@ -174,8 +175,22 @@ def plan_infer(
     if rec is not None:
         for line in trust_lines(rec, language):
             console.print(line, highlight=False)
+    pd_line = _pd_line(run, pd_choice, language)
+    if pd_line:
+        console.print(pd_line, highlight=False)
     if doc is not None and doc.get("recommendation"):
         print_findings(doc["findings"], language)
+
+
+def _pd_line(run: dict[str, Any], pd: dict[str, Any] | None, lang: str) -> str:
+    """One line on the disaggregated fleet the advisor would name (never a plan), against the recommendation."""
+    rec = run.get("recommended") or {}
+    if pd is None or not rec.get("cost_usd_per_hour"):
+        return ""
+    diff = float(pd["usd_per_hour"]) / float(rec["cost_usd_per_hour"]) - 1.0
+    return tr("cli.pinfer.pd", lang, p=pd["prefill"]["devices"], d=pd["decode"]["devices"], acc=pd["accelerator"],
+              usd=float(pd["usd_per_hour"]), diff=diff,
+              how=tr("cli.pinfer.pd.simulated" if pd.get("simulated") else "cli.pinfer.pd.closed", lang))
 
 
 def _tenancy(value: str, lang: str) -> str:
