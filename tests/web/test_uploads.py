@@ -354,3 +354,17 @@ def test_serving_compare_marks_not_recommended_parts(fresh: Any) -> None:
     assert "a800-sxm4-80gb (not recommended: market.export)" in table
     assert "h20-96gb (not" not in table
     assert "not recommended: market.export" in _text(html, "option-notes")
+
+
+def test_a_serving_plan_page_names_the_disaggregated_fleet_as_the_cli_does(client: Any) -> None:
+    """The API result carries `what_if_pd` (the fleet the advisor would name) and the plan page prints the CLI's
+    line on it, in both languages."""
+    r = client.post("/api/v1/plan/infer", json={"model": "llama3.1-70b", "qps": 20, "input_len": 8000,
+                                                "output_len": 500, "ttft_p99": 3, "tpot_p99": 0.04,
+                                                "market": "global"})
+    out = r.json()
+    pd = out["what_if_pd"]
+    assert pd == out["what_if_pd_all"][0] and pd["simulated"]
+    en = client.get(f"/p/{out['plan_id']}?lang=en").text
+    assert "Prefill/decode disaggregated (each pool simulated, not a plan)" in en
+    assert "预填充/解码分离（两个池均经模拟，并非方案）" in client.get(f"/p/{out['plan_id']}?lang=zh").text

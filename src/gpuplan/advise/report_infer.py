@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from gpuplan.search.infer_search import InferConstraints
 
 __all__ = ["INFER_MEMORY_PARTS", "compare_inference", "infer_summary", "inference_report", "is_infer_run",
-           "pd_alternative", "rdma_alternative", "risk_of", "serve_growth", "serving_memory"]
+           "named_pd", "pd_alternative", "rdma_alternative", "risk_of", "serve_growth", "serving_memory"]
 
 
 def is_infer_run(obj: Mapping[str, Any]) -> bool:
@@ -197,6 +197,16 @@ def pd_alternative(run: Mapping[str, Any], facts: PlanFacts, catalog: Catalog,
     """The cheapest prefill/decode-disaggregated fleet (search/infer_pd_fleet) whose part draws no blocking
     finding in its decode pool's market."""
     return _first_clear(run.get("what_if_pd_all") or [], lambda a: str(a["decode"]["instance"]), facts, catalog, th)
+
+
+def named_pd(run: Mapping[str, Any], catalog: Catalog, th: Thresholds,
+             requirements: Requirements | None) -> dict[str, Any] | None:
+    """The disaggregated fleet the advisor would name for `run` (a `plan infer --json` document): the cheapest in
+    `what_if_pd_all` whose part draws no blocking finding in its market; None without one."""
+    if not run.get("what_if_pd_all") or not run.get("plans"):
+        return None
+    facts = inference_facts(run, run["plans"][0], catalog=catalog, requirements=requirements)
+    return pd_alternative(run, facts, catalog, th)
 
 
 def choose_fleet(run: Mapping[str, Any], plans: Sequence[Mapping[str, Any]], catalog: Catalog, th: Thresholds,

@@ -8,8 +8,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gpuplan.advise.facts import Requirements
-from gpuplan.advise.findings import Thresholds
 from gpuplan.cli.common import note
 from gpuplan.emit import (
     SERVE_FORMATS,
@@ -22,13 +20,11 @@ from gpuplan.emit import (
     write_files,
 )
 from gpuplan.errors import InputError
-from gpuplan.hardware import Catalog
 from gpuplan.i18n import tr
 from gpuplan.workload.jobs import TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 
-__all__ = ["check_disaggregated", "check_formats", "chosen_pd", "pick_plan", "write_serve", "write_serve_pd",
-           "write_train"]
+__all__ = ["check_disaggregated", "check_formats", "pick_plan", "write_serve", "write_serve_pd", "write_train"]
 
 
 def check_formats(emit: str | None, kind: str) -> list[str]:
@@ -87,30 +83,17 @@ def write_serve(names: list[str], out: Path, *, model_id: str, spec: ModelSpec, 
     _write(emit_serve(t, names), out, lang)
 
 
-def chosen_pd(run: Mapping[str, Any], catalog: Catalog, thresholds: Thresholds,
-              requirements: Requirements | None) -> dict[str, Any] | None:
-    """The disaggregated fleet the advisor would name: the cheapest in `what_if_pd_all` whose part draws no
-    blocking finding in its market (advise.report_infer.pd_alternative); None without one."""
-    from gpuplan.advise.adapt_infer import inference_facts
-    from gpuplan.advise.report_infer import pd_alternative
-
-    if not run.get("what_if_pd_all") or not run.get("plans"):
-        return None
-    facts = inference_facts(run, run["plans"][0], catalog=catalog, requirements=requirements)
-    return pd_alternative(run, facts, catalog, thresholds)
-
-
-def write_serve_pd(out: Path, *, model_id: str, spec: ModelSpec, run: Mapping[str, Any], lang: str, catalog: Catalog,
-                   thresholds: Thresholds, requirements: Requirements | None, max_model_len: int) -> None:
-    """The SGLang launch of the disaggregated fleet the advisor would name: the cheapest in `what_if_pd_all` whose
-    part draws no blocking finding in its market (advise.report_infer.pd_alternative)."""
+def write_serve_pd(out: Path, *, model_id: str, spec: ModelSpec, run: Mapping[str, Any], lang: str,
+                   max_model_len: int) -> None:
+    """The SGLang launch of the disaggregated fleet the advisor would name (`run["what_if_pd"]`: the cheapest in
+    `what_if_pd_all` whose part draws no blocking finding in its market, advise.report_infer.named_pd)."""
     from gpuplan.emit.serve_pd import pd_files
 
     if not run.get("what_if_pd_all"):
         raise InputError(field="disaggregated", value=True, allowed="a load some disaggregated fleet serves",
                          hint="no part has an offer with an RDMA fabric (the KV cache moves between instances) and "
                               "pools that meet the SLO; plan without --disaggregated")
-    pd = chosen_pd(run, catalog, thresholds, requirements)
+    pd = run.get("what_if_pd")
     if pd is None:
         raise InputError(field="disaggregated", value=True, allowed="a disaggregated fleet on a part the market allows",
                          hint="every disaggregated fleet's part draws a blocking finding (export, residency or "

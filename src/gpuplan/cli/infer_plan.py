@@ -12,14 +12,14 @@ from rich.table import Table
 from gpuplan.advise.findings import load_thresholds
 from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_report, save_report_quiet
 from gpuplan.cli.common import console, fail, positives, print_json
-from gpuplan.cli.emit import check_disaggregated, check_formats, chosen_pd, pick_plan, write_serve, write_serve_pd
+from gpuplan.cli.emit import check_disaggregated, check_formats, pick_plan, write_serve, write_serve_pd
 from gpuplan.cli.train import plan_app
 from gpuplan.emit import SERVE_FORMATS
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import load_catalog
 from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.report_text import fleet_text, infer_rule_line
-from gpuplan.render.trust_text import band_num, confidence_text, trust_lines
+from gpuplan.render.trust_text import band_num, confidence_text, pd_line, trust_lines
 from gpuplan.units import sig
 from gpuplan.workload.jobs import SERVED_WEIGHTS
 from gpuplan.workload.presets import load_model
@@ -111,7 +111,7 @@ def plan_infer(
     disaggregated: bool = typer.Option(False, "--disaggregated", help=help_text("help.plan_infer.disaggregated")),
 ) -> None:
     """Search instances, TP/PP/EP, weight format and replicas for the cheapest fleet meeting the SLO."""
-    from gpuplan.advise.report_infer import choose_fleet, inference_report
+    from gpuplan.advise.report_infer import choose_fleet, inference_report, named_pd
     from gpuplan.advise.trust import serving_recommendation
     from gpuplan.search.infer_load import InferSlo, planner_terms
     from gpuplan.search.infer_search import InferConstraints, plan_inference
@@ -152,13 +152,12 @@ def plan_infer(
         blocked = doc["not_recommended"] if doc is not None else choose_fleet(run, res.plans, cat, th, req)[1]
         recommended = serving_recommendation(res.plans, cat, market, skip=tuple(blocked))
         run.update(recommended=recommended, not_recommended=blocked)
-        pd_choice = chosen_pd(run, cat, th, req) if not json_out else None
+        run["what_if_pd"] = named_pd(run, cat, th, req)  # the disaggregated fleet the advisor would name
         if report is not None and doc is not None:
             (save_report_quiet if json_out else save_report)(doc, report, language)
         max_len = min(spec.max_position_embeddings, load.input_len.max + load.output_len.max)
         if disaggregated and res.plans:
-            write_serve_pd(emit_out, model_id=model, spec=spec, run=run, lang=language, catalog=cat, thresholds=th,
-                           requirements=req, max_model_len=max_len)
+            write_serve_pd(emit_out, model_id=model, spec=spec, run=run, lang=language, max_model_len=max_len)
         elif formats and res.plans:
             write_serve(formats, emit_out, model_id=model, spec=spec, run=run, lang=language,
                         fleet=pick_plan(res.plans, pick, recommended,
@@ -175,22 +174,11 @@ def plan_infer(
     if rec is not None:
         for line in trust_lines(rec, language):
             console.print(line, highlight=False)
-    pd_line = _pd_line(run, pd_choice, language)
-    if pd_line:
-        console.print(pd_line, highlight=False)
+    pd_text = pd_line(run, language)
+    if pd_text:
+        console.print(pd_text, highlight=False)
     if doc is not None and doc.get("recommendation"):
         print_findings(doc["findings"], language)
-
-
-def _pd_line(run: dict[str, Any], pd: dict[str, Any] | None, lang: str) -> str:
-    """One line on the disaggregated fleet the advisor would name (never a plan), against the recommendation."""
-    rec = run.get("recommended") or {}
-    if pd is None or not rec.get("cost_usd_per_hour"):
-        return ""
-    diff = float(pd["usd_per_hour"]) / float(rec["cost_usd_per_hour"]) - 1.0
-    return tr("cli.pinfer.pd", lang, p=pd["prefill"]["devices"], d=pd["decode"]["devices"], acc=pd["accelerator"],
-              usd=float(pd["usd_per_hour"]), diff=diff,
-              how=tr("cli.pinfer.pd.simulated" if pd.get("simulated") else "cli.pinfer.pd.closed", lang))
 
 
 def _tenancy(value: str, lang: str) -> str:

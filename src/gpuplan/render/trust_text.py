@@ -187,3 +187,16 @@ def trust_lines(rec: Mapping[str, Any], lang: str) -> list[str]:
         lines.append(tr("trust.band_basis", lang, basis=tr("trust.list_sep", lang).join(
             _basis_text(k, v, lang) for k, v in basis.items())))
     return lines + caveat_lines(rec, lang) + market_lines(rec, lang)
+
+
+def pd_line(result: Mapping[str, Any], lang: str) -> str:
+    """One line on the disaggregated fleet the advisor would name (`what_if_pd`, never a plan): how it was sized
+    and its cost against the recommendation; "" without one."""
+    pd = result.get("what_if_pd")
+    rec = result.get("recommended") or {}
+    if not pd or not rec.get("cost_usd_per_hour"):
+        return ""
+    diff = float(pd["usd_per_hour"]) / float(rec["cost_usd_per_hour"]) - 1.0
+    return tr("cli.pinfer.pd", lang, p=pd["prefill"]["devices"], d=pd["decode"]["devices"], acc=pd["accelerator"],
+              usd=float(pd["usd_per_hour"]), diff=diff,
+              how=tr("cli.pinfer.pd.simulated" if pd.get("simulated") else "cli.pinfer.pd.closed", lang))

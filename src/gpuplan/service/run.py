@@ -151,7 +151,7 @@ def plan_infer_report(req: InferPlanRequest) -> tuple[dict[str, Any], dict[str, 
 
 def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], dict[str, Any] | None]:
     from gpuplan.advise.findings import load_thresholds
-    from gpuplan.advise.report_infer import choose_fleet, inference_report
+    from gpuplan.advise.report_infer import choose_fleet, inference_report, named_pd
     from gpuplan.advise.trust import serving_recommendation
     from gpuplan.cli.advise import requirements
     from gpuplan.search.infer_load import InferSlo, planner_terms
@@ -178,6 +178,7 @@ def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], di
     _, blocked = choose_fleet(run, res.plans, cat, th, needs)
     run.update(recommended=serving_recommendation(res.plans, cat, req.market, skip=tuple(blocked)),
                not_recommended=blocked)
+    run["what_if_pd"] = named_pd(run, cat, th, needs)  # the disaggregated fleet the advisor would name
     # as the CLI's --report: default requirements and thresholds, the planned load and constraints
     doc = inference_report(run, cat, thresholds=th, requirements=needs, infer_load=load,
                            max_devices=req.max_devices, constraints=cons) if report else None

@@ -11,7 +11,7 @@ from typing import Any
 
 from gpuplan.i18n import tr
 from gpuplan.render.report_text import bottleneck_text, fleet_text, infer_rule_line, offer_text, rule_line
-from gpuplan.render.trust_text import band_cost, band_duration, band_num, confidence_text, trust_lines
+from gpuplan.render.trust_text import band_cost, band_duration, band_num, confidence_text, pd_line, trust_lines
 from gpuplan.units import GIB, sig
 
 __all__ = ["compare_view", "findings", "infer_chart", "infer_rows", "memory_parts", "pareto_chart", "plan_pair",
@@ -114,7 +114,8 @@ def recommendation(result: Mapping[str, Any], lang: str, kind: str = "train") ->
     rule = infer_rule_line({"tenancy": plans[0]["advice"]["tenancy"], "utilization": plans[0]["utilization"],
                             "advice": plans[0]["advice"]}, lang) if plans else ""
     head = tr("cli.pinfer.recommended", lang, acc=rec["accelerator"], rule=rule)
-    return {"head": head, "rule": "", "lines": trust_lines(rec, lang)}
+    pd = pd_line(result, lang)  # the disaggregated fleet the advisor would name, as the CLI prints it
+    return {"head": head, "rule": "", "lines": [*trust_lines(rec, lang), *([pd] if pd else [])]}
 
 
 def findings(result: Mapping[str, Any], lang: str, limit: int = 12) -> list[dict[str, str]]:
