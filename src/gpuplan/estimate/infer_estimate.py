@@ -25,7 +25,8 @@ from gpuplan.estimate.calibration import load_calibration
 from gpuplan.estimate.comm import node_link
 from gpuplan.estimate.infer_pd import decode_instance_perf, prefill_instance_perf
 from gpuplan.estimate.infer_perf import InferencePerf, fixed_batch_perf, offline_perf
-from gpuplan.estimate.infer_step import StepCostModel, node_devices, step_cost_model
+from gpuplan.estimate.infer_step import node_devices, step_cost_model
+from gpuplan.estimate.infer_step_model import StepCostModel
 from gpuplan.estimate.links import Link
 from gpuplan.estimate.memory_infer import estimate_inference_memory
 from gpuplan.hardware.catalog import Catalog

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from gpuplan.errors import InputError
 from gpuplan.estimate.infer_perf import InferencePerf, prefill_s
-from gpuplan.estimate.infer_step import StepCostModel
+from gpuplan.estimate.infer_step_model import StepCostModel
 from gpuplan.estimate.links import Link
 from gpuplan.units import GB
 

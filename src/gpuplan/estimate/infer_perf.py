@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gpuplan.errors import InputError
-from gpuplan.estimate.infer_step import StepCostModel
+from gpuplan.estimate.infer_step_model import StepCostModel
 
 __all__ = ["InferencePerf", "Scenario", "fixed_batch_perf", "offline_perf", "prefill_s"]
 

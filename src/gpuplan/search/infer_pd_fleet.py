@@ -29,7 +29,7 @@ from typing import Any
 
 from gpuplan.estimate.infer_pd import kv_transfer_s, verify_step_s
 from gpuplan.estimate.infer_perf import prefill_s
-from gpuplan.estimate.infer_step import StepCostModel
+from gpuplan.estimate.infer_step_model import StepCostModel
 from gpuplan.estimate.links import Link
 from gpuplan.search.infer_capacity import LengthMoments
 from gpuplan.search.infer_fleet import Offer, price_layout, whole_groups

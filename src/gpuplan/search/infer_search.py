@@ -25,7 +25,8 @@ from typing import Any
 
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.calibration import Calibration
-from gpuplan.estimate.infer_step import StepCostModel, node_devices, step_cost_model
+from gpuplan.estimate.infer_step import node_devices, step_cost_model
+from gpuplan.estimate.infer_step_model import StepCostModel
 from gpuplan.estimate.memory_infer import matrix_bytes_per_param
 from gpuplan.hardware import Accelerator, Catalog
 from gpuplan.search import progress

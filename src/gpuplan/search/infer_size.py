@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpuplan.estimate.infer_step import StepCostModel
+from gpuplan.estimate.infer_step_model import StepCostModel
 from gpuplan.search.infer_capacity import Capacity, LengthMoments, capacity, unloaded_latency
 from gpuplan.search.infer_fleet import Offer, price_layout, whole_groups
 from gpuplan.search.infer_load import InferSlo

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.infer_pd import decode_instance_perf, prefill_instance_perf
 from gpuplan.estimate.infer_perf import InferencePerf, fixed_batch_perf, offline_perf
-from gpuplan.estimate.infer_step import StepCostModel, step_cost_model
+from gpuplan.estimate.infer_step import step_cost_model
+from gpuplan.estimate.infer_step_model import StepCostModel
 from gpuplan.hardware import Catalog
 from gpuplan.search.train_eval import cluster_hardware, usual_network
 from gpuplan.validate.cases import Row, model_for_row, opt_int

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpuplan.errors import GpuplanError
-from gpuplan.estimate.infer_step import StepCostModel
+from gpuplan.estimate.infer_step_model import StepCostModel
 from gpuplan.simulate import EngineConfig, LengthDist, SimMetrics, Workload, simulate_engine, summarize
 from gpuplan.workload.engines import EngineProfile
 

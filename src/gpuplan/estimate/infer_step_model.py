@@ -1,0 +1,184 @@
+"""The per-step cost of one serving deployment as records: `StepCostModel` (precomputed coefficients and the
+simulator's hot path, `step_s` and its numpy twin) and `StepBreakdown` (one iteration's time by term).
+
+`estimate.infer_step.step_cost_model` builds them; the model and its sources are described there and in
+docs/inference.md. Everything here is plain float arithmetic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import hypot
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["StepBreakdown", "StepCostModel"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepBreakdown:
+    """One iteration's time by term, in seconds; the terms sum to `total_s`.
+
+    `weight_read_s` and `kv_read_s` are the memory time NOT hidden under the compute of
+    the same kernels (roofline: a kernel costs the larger of the two).
+    """
+
+    gemm_compute_s: float
+    weight_read_s: float
+    dequant_s: float
+    attention_s: float
+    kv_read_s: float
+    tp_comm_s: float
+    pp_comm_s: float
+    ep_comm_s: float
+    overhead_s: float
+    bound: str  # "memory" or "compute": which side the linear layers sit on
+    provenance: str = "estimated"
+    terms: dict[str, dict[str, object]] = field(default_factory=dict)
+
+    @property
+    def total_s(self) -> float:
+        return (self.gemm_compute_s + self.weight_read_s + self.dequant_s + self.attention_s + self.kv_read_s
+                + self.tp_comm_s + self.pp_comm_s + self.ep_comm_s + self.overhead_s)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {k: getattr(self, k) for k in (
+            "gemm_compute_s", "weight_read_s", "dequant_s", "attention_s", "kv_read_s", "tp_comm_s",
+            "pp_comm_s", "ep_comm_s", "overhead_s")}
+        out["total_s"] = self.total_s
+        out["bound"] = self.bound
+        out["provenance"] = self.provenance
+        out["terms"] = self.terms
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepCostModel:
+    """Precomputed per-step coefficients of one deployment (one model replica)."""
+
+    # linear layers: seconds per token of compute (incl. dequant), seconds of weight reads per step
+    dense_compute_per_token: float
+    dense_dequant_per_token: float
+    dense_read: float
+    moe_compute_per_token: float
+    moe_dequant_per_token: float
+    moe_read_all: float  # reading every routed expert once
+    moe_untouched_base: float  # 1 - top_k / num_experts (0 for dense models)
+    head_compute_per_row: float
+    head_read: float
+    # attention
+    prefill_attn_per_pair: float
+    decode_kv_read_per_token: float
+    decode_attn_flops_per_token: float
+    # communication
+    tp_comm_fixed: float
+    tp_comm_per_token: float
+    ep_comm_fixed: float
+    ep_comm_per_token: float  # per decode token
+    ep_comm_per_prefill_token: float  # per prompt token (attention DP across nodes: deduplicated by node)
+    pp_comm_fixed: float
+    pp_comm_per_token: float
+    # fixed
+    pp_stages: int  # a step crosses every stage in turn: pp - 1 sends between them
+    layer_overhead: float
+    step_overhead: float
+    seq_overhead: float  # per sequence in the step (decodes, plus one for the prefill)
+    request_overhead: float  # added once to each request's time to first token (not part of a step)
+    gemv_read_factor: float  # weight reads of a one-token step take this times longer (SM-bound GEMV, >= 1)
+    # memory
+    kv_capacity_tokens: int
+    kv_bytes_per_token: float  # per device, all layers of the heaviest stage
+    weights_bytes_per_device: float
+    # provenance
+    terms: dict[str, dict[str, object]]
+    assumptions: dict[str, Any]
+
+    # -- the hot path -------------------------------------------------------------------
+    def step_s(self, *, prefill_tokens: int, prefill_attn_pairs: float, decode_seqs: int,
+               decode_kv_tokens: int) -> float:
+        """Seconds of one iteration: `prefill_tokens` prompt tokens (`prefill_attn_pairs` causal
+        query-key pairs) and `decode_seqs` sequences decoding one token over `decode_kv_tokens`
+        cached tokens in all. An empty step costs 0."""
+        t = prefill_tokens + decode_seqs
+        if t <= 0:
+            return 0.0
+        rows = decode_seqs + (1 if prefill_tokens > 0 else 0)
+        f = self.gemv_read_factor if t == 1 else 1.0
+        stage = hypot(self.dense_compute_per_token * t, self.dense_read * f)
+        if self.moe_read_all:
+            stage += hypot(self.moe_compute_per_token * t,
+                           self.moe_read_all * f * (1.0 - self.moe_untouched_base ** t))
+        stage += hypot(self.head_compute_per_row * rows, self.head_read * f)
+        stage += self.prefill_attn_per_pair * prefill_attn_pairs
+        stage += max(self.decode_kv_read_per_token, self.decode_attn_flops_per_token) * decode_kv_tokens
+        stage += self.tp_comm_fixed + self.tp_comm_per_token * t
+        stage += (self.ep_comm_fixed + self.ep_comm_per_prefill_token * prefill_tokens
+                  + self.ep_comm_per_token * decode_seqs)
+        stage += self.layer_overhead
+        return (stage + (self.pp_stages - 1) * (self.pp_comm_fixed + self.pp_comm_per_token * t)
+                + self.step_overhead + self.seq_overhead * rows)
+
+    def step_s_array(self, *, prefill_tokens: npt.ArrayLike, prefill_attn_pairs: npt.ArrayLike,
+                     decode_seqs: npt.ArrayLike, decode_kv_tokens: npt.ArrayLike) -> npt.NDArray[np.float64]:
+        """`step_s` over numpy arrays (broadcast together)."""
+        p = np.asarray(prefill_tokens, dtype=np.float64)
+        a = np.asarray(prefill_attn_pairs, dtype=np.float64)
+        d = np.asarray(decode_seqs, dtype=np.float64)
+        k = np.asarray(decode_kv_tokens, dtype=np.float64)
+        t = p + d
+        rows = d + (p > 0)
+        f = np.where(t == 1, self.gemv_read_factor, 1.0)
+        stage = np.hypot(self.dense_compute_per_token * t, self.dense_read * f)
+        if self.moe_read_all:
+            stage = stage + np.hypot(self.moe_compute_per_token * t,
+                                     self.moe_read_all * f * (1.0 - self.moe_untouched_base ** t))
+        stage = stage + np.hypot(self.head_compute_per_row * rows, self.head_read * f)
+        stage = stage + self.prefill_attn_per_pair * a
+        stage = stage + max(self.decode_kv_read_per_token, self.decode_attn_flops_per_token) * k
+        stage = stage + self.tp_comm_fixed + self.tp_comm_per_token * t
+        stage = stage + self.ep_comm_fixed + self.ep_comm_per_prefill_token * p + self.ep_comm_per_token * d
+        stage = stage + self.layer_overhead
+        out = (stage + (self.pp_stages - 1) * (self.pp_comm_fixed + self.pp_comm_per_token * t)
+               + self.step_overhead + self.seq_overhead * rows)
+        return np.asarray(np.where(t > 0, out, 0.0), dtype=np.float64)
+
+    # -- explanation ------------------------------------------------------------------
+    def breakdown(self, *, prefill_tokens: int, prefill_attn_pairs: float, decode_seqs: int,
+                  decode_kv_tokens: int) -> StepBreakdown:
+        """`step_s` split into its terms (they sum to the same total)."""
+        t = prefill_tokens + decode_seqs
+        n = 1
+        if t <= 0:
+            return StepBreakdown(gemm_compute_s=0.0, weight_read_s=0.0, dequant_s=0.0, attention_s=0.0,
+                                 kv_read_s=0.0, tp_comm_s=0.0, pp_comm_s=0.0, ep_comm_s=0.0, overhead_s=0.0,
+                                 bound="memory", terms=self.terms)
+        rows = decode_seqs + (1 if prefill_tokens > 0 else 0)
+        f = self.gemv_read_factor if t == 1 else 1.0
+        moe_read = self.moe_read_all * f * (1.0 - self.moe_untouched_base ** t) if self.moe_read_all else 0.0
+        groups = [  # (compute incl. dequant, of which dequant, memory)
+            (self.dense_compute_per_token * t, self.dense_dequant_per_token * t, self.dense_read * f),
+            (self.moe_compute_per_token * t, self.moe_dequant_per_token * t, moe_read),
+            (self.head_compute_per_row * rows, 0.0, self.head_read * f),
+        ]
+        compute = sum(c - dq for c, dq, _ in groups)
+        dequant = sum(dq for _, dq, _ in groups)
+        exposed_read = sum(hypot(c, m) - c for c, _, m in groups)
+        kv_bytes_s = self.decode_kv_read_per_token * decode_kv_tokens
+        kv_flops_s = self.decode_attn_flops_per_token * decode_kv_tokens
+        attention = self.prefill_attn_per_pair * prefill_attn_pairs + kv_flops_s
+        return StepBreakdown(
+            gemm_compute_s=n * compute,
+            weight_read_s=n * exposed_read,
+            dequant_s=n * dequant,
+            attention_s=n * attention,
+            kv_read_s=n * max(kv_bytes_s - kv_flops_s, 0.0),
+            tp_comm_s=n * (self.tp_comm_fixed + self.tp_comm_per_token * t),
+            pp_comm_s=(self.pp_stages - 1) * (self.pp_comm_fixed + self.pp_comm_per_token * t),
+            ep_comm_s=n * (self.ep_comm_fixed + self.ep_comm_per_prefill_token * prefill_tokens
+                           + self.ep_comm_per_token * decode_seqs),
+            overhead_s=n * self.layer_overhead + self.step_overhead + self.seq_overhead * rows,
+            bound="memory" if sum(m for *_, m in groups) > sum(c for c, *_ in groups) else "compute",
+            terms=self.terms,
+        )
