@@ -95,3 +95,17 @@ def test_no_disaggregated_fleet_without_an_rdma_fabric() -> None:
     assert pd_fleet([x], accelerator=acc.id, moments=length_moments(LOAD.input_len, LOAD.output_len), slo=SLO,
                     qps=2.0, headroom=0.2, cfg=EngineConfig.from_profile(engine("sglang")), tpot_p99_over_mean=1.4,
                     max_devices=64) is None
+
+
+def test_the_pd_finding_names_a_wide_ep_pool_in_each_language() -> None:
+    """Regression: the finding's zh text named a data-parallel-attention pool in English ("DP8 attention, EP8")."""
+    res = _long_prompts()
+    run = {"model": "llama3.1-70b", "load": LOAD.to_json(), "slo": {"ttft_p99_s": 3.0, "tpot_p99_s": 0.04},
+           "engine": "vllm", "plans": res.plans}
+    f = inference_facts(run, res.plans[0], catalog=CAT)
+    pd = dict(res.what_if_pd_all[0])
+    pd["decode"] = {**pd["decode"], "layout": {"tp": 1, "pp": 1, "ep": 8}}
+    cheap = replace(f, serving={**f.serving, "what_if_pd": {**pd, "usd_per_hour": 0.5 * f.serving["usd_per_hour"]}})
+    found = {x.id: x for x in advise(cheap)}["serve.pd_disaggregation"]
+    assert "DP8 attention, EP8" in found.message["en"] and "注意力 DP8，EP8" in found.message["zh"]
+    assert "attention" not in found.message["zh"]

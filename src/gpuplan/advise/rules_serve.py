@@ -13,9 +13,12 @@ least its threshold.
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpuplan.advise.facts import PlanFacts
 from gpuplan.advise.findings import Figure, Finding, Thresholds, make_finding
 from gpuplan.advise.rules_work import _est, _th
+from gpuplan.search.infer_fleet import layout_shape
 
 __all__ = ["SERVE_RULES", "serve_growth", "serve_pd", "serve_rdma"]
 
@@ -49,51 +52,52 @@ def serve_growth(f: PlanFacts, th: Thresholds) -> list[Finding]:
                          else 0.0)]
 
 
+def _cheaper(f: PlanFacts, th: Thresholds, key: str, threshold: str) -> tuple[dict[str, Any], float] | None:
+    """(the alternative fleet `f.serving[key]`, the recommended fleet's USD/h) when the alternative saves at least
+    the `threshold` share of its cost; None otherwise."""
+    w = f.serving.get(key) if f.kind == "infer" else None
+    usd_h = float(f.serving.get("usd_per_hour") or 0.0)
+    if not w or not usd_h or w["usd_per_hour"] > usd_h * (1.0 - th.value(threshold)):
+        return None
+    return dict(w), usd_h
+
+
 def serve_rdma(f: PlanFacts, th: Thresholds) -> list[Finding]:
     """A wide expert-parallel fleet on the same kind of servers with an RDMA fabric would cost less
     (search/infer_whatif.py): say what asking for RDMA is worth, and that the figure is closed form."""
-    w = f.serving.get("what_if_rdma") if f.kind == "infer" else None
-    if not w:
+    alt = _cheaper(f, th, "what_if_rdma", "rdma_what_if_min_saving")
+    if alt is None:
         return []
-    usd_h = float(f.serving["usd_per_hour"])
-    if not usd_h or w["usd_per_hour"] > usd_h * (1.0 - th.value("rdma_what_if_min_saving")):
-        return []
+    w, usd_h = alt
     figs = (_est("what_if_devices", w["devices"], "devices", "closed form, RDMA assumed"),
             _est("what_if_usd_per_hour", w["usd_per_hour"], "USD/h", "closed form, RDMA assumed"))
     return [make_finding("net.rdma_wide_ep", "warn", (*figs, _th(th, "rdma_what_if_min_saving")),
                          ("rdma_what_if_min_saving",), devices=f.devices, acc=f.accelerator.id,
                          usd_h=usd_h, alt_devices=w["devices"], alt_acc=w["accelerator"], ep=w["layout"]["ep"],
-                         alt_usd_h=w["usd_per_hour"], saving=1.0 - w["usd_per_hour"] / usd_h if usd_h else 0.0,
+                         alt_usd_h=w["usd_per_hour"], saving=1.0 - w["usd_per_hour"] / usd_h,
                          instance=w["instance"], network=w["network"])]
-
-
-def _layout_text(lay: dict[str, int]) -> str:
-    tp, ep = int(lay["tp"]), int(lay.get("ep", 1))
-    if ep > tp:
-        return f"DP{ep // tp} attention, EP{ep}"
-    return f"tp{tp}" + (f" pp{lay['pp']}" if int(lay.get("pp", 1)) > 1 else "") + (f" ep{ep}" if ep > 1 else "")
 
 
 def serve_pd(f: PlanFacts, th: Thresholds) -> list[Finding]:
     """A prefill/decode-disaggregated fleet of the same or another part would cost less
-    (search/infer_pd_fleet.py): name it, closed form and not simulated."""
-    w = f.serving.get("what_if_pd") if f.kind == "infer" else None
-    if not w:
+    (search/infer_pd_fleet.py, simulated per pool by search/infer_pd_sim.py): name it, never as a plan."""
+    alt = _cheaper(f, th, "what_if_pd", "pd_what_if_min_saving")
+    if alt is None:
         return []
-    usd_h = float(f.serving["usd_per_hour"])
-    if not usd_h or w["usd_per_hour"] > usd_h * (1.0 - th.value("pd_what_if_min_saving")):
-        return []
+    w, usd_h = alt
     p, d = w["prefill"], w["decode"]
     sim = bool(w.get("simulated"))
     src = ("simulated per pool (search/infer_pd_sim)" if sim else
            "closed form (search/infer_pd_fleet): M/D/1 prefill queue, decode batch at the TPOT SLO")
-    figs = (_est("pd_prefill_devices", p["devices"], "devices", src), _est("pd_decode_devices", d["devices"],
-                                                                             "devices", src),
+    figs = (_est("pd_prefill_devices", p["devices"], "devices", src),
+            _est("pd_decode_devices", d["devices"], "devices", src),
             _est("pd_usd_per_hour", w["usd_per_hour"], "USD/h", src), _th(th, "pd_what_if_min_saving"))
     return [make_finding("serve.pd_disaggregation", "info", figs, ("pd_what_if_min_saving",), devices=f.devices,
                          acc=f.accelerator.id, usd_h=usd_h, alt_acc=w["accelerator"], weights=w["weights"],
-                         p_devices=p["devices"], p_layout=_layout_text(p["layout"]), p_util=p["utilization"],
-                         d_devices=d["devices"], d_layout=_layout_text(d["layout"]), batch=d["batch"],
+                         p_devices=p["devices"], p_layout_en=layout_shape(p["layout"], "en"),
+                         p_layout_zh=layout_shape(p["layout"], "zh"), p_util=p["utilization"],
+                         d_devices=d["devices"], d_layout_en=layout_shape(d["layout"], "en"),
+                         d_layout_zh=layout_shape(d["layout"], "zh"), batch=d["batch"],
                          alt_usd_h=w["usd_per_hour"], saving=1.0 - w["usd_per_hour"] / usd_h,
                          link=w["kv_link"], ttft=float(w.get("ttft_p99_s") or 0.0),
                          tpot_ms=float(w.get("tpot_p99_s") or 0.0) * 1e3,

@@ -7,6 +7,7 @@ from typing import Any
 
 from gpuplan.i18n import Duration, tr
 from gpuplan.render.trust_text import band_cost, band_duration, band_num, confidence_text
+from gpuplan.search.infer_fleet import layout_shape
 from gpuplan.units import sig
 
 __all__ = ["INFER_COLS", "bottleneck_text", "finding_rows", "fmt", "fmt_sig", "growth_line", "infer_job_lines",
@@ -131,13 +132,7 @@ INFER_COLS = ("accelerator", "devices", "replicas", "layout", "weights", "usd_h"
 def fleet_text(p: Mapping[str, Any], lang: str) -> str:
     """A serving fleet's hardware and layout in words: 'h200-sxm-141gb tp8 ep8 fp8', or for attention data
     parallelism (ep > tp) 'h200-sxm-141gb DP8 attention, EP8 fp8'."""
-    lay = p["layout"]
-    tp, pp, ep = int(lay["tp"]), int(lay["pp"]), int(lay.get("ep", 1))
-    if ep > tp:
-        shape = tr("layout.dp_attention", lang, dp=ep // tp, ep=ep) + (f" tp{tp}" if tp > 1 else "")
-    else:
-        shape = f"tp{tp}" + (f" ep{ep}" if ep > 1 else "")
-    return f"{p['accelerator']} {shape}" + (f" pp{pp}" if pp > 1 else "") + f" {p['weights']}"
+    return f"{p['accelerator']} {layout_shape(p['layout'], lang)} {p['weights']}"
 
 
 def infer_rows(plans: list[Mapping[str, Any]], lang: str) -> tuple[list[str], list[list[str]]]:

@@ -10,14 +10,17 @@ from the instances' own prices and sources (`Instance.hourly`, as `pricing.devic
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.estimate.links import Link, inter_node_link
 from gpuplan.hardware import Catalog, Instance
+from gpuplan.i18n import tr
 from gpuplan.workload.jobs import Layout
 
-__all__ = ["Offer", "advice", "attention_groups", "fleet_offers", "price_fleet", "price_layout", "whole_groups"]
+__all__ = ["Offer", "advice", "attention_groups", "fleet_offers", "layout_shape", "price_fleet", "price_layout",
+           "whole_groups"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,6 +91,17 @@ def price_fleet(offers: list[Offer], replicas: int, tp: int, pp: int, *,
 def attention_groups(layout: Layout) -> int:
     """Attention groups that share one expert-parallel group (ep > tp: attention data parallelism), else 1."""
     return max(layout.ep // layout.tp, 1)
+
+
+def layout_shape(layout: Mapping[str, int], lang: str) -> str:
+    """A serving layout in words: 'tp8 ep8', or for attention data parallelism (ep > tp) 'DP8 attention, EP8'
+    (zh: '注意力 DP8，EP8'), with the TP of each group and the PP where above 1."""
+    tp, pp, ep = int(layout["tp"]), int(layout.get("pp", 1)), int(layout.get("ep", 1))
+    if ep > tp:
+        shape = tr("layout.dp_attention", lang, dp=ep // tp, ep=ep) + (f" tp{tp}" if tp > 1 else "")
+    else:
+        shape = f"tp{tp}" + (f" ep{ep}" if ep > 1 else "")
+    return shape + (f" pp{pp}" if pp > 1 else "")
 
 
 def whole_groups(replicas: int, layout: Layout) -> int:
