@@ -144,7 +144,8 @@ def serve_growth(run: Mapping[str, Any], plan: Mapping[str, Any], catalog: Catal
         cons = replace(cons, max_devices=max(cons.max_devices, int(plan["devices"])))
         res = plan_inference(spec, grown, InferSlo(ttft_p99_s=float(run["slo"]["ttft_p99_s"]),
                                                    tpot_p99_s=float(run["slo"]["tpot_p99_s"])), catalog, cons,
-                             engine_profile=engine(str(run.get("engine") or "vllm")), terms=planner_terms(terms))
+                             engine_profile=engine(str(run.get("engine") or "vllm")), terms=planner_terms(terms),
+                             alternatives=False)
     except GpuplanError:
         return out
     if not res.plans:
@@ -274,7 +275,7 @@ def inference_report(run: Mapping[str, Any], catalog: Catalog, *, thresholds: Th
     alt = rdma_alternative(run, facts, catalog, th)
     if alt is not None:
         facts = replace(facts, serving={**facts.serving, "what_if_rdma": alt})
-    pd = pd_alternative(run, facts, catalog, th)
+    pd = run["what_if_pd"] if "what_if_pd" in run else pd_alternative(run, facts, catalog, th)  # named once
     if pd is not None:
         facts = replace(facts, serving={**facts.serving, "what_if_pd": pd})
     findings = advise(facts, th)

@@ -143,6 +143,7 @@ def plan_infer(
                "what_if_rdma": res.what_if_rdma, "what_if_rdma_all": res.what_if_rdma_all,
                "what_if_pd_all": res.what_if_pd_all,
                "terms": res.terms, "engine_terms": prof.used(), "kv_dtype": kv_dtype}
+        run["what_if_pd"] = named_pd(run, cat, th, req)  # the disaggregated fleet the advisor would name
         doc = None
         if report is not None or not json_out:  # findings, memory and the growth re-plan (one more planner run)
             doc = inference_report(run, cat, thresholds=th, requirements=req, infer_load=load,
@@ -152,7 +153,6 @@ def plan_infer(
         blocked = doc["not_recommended"] if doc is not None else choose_fleet(run, res.plans, cat, th, req)[1]
         recommended = serving_recommendation(res.plans, cat, market, skip=tuple(blocked))
         run.update(recommended=recommended, not_recommended=blocked)
-        run["what_if_pd"] = named_pd(run, cat, th, req)  # the disaggregated fleet the advisor would name
         if report is not None and doc is not None:
             (save_report_quiet if json_out else save_report)(doc, report, language)
         max_len = min(spec.max_position_embeddings, load.input_len.max + load.output_len.max)

@@ -131,8 +131,10 @@ def _bump(rejected: dict[str, int], why: str, n: int = 1) -> None:
 
 def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog,
                    cons: InferConstraints | None = None, *, engine_profile: EngineProfile | None = None,
-                   terms: Calibration | None = None) -> InferPlanResult:
-    """Cheapest verified fleets first; raises InputError (with the nearest feasible alternative) if none."""
+                   terms: Calibration | None = None, alternatives: bool = True) -> InferPlanResult:
+    """Cheapest verified fleets first; raises InputError (with the nearest feasible alternative) if none.
+    `alternatives=False` skips what RDMA would buy and the disaggregated fleets (a re-plan that reads only the
+    plans: the growth re-plan, `compare`)."""
     cons = cons or InferConstraints()
     prof = engine_profile or engine("vllm")
     cal = terms or planner_terms()
@@ -166,7 +168,8 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
         considered.append(acc.id)
         alt = rdma_what_if(spec, acc, offers, weights=cons.weights, kv_dtype=cons.kv_dtype, engine=prof, cfg=cfg,
                            moments=moments, load=load, slo=slo, headroom=headroom, tpot_p99_over_mean=ratio,
-                           need_tokens=need_tokens, max_devices=cons.max_devices, catalog=catalog)
+                           need_tokens=need_tokens, max_devices=cons.max_devices,
+                           catalog=catalog) if alternatives else None
         if alt is not None:
             alts.append(alt)
         # an attention group lives in one instance and one node (infer_step.node_devices)
@@ -217,7 +220,7 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
                                    offer=sz.offer, instances=sz.instances, offers=lay_offers,
                                    spans=link is not None))
         pd = pd_fleet(pd_inputs, accelerator=acc.id, moments=moments, slo=slo, qps=load.qps, headroom=headroom, cfg=cfg,
-                      tpot_p99_over_mean=ratio, max_devices=cons.max_devices)
+                      tpot_p99_over_mean=ratio, max_devices=cons.max_devices) if alternatives else None
         if pd is not None:
             pds.append(pd)
     pd_records = _simulated_pd(pds, load, slo, cfg, cal, cons.max_devices)

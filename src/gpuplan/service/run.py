@@ -175,10 +175,10 @@ def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], di
            "terms": res.terms, "engine_terms": prof.used(), "kv_dtype": req.kv_dtype}
     # as the CLI: a part whose fleet draws a blocking finding (export, residency, compliance) is not recommended
     th, needs = load_thresholds({}), requirements(None, None)
+    run["what_if_pd"] = named_pd(run, cat, th, needs)  # the disaggregated fleet the advisor would name
     _, blocked = choose_fleet(run, res.plans, cat, th, needs)
     run.update(recommended=serving_recommendation(res.plans, cat, req.market, skip=tuple(blocked)),
                not_recommended=blocked)
-    run["what_if_pd"] = named_pd(run, cat, th, needs)  # the disaggregated fleet the advisor would name
     # as the CLI's --report: default requirements and thresholds, the planned load and constraints
     doc = inference_report(run, cat, thresholds=th, requirements=needs, infer_load=load,
                            max_devices=req.max_devices, constraints=cons) if report else None
