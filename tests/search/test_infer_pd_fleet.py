@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from functools import cache
+from typing import Any
 
 import pytest
 
 from gpuplan.advise import advise
 from gpuplan.advise.adapt_infer import inference_facts
+from gpuplan.advise.facts import PlanFacts
 from gpuplan.hardware import load_catalog
 from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms
 from gpuplan.search.infer_pd_fleet import kingman_wait_p99
@@ -25,6 +27,14 @@ LOAD = InferLoad(qps=20.0, input_len=LengthDist.fixed(8000), output_len=LengthDi
 @cache
 def _long_prompts() -> InferPlanResult:
     return plan_inference(load_model("llama3.1-70b"), LOAD, SLO, CAT, InferConstraints(market="global"))
+
+
+def _facts_and_cheapest_pd() -> tuple[PlanFacts, dict[str, Any]]:
+    """The advisor's facts on the long-prompt plan, and the cheapest disaggregated fleet sized for it."""
+    res = _long_prompts()
+    run = {"model": "llama3.1-70b", "load": LOAD.to_json(), "slo": {"ttft_p99_s": 3.0, "tpot_p99_s": 0.04},
+           "engine": "vllm", "plans": res.plans}
+    return inference_facts(run, res.plans[0], catalog=CAT), dict(res.what_if_pd_all[0])
 
 
 def test_kingman_p99_wait_by_hand() -> None:
@@ -61,11 +71,7 @@ def test_each_part_with_an_rdma_offer_gets_a_disaggregated_fleet_that_meets_the_
 
 
 def test_the_advisor_names_a_disaggregated_fleet_only_when_it_saves_enough() -> None:
-    res = _long_prompts()
-    run = {"model": "llama3.1-70b", "load": LOAD.to_json(), "slo": {"ttft_p99_s": 3.0, "tpot_p99_s": 0.04},
-           "engine": "vllm", "plans": res.plans}
-    f = inference_facts(run, res.plans[0], catalog=CAT)
-    pd = dict(res.what_if_pd_all[0])
+    f, pd = _facts_and_cheapest_pd()
     usd = float(f.serving["usd_per_hour"])
     cheap = replace(f, serving={**f.serving, "what_if_pd": {**pd, "usd_per_hour": 0.7 * usd}})
     found = {x.id: x for x in advise(cheap)}["serve.pd_disaggregation"]
@@ -99,11 +105,7 @@ def test_no_disaggregated_fleet_without_an_rdma_fabric() -> None:
 
 def test_the_pd_finding_names_a_wide_ep_pool_in_each_language() -> None:
     """Regression: the finding's zh text named a data-parallel-attention pool in English ("DP8 attention, EP8")."""
-    res = _long_prompts()
-    run = {"model": "llama3.1-70b", "load": LOAD.to_json(), "slo": {"ttft_p99_s": 3.0, "tpot_p99_s": 0.04},
-           "engine": "vllm", "plans": res.plans}
-    f = inference_facts(run, res.plans[0], catalog=CAT)
-    pd = dict(res.what_if_pd_all[0])
+    f, pd = _facts_and_cheapest_pd()
     pd["decode"] = {**pd["decode"], "layout": {"tp": 1, "pp": 1, "ep": 8}}
     cheap = replace(f, serving={**f.serving, "what_if_pd": {**pd, "usd_per_hour": 0.5 * f.serving["usd_per_hour"]}})
     found = {x.id: x for x in advise(cheap)}["serve.pd_disaggregation"]
