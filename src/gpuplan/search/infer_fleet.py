@@ -20,7 +20,7 @@ from gpuplan.i18n import tr
 from gpuplan.workload.jobs import Layout
 
 __all__ = ["Offer", "advice", "attention_groups", "fleet_offers", "layout_shape", "price_fleet", "price_layout",
-           "whole_groups"]
+           "priced_groups", "whole_groups"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,6 +117,17 @@ def price_layout(offers: list[Offer], replicas: int, layout: Layout, *,
     across instances)."""
     g = attention_groups(layout)
     return price_fleet(offers, -(-replicas // g), max(layout.tp, layout.ep), layout.pp, span=span)
+
+
+def priced_groups(offers: list[Offer], layout: Layout, needed: float, *, max_devices: int,
+                  span: bool = False) -> tuple[int, float, Offer, int] | None:
+    """(attention groups rounded up to whole expert-parallel groups, USD/h, offer, instances) for `needed` groups
+    of `layout` on `offers` within `max_devices`; None when they exceed it or no offer hosts them."""
+    groups = whole_groups(max(1, math.ceil(needed)), layout)
+    if groups * layout.tp * layout.pp > max_devices:
+        return None
+    priced = price_layout(offers, groups, layout, span=span)
+    return None if priced is None else (groups, *priced)
 
 
 def advice(utilization: float, p99_growth: float, offer: Offer, terms: Calibration) -> dict[str, object]:

@@ -16,15 +16,15 @@ same weights on the same part, each on its own cheapest layout:
   W99 + the p99 prompt's prefill + its KV transfer, meets the TTFT SLO sizes the pool at
   qps x (1 + headroom) x S / rho attention groups.
 
-It is never a plan: not simulated, and the advisor names it (`net.pd_disaggregation`) only when it saves enough
-against the recommended colocated fleet.
+It is never a plan: the cheapest fleets are then simulated per pool (search/infer_pd_sim.py), and the advisor
+names one (`serve.pd_disaggregation`) only when it saves enough against the recommended colocated fleet.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gpuplan.estimate.infer_pd import kv_transfer_s, verify_step_s
@@ -32,12 +32,12 @@ from gpuplan.estimate.infer_perf import prefill_s
 from gpuplan.estimate.infer_step_model import StepCostModel
 from gpuplan.estimate.links import Link
 from gpuplan.search.infer_capacity import LengthMoments
-from gpuplan.search.infer_fleet import Offer, price_layout, whole_groups
+from gpuplan.search.infer_fleet import Offer, priced_groups
 from gpuplan.search.infer_load import InferSlo
 from gpuplan.simulate.engine_sim import EngineConfig
 from gpuplan.workload.jobs import Layout
 
-__all__ = ["PdFleet", "PdInput", "kingman_wait_p99", "pd_fleet", "priced_groups"]
+__all__ = ["PdFleet", "PdInput", "kingman_wait_p99", "pd_fleet", "pool_price"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,18 +60,9 @@ def kingman_wait_p99(rho: float, service_s: float) -> float:
     return rho * service_s * math.log(100.0 * rho) / (2.0 * (1.0 - rho))
 
 
-def priced_groups(x: PdInput, groups_needed: float, max_devices: int) -> tuple[int, float, Offer, int] | None:
-    """(attention groups in whole expert-parallel groups, USD/h, offer, instances) for `groups_needed` groups of
-    `x`'s layout within `max_devices`, on its offers; None when none hosts them."""
-    lay = x.layout
-    groups = whole_groups(max(1, math.ceil(groups_needed)), lay)
-    if groups * lay.tp * lay.pp > max_devices:
-        return None
-    priced = price_layout(x.offers, groups, lay, span=x.link is not None)
-    if priced is None:
-        return None
-    usd, offer, instances = priced
-    return groups, usd, offer, instances
+def pool_price(x: PdInput, needed: float, max_devices: int) -> tuple[int, float, Offer, int] | None:
+    """`infer_fleet.priced_groups` for `needed` groups of `x`'s layout on its offers."""
+    return priced_groups(x.offers, x.layout, needed, max_devices=max_devices, span=x.link is not None)
 
 
 def _decode_pool(x: PdInput, *, moments: LengthMoments, slo: InferSlo, qps: float, cfg: EngineConfig,
@@ -91,7 +82,7 @@ def _decode_pool(x: PdInput, *, moments: LengthMoments, slo: InferSlo, qps: floa
         lo, hi = (mid, hi) if ok(mid) else (lo, mid - 1)
     tpot = verify_step_s(cm, lo, context, 0)
     per_group = lo / (moments.out_mean * tpot)
-    priced = priced_groups(x, qps / per_group, max_devices)
+    priced = pool_price(x, qps / per_group, max_devices)
     if priced is None:
         return None
     groups, usd, offer, instances = priced
@@ -117,7 +108,7 @@ def _prefill_pool(x: PdInput, rdma: Link, *, moments: LengthMoments, slo: InferS
     rho = lo
     if rho <= 0.0:
         return None
-    priced = priced_groups(x, qps * service / rho, max_devices)
+    priced = pool_price(x, qps * service / rho, max_devices)
     if priced is None:
         return None
     groups, usd, offer, instances = priced
@@ -173,6 +164,5 @@ def pd_fleet(inputs: Sequence[PdInput], *, accelerator: str, moments: LengthMome
 
 def _with_rdma_offers(x: PdInput) -> PdInput:
     """`x` on the offers that can move a prompt's KV cache between instances (an RDMA fabric)."""
-    return PdInput(weights=x.weights, layout=x.layout, offers=[o for o in x.offers if o.scale_out is not None],
-                   link=x.link, cost=x.cost)
+    return replace(x, offers=[o for o in x.offers if o.scale_out is not None])
 

@@ -23,7 +23,7 @@ from gpuplan.estimate.calibration import Calibration
 from gpuplan.estimate.infer_pd import kv_transfer_s
 from gpuplan.search.infer_fleet import whole_groups
 from gpuplan.search.infer_load import InferLoad, InferSlo
-from gpuplan.search.infer_pd_fleet import PdFleet, PdInput, priced_groups
+from gpuplan.search.infer_pd_fleet import PdFleet, PdInput, pool_price
 from gpuplan.search.infer_verify import min_replicas
 from gpuplan.simulate.arrivals import Workload
 from gpuplan.simulate.decode_instance import DecodeInstanceCost
@@ -76,7 +76,7 @@ def simulate_pd(f: PdFleet, *, load: InferLoad, slo: InferSlo, cfg: EngineConfig
     if pre is None:
         return None
     g_pre, m_pre = pre
-    p_priced, d_priced = priced_groups(f.prefill, g_pre, max_devices), priced_groups(f.decode, g_dec, max_devices)
+    p_priced, d_priced = pool_price(f.prefill, g_pre, max_devices), pool_price(f.decode, g_dec, max_devices)
     if p_priced is None or d_priced is None:
         return None
     pools = {}

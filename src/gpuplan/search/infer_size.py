@@ -6,8 +6,9 @@ the same steps on a per-step cost model; this is them, once:
 1. the KV cache must hold the longest request (`kv_too_small`; none at all: `out_of_memory`);
 2. the unloaded p99-prompt TTFT and the lone TPOT must meet the SLO (`ttft_slo`, `tpot_slo`);
 3. replicas = ceil(qps x (1 + headroom) / the replica's SLO-bound capacity), in whole expert-parallel
-   groups (`infer_fleet.whole_groups`), within the device limit (`max_devices`);
-4. the fleet is priced on the cheapest offer that hosts it (`no_instance_fits`).
+   groups, within the device limit (`max_devices`);
+4. the fleet is priced on the cheapest offer that hosts it (`no_instance_fits`); steps 3-4 are
+   `infer_fleet.priced_groups`, which the disaggregated pools (`infer_pd_fleet`) use too.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 
 from gpuplan.estimate.infer_step_model import StepCostModel
 from gpuplan.search.infer_capacity import Capacity, LengthMoments, capacity, unloaded_latency
-from gpuplan.search.infer_fleet import Offer, price_layout, whole_groups
+from gpuplan.search.infer_fleet import Offer, priced_groups, whole_groups
 from gpuplan.search.infer_load import InferSlo
 from gpuplan.simulate.engine_sim import EngineConfig
 from gpuplan.workload.jobs import Layout
@@ -54,11 +55,11 @@ def size_fleet(cm: StepCostModel, layout: Layout, offers: list[Offer], *, cfg: E
     cap = capacity(cm, cfg, moments, slo.tpot_p99_s, tpot_p99_over_mean=tpot_p99_over_mean)
     if tpot0 > slo.tpot_p99_s or cap.requests_per_s <= 0:
         return Sized("tpot_slo", ttft0, tpot0, cap)
-    replicas = whole_groups(max(1, math.ceil(qps * (1.0 + headroom) / cap.requests_per_s)), layout)
-    if replicas * layout.tp * layout.pp > max_devices:
-        return Sized("max_devices", ttft0, tpot0, cap, replicas)
-    priced = price_layout(offers, replicas, layout, span=span)
+    needed = qps * (1.0 + headroom) / cap.requests_per_s
+    priced = priced_groups(offers, layout, needed, max_devices=max_devices, span=span)
     if priced is None:
-        return Sized("no_instance_fits", ttft0, tpot0, cap, replicas)
-    usd, offer, instances = priced
+        replicas = whole_groups(max(1, math.ceil(needed)), layout)
+        why = "max_devices" if replicas * layout.tp * layout.pp > max_devices else "no_instance_fits"
+        return Sized(why, ttft0, tpot0, cap, replicas)
+    replicas, usd, offer, instances = priced
     return Sized(None, ttft0, tpot0, cap, replicas, usd, offer, instances)
