@@ -202,6 +202,10 @@ def test_ecc_on_consumer_cards_for_long_runs() -> None:
 def test_cooling_and_power() -> None:
     four = ids(plan_facts("llama3-8b", H100, 32))  # 4 x dgx-h100 at 10.2 kW = 40.8 kW per rack
     assert fig(four["reliability.cooling"], "rack_kw") == pytest.approx(40.8)
+    # regression: a cloud renter was told to install liquid cooling; racks are the buyer's concern only
+    cool = four["reliability.cooling"]
+    assert cool.message["en"].startswith("If you buy and host") and cool.message["zh"].startswith("若自购并托管")
+    assert "cloud rental" in cool.fix["en"] and "云厂商" in cool.fix["zh"]
     assert "reliability.power" not in four
     two = ids(plan_facts("llama3-70b", H100, 16))
     assert "reliability.cooling" not in two
