@@ -54,6 +54,6 @@ def unknown_name(field: str, value: str, choices: Iterable[str],
         near = list(dict.fromkeys(names[h] for h in hits))[:3]
     else:
         near = closest(value, pool)
-    hint = f"Did you mean {', '.join(near)}?" if near else ""
+    hint = f"Did you mean {', '.join(near)}?" if near else f"choose one of the {len(pool)} names listed"
     shown = ", ".join(pool) if len(pool) <= 30 else ", ".join(pool[:30]) + f", ... ({len(pool)} in all)"
     return InputError(field=field, value=value, allowed=f"one of: {shown}", hint=hint)

@@ -73,11 +73,14 @@ def test_catalog_errors(fresh: Any, url: str, field: str) -> None:
 @pytest.mark.parametrize(("path", "body", "field", "allowed", "hint"), [
     ("/api/v1/plan/train", {"model": "lama3-8b", "tokens": 1e12}, "model", "llama3-8b", "Did you mean llama3-8b"),
     ("/api/v1/plan/train", {"model": "llama3-8b", "tokens": -1}, "tokens", "> 0", "--tokens"),
-    ("/api/v1/plan/train", {"model": "llama3-8b", "tokens": 1e12, "method": "bogus"}, "method", "lora", ""),
-    ("/api/v1/plan/train", {"model": "llama3-8b", "tokens": 1e12, "market": "eu"}, "market", "cn", ""),
+    ("/api/v1/plan/train", {"model": "llama3-8b", "tokens": 1e12, "method": "bogus"}, "method", "lora",
+     "one of the allowed"),
+    ("/api/v1/plan/train", {"model": "llama3-8b", "tokens": 1e12, "market": "eu"}, "market", "cn",
+     "one of the allowed"),
     ("/api/v1/plan/train", {"model": "llama3-8b", "tokens": 1e12, "network": "eth-1g"}, "network", "one of", ""),
-    ("/api/v1/plan/train", {"model": "llama3-8b"}, "tokens", "required", ""),
-    ("/api/v1/plan/train", {"model": "llama3-8b", "tokens": 1e12, "catalog": "/tmp"}, "catalog", "Extra", ""),
+    ("/api/v1/plan/train", {"model": "llama3-8b"}, "tokens", "required", 'add "tokens"'),
+    ("/api/v1/plan/train", {"model": "llama3-8b", "tokens": 1e12, "catalog": "/tmp"}, "catalog", "Extra",
+     'remove "catalog"'),
     ("/api/v1/plan/infer", {**INFER, "qps": 0}, "qps", "> 0", ""),
     ("/api/v1/plan/infer", {**INFER, "input_len": 512, "input_dist": "uniform:1-2"}, "input-dist", "left out", ""),
     ("/api/v1/plan/infer", {**INFER, "engine": "vlm"}, "engine", "vllm", ""),
@@ -92,6 +95,7 @@ def test_bad_input_is_422_as_the_cli_words_it(fresh: Any, path: str, body: dict[
     d = r.json()["detail"]
     assert d["field"] == field and allowed in d["allowed"] and hint in d["hint"]
     assert d["message"].startswith("error:") and field in d["message"]
+    assert d["hint"], "every 4xx says how to fix the input"
 
 
 def test_errors_follow_the_language(fresh: Any) -> None:

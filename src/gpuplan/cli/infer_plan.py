@@ -44,18 +44,23 @@ def _load(qps: float | None, trace: Path | None, input_len: int | None, output_l
 
     if trace is not None:
         if qps is not None:
-            raise InputError(field="qps", value=qps, allowed="left out with --trace (the trace sets the load)")
+            raise InputError(field="qps", value=qps, allowed="left out with --trace (the trace sets the load)",
+                             hint="drop --qps, or drop --trace to plan for a rate")
         for name, v in (("input-len", input_len), ("output-len", output_len), ("input-dist", input_dist),
                         ("output-dist", output_dist)):
             if v is not None:
-                raise InputError(field=name, value=v, allowed="left out with --trace (the trace sets the lengths)")
+                raise InputError(field=name, value=v, allowed="left out with --trace (the trace sets the lengths)",
+                                 hint=f"drop --{name}, or drop --trace")
         return InferLoad.from_trace(read_trace(trace))
     if qps is None:
-        raise InputError(field="qps", value=None, allowed="a positive number, or --trace FILE")
+        raise InputError(field="qps", value=None, allowed="a positive number, or --trace FILE",
+                         hint="give the request rate with --qps (requests per second)")
     if input_len is not None and input_dist is not None:
-        raise InputError(field="input-dist", value=input_dist, allowed="left out when --input-len is given")
+        raise InputError(field="input-dist", value=input_dist, allowed="left out when --input-len is given",
+                         hint="give one of --input-len (every prompt that long) or --input-dist (a distribution)")
     if output_len is not None and output_dist is not None:
-        raise InputError(field="output-dist", value=output_dist, allowed="left out when --output-len is given")
+        raise InputError(field="output-dist", value=output_dist, allowed="left out when --output-len is given",
+                         hint="give one of --output-len (every output that long) or --output-dist (a distribution)")
     inp = parse_length_dist(input_dist if input_dist is not None else (1024 if input_len is None else input_len),
                             field="input-dist" if input_dist is not None else "input-len")
     out = parse_length_dist(output_dist if output_dist is not None else (256 if output_len is None else output_len),

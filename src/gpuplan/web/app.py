@@ -103,7 +103,8 @@ def _query_lang(qs: bytes) -> str | None:
 
 async def _too_large(scope: Scope, receive: Receive, send: Send, limit: int = MAX_BODY_BYTES) -> None:
     resp = JSONResponse({"detail": {"field": "body", "value": None, "allowed": f"at most {limit} bytes",
-                                    "hint": "", "message": "request body too large"}}, status_code=413,
+                                    "hint": "send a smaller body: split the upload or trim the file",
+                                    "message": "request body too large"}}, status_code=413,
                         headers={k.decode(): v.decode() for k, v in SECURITY_HEADERS})
     await resp(scope, receive, send)
 
@@ -131,8 +132,25 @@ def _from_validation(exc: RequestValidationError) -> InputError:
     value = first.get("input")
     if isinstance(value, dict):
         value = None
-    return InputError(field=".".join(loc) or "body", value=value, allowed=msg,
-                      hint="see /openapi.json for every field" if first.get("type") == "extra_forbidden" else "")
+    field = ".".join(loc) or "body"
+    return InputError(field=field, value=value, allowed=msg, hint=_validation_hint(str(first.get("type", "")), field))
+
+
+def _validation_hint(kind: str, field: str) -> str:
+    """The fix for a pydantic error type (pydantic docs, 'Validation Errors'): every 4xx names one."""
+    if kind == "missing":
+        return f'add "{field}" to the JSON body (/openapi.json lists every field and its type)'
+    if kind == "extra_forbidden":
+        return f'remove "{field}" or correct its spelling: see /openapi.json for every field'
+    if kind.endswith(("_parsing", "_type")):
+        return f'send "{field}" as the type /openapi.json gives it (a JSON number, string, boolean or list)'
+    if kind in ("literal_error", "enum"):
+        return f'set "{field}" to one of the allowed values'
+    if kind.startswith(("greater_than", "less_than")) or kind in ("multiple_of", "finite_number"):
+        return f'set "{field}" within the allowed range'
+    if kind.startswith(("too_short", "too_long", "string_too")):
+        return f'change the length of "{field}" to the allowed one'
+    return f'correct "{field}": /openapi.json describes each field'
 
 
 def create_app(database_url: str | None = None, slots: int = 2, time_limit: float = DEFAULT_TIME_LIMIT_S) -> FastAPI:
