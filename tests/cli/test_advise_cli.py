@@ -117,3 +117,13 @@ def test_compare_unknown_accelerator_suggests_by_alias() -> None:
     res = runner.invoke(app, ["compare", "-m", "llama3-8b", "--tokens", "1e12", "--accelerators", "h100,h2o"])
     one_line_error(res, "accelerator='h2o'")
     assert "Did you mean h20-96gb" in res.output
+
+
+def test_no_empty_findings_table_when_no_plan_is_recommended() -> None:
+    """Every plan blocked in this market (export-controlled H800 the only part that fits the deadline): the output
+    says why and prints no findings table of "0 of 0" (regression)."""
+    res = runner.invoke(app, ["plan", "train", "-m", "deepseek-v3", "--tokens", "14.8e12", "--precision", "fp8",
+                              "--market", "cn", "--deadline", "90", "--max-devices", "4096", "--lang", "en"])
+    assert res.exit_code == 0, res.output
+    assert "No plan can be recommended" in res.output
+    assert "0 of 0" not in res.output

@@ -63,6 +63,9 @@ def parse_pairs(pairs: Sequence[str] | None, field: str) -> dict[str, float]:
 
 
 def print_findings(findings: Sequence[Mapping[str, Any]], lang: str, limit: int = 8) -> None:
+    """The recommended plan's findings; nothing when there are none (no plan recommended: the line above says why)."""
+    if not findings:
+        return
     shown = list(findings[:limit])
     t = Table(title=tr("cli.findings.title", lang, shown=len(shown), total=len(findings)), show_lines=False)
     t.add_column(tr("report.col.severity", lang))
