@@ -207,6 +207,10 @@ def test_cooling_and_power() -> None:
     assert cool.message["en"].startswith("If you buy and host") and cool.message["zh"].startswith("若自购并托管")
     assert "cloud rental" in cool.fix["en"] and "云厂商" in cool.fix["zh"]
     assert "reliability.power" not in four
+    # a plan on a provider's offer: the provider houses and cools the racks, so no cooling finding at all;
+    # servers the team owns keep it
+    assert "reliability.cooling" not in ids(replace(plan_facts("llama3-8b", H100, 32), hosting="rented"))
+    assert "reliability.cooling" in ids(replace(plan_facts("llama3-8b", H100, 32), hosting="owned"))
     two = ids(plan_facts("llama3-70b", H100, 16))
     assert "reliability.cooling" not in two
     assert "reliability.power" in ids(plan_facts("llama3-70b", H100, 1024))
@@ -279,3 +283,4 @@ def test_tcp_that_costs_nothing_is_not_called_rdma_required() -> None:
     assert found["net.tcp_enough"]["severity"] == "info"
     loss = next(g["value"] for g in found["net.tcp_enough"]["figures"] if g["name"] == "tcp_loss")
     assert loss <= default_thresholds().value("tcp_negligible_loss")
+

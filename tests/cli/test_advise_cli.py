@@ -127,3 +127,17 @@ def test_no_empty_findings_table_when_no_plan_is_recommended() -> None:
     assert res.exit_code == 0, res.output
     assert "No plan can be recommended" in res.output
     assert "0 of 0" not in res.output
+
+
+def test_a_rented_plan_gets_no_rack_cooling_finding() -> None:
+    """Regression: a cloud renter was told about rack cooling. The recommended plan here is 64 B200 on a provider's
+    offer (8 nodes at about 14 kW: above the 40 kW air-cooling limit per rack if the team hosted them); the
+    provider houses the racks, so the advisor says nothing about cooling, while the power finding stays."""
+    res = runner.invoke(app, ["plan", "train", "-m", "llama3-70b", "--tokens", "2e12", "--market", "global",
+                              "--max-devices", "128", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    rec = out["recommended"]
+    assert rec["hardware_option"]["kind"] == "offer" and rec["devices"] >= 32
+    ids = {f["id"] for f in out["findings"]}
+    assert "reliability.cooling" not in ids and "reliability.power" in ids

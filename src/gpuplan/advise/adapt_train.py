@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import ValidationError
@@ -178,7 +178,10 @@ def training_facts(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, fig: 
         if r:
             variants["fp8"], variants["fp8_mem"] = r
     acc = hw.accelerator
-    offer = (fig.get("hardware_option") or {}).get("offer")
+    option = fig.get("hardware_option") or {}
+    offer = option.get("offer")
+    kind = option.get("kind")  # search.offers.HardwareOption: an offer is rented, an own cluster is owned
+    hosting: Literal["rented", "owned"] | None = "rented" if kind == "offer" else "owned" if kind == "own" else None
     cost = fig.get("cost") or {}
     price = cost.get("usd_per_device_hour", {})
     return PlanFacts(
@@ -201,6 +204,7 @@ def training_facts(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, fig: 
         memory_fp8_bytes=variants.get("fp8_mem"),
         growth=_growth(spec, job, catalog, hw, fig, tokens, th.value("growth_factor"), cal) if growth else None,
         deadline_s=deadline_days * 86400.0 if deadline_days else None, market=market, provider=provider,
+        hosting=hosting,
         requirements=requirements or Requirements(),
         calibration=fig.get("assumptions", {}).get("calibration", {}),
     )

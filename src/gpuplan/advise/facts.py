@@ -85,6 +85,9 @@ class PlanFacts:
     deadline_s: float | None = None
     market: str | None = None
     provider: str | None = None
+    # who houses the servers: "rented" (a provider's offer: it powers and cools the racks), "owned" (the team buys
+    # and hosts them), None (not known: findings about racks and power speak conditionally)
+    hosting: Literal["rented", "owned"] | None = None
     requirements: Requirements = field(default_factory=Requirements)
     calibration: Mapping[str, Any] = field(default_factory=dict)
     # inference: devices of one replica (the unit that talks over the network) and serving figures

@@ -113,7 +113,7 @@ def ecc(f: PlanFacts, th: Thresholds) -> list[Finding]:
 
 def cooling(f: PlanFacts, th: Thresholds) -> list[Finding]:
     kw, how = node_power_kw(f, th)
-    if kw is None:
+    if kw is None or f.hosting == "rented":  # a rental's racks are the provider's to power and cool
         return []
     per_rack = min(f.nodes, int(th.value("servers_per_rack")))
     rack = max(kw, per_rack * kw)  # one node that is a whole rack (NVL72) counts once
