@@ -173,3 +173,15 @@ def test_estimate_train_uses_the_usable_memory_rule_and_rejects_bad_numbers() ->
                                   "--num-accels", "8", flag, value])
         assert res.exit_code == 2, (flag, value, res.output)
         assert flag.removeprefix("--") in res.output
+
+
+def test_estimate_train_without_sequence_parallelism() -> None:
+    """--no-seq-parallel keeps norms and residuals whole on each TP rank: slower and larger than with it, and the
+    memory breakdown says which was assumed."""
+    base = ["estimate", "train", "-m", "llama3-8b", "--accelerator", "h100-sxm5-80gb", "--num-accels", "8",
+            "--tp", "8", "--pp", "1", "--dp", "1", "--cp", "1", "--recompute", "none", "--json"]
+    sp, no_sp = (json.loads(runner.invoke(app, base + extra).output) for extra in ([], ["--no-seq-parallel"]))
+    assert no_sp["step_time_s"] > sp["step_time_s"]
+    assert no_sp["memory"]["total_bytes"] > sp["memory"]["total_bytes"]
+    assert sp["memory"]["assumptions"]["layout"]["seq_parallel"] is True
+    assert no_sp["memory"]["assumptions"]["layout"]["seq_parallel"] is False

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from cli_result import exited
 from gpuplan.cli.main import app
 from gpuplan.estimate.calibration import default_calibration
+from gpuplan.estimate.flops import forward_flops
 from gpuplan.hardware import load_catalog
 from gpuplan.search.candidates import LayoutChoices, generate
 from gpuplan.search.train_eval import cluster_hardware, evaluate_training
@@ -123,3 +124,52 @@ def test_memory_train_refuses_a_layout_the_framework_cannot_run_and_accepts_its_
                                             "--tp", "2"]), "tp")
     ok = CliRunner().invoke(app, ["memory", "train", "-m", "llama3-8b", "--framework", "nemo", "--tp", "2", "--json"])
     exited(ok, 0)
+
+
+def test_dualpipe_runs_its_expert_gemms_at_the_dense_rate() -> None:
+    """DeepSeek's stack (DeepGEMM) runs DeepSeek-V3's grouped expert GEMMs at the dense FP8 rate: a plan named
+    after it must not take Megatron-Core's grouped-GEMM and narrow-expert penalties (regression: the published
+    DeepSeek-V3 pretraining on 2048 H800s ran 2.3x faster than planned)."""
+    spec = get_preset("deepseek-v3").spec
+    job = TrainingJob(seq_len=4096, global_batch=256, precision="fp8")
+
+    def compute(framework: str | None) -> float:
+        ev = _eval(job.model_copy(update={"framework": framework}), tp=1, pp=16, ep=8, devices=128, spec=spec,
+                   accel="h800-sxm5-80gb")
+        return float(ev.breakdown_s["compute"][0])
+
+    flops = forward_flops(spec, 4096).by_part()
+    expert_share = flops["experts_routed"] / forward_flops(spec, 4096).total
+    cal = default_calibration()
+    fe = spec.moe.expert_ffn_size  # type: ignore[union-attr]
+    penalty = cal.value("moe_gemm_efficiency") * fe / (fe + cal.value("moe_expert_half_width"))
+    megatron, dualpipe = compute("megatron"), compute("dualpipe")
+    assert dualpipe < megatron
+    # only the routed experts speed up: by 1/penalty, no more
+    assert megatron / dualpipe < 1 / penalty
+    assert megatron / dualpipe > 1 + expert_share
+
+
+def test_a_user_override_of_the_expert_gemm_rate_beats_the_frameworks() -> None:
+    spec = get_preset("deepseek-v3").spec
+    job = TrainingJob(seq_len=4096, global_batch=256, precision="fp8", framework="dualpipe")
+    cal = default_calibration().with_overrides({"moe_gemm_efficiency": 0.44})
+    hw = cluster_hardware(CAT, "h800-sxm5-80gb", "ib-ndr-400")
+    choices = LayoutChoices(devices=[128], tp=[1], pp=[16], cp=[1], ep=[8], vpp=[1], zero=[1], micro_batch=[1],
+                            recompute=["none"])
+    c = generate(spec, choices, seq_len=4096, global_batch=256)
+    slow = evaluate_training(spec, job, hw, c, calibration=cal).breakdown_s["compute"][0]
+    fast = evaluate_training(spec, job, hw, c).breakdown_s["compute"][0]
+    assert slow > fast
+
+
+def test_without_sequence_parallelism_every_tp_rank_runs_the_norms_whole() -> None:
+    """A run without --sequence-parallel (Megatron-DeepSpeed before its rebase) keeps the norm, dropout and
+    residual activations whole on each TP rank: more memory traffic and more memory than with it (regression:
+    the row's stated seq_parallel=false was dropped and the run planned as sequence-parallel)."""
+    sp = TrainingJob(seq_len=4096, global_batch=64, framework="megatron")
+    no_sp = sp.model_copy(update={"sequence_parallel": False})
+    a, b = _eval(sp, tp=8, devices=8), _eval(no_sp, tp=8, devices=8)
+    assert b.breakdown_s["compute"][0] > a.breakdown_s["compute"][0]
+    assert b.memory_bytes[0] > a.memory_bytes[0]
+    assert np.array_equal(a.breakdown_s["tp_comm"], b.breakdown_s["tp_comm"])  # all-reduce = RS + AG volume

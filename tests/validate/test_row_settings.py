@@ -101,3 +101,20 @@ def test_a_stated_framework_limits_the_layouts_validation_searches() -> None:
     slower = evaluate_training_row({**row, "settings": "framework=megatron_deepspeed;attention=eager"},
                                    load_catalog(use_user_dir=False))
     assert slower.predicted < mds.predicted  # unfused attention over 32K tokens costs time
+
+
+def test_a_stated_seq_parallel_false_reaches_the_estimate() -> None:
+    """Regression: a row's seq_parallel=false (Megatron-DeepSpeed before its rebase, TP=32) was dropped and the
+    run estimated as sequence-parallel; without it every TP rank runs the norms and residuals whole."""
+    from gpuplan.hardware import load_catalog
+    from gpuplan.validate.training_cases import evaluate_training_row
+
+    row = {"id": "t2", "model": "llama2-13b", "seq_len": "2048", "accelerator": "a100-sxm4-80gb", "num_accels": "8",
+           "tp": "8", "pp": "1", "dp": "1", "micro_batch": "1", "recompute": "none", "global_batch_seqs": "8",
+           "metric": "tokens_per_s_per_device", "value": "100", "confidence": "high",
+           "settings": "framework=megatron_deepspeed"}
+    cat = load_catalog(use_user_dir=False)
+    sp = evaluate_training_row({**row, "seq_parallel": "true"}, cat)
+    no_sp = evaluate_training_row({**row, "seq_parallel": "false"}, cat)
+    assert no_sp.predicted < sp.predicted
+    assert evaluate_training_row(row, cat).predicted == pytest.approx(sp.predicted)  # unstated: as a team would

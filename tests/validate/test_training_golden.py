@@ -59,7 +59,9 @@ def test_skipped_rows_are_the_pinned_ones(report: ValidationReport) -> None:
 
 
 def test_no_row_more_than_3x_off(report: ValidationReport) -> None:
-    """Worst observed: mds_longseq_a100_30b_2k_old (TFLOP/s, 2.66x), deepseekv3_pretrain_gpuhours (2.46x)."""
+    """Worst observed: mds_longseq_a100_30b_2k_old (TFLOP/s, 2.17x since the row's seq_parallel=false is modelled;
+    2.66x before), bloomberggpt_step (2.2x). DeepSeek-V3's campaign (2.46x before DualPipe's DeepGEMM expert GEMMs
+    were modelled) is now within 4%."""
     check_excluded(report, EXCLUDED)
     assert not outside_row_bound(report, EXCLUDED), f"rows more than {ROW_BOUND:g}x off"
 
@@ -77,6 +79,7 @@ def test_step_time_family(report: ValidationReport) -> None:
 
 
 def test_device_hours_and_time_to_train_family(report: ValidationReport) -> None:
-    """Device-hours and time to train: 18 rows, observed median 20.0%, p90 75.2% (the DeepSeek-V3 rows,
-    2.4x over, are the worst)."""
-    gate(family(report, CAMPAIGN), 18, median=0.215, spread=0.77)
+    """Device-hours and time to train: 18 rows, observed median 13.4%, p90 34.6% (Llama 3 8B's model card and
+    Pythia 70M, whole campaigns below the benchmark rate, are the worst). Before DualPipe's expert GEMMs ran at
+    DeepGEMM's dense rate: median 20.0%, p90 75.2%, the DeepSeek-V3 rows 2.4x over."""
+    gate(family(report, CAMPAIGN), 18, median=0.15, spread=0.37)

@@ -87,6 +87,8 @@ def estimate_train(
     framework: FrameworkId | None = typer.Option(None, help=help_text("help.estimate_train.framework")),
     tp_comm_overlap: bool | None = typer.Option(None, "--tp-comm-overlap/--no-tp-comm-overlap",
                                                 help=help_text("help.estimate_train.tp_comm_overlap")),
+    seq_parallel: bool = typer.Option(True, "--seq-parallel/--no-seq-parallel",
+                                      help=help_text("help.estimate_train.seq_parallel")),
     data_loading: DataLoading = typer.Option("pretokenized", help=help_text("help.common.data_loading")),
     catalog_dir: list[Path] = typer.Option(None, "--catalog", help=help_text("help.common.catalog_dir")),
     json_out: bool = typer.Option(False, "--json"),
@@ -111,7 +113,8 @@ def estimate_train(
         gpn = gpus_per_node or min(8, num_accels)
         gb = global_batch or default_global_batch(seq_len, num_accels)
         job = _job(method, seq_len, gb, precision, micro_batch, kernels=kernels, data_loading=data_loading,
-                   framework=framework).model_copy(update={"tp_comm_overlap": tp_comm_overlap})
+                   framework=framework).model_copy(update={"tp_comm_overlap": tp_comm_overlap,
+                                                           "sequence_parallel": seq_parallel})
         prof = framework_profile(framework) if framework else None
         fixed = [x for x in (tp, pp, dp, cp) if x is not None]
         if len(fixed) == 4 and tp * pp * dp * cp != num_accels:

@@ -248,10 +248,10 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
         peak_g, eff_g = hw.peak_flops("fp8"), _eff(cal, acc.id, "fp8")
     else:
         peak_g, eff_g = peak16, eff16
-    moe_eff = cal.value("moe_gemm_efficiency")
+    moe_eff = framework_term(cal, job, "moe_gemm_efficiency")
     if spec.moe is not None:  # narrow experts (fine-grained MoE) run their grouped GEMMs less efficiently
         fe = spec.moe.expert_ffn_size
-        moe_eff *= fe / (fe + cal.value("moe_expert_half_width"))
+        moe_eff *= fe / (fe + framework_term(cal, job, "moe_expert_half_width"))
     attn_eff = eff16 * _attention_eff(cal, acc.id, ~fused_kernels(job.kernels, c.tp, c.pp))
     if job.attention == "eager":
         # Without FlashAttention, QK^T and PV run as batched GEMMs over the whole s x s score matrix, masked
@@ -360,7 +360,7 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
 def _layer_bytes(spec: ModelSpec, job: TrainingJob, tp: int, cp: int, piped: int) -> tuple[float, float]:
     """Bytes a dense and a MoE layer produce per micro-batch sequence (the same for every hardware option of a
     search: spec and job are frozen records, hence cached)."""
-    a = activation_breakdown(spec, job, Layout(tp=tp, cp=cp, pp=1 + piped))
+    a = activation_breakdown(spec, job, Layout(tp=tp, cp=cp, pp=1 + piped, seq_parallel=job.sequence_parallel))
     return a.dense_layer_bytes, a.moe_layer_bytes
 
 

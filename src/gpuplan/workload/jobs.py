@@ -126,6 +126,10 @@ class TrainingJob(BaseModel):
     tp_comm_overlap: bool | None = Field(
         default=None, description="tensor-parallel collectives overlapped with the GEMMs (Transformer Engine "
         "userbuffers, --tp-comm-overlap); None: the framework's default")
+    sequence_parallel: bool = Field(
+        default=True, description="Megatron sequence parallelism with TP (--sequence-parallel): norms, dropout and "
+        "residual activations split over the TP ranks; False: every TP rank holds and computes them whole "
+        "(Megatron-LM before 2022, Megatron-DeepSpeed before its rebase)")
 
     @field_validator("framework")
     @classmethod
