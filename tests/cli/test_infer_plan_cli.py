@@ -99,3 +99,15 @@ def test_the_table_names_the_disaggregated_fleet_the_market_allows() -> None:
     assert (f"Prefill/decode disaggregated (each pool simulated, not a plan): the cheapest the market allows, "
             f"{pd['prefill']['devices']} + {pd['decode']['devices']} x {pd['accelerator']} at "
             f"{pd['usd_per_hour']:,.2f} USD/hour ({diff:+.0%} vs the recommendation)") in out
+
+
+def test_an_slo_that_looks_like_milliseconds_is_flagged_on_stderr_and_in_the_json() -> None:
+    res = runner.invoke(app, ["plan", "infer", "-m", "llama3.1-8b", "--qps", "2", "--ttft-p99", "3000",
+                              "--tpot-p99", "0.1", "--market", "global", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["slo"]["ttft_p99_s"] == 3000 and "pass 3)" in out["slo"]["warning"]["en"]
+    assert "--ttft-p99 3000" in res.stderr
+    ok = json.loads(runner.invoke(app, ["plan", "infer", "-m", "llama3.1-8b", "--qps", "2", "--ttft-p99", "3",
+                                        "--tpot-p99", "0.1", "--market", "global", "--json"]).stdout)
+    assert "warning" not in ok["slo"]

@@ -98,6 +98,20 @@ def test_serving_form_to_plan_page(fresh: Any) -> None:
                                    "input_dist": "", "output_dist": "", "engine": "vllm"}, follow_redirects=False)
     text = fresh.get(plan_location(fresh, r)).text
     assert 'id="plans"' in text and 'id="chart-data"' in text
+    assert 'id="slo-warning"' not in text
+
+
+def test_an_slo_in_milliseconds_is_planned_as_asked_and_flagged(fresh: Any) -> None:
+    """A TPOT of 50 typed for 50 ms means 50 s per token: the plan is made as asked, and the page, the API and the
+    CLI say what was read and what to type instead (regression: silently planned at a 50 s TPOT)."""
+    r = fresh.post("/serve?lang=zh", data={"model": "llama3.1-8b", "qps": "5", "ttft_p99": "2", "tpot_p99": "50",
+                                           "input_dist": "", "output_dist": "", "engine": "vllm"},
+                   follow_redirects=False)
+    where = plan_location(fresh, r)
+    text = fresh.get(where + "?lang=zh").text
+    assert 'id="slo-warning"' in text and "tpot_p99 50" in text and "0.05" in text and "毫秒" in text
+    plan = fresh.get(where.replace("/p/", "/api/v1/plans/")).json()
+    assert "0.05" in plan["slo"]["warning"]["en"] and plan["slo"]["tpot_p99_s"] == 50
 
 
 @pytest.mark.parametrize(("path", "data", "words"), [

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from gpuplan.advise.findings import load_thresholds
 from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_report, save_report_quiet
-from gpuplan.cli.common import console, fail, positives, print_json
+from gpuplan.cli.common import console, fail, positives, print_json, warn
 from gpuplan.cli.emit import check_disaggregated, check_formats, pick_plan, write_serve, write_serve_pd
 from gpuplan.cli.train import plan_app
 from gpuplan.emit import SERVE_FORMATS
@@ -118,7 +118,7 @@ def plan_infer(
     """Search instances, TP/PP/EP, weight format and replicas for the cheapest fleet meeting the SLO."""
     from gpuplan.advise.report_infer import choose_fleet, inference_report, named_pd
     from gpuplan.advise.trust import serving_recommendation
-    from gpuplan.search.infer_load import InferSlo, planner_terms
+    from gpuplan.search.infer_load import InferSlo, planner_terms, slo_unit_warning
     from gpuplan.search.infer_search import InferConstraints, plan_inference
     from gpuplan.workload.engines import engine
 
@@ -133,6 +133,9 @@ def plan_infer(
         th = load_thresholds(parse_pairs(threshold, "threshold"))
         load = _load(qps, trace, input_len, output_len, input_dist, output_dist)
         slo = InferSlo(ttft_p99_s=ttft_p99, tpot_p99_s=tpot_p99)
+        slo_warning = slo_unit_warning(ttft_p99, tpot_p99)
+        if slo_warning:
+            warn(slo_warning[language])
         spec = load_model(model)
         cat = load_catalog(catalog_dir or ())
         prof = engine(engine_id)
@@ -141,7 +144,8 @@ def plan_infer(
                                 kv_dtype=kv_dtype, trust=trust)
         res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, terms=planner_terms(_terms(term)))
         run = {"model": spec.name, "load": load.to_json(),
-               "slo": {"ttft_p99_s": slo.ttft_p99_s, "tpot_p99_s": slo.tpot_p99_s},
+               "slo": {"ttft_p99_s": slo.ttft_p99_s, "tpot_p99_s": slo.tpot_p99_s,
+                       **({"warning": slo_warning} if slo_warning else {})},
                "engine": prof.id, "candidates_evaluated": res.candidates_evaluated,
                "simulated": res.simulated, "plans": res.plans, "rejected": res.rejected,
                "hardware_considered": res.hardware_considered, "best_unloaded": res.best_unloaded,

@@ -18,10 +18,17 @@ import numpy as np
 from gpuplan import yamlio
 from gpuplan.errors import InputError
 from gpuplan.estimate.calibration import Calibration
+from gpuplan.i18n import tr
 from gpuplan.simulate.arrivals import Workload, poisson_workload
 from gpuplan.simulate.lengths import LengthDist
 
-__all__ = ["InferLoad", "InferSlo", "planner_terms"]
+__all__ = ["InferLoad", "InferSlo", "planner_terms", "slo_unit_warning"]
+
+# Beyond these a latency promise is no longer one an interactive service makes (MLPerf Inference's server
+# scenarios bound TTFT at 2-6 s and TPOT at 40-200 ms; chat UIs aim lower): a value past them is most likely
+# milliseconds typed into an option that takes seconds
+TTFT_P99_PLAUSIBLE_S = 60.0
+TPOT_P99_PLAUSIBLE_S = 1.0
 
 
 @cache
@@ -33,6 +40,19 @@ def _default_terms() -> Calibration:
 def planner_terms(overrides: Mapping[str, float] | None = None) -> Calibration:
     """The planner's terms with `overrides` (name -> value) applied and marked."""
     return _default_terms().with_overrides(overrides)
+
+
+def slo_unit_warning(ttft_p99_s: float, tpot_p99_s: float, *,
+                     names: tuple[str, str] = ("--ttft-p99", "--tpot-p99")) -> dict[str, str] | None:
+    """One line in English and Chinese when an SLO looks like milliseconds given as seconds, else None: the plan is
+    still made as asked (a batch job may accept such latencies), but the user sees what was read. `names` are the
+    options (CLI) or fields (API, web form) the values came from."""
+    odd = [(flag, v) for flag, v, limit in ((names[0], ttft_p99_s, TTFT_P99_PLAUSIBLE_S),
+                                            (names[1], tpot_p99_s, TPOT_P99_PLAUSIBLE_S)) if v > limit]
+    if not odd:
+        return None
+    flag, v = odd[0]
+    return {lang: tr("warn.slo_seconds", lang, option=flag, value=v, ms=v / 1000.0) for lang in ("en", "zh")}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

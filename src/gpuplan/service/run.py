@@ -154,7 +154,7 @@ def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], di
     from gpuplan.advise.report_infer import choose_fleet, inference_report, named_pd
     from gpuplan.advise.trust import serving_recommendation
     from gpuplan.cli.advise import requirements
-    from gpuplan.search.infer_load import InferSlo, planner_terms
+    from gpuplan.search.infer_load import InferSlo, planner_terms, slo_unit_warning
     from gpuplan.search.infer_search import WEIGHTS, InferConstraints, plan_inference
 
     spec, load, prof = check_plan_infer(req)
@@ -165,8 +165,10 @@ def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], di
                             weights=tuple(req.weights) if req.weights else WEIGHTS, kv_dtype=req.kv_dtype,
                             trust=req.trust)
     res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, terms=planner_terms({}))
+    slo_warning = slo_unit_warning(req.ttft_p99, req.tpot_p99, names=("ttft_p99", "tpot_p99"))
     run = {"model": spec.name, "load": load.to_json(),
-           "slo": {"ttft_p99_s": slo.ttft_p99_s, "tpot_p99_s": slo.tpot_p99_s},
+           "slo": {"ttft_p99_s": slo.ttft_p99_s, "tpot_p99_s": slo.tpot_p99_s,
+                   **({"warning": slo_warning} if slo_warning else {})},
            "engine": prof.id, "candidates_evaluated": res.candidates_evaluated,
            "simulated": res.simulated, "plans": res.plans, "rejected": res.rejected,
            "hardware_considered": res.hardware_considered, "best_unloaded": res.best_unloaded,
