@@ -173,3 +173,14 @@ def test_without_sequence_parallelism_every_tp_rank_runs_the_norms_whole() -> No
     assert b.breakdown_s["compute"][0] > a.breakdown_s["compute"][0]
     assert b.memory_bytes[0] > a.memory_bytes[0]
     assert np.array_equal(a.breakdown_s["tp_comm"], b.breakdown_s["tp_comm"])  # all-reduce = RS + AG volume
+
+
+def test_no_fit_under_a_framework_says_what_its_layouts_lack() -> None:
+    """DeepSeek-V3 with DualPipe's layouts (PP and EP, ZeRO-1, no full recomputation) fits no part sold in China in
+    gpuplan's memory model: the error says what the profile offers and that the open search has more, instead of only
+    "try recomputation", which the profile does not offer."""
+    res = CliRunner().invoke(app, ["plan", "train", "-m", "deepseek-v3", "--tokens", "1e12", "--framework",
+                                   "dualpipe", "--precision", "fp8", "--market", "cn", "--max-devices", "2048"])
+    assert res.exit_code == 2
+    text = " ".join(res.output.split())
+    assert "offers recompute none, selective" in text and "without --framework" in text

@@ -335,5 +335,12 @@ def _smallest_fit(spec: ModelSpec, job: TrainingJob, catalog: Catalog, considere
             if best is None or n < best[0]:
                 best = (n, acc_id)
     if best is None:
-        return "the job fits on no catalog accelerator even at 64x --max-devices; try LoRA/QLoRA or recomputation"
+        msg = "the job fits on no catalog accelerator even at 64x --max-devices; try LoRA/QLoRA or recomputation"
+        prof = framework_profile(job.framework) if job.framework else None
+        if prof is not None and ("full" not in prof.recompute or "tp" not in prof.axes):
+            # the profile's own layouts are what failed: say which, and that the open search has more
+            msg += (f" ({prof.name} offers recompute {', '.join(prof.recompute)} and axes "
+                    f"{', '.join(prof.axes) or 'data parallel only'}; without --framework the planner also searches "
+                    "tensor parallelism and full recomputation)")
+        return msg
     return f"the smallest cluster that fits is {best[0]} x {best[1]} (--max-devices {best[0]})"
