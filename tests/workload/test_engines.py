@@ -71,8 +71,12 @@ def test_terms_for_every_engine_apply_to_each_engine_on_the_part() -> None:
 def test_parts_and_engines_no_entry_names_fall_back_to_the_engine_default() -> None:
     v = engine("vllm")
     assert v.for_accelerator("h100-sxm5-80gb") == v
+    assert engine("hf_transformers").for_accelerator("mi300x-192gb").value("layer_overhead_s") == \
+        engine("hf_transformers").value("layer_overhead_s")  # the vllm-rocm-mi300 entry names vllm only
+    # regression: eager transformers on torch_npu was planned at CUDA's launch time; it pays at least vllm-ascend's
     assert engine("hf_transformers").for_accelerator("ascend-910b").value("layer_overhead_s") == \
-        engine("hf_transformers").value("layer_overhead_s")  # the vllm-ascend entry names vllm, sglang, lmdeploy
+        engine("vllm").for_accelerator("ascend-910b").value("layer_overhead_s") > \
+        engine("hf_transformers").value("layer_overhead_s")
     assert engine("trtllm").for_accelerator("mi300x-192gb").value("gemm_efficiency_8bit") == 0.60
 
 

@@ -31,6 +31,7 @@ from gpuplan.estimate.memory_infer import matrix_bytes_per_param
 from gpuplan.hardware import Accelerator, Catalog
 from gpuplan.search import progress
 from gpuplan.search.infer_capacity import Capacity, length_moments
+from gpuplan.search.infer_engines import with_engine_hint
 from gpuplan.search.infer_fleet import Offer, advice, attention_groups, fleet_offers, price_layout, whole_groups
 from gpuplan.search.infer_layouts import placements
 from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms
@@ -133,10 +134,21 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
                    cons: InferConstraints | None = None, *, engine_profile: EngineProfile | None = None,
                    terms: Calibration | None = None, alternatives: bool = True) -> InferPlanResult:
     """Cheapest verified fleets first; raises InputError (with the nearest feasible alternative) if none.
-    `alternatives=False` skips what RDMA would buy and the disaggregated fleets (a re-plan that reads only the
-    plans: the growth re-plan, `compare`)."""
-    cons = cons or InferConstraints()
+    `alternatives=False` skips what RDMA would buy, the disaggregated fleets and, when nothing meets the SLO, the
+    other engines (a re-plan that reads only the plans: the growth re-plan, `compare`)."""
     prof = engine_profile or engine("vllm")
+    try:
+        return _plan(spec, load, slo, catalog, cons or InferConstraints(), prof, terms, alternatives)
+    except InputError as exc:
+        if not alternatives:
+            raise
+        # another engine on the same parts may meet the SLO (MindIE where vLLM-Ascend cannot): say so
+        raise with_engine_hint(exc, prof.id, lambda other: _plan(
+            spec, load, slo, catalog, cons or InferConstraints(), other, terms, False).plans) from None
+
+
+def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, cons: InferConstraints,
+          prof: EngineProfile, terms: Calibration | None, alternatives: bool) -> InferPlanResult:
     cal = terms or planner_terms()
     cfg = EngineConfig.from_profile(prof)
     headroom = cal.value("load_headroom")

@@ -125,6 +125,8 @@ class EngineProfile(BaseModel):
     runtime_overhead_source: str = Field(min_length=1)
     stacks: tuple[StackKind, ...] = Field(min_length=1, description="software stacks the engine runs on")
     stacks_source: str = Field(min_length=1)
+    baseline: bool = Field(default=False, description="a modelling baseline, not a product a team deploys: never "
+                           "suggested in place of the engine asked")
     terms: dict[str, EngineTerm]
     hardware_table: tuple[HardwareTerms, ...] | None = Field(
         default=None, exclude=True,

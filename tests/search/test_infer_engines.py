@@ -1,0 +1,54 @@
+"""search.infer_engines: when no fleet meets the SLO with the engine asked, the error names another engine that
+does on the same parts (regression: Qwen2.5-72B on domestic parts was "infeasible" with vLLM-Ascend, a plain
+MindIE plan)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from gpuplan.cli.main import app
+from gpuplan.errors import InputError
+from gpuplan.search.infer_engines import engine_that_meets, with_engine_hint
+from gpuplan.workload.engines import EngineProfile, load_engines
+
+ARGS = ["plan", "infer", "-m", "qwen2.5-72b", "--qps", "10", "--input-len", "2048", "--output-len", "512",
+        "--ttft-p99", "3", "--tpot-p99", "0.12", "--market", "cn", "--domestic-only", "--lang", "en"]
+
+
+def test_the_error_names_the_engine_that_meets_the_slo_and_its_fleet_is_the_one_planned_with_it() -> None:
+    failed = CliRunner().invoke(app, ARGS, terminal_width=400)
+    assert failed.exit_code == 2
+    text = " ".join(failed.output.split())
+    assert "with --engine mindie the SLO is met: ascend-910c" in text
+    ok = json.loads(CliRunner().invoke(app, [*ARGS, "--engine", "mindie", "--json"]).stdout)
+    best = ok["plans"][0]
+    assert f"{best['cost_usd_per_hour']:.2f} USD/h" in text and f"on {best['instances']} x {best['instance']}" in text
+
+
+def _plan(cost: float) -> dict[str, Any]:
+    return {"cost_usd_per_hour": cost, "accelerator": "x", "layout": {"tp": 1, "pp": 1, "ep": 1}, "weights": "bf16",
+            "replicas": 1, "instances": 1, "instance": "i", "ttft_s": {"p99": 1.0}, "tpot_s": {"p99": 0.05}}
+
+
+def test_the_cheapest_deployable_engine_wins_and_the_baseline_is_never_suggested() -> None:
+    costs = {"sglang": 30.0, "lmdeploy": 20.0, "generic": 1.0}
+
+    def replan(p: EngineProfile) -> list[dict[str, Any]]:
+        if p.id not in costs:
+            raise InputError(field="slo", value="x", allowed="y")
+        return [_plan(costs[p.id])]
+
+    assert load_engines()["generic"].baseline
+    eid, plan = engine_that_meets("vllm", replan)  # type: ignore[misc]
+    assert eid == "lmdeploy" and plan["cost_usd_per_hour"] == 20.0
+    assert engine_that_meets("vllm", lambda p: []) is None
+
+
+@pytest.mark.parametrize("field", ["model", "hardware", "trust", "engine"])
+def test_errors_another_engine_cannot_cure_are_left_alone(field: str) -> None:
+    exc = InputError(field=field, value="v", allowed="a", hint="h")
+    assert with_engine_hint(exc, "vllm", lambda p: [_plan(1.0)]) is exc
