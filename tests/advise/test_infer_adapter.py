@@ -203,3 +203,21 @@ def test_every_listed_part_is_checked_for_blocking_findings() -> None:
     best, blocked = choose_fleet(r, clear_first, catalog(), default_thresholds(), None)
     assert best is not None and best["accelerator"] == "h20-96gb"
     assert blocked.get("h800-sxm5-80gb") == "market.export"
+
+
+def test_serve_engine_rule_names_a_cheaper_engine_on_the_same_part_and_stays_quiet_below_the_threshold() -> None:
+    base = _with_growth(None)
+    now = float(base.serving["usd_per_hour"])
+
+    def with_alt(usd_h: float) -> dict[str, Any]:
+        alt = {"engine": "mindie", "engine_name": "MindIE (Ascend)", "accelerator": base.accelerator.id,
+               "layout": {"tp": 2, "pp": 1, "ep": 1}, "weights": "int8", "replicas": 7, "devices": 14,
+               "instances": 2, "instance": "i", "usd_per_hour": usd_h, "ttft_p99_s": 0.8, "tpot_p99_s": 0.136,
+               "basis": "re-plan"}
+        return {x.id: x for x in advise(replace(base, serving={**base.serving, "what_if_engine": alt}))}
+
+    x = with_alt(0.67 * now)["serve.engine_alternative"]
+    assert x.severity == "warn" and "MindIE (Ascend)" in x.message["en"] and "33% less" in x.message["en"]
+    assert "--engine mindie" in x.fix["en"] and "便宜 33%" in x.message["zh"]
+    assert {f.name for f in x.figures} >= {"engine_devices", "engine_usd_per_hour", "engine_what_if_min_saving"}
+    assert "serve.engine_alternative" not in with_alt(0.9 * now)  # 10% is inside the bands: silent

@@ -27,7 +27,7 @@ FINDING_IDS = (
     "ecosystem.porting", "market.export", "market.residency", "market.compliance",
     "reliability.ecc", "reliability.cooling", "reliability.power", "reliability.power_serve", "reliability.checkpoint",
     "growth.model", "growth.deadline", "growth.serve", "growth.serve_ok", "growth.serve_spare",
-    "growth.serve_none", "net.rdma_wide_ep", "serve.pd_disaggregation",
+    "growth.serve_none", "net.rdma_wide_ep", "serve.pd_disaggregation", "serve.engine_alternative",
 )
 
 

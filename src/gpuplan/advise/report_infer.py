@@ -278,6 +278,9 @@ def inference_report(run: Mapping[str, Any], catalog: Catalog, *, thresholds: Th
     pd = run["what_if_pd"] if "what_if_pd" in run else pd_alternative(run, facts, catalog, th)  # named once
     if pd is not None:
         facts = replace(facts, serving={**facts.serving, "what_if_pd": pd})
+    engines = [e for e in run.get("what_if_engines") or [] if e["accelerator"] == best["accelerator"]]
+    if engines:  # the recommended part re-planned with another engine of its stack (search/infer_engines)
+        facts = replace(facts, serving={**facts.serving, "what_if_engine": engines[0]})
     findings = advise(facts, th)
     doc.update(
         recommendation={**infer_summary(best), "advice": best["advice"],

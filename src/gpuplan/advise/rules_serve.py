@@ -7,8 +7,8 @@ rate on the recommended accelerator and weight format and puts the result in
 `PlanFacts.serving["growth"]`: whether the planned fleet (same layout, at most the same replicas)
 still meets the p99 SLO, and otherwise the cheapest fleet that does and its hourly cost.
 Alternatives: wide expert parallelism if the servers had RDMA (`what_if_rdma`, search/infer_whatif.py) and a
-prefill/decode-disaggregated fleet (`what_if_pd`, search/infer_pd_fleet.py), each named only when it saves at
-least its threshold.
+prefill/decode-disaggregated fleet (`what_if_pd`, search/infer_pd_fleet.py) and another engine on the same part
+(`what_if_engine`, search/infer_engines.py), each named only when it saves at least its threshold.
 """
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ from typing import Any
 from gpuplan.advise.facts import PlanFacts
 from gpuplan.advise.findings import Figure, Finding, Thresholds, make_finding
 from gpuplan.advise.rules_work import _est, _th
+from gpuplan.errors import GpuplanError
 from gpuplan.search.infer_fleet import layout_shape
+from gpuplan.workload.engines import engine
 
-__all__ = ["SERVE_RULES", "serve_growth", "serve_pd", "serve_rdma"]
+__all__ = ["SERVE_RULES", "serve_engine", "serve_growth", "serve_pd", "serve_rdma"]
 
 _SRC = "inference planner re-run at the grown load"
 
@@ -105,4 +107,31 @@ def serve_pd(f: PlanFacts, th: Thresholds) -> list[Finding]:
                          how_zh=("两个池均经模拟，但不作为方案" if sim else "此为闭式估算，未经模拟"))]
 
 
-SERVE_RULES = (serve_growth, serve_rdma, serve_pd)
+def _engine_name(eid: str) -> str:
+    try:
+        return engine(eid).name
+    except GpuplanError:  # an engine this catalog does not ship: its id
+        return eid
+
+
+def serve_engine(f: PlanFacts, th: Thresholds) -> list[Finding]:
+    """Another engine that runs on the recommended part serves the same load and SLO for less (search/infer_engines:
+    the planner re-run with that engine's profile on the same part, simulated like the recommended fleet)."""
+    alt = _cheaper(f, th, "what_if_engine", "engine_what_if_min_saving")
+    if alt is None:
+        return []
+    w, usd_h = alt
+    src = str(w.get("basis") or "inference planner re-run with the other engine")
+    figs = (_est("engine_devices", w["devices"], "devices", src), _est("engine_usd_per_hour", w["usd_per_hour"],
+                                                                       "USD/h", src),
+            _th(th, "engine_what_if_min_saving"))
+    return [make_finding("serve.engine_alternative", "warn", figs, ("engine_what_if_min_saving",),
+                         devices=f.devices, acc=f.accelerator.id, usd_h=usd_h,
+                         engine=_engine_name(str(f.serving.get("engine") or "")), alt_engine=w["engine"],
+                         alt_name=w["engine_name"], alt_devices=w["devices"], alt_usd_h=w["usd_per_hour"],
+                         saving=1.0 - w["usd_per_hour"] / usd_h, layout_en=layout_shape(w["layout"], "en"),
+                         layout_zh=layout_shape(w["layout"], "zh"), weights=w["weights"],
+                         ttft=float(w["ttft_p99_s"]), tpot_ms=float(w["tpot_p99_s"]) * 1e3)]
+
+
+SERVE_RULES = (serve_growth, serve_rdma, serve_pd, serve_engine)

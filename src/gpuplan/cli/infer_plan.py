@@ -150,7 +150,7 @@ def plan_infer(
                "simulated": res.simulated, "plans": res.plans, "rejected": res.rejected,
                "hardware_considered": res.hardware_considered, "best_unloaded": res.best_unloaded,
                "what_if_rdma": res.what_if_rdma, "what_if_rdma_all": res.what_if_rdma_all,
-               "what_if_pd_all": res.what_if_pd_all,
+               "what_if_pd_all": res.what_if_pd_all, "what_if_engines": res.what_if_engines,
                "terms": res.terms, "engine_terms": prof.used(), "kv_dtype": kv_dtype}
         run["what_if_pd"] = named_pd(run, cat, th, req)  # the disaggregated fleet the advisor would name
         doc = None

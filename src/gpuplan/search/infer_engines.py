@@ -1,10 +1,15 @@
-"""When no fleet meets the SLO with the engine asked: would another engine that runs on the same parts?
+"""Would another engine that runs on the same parts serve the load: where none meets the SLO, or for less?
 
 Engines differ most where the software is young: on Ascend, vLLM-Ascend pays about 1 ms of host-bound launches
 per layer and iteration where MindIE pays half (workload/data/engines.yaml, `layer_overhead_s`), so a TPOT that no
-vLLM-Ascend fleet reaches may be an ordinary MindIE plan. A buyer told "infeasible" would stop there; this module
-re-plans with every other shipped engine (its default terms, no what-ifs) and names the cheapest that meets the
-SLO, so the error can say "with --engine mindie: ...". Only the failing path pays for it.
+vLLM-Ascend fleet reaches may be an ordinary MindIE plan, and a vLLM-Ascend fleet may need half again the devices.
+- `with_engine_hint`: a buyer told "infeasible" would stop there; the planner re-plans with every other shipped
+  engine (default terms, no what-ifs) and the error names the cheapest that meets the SLO ("with --engine mindie
+  the SLO is met: ..."). Only the failing path pays for it.
+- `engine_what_ifs`: when the cheapest plan is on a part outside CUDA (where the engines' maturity differs most and
+  their terms say so), the same part re-planned with each other engine that runs on its stack; the advisor names
+  the cheapest when it saves enough (advise/rules_serve.serve_engine). CUDA plans skip it: one more plan per engine
+  on every request, for differences the engine profiles put at a few percent.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from gpuplan.errors import InputError
 from gpuplan.search.infer_fleet import layout_shape
 from gpuplan.workload.engines import EngineProfile, engine, load_engines
 
-__all__ = ["engine_that_meets", "with_engine_hint"]
+__all__ = ["engine_that_meets", "engine_what_ifs", "with_engine_hint"]
 
 # the errors of plan_inference that another engine can cure (not a model too large, a policy or a missing price)
 SLO_FIELDS = frozenset({"ttft-p99", "tpot-p99", "slo", "max-devices"})
@@ -24,14 +29,42 @@ SLO_FIELDS = frozenset({"ttft-p99", "tpot-p99", "slo", "max-devices"})
 Replan = Callable[[EngineProfile], list[dict[str, Any]]]
 
 
+def _deployable(asked: str, stack: str | None = None) -> list[EngineProfile]:
+    """Every shipped engine but the one asked and the modelling baselines, optionally only those running on `stack`."""
+    return [p for eid, p in sorted(load_engines().items())
+            if eid != asked and not p.baseline and (stack is None or stack in p.stacks)]
+
+
+def engine_what_ifs(asked: str, stack: str, replan: Replan) -> list[dict[str, Any]]:
+    """The cheapest fleet of each other engine that runs on `stack` and meets the SLO (`replan` plans with one engine
+    profile, on the same part), cheapest first; [] on CUDA (see the module docstring)."""
+    if stack == "cuda":
+        return []
+    out: list[dict[str, Any]] = []
+    for prof in _deployable(asked, stack):
+        try:
+            plans = replan(prof)
+        except InputError:
+            continue
+        if plans:
+            p = plans[0]
+            out.append({"engine": prof.id, "engine_name": prof.name, "accelerator": p["accelerator"],
+                        "layout": p["layout"], "weights": p["weights"], "replicas": p["replicas"],
+                        "devices": p["devices"], "instances": p["instances"], "instance": p["instance"],
+                        "usd_per_hour": p["cost_usd_per_hour"], "ttft_p99_s": p["ttft_s"]["p99"],
+                        "tpot_p99_s": p["tpot_s"]["p99"], "confidence": p.get("confidence"),
+                        "basis": f"the inference planner re-run with {prof.name}'s profile on the same part "
+                                 "(simulated, as the recommended fleet)"})
+    return sorted(out, key=lambda r: r["usd_per_hour"])
+
+
 def engine_that_meets(asked: str, replan: Replan) -> tuple[str, dict[str, Any]] | None:
     """(engine id, its cheapest plan) of the cheapest other engine whose plans meet the SLO, or None.
 
     `replan` plans with one engine profile and returns its plans (empty, or InputError, when none meets)."""
     best: tuple[str, dict[str, Any]] | None = None
-    for eid, prof in sorted(load_engines().items()):
-        if eid == asked or prof.baseline:
-            continue
+    for prof in _deployable(asked):
+        eid = prof.id
         try:
             plans = replan(engine(eid))
         except InputError:

@@ -20,7 +20,7 @@ Verified plans are then simulated at the requested load for the figures they rep
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpuplan.errors import GpuplanError, InputError
@@ -31,7 +31,7 @@ from gpuplan.estimate.memory_infer import matrix_bytes_per_param
 from gpuplan.hardware import Accelerator, Catalog
 from gpuplan.search import progress
 from gpuplan.search.infer_capacity import Capacity, length_moments
-from gpuplan.search.infer_engines import with_engine_hint
+from gpuplan.search.infer_engines import engine_what_ifs, with_engine_hint
 from gpuplan.search.infer_fleet import Offer, advice, attention_groups, fleet_offers, price_layout, whole_groups
 from gpuplan.search.infer_layouts import placements
 from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms
@@ -99,6 +99,7 @@ class InferPlanResult:
     what_if_rdma: dict[str, Any] | None = None  # infer_whatif: the cheapest wide-EP fleet if an offer had RDMA
     what_if_rdma_all: list[dict[str, Any]] = field(default_factory=list)  # one per part, cheapest first
     what_if_pd_all: list[dict[str, Any]] = field(default_factory=list)  # infer_pd_fleet: disaggregated, per part
+    what_if_engines: list[dict[str, Any]] = field(default_factory=list)  # infer_engines: other engines, same part
 
 
 @dataclass(slots=True, kw_only=True)
@@ -137,14 +138,21 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
     `alternatives=False` skips what RDMA would buy, the disaggregated fleets and, when nothing meets the SLO, the
     other engines (a re-plan that reads only the plans: the growth re-plan, `compare`)."""
     prof = engine_profile or engine("vllm")
+    cons = cons or InferConstraints()
     try:
-        return _plan(spec, load, slo, catalog, cons or InferConstraints(), prof, terms, alternatives)
+        res = _plan(spec, load, slo, catalog, cons, prof, terms, alternatives)
     except InputError as exc:
         if not alternatives:
             raise
         # another engine on the same parts may meet the SLO (MindIE where vLLM-Ascend cannot): say so
         raise with_engine_hint(exc, prof.id, lambda other: _plan(
-            spec, load, slo, catalog, cons or InferConstraints(), other, terms, False).plans) from None
+            spec, load, slo, catalog, cons, other, terms, False).plans) from None
+    if alternatives:  # the cheapest part re-planned with the other engines of its stack (never on CUDA)
+        acc = catalog.accelerator(str(res.plans[0]["accelerator"]))
+        same_part = replace(cons, accelerators=(acc.id,))
+        res = replace(res, what_if_engines=engine_what_ifs(prof.id, acc.software_stack, lambda other: _plan(
+            spec, load, slo, catalog, same_part, other, terms, False).plans))
+    return res
 
 
 def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, cons: InferConstraints,

@@ -173,7 +173,7 @@ def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], di
            "simulated": res.simulated, "plans": res.plans, "rejected": res.rejected,
            "hardware_considered": res.hardware_considered, "best_unloaded": res.best_unloaded,
            "what_if_rdma": res.what_if_rdma, "what_if_rdma_all": res.what_if_rdma_all,
-           "what_if_pd_all": res.what_if_pd_all,
+           "what_if_pd_all": res.what_if_pd_all, "what_if_engines": res.what_if_engines,
            "terms": res.terms, "engine_terms": prof.used(), "kv_dtype": req.kv_dtype}
     # as the CLI: a part whose fleet draws a blocking finding (export, residency, compliance) is not recommended
     th, needs = load_thresholds({}), requirements(None, None)
