@@ -76,6 +76,16 @@ def test_the_910b_bins_take_the_910b_efficiency_and_its_runs() -> None:
         assert e["cv_median_ape"] == b["cv_median_ape"] is not None
 
 
+def test_the_a800_takes_the_a100_efficiency_and_its_runs() -> None:
+    """Regression: an A800 plan rested on the 0.55 default while both A100 SXM4 parts share 0.63 from 97 published
+    runs; the A800 SXM4 is that die at the same clocks and peak, with NVLink capped at 400 GB/s."""
+    cal = default_calibration()
+    a100 = efficiency_provenance(cal, "a100-sxm4-80gb", "bf16")
+    a800 = efficiency_provenance(cal, "a800-sxm4-80gb", "bf16")
+    assert a800["provenance"] == "validated" and a800["value"] == a100["value"] and a800["rows"] > 50
+    assert a800["cv_median_ape"] is not None
+
+
 def test_measured_efficiency_comes_from_calibrate() -> None:
     """`gpuplan calibrate` writes compute_efficiency.<part>.<dtype> marked overridden: provenance measured."""
     base = default_calibration()
