@@ -86,6 +86,17 @@ def test_the_a800_takes_the_a100_efficiency_and_its_runs() -> None:
     assert a800["cv_median_ape"] is not None
 
 
+def test_the_gb200_takes_the_b200_efficiency() -> None:
+    """Regression: GB200 plans rested on the 0.55 default below the 0.60 of the B200 whose Blackwell GPU it carries
+    (at 1200 W and its own higher peak); like the 910B bins, one value per die, each part at its own peak."""
+    cal = default_calibration()
+    for dtype in ("bf16", "fp8"):
+        b200 = efficiency_provenance(cal, "b200-sxm-180gb", dtype)
+        gb200 = efficiency_provenance(cal, "gb200-186gb", dtype)
+        assert gb200["value"] == b200["value"] and gb200["provenance"] == b200["provenance"]
+        assert gb200["term"] == f"compute_efficiency.gb200-186gb.{dtype}"
+
+
 def test_measured_efficiency_comes_from_calibrate() -> None:
     """`gpuplan calibrate` writes compute_efficiency.<part>.<dtype> marked overridden: provenance measured."""
     base = default_calibration()
