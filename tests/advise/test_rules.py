@@ -31,10 +31,11 @@ def catalog() -> Catalog:
 @cache
 def plan_facts(model: str, acc: str, n: int, net: str | None = None, nics: float | None = None,
                tokens: float = 1e12, method: str = "full", deadline_days: float | None = None,
-               market: str | None = None) -> PlanFacts:
+               market: str | None = None, gpn: int | None = None) -> PlanFacts:
     spec = load_model(model)
     job = TrainingJob(method=method, seq_len=4096, global_batch=default_global_batch(4096, n), precision="bf16")
-    out = evaluate_fixed(spec, job, catalog(), acc, n, tokens=tokens, network=net, nics_per_node=nics)
+    out = evaluate_fixed(spec, job, catalog(), acc, n, tokens=tokens, network=net, nics_per_node=nics,
+                         gpus_per_node=gpn)
     assert out is not None
     hw, fig = out
     return training_facts(spec, job, hw, fig, catalog=catalog(), tokens=tokens, deadline_days=deadline_days,
@@ -210,7 +211,13 @@ def test_cooling_and_power() -> None:
     # a plan on a provider's offer: the provider houses and cools the racks, so no cooling finding at all;
     # servers the team owns keep it
     assert "reliability.cooling" not in ids(replace(plan_facts("llama3-8b", H100, 32), hosting="rented"))
-    assert "reliability.cooling" in ids(replace(plan_facts("llama3-8b", H100, 32), hosting="owned"))
+    owned = ids(replace(plan_facts("llama3-8b", H100, 32), hosting="owned"))["reliability.cooling"]
+    assert owned.message["en"].startswith("Rack power density 41 kW") and "cloud rental" not in owned.fix["en"]
+    assert owned.message["zh"].startswith("机柜功率密度") and "云厂商" not in owned.fix["zh"]
+    # regression: a GB200 NVL72 (one 120 kW rack) was counted as four "nodes" per rack, 480 kW
+    nvl = replace(plan_facts("llama3-70b", "gb200-186gb", 144, gpn=72), hosting="owned")
+    assert nvl.server is not None and nvl.server.racks == 1
+    assert fig(ids(nvl)["reliability.cooling"], "rack_kw") == pytest.approx(nvl.server.power_kw)
     two = ids(plan_facts("llama3-70b", H100, 16))
     assert "reliability.cooling" not in two
     assert "reliability.power" in ids(plan_facts("llama3-70b", H100, 1024))

@@ -115,16 +115,30 @@ def cooling(f: PlanFacts, th: Thresholds) -> list[Finding]:
     kw, how = node_power_kw(f, th)
     if kw is None or f.hosting == "rented":  # a rental's racks are the provider's to power and cool
         return []
-    per_rack = min(f.nodes, int(th.value("servers_per_rack")))
-    rack = max(kw, per_rack * kw)  # one node that is a whole rack (NVL72) counts once
+    sv = f.server
+    racks = sv.racks if sv is not None else None
+    if sv is not None and racks:  # a rack-scale system (NVL72, CloudMatrix): its power spreads over its own racks
+        per_rack, rack = 0, kw / racks
+        what_en = f"one {sv.id} of {kw:.0f} kW over {racks} rack(s)"
+        what_zh = f"一套 {sv.id}，{kw:.0f} kW，占 {racks} 个机柜"
+    else:
+        per_rack = min(f.nodes, int(th.value("servers_per_rack")))
+        rack = per_rack * kw
+        what_en, what_zh = f"{per_rack} nodes of {kw:.1f} kW", f"{per_rack} 台 {kw:.1f} kW 节点"
     if rack <= th.value("liquid_cooling_rack_kw"):
         return []
     used = ("servers_per_rack", "liquid_cooling_rack_kw")
     prov: Provenance = "datasheet" if how.startswith("datasheet") else "estimated"
     figs = (Figure(name="node_power_kw", value=kw, unit="kW", provenance=prov, source=how),
-            _est("rack_kw", rack, "kW", "node power x servers per rack"), _th(th, used[0]), _th(th, used[1]))
+            _est("rack_kw", rack, "kW", "rack-scale system power / its racks" if racks else
+                 "node power x servers per rack"), _th(th, used[0]), _th(th, used[1]))
+    owned = f.hosting == "owned"  # an own cluster: the team's racks; not known: say for whom it holds
     return [make_finding("reliability.cooling", "warn", figs, used, rack=rack, node=kw, per_rack=per_rack,
-                         limit=th.value("liquid_cooling_rack_kw"))]
+                         limit=th.value("liquid_cooling_rack_kw"), what_en=what_en, what_zh=what_zh,
+                         lead_en="Rack" if owned else "If you buy and host these servers: rack",
+                         lead_zh="机柜" if owned else "若自购并托管这些服务器：机柜",
+                         tail_en="" if owned else " On a cloud rental the provider cools the racks: nothing to do.",
+                         tail_zh="" if owned else "租用云实例时由云厂商负责散热，无需处理。")]
 
 
 def power(f: PlanFacts, th: Thresholds) -> list[Finding]:

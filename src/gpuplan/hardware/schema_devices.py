@@ -210,6 +210,8 @@ class Server(Sourced):
     local_nvme_tb: float | None = Field(default=None, gt=0)
     power_kw: float | None = Field(default=None, gt=0, le=200)
     form_factor: str = ""
+    racks: int | None = Field(default=None, ge=1, description="racks one unit fills, for rack-scale systems (GB200 "
+                              "NVL72: 1; CloudMatrix 384: 16); None: a server that shares a rack with others")
     list_price: Price | None = None
 
     @model_validator(mode="after")
