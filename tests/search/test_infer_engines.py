@@ -83,3 +83,13 @@ def test_cuda_plans_are_not_replanned_per_engine() -> None:
     out = engine_what_ifs("vllm", "cann", replan)
     assert calls and all("cann" in load_engines()[e].stacks for e in calls) and "generic" not in calls
     assert [r["engine"] for r in out] == calls
+
+
+def test_compare_says_which_engine_makes_an_infeasible_part_feasible() -> None:
+    """`compare` re-plans each part without what-ifs, but a part no vLLM fleet fits is named with the engine that
+    fits it (regression: 910C read "no feasible plan" beside H20 where MindIE serves it)."""
+    res = CliRunner().invoke(app, ["compare", "-m", "qwen2.5-72b", "--qps", "10", "--ttft-p99", "3", "--tpot-p99",
+                                   "0.12", "--input-len", "2048", "--output-len", "512", "--accelerators",
+                                   "ascend-910c,h20-96gb", "--lang", "en"], terminal_width=400)
+    assert res.exit_code == 0, res.output
+    assert "with --engine mindie the SLO is met: ascend-910c" in " ".join(res.output.split())

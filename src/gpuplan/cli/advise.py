@@ -211,7 +211,8 @@ def _compare_infer(spec: ModelSpec, cat: Catalog, names: list[str], *, qps: floa
         cons = InferConstraints(market=market, provider=provider, max_devices=max_devices, accelerators=(acc,),
                                 trust=trust)
         try:
-            res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, alternatives=False)
+            res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, alternatives=False,
+                                 suggest_engines=True)  # a part no fleet fits may fit another engine: say so
         except InputError as exc:
             return {"error": str(exc)}
         return {"model": spec.name, "load": load.to_json(), "slo": {"ttft_p99_s": ttft_p99, "tpot_p99_s": tpot_p99},

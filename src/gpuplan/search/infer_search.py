@@ -133,16 +133,19 @@ def _bump(rejected: dict[str, int], why: str, n: int = 1) -> None:
 
 def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog,
                    cons: InferConstraints | None = None, *, engine_profile: EngineProfile | None = None,
-                   terms: Calibration | None = None, alternatives: bool = True) -> InferPlanResult:
+                   terms: Calibration | None = None, alternatives: bool = True,
+                   suggest_engines: bool | None = None) -> InferPlanResult:
     """Cheapest verified fleets first; raises InputError (with the nearest feasible alternative) if none.
-    `alternatives=False` skips what RDMA would buy, the disaggregated fleets and, when nothing meets the SLO, the
-    other engines (a re-plan that reads only the plans: the growth re-plan, `compare`)."""
+    `alternatives=False` skips what RDMA would buy, the disaggregated fleets and the other engines on the same part
+    (a re-plan that reads only the plans: the growth re-plan, `compare`). `suggest_engines` (default: as
+    `alternatives`) re-plans with the other engines when nothing meets the SLO, to name one that does: `compare`
+    asks for it, the growth re-plan (whose failure is an ordinary finding) does not."""
     prof = engine_profile or engine("vllm")
     cons = cons or InferConstraints()
     try:
         res = _plan(spec, load, slo, catalog, cons, prof, terms, alternatives)
     except InputError as exc:
-        if not alternatives:
+        if not (alternatives if suggest_engines is None else suggest_engines):
             raise
         # another engine on the same parts may meet the SLO (MindIE where vLLM-Ascend cannot): say so
         raise with_engine_hint(exc, prof.id, lambda other: _plan(
