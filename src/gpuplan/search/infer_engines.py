@@ -19,7 +19,7 @@ from typing import Any
 
 from gpuplan.errors import InputError
 from gpuplan.search.infer_fleet import layout_shape
-from gpuplan.workload.engines import EngineProfile, engine, load_engines
+from gpuplan.workload.engines import EngineProfile, load_engines
 
 __all__ = ["engine_that_meets", "engine_what_ifs", "with_engine_hint"]
 
@@ -63,14 +63,13 @@ def engine_that_meets(asked: str, replan: Replan) -> tuple[str, dict[str, Any]] 
 
     `replan` plans with one engine profile and returns its plans (empty, or InputError, when none meets)."""
     best: tuple[str, dict[str, Any]] | None = None
-    for prof in _deployable(asked):
-        eid = prof.id
+    for prof in _deployable(asked):  # the shipped profiles: default terms, as `gpuplan plan infer --engine ID`
         try:
-            plans = replan(engine(eid))
+            plans = replan(prof)
         except InputError:
             continue
         if plans and (best is None or plans[0]["cost_usd_per_hour"] < best[1]["cost_usd_per_hour"]):
-            best = (eid, plans[0])
+            best = (prof.id, plans[0])
     return best
 
 
