@@ -118,7 +118,7 @@ def cooling(f: PlanFacts, th: Thresholds) -> list[Finding]:
     sv = f.server
     racks = sv.racks if sv is not None else None
     if sv is not None and racks:  # a rack-scale system (NVL72, CloudMatrix): its power spreads over its own racks
-        per_rack, rack = 0, kw / racks
+        rack = kw / racks
         what_en = f"one {sv.id} of {kw:.0f} kW over {racks} rack(s)"
         what_zh = f"一套 {sv.id}，{kw:.0f} kW，占 {racks} 个机柜"
     else:
@@ -133,7 +133,7 @@ def cooling(f: PlanFacts, th: Thresholds) -> list[Finding]:
             _est("rack_kw", rack, "kW", "rack-scale system power / its racks" if racks else
                  "node power x servers per rack"), _th(th, used[0]), _th(th, used[1]))
     owned = f.hosting == "owned"  # an own cluster: the team's racks; not known: say for whom it holds
-    return [make_finding("reliability.cooling", "warn", figs, used, rack=rack, node=kw, per_rack=per_rack,
+    return [make_finding("reliability.cooling", "warn", figs, used, rack=rack,
                          limit=th.value("liquid_cooling_rack_kw"), what_en=what_en, what_zh=what_zh,
                          lead_en="Rack" if owned else "If you buy and host these servers: rack",
                          lead_zh="机柜" if owned else "若自购并托管这些服务器：机柜",
