@@ -44,7 +44,8 @@ if TYPE_CHECKING:
     from gpuplan.search.infer_search import InferConstraints
 
 __all__ = ["INFER_MEMORY_PARTS", "compare_inference", "infer_summary", "inference_report", "is_infer_run",
-           "named_pd", "pd_alternative", "rdma_alternative", "risk_of", "serve_growth", "serving_memory"]
+           "named_engine", "named_pd", "pd_alternative", "rdma_alternative", "risk_of", "serve_growth",
+           "serving_memory"]
 
 
 def is_infer_run(obj: Mapping[str, Any]) -> bool:
@@ -210,6 +211,28 @@ def named_pd(run: Mapping[str, Any], catalog: Catalog, th: Thresholds,
     return pd_alternative(run, facts, catalog, th)
 
 
+def named_engine(run: Mapping[str, Any], catalog: Catalog, th: Thresholds, requirements: Requirements | None, *,
+                 load: InferLoad, constraints: InferConstraints) -> dict[str, Any] | None:
+    """The cheapest fleet another engine of the recommended part's stack serves the same load with, on that part
+    (search/infer_engines.engine_what_ifs, each engine's shipped profile, simulated like the recommendation); None
+    on CUDA, without a recommendation or when no other engine meets the SLO. Named once for the CLI and the API."""
+    from gpuplan.search.infer_engines import engine_what_ifs
+    from gpuplan.search.infer_load import InferSlo, planner_terms
+    from gpuplan.search.infer_search import plan_inference
+
+    best, _ = choose_fleet(run, run.get("plans") or [], catalog, th, requirements)
+    if best is None:
+        return None
+    acc = catalog.accelerator(str(best["accelerator"]))
+    spec = load_model(str(run["model"]))
+    slo = InferSlo(ttft_p99_s=float(run["slo"]["ttft_p99_s"]), tpot_p99_s=float(run["slo"]["tpot_p99_s"]))
+    terms = planner_terms({k: float(v["value"]) for k, v in run.get("terms", {}).items()})
+    same_part = replace(constraints, accelerators=(acc.id,))
+    alts = engine_what_ifs(str(run.get("engine") or "vllm"), acc.software_stack, lambda prof: plan_inference(
+        spec, load, slo, catalog, same_part, engine_profile=prof, terms=terms, alternatives=False).plans)
+    return alts[0] if alts else None
+
+
 def choose_fleet(run: Mapping[str, Any], plans: Sequence[Mapping[str, Any]], catalog: Catalog, th: Thresholds,
                  requirements: Requirements | None) -> tuple[Any, dict[str, str]]:
     """(the cheapest fleet whose part draws no blocking finding, {accelerator: finding} of every blocked part).
@@ -278,9 +301,9 @@ def inference_report(run: Mapping[str, Any], catalog: Catalog, *, thresholds: Th
     pd = run["what_if_pd"] if "what_if_pd" in run else pd_alternative(run, facts, catalog, th)  # named once
     if pd is not None:
         facts = replace(facts, serving={**facts.serving, "what_if_pd": pd})
-    engines = [e for e in run.get("what_if_engines") or [] if e["accelerator"] == best["accelerator"]]
-    if engines:  # the recommended part re-planned with another engine of its stack (search/infer_engines)
-        facts = replace(facts, serving={**facts.serving, "what_if_engine": engines[0]})
+    other = run.get("what_if_engine")  # the recommended part with another engine (named_engine)
+    if other and other["accelerator"] == best["accelerator"]:
+        facts = replace(facts, serving={**facts.serving, "what_if_engine": other})
     findings = advise(facts, th)
     doc.update(
         recommendation={**infer_summary(best), "advice": best["advice"],

@@ -116,10 +116,10 @@ def plan_infer(
     disaggregated: bool = typer.Option(False, "--disaggregated", help=help_text("help.plan_infer.disaggregated")),
 ) -> None:
     """Search instances, TP/PP/EP, weight format and replicas for the cheapest fleet meeting the SLO."""
-    from gpuplan.advise.report_infer import choose_fleet, inference_report, named_pd
+    from gpuplan.advise.report_infer import choose_fleet, inference_report, named_engine, named_pd
     from gpuplan.advise.trust import serving_recommendation
-    from gpuplan.search.infer_load import InferSlo, planner_terms, slo_unit_warning
-    from gpuplan.search.infer_search import InferConstraints, plan_inference
+    from gpuplan.search.infer_load import InferSlo, planner_terms
+    from gpuplan.search.infer_search import InferConstraints, plan_inference, plan_record
     from gpuplan.workload.engines import engine
 
     try:
@@ -133,9 +133,6 @@ def plan_infer(
         th = load_thresholds(parse_pairs(threshold, "threshold"))
         load = _load(qps, trace, input_len, output_len, input_dist, output_dist)
         slo = InferSlo(ttft_p99_s=ttft_p99, tpot_p99_s=tpot_p99)
-        slo_warning = slo_unit_warning(ttft_p99, tpot_p99)
-        if slo_warning:
-            warn(slo_warning[language])
         spec = load_model(model)
         cat = load_catalog(catalog_dir or ())
         prof = engine(engine_id)
@@ -143,16 +140,12 @@ def plan_infer(
                                 max_devices=max_devices, weights=tuple(weights) if weights else WEIGHTS,
                                 kv_dtype=kv_dtype, trust=trust)
         res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, terms=planner_terms(_terms(term)))
-        run = {"model": spec.name, "load": load.to_json(),
-               "slo": {"ttft_p99_s": slo.ttft_p99_s, "tpot_p99_s": slo.tpot_p99_s,
-                       **({"warning": slo_warning} if slo_warning else {})},
-               "engine": prof.id, "candidates_evaluated": res.candidates_evaluated,
-               "simulated": res.simulated, "plans": res.plans, "rejected": res.rejected,
-               "hardware_considered": res.hardware_considered, "best_unloaded": res.best_unloaded,
-               "what_if_rdma": res.what_if_rdma, "what_if_rdma_all": res.what_if_rdma_all,
-               "what_if_pd_all": res.what_if_pd_all, "what_if_engines": res.what_if_engines,
-               "terms": res.terms, "engine_terms": prof.used(), "kv_dtype": kv_dtype}
+        run = plan_record(spec, load, slo, res, prof, kv_dtype)
+        if run["slo"].get("warning"):
+            warn(run["slo"]["warning"][language])
         run["what_if_pd"] = named_pd(run, cat, th, req)  # the disaggregated fleet the advisor would name
+        # the recommended part with another engine of its stack, if one serves the load for less
+        run["what_if_engine"] = named_engine(run, cat, th, req, load=load, constraints=cons)
         doc = None
         if report is not None or not json_out:  # findings, memory and the growth re-plan (one more planner run)
             doc = inference_report(run, cat, thresholds=th, requirements=req, infer_load=load,

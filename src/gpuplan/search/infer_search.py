@@ -20,7 +20,7 @@ Verified plans are then simulated at the requested load for the figures they rep
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from gpuplan.errors import GpuplanError, InputError
@@ -31,10 +31,10 @@ from gpuplan.estimate.memory_infer import matrix_bytes_per_param
 from gpuplan.hardware import Accelerator, Catalog
 from gpuplan.search import progress
 from gpuplan.search.infer_capacity import Capacity, length_moments
-from gpuplan.search.infer_engines import engine_what_ifs, with_engine_hint
+from gpuplan.search.infer_engines import with_engine_hint
 from gpuplan.search.infer_fleet import Offer, advice, attention_groups, fleet_offers, price_layout, whole_groups
 from gpuplan.search.infer_layouts import placements
-from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms
+from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms, slo_unit_warning
 from gpuplan.search.infer_pd_fleet import PdFleet, PdInput, pd_fleet
 from gpuplan.search.infer_pd_sim import simulate_pd
 from gpuplan.search.infer_size import size_fleet
@@ -51,7 +51,7 @@ from gpuplan.workload.jobs import SERVED_WEIGHTS, InferenceJob, Layout
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
-__all__ = ["InferConstraints", "InferPlanResult", "plan_inference"]
+__all__ = ["InferConstraints", "InferPlanResult", "plan_inference", "plan_record"]
 
 WEIGHTS = SERVED_WEIGHTS
 PD_SIMULATED = 2  # disaggregated fleets simulated per pool (the cheapest in closed form); the rest stay closed forms
@@ -99,7 +99,6 @@ class InferPlanResult:
     what_if_rdma: dict[str, Any] | None = None  # infer_whatif: the cheapest wide-EP fleet if an offer had RDMA
     what_if_rdma_all: list[dict[str, Any]] = field(default_factory=list)  # one per part, cheapest first
     what_if_pd_all: list[dict[str, Any]] = field(default_factory=list)  # infer_pd_fleet: disaggregated, per part
-    what_if_engines: list[dict[str, Any]] = field(default_factory=list)  # infer_engines: other engines, same part
 
 
 @dataclass(slots=True, kw_only=True)
@@ -136,26 +135,37 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
                    terms: Calibration | None = None, alternatives: bool = True,
                    suggest_engines: bool | None = None) -> InferPlanResult:
     """Cheapest verified fleets first; raises InputError (with the nearest feasible alternative) if none.
-    `alternatives=False` skips what RDMA would buy, the disaggregated fleets and the other engines on the same part
-    (a re-plan that reads only the plans: the growth re-plan, `compare`). `suggest_engines` (default: as
+    `alternatives=False` skips what RDMA would buy and the disaggregated fleets (a re-plan that reads only the
+    plans: the growth re-plan, `compare`, the other engines of advise.report_infer.named_engine). `suggest_engines`
+    (default: as
     `alternatives`) re-plans with the other engines when nothing meets the SLO, to name one that does: `compare`
     asks for it, the growth re-plan (whose failure is an ordinary finding) does not."""
     prof = engine_profile or engine("vllm")
     cons = cons or InferConstraints()
     try:
-        res = _plan(spec, load, slo, catalog, cons, prof, terms, alternatives)
+        return _plan(spec, load, slo, catalog, cons, prof, terms, alternatives)
     except InputError as exc:
         if not (alternatives if suggest_engines is None else suggest_engines):
             raise
         # another engine on the same parts may meet the SLO (MindIE where vLLM-Ascend cannot): say so
         raise with_engine_hint(exc, prof.id, lambda other: _plan(
             spec, load, slo, catalog, cons, other, terms, False).plans) from None
-    if alternatives:  # the cheapest part re-planned with the other engines of its stack (never on CUDA)
-        acc = catalog.accelerator(str(res.plans[0]["accelerator"]))
-        same_part = replace(cons, accelerators=(acc.id,))
-        res = replace(res, what_if_engines=engine_what_ifs(prof.id, acc.software_stack, lambda other: _plan(
-            spec, load, slo, catalog, same_part, other, terms, False).plans))
-    return res
+
+
+def plan_record(spec: ModelSpec, load: InferLoad, slo: InferSlo, res: InferPlanResult, prof: EngineProfile,
+                kv_dtype: str, *, slo_names: tuple[str, str] = ("--ttft-p99", "--tpot-p99")) -> dict[str, Any]:
+    """The `plan infer --json` document of one search, built once for the CLI and the API: the SLO carries a
+    warning when it reads like milliseconds (`slo_names`: the options or fields it came from)."""
+    warning = slo_unit_warning(slo.ttft_p99_s, slo.tpot_p99_s, names=slo_names)
+    return {"model": spec.name, "load": load.to_json(),
+            "slo": {"ttft_p99_s": slo.ttft_p99_s, "tpot_p99_s": slo.tpot_p99_s,
+                    **({"warning": warning} if warning else {})},
+            "engine": prof.id, "candidates_evaluated": res.candidates_evaluated,
+            "simulated": res.simulated, "plans": res.plans, "rejected": res.rejected,
+            "hardware_considered": res.hardware_considered, "best_unloaded": res.best_unloaded,
+            "what_if_rdma": res.what_if_rdma, "what_if_rdma_all": res.what_if_rdma_all,
+            "what_if_pd_all": res.what_if_pd_all, "terms": res.terms, "engine_terms": prof.used(),
+            "kv_dtype": kv_dtype}
 
 
 def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, cons: InferConstraints,

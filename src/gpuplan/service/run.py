@@ -151,11 +151,11 @@ def plan_infer_report(req: InferPlanRequest) -> tuple[dict[str, Any], dict[str, 
 
 def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], dict[str, Any] | None]:
     from gpuplan.advise.findings import load_thresholds
-    from gpuplan.advise.report_infer import choose_fleet, inference_report, named_pd
+    from gpuplan.advise.report_infer import choose_fleet, inference_report, named_engine, named_pd
     from gpuplan.advise.trust import serving_recommendation
     from gpuplan.cli.advise import requirements
-    from gpuplan.search.infer_load import InferSlo, planner_terms, slo_unit_warning
-    from gpuplan.search.infer_search import WEIGHTS, InferConstraints, plan_inference
+    from gpuplan.search.infer_load import InferSlo, planner_terms
+    from gpuplan.search.infer_search import WEIGHTS, InferConstraints, plan_inference, plan_record
 
     spec, load, prof = check_plan_infer(req)
     slo = InferSlo(ttft_p99_s=req.ttft_p99, tpot_p99_s=req.tpot_p99)
@@ -165,19 +165,11 @@ def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], di
                             weights=tuple(req.weights) if req.weights else WEIGHTS, kv_dtype=req.kv_dtype,
                             trust=req.trust)
     res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, terms=planner_terms({}))
-    slo_warning = slo_unit_warning(req.ttft_p99, req.tpot_p99, names=("ttft_p99", "tpot_p99"))
-    run = {"model": spec.name, "load": load.to_json(),
-           "slo": {"ttft_p99_s": slo.ttft_p99_s, "tpot_p99_s": slo.tpot_p99_s,
-                   **({"warning": slo_warning} if slo_warning else {})},
-           "engine": prof.id, "candidates_evaluated": res.candidates_evaluated,
-           "simulated": res.simulated, "plans": res.plans, "rejected": res.rejected,
-           "hardware_considered": res.hardware_considered, "best_unloaded": res.best_unloaded,
-           "what_if_rdma": res.what_if_rdma, "what_if_rdma_all": res.what_if_rdma_all,
-           "what_if_pd_all": res.what_if_pd_all, "what_if_engines": res.what_if_engines,
-           "terms": res.terms, "engine_terms": prof.used(), "kv_dtype": req.kv_dtype}
+    run = plan_record(spec, load, slo, res, prof, req.kv_dtype, slo_names=("ttft_p99", "tpot_p99"))
     # as the CLI: a part whose fleet draws a blocking finding (export, residency, compliance) is not recommended
     th, needs = load_thresholds({}), requirements(None, None)
     run["what_if_pd"] = named_pd(run, cat, th, needs)  # the disaggregated fleet the advisor would name
+    run["what_if_engine"] = named_engine(run, cat, th, needs, load=load, constraints=cons)
     _, blocked = choose_fleet(run, res.plans, cat, th, needs)
     run.update(recommended=serving_recommendation(res.plans, cat, req.market, skip=tuple(blocked)),
                not_recommended=blocked)
