@@ -99,6 +99,8 @@ def test_serving_form_to_plan_page(fresh: Any) -> None:
     text = fresh.get(plan_location(fresh, r)).text
     assert 'id="plans"' in text and 'id="chart-data"' in text
     assert 'id="slo-warning"' not in text
+    # regression: a serving plan's page listed no findings (they lived only in the deferred report)
+    assert 'class="findings"' in text
 
 
 def test_an_slo_in_milliseconds_is_planned_as_asked_and_flagged(fresh: Any) -> None:

@@ -155,6 +155,8 @@ def plan_infer(
         blocked = doc["not_recommended"] if doc is not None else choose_fleet(run, res.plans, cat, th, req)[1]
         recommended = serving_recommendation(res.plans, cat, market, skip=tuple(blocked))
         run.update(recommended=recommended, not_recommended=blocked)
+        if doc is not None:  # computed for the table or --report: the JSON carries them, as plan train's does
+            run["findings"] = doc["findings"]
         if report is not None and doc is not None:
             (save_report_quiet if json_out else save_report)(doc, report, language)
         max_len = min(spec.max_position_embeddings, load.input_len.max + load.output_len.max)

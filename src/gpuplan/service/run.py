@@ -146,7 +146,7 @@ def plan_infer_report(req: InferPlanRequest) -> tuple[dict[str, Any], dict[str, 
     memory, TCO and the growth re-plan, one more planner run)."""
     run, doc = _plan_infer(req, report=True)
     assert doc is not None
-    return run, doc
+    return {**run, "findings": doc["findings"]}, doc  # as a training plan's result: its page lists them
 
 
 def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], dict[str, Any] | None]:
