@@ -118,3 +118,44 @@ def test_a_stated_seq_parallel_false_reaches_the_estimate() -> None:
     no_sp = evaluate_training_row({**row, "seq_parallel": "false"}, cat)
     assert no_sp.predicted < sp.predicted
     assert evaluate_training_row(row, cat).predicted == pytest.approx(sp.predicted)  # unstated: as a team would
+
+
+def test_a_layout_the_sources_scripts_state_is_the_layout_validated() -> None:
+    """Regression: ModelLink's README table gives only model, sequence and nodes x cards; the layout lives in the
+    example scripts of the README's commit. Left empty, the rows were planned on gpuplan's best layout (Llama 3 8B
+    on 8 NPUs as TP1 CP2 ZeRO-3), faster than the TP8 the run used, so the 910B looked 25-30% slower than it is and
+    contradicted MindFormers' rows on the same part."""
+    from gpuplan.hardware import load_catalog
+    from gpuplan.validate.training_cases import evaluate_training_row
+
+    row = {"id": "modellink_910b_LLaMA3_8B_8K", "model": "llama3-8b", "seq_len": "8192", "accelerator": "ascend-910b",
+           "num_accels": "8", "method": "pretrain", "metric": "tokens_per_s_per_device", "value": "2400",
+           "confidence": "high"}
+    filled, st = resolve_row(row)
+    assert st.framework == "mindspeed"
+    assert (filled["tp"], filled["pp"], filled["cp"], filled["micro_batch"], filled["global_batch_seqs"]) == (
+        "8", "1", "1", "2", "64")
+    cat = load_catalog(use_user_dir=False)
+    stated = evaluate_training_row(row, cat)
+    assert "tp8 pp1 dp1 cp1" in stated.detail and "mb2" in stated.detail
+    free = evaluate_training_row({**row, "id": "free"}, cat)  # no overlay: the planner's best layout
+    assert "tp8" not in free.detail and free.predicted > stated.predicted
+
+
+@pytest.mark.ground_truth("training.csv")
+def test_overlay_layouts_fit_their_rows_device_counts() -> None:
+    """Every layout an overlay states divides the row's devices (a script of another node count is not the run)."""
+    from gpuplan.validate.cases import read_rows
+    from ground_truth import case_file
+
+    rows = {r["id"]: r for r in read_rows(case_file("training.csv"))}
+    checked = 0
+    for rid, entry in _overlay().items():
+        cols = entry.get("columns") or {}
+        if rid not in rows or "tp" not in cols:
+            continue
+        n = int(rows[rid]["num_accels"])
+        model_ranks = int(cols["tp"]) * int(cols.get("pp", 1)) * int(cols.get("cp", 1))
+        assert n % model_ranks == 0, rid
+        checked += 1
+    assert checked >= 10
