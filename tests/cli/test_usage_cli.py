@@ -60,3 +60,20 @@ def test_help_version_and_gpuplan_errors_keep_their_exit_codes() -> None:
 
 def test_unknown_click_wording_is_kept_inside_the_frame() -> None:
     assert usage_line(ValueError("something new"), "zh") == "错误：something new"
+
+
+def test_a_switch_given_a_value_says_switches_take_none_and_help_shows_no_bool_metavar() -> None:
+    """Regression: `plan train --help` listed `--domestic-only <bool>`, so a buyer wrote `--domestic-only true` and
+    read only "unexpected extra argument: true". Switches now show no metavar, and the error says what to write."""
+    args = ["plan", "train", "-m", "llama3-8b", "--tokens", "1e12", "--domestic-only"]
+    z = runner.invoke(app, [*args, "true"], env=ZH)
+    e = runner.invoke(app, [*args, "yes"], env=EN)
+    exited(z, 2)
+    exited(e, 2)
+    assert "开关选项不带值" in z.stderr and "a switch takes no value" in e.stderr
+    other = runner.invoke(app, ["plan", "train", "-m", "llama3-8b", "--tokens", "1e12", "stray"], env=EN)
+    exited(other, 2)
+    assert "switch" not in other.stderr  # a stray word that is no boolean gets the plain message
+    helped = runner.invoke(app, ["plan", "train", "--help"], env={**EN, "COLUMNS": "120"})
+    line = next(x for x in helped.stdout.splitlines() if "--domestic-only" in x)
+    assert "<bool>" not in line

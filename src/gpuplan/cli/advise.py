@@ -15,7 +15,7 @@ from gpuplan.advise.findings import Thresholds, load_thresholds
 from gpuplan.advise.report_infer import compare_inference, inference_report, is_infer_run
 from gpuplan.advise.report_train import compare_training
 from gpuplan.bench.calibrate import load_user_calibration
-from gpuplan.cli.common import console, fail, positives, print_json
+from gpuplan.cli.common import console, fail, flag, positives, print_json
 from gpuplan.cli.train_options import plan_constraints
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import Catalog, load_catalog
@@ -143,7 +143,7 @@ def compare_cmd(
     lang: str = typer.Option(None, "--lang", help=help_text("help.common.lang")),
     report: Path = typer.Option(None, "--report", help=help_text("help.compare.report")),
     catalog_dir: list[Path] = typer.Option(None, "--catalog"),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = flag(False, "--json"),
 ) -> None:
     """Which of these, for this job: time (or latency), cost, memory headroom, porting risk and findings per part."""
     try:

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from gpuplan.cli.common import LANG_OPT, console, err_console, fail, positives, print_json, ui_lang
+from gpuplan.cli.common import LANG_OPT, console, err_console, fail, flag, positives, print_json, ui_lang
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import help_text, resolve_lang, tr
 
@@ -26,7 +26,7 @@ app = typer.Typer(help=help_text("help.group.bench"), invoke_without_command=Tru
 def bench(
     ctx: typer.Context,
     device: str = typer.Option("auto", help=help_text("help.bench.device")),
-    quick: bool = typer.Option(False, "--quick", help=help_text("help.bench.quick")),
+    quick: bool = flag(False, "--quick", help=help_text("help.bench.quick")),
     only: str = typer.Option("", help=help_text("help.bench.only")),
     directory: Path = typer.Option(Path("."), "--dir", help=help_text("help.bench.directory")),
     out: Path = typer.Option(Path("gpuplan-bench.json"), "--out", help=help_text("help.bench.out")),
@@ -168,7 +168,7 @@ def _print_plan(result: Any, lang: str = "en") -> None:
 def compare(
     results: list[Path] = typer.Argument(..., help=help_text("help.bench_compare.results")),
     benchmark: str = typer.Option("", help=help_text("help.bench_compare.benchmark")),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = flag(False, "--json"),
     lang: str = LANG_OPT,
 ) -> None:
     """Put machines side by side: one column per result, measured (and predicted) values."""
@@ -216,7 +216,7 @@ def calibrate_cmd(
     accelerator: str = typer.Option(None, help=help_text("help.calibrate.accelerator")),
     calibration_dir: Path = typer.Option(None, "--dir", help=help_text("help.calibrate.calibration_dir")),
     catalog_dir: list[Path] = typer.Option(None, "--catalog", help=help_text("help.common.catalog_dir")),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = flag(False, "--json"),
     lang: str = LANG_OPT,
 ) -> None:
     """Write measured efficiencies of RESULT as calibration terms that later estimates for that part use."""

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from gpuplan.cli.common import LANG_OPT, console, fail, positive, print_json, ui_lang
+from gpuplan.cli.common import LANG_OPT, console, fail, flag, positive, print_json, ui_lang
 from gpuplan.errors import GpuplanError, unknown_name
 from gpuplan.hardware.catalog import Catalog
 from gpuplan.hardware.issues import CatalogError
@@ -42,7 +42,7 @@ CATALOG_OPT = typer.Option(
     "--catalog",
     help=help_text("help.catalog.catalog_dir"),
 )
-JSON_OPT = typer.Option(False, "--json", help=help_text("help.catalog.json"))
+JSON_OPT = flag(False, "--json", help=help_text("help.catalog.json"))
 
 
 def _load(dirs: list[Path] | None, lang: str | None = None) -> Catalog:

@@ -16,10 +16,17 @@ from gpuplan.errors import InputError
 from gpuplan.hardware.issues import CatalogError
 from gpuplan.i18n import LANGS, default_lang, help_text, tr
 
-__all__ = ["LANG_OPT", "console", "error_line", "fail", "input_error_from_validation", "note", "positive",
+__all__ = ["LANG_OPT", "console", "error_line", "fail", "flag", "input_error_from_validation", "note", "positive",
            "positives", "print_json", "ui_lang", "warn"]
 
 LANG_OPT = typer.Option(None, "--lang", help=help_text("help.common.lang"))
+
+
+def flag(default: bool | None, *decls: str, **kwargs: Any) -> Any:
+    """A boolean option written as a bare switch (`--json`, `--domestic-only`, `--x/--no-x`): shown without the
+    `<bool>` metavar typer prints by default, which invites `--domestic-only true` (an "unexpected extra
+    argument" error)."""
+    return typer.Option(default, *decls, metavar="", **kwargs)
 
 console = Console()
 err_console = Console(stderr=True)

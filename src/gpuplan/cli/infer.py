@@ -9,7 +9,7 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
-from gpuplan.cli.common import LANG_OPT, console, fail, note, positives, print_json
+from gpuplan.cli.common import LANG_OPT, console, fail, flag, note, positives, print_json
 from gpuplan.cli.train import estimate_app
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.infer_estimate import InferenceEstimate, Instance, estimate_inference
@@ -73,12 +73,12 @@ def estimate_infer(
     num_requests: int = typer.Option(2000, help=help_text("help.estimate_infer.num_requests")),
     instance: Instance = typer.Option("colocated", help=help_text("help.estimate_infer.instance")),
     draft_tokens: int = typer.Option(0, min=0, help=help_text("help.estimate_infer.draft_tokens")),
-    attention_fp8: bool = typer.Option(False, "--attention-fp8", help=help_text("help.estimate_infer.attention_fp8")),
+    attention_fp8: bool = flag(False, "--attention-fp8", help=help_text("help.estimate_infer.attention_fp8")),
     network: str = typer.Option(None, help=help_text("help.estimate_infer.network")),
     term: list[str] = typer.Option(None, help=help_text("help.estimate_infer.term")),
     setting: list[str] = typer.Option(None, help=help_text("help.estimate_infer.setting")),
     catalog_dir: list[Path] = typer.Option(None, "--catalog", help=help_text("help.common.catalog_dir")),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = flag(False, "--json"),
     lang: str = LANG_OPT,
 ) -> None:
     """TTFT, TPOT, e2e latency, throughput and memory of one deployment (without --batch/--qps: offline)."""

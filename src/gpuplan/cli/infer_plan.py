@@ -11,7 +11,7 @@ from rich.table import Table
 
 from gpuplan.advise.findings import load_thresholds
 from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_report, save_report_quiet
-from gpuplan.cli.common import console, fail, positives, print_json, warn
+from gpuplan.cli.common import console, fail, flag, positives, print_json, warn
 from gpuplan.cli.emit import check_disaggregated, check_formats, pick_plan, write_serve, write_serve_pd
 from gpuplan.cli.train import plan_app
 from gpuplan.emit import SERVE_FORMATS
@@ -99,12 +99,12 @@ def plan_infer(
     trust: Literal["low", "medium", "high"] = typer.Option("low", help=help_text("help.common.trust")),
     vendor: str = typer.Option(None),
     provider: str = typer.Option(None),
-    domestic_only: bool = typer.Option(False, "--domestic-only"),
+    domestic_only: bool = flag(False, "--domestic-only"),
     max_devices: int = typer.Option(1024, help=help_text("help.plan_infer.max_devices")),
     term: list[str] = typer.Option(None, help=help_text("help.plan_infer.term")),
     top: int = typer.Option(10, help=help_text("help.common.top")),
     catalog_dir: list[Path] = typer.Option(None, "--catalog", help=help_text("help.common.catalog_dir")),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = flag(False, "--json"),
     lang: str = typer.Option(None, "--lang", help=help_text("help.common.lang")),
     report: Path = typer.Option(None, "--report", help=help_text("help.common.report")),
     data_residency: str = typer.Option(None, help=help_text("help.common.data_residency")),
@@ -113,7 +113,7 @@ def plan_infer(
     emit: str = typer.Option(None, "--emit", help=help_text("help.common.emit", formats=", ".join(SERVE_FORMATS))),
     emit_out: Path = typer.Option(Path("gpuplan-emit"), "--out", help=help_text("help.common.emit_out")),
     pick: int = typer.Option(None, "--pick", min=1, help=help_text("help.common.emit_pick")),
-    disaggregated: bool = typer.Option(False, "--disaggregated", help=help_text("help.plan_infer.disaggregated")),
+    disaggregated: bool = flag(False, "--disaggregated", help=help_text("help.plan_infer.disaggregated")),
 ) -> None:
     """Search instances, TP/PP/EP, weight format and replicas for the cheapest fleet meeting the SLO."""
     from gpuplan.advise.report_infer import choose_fleet, inference_report, named_engine, named_pd

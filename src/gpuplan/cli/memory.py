@@ -7,7 +7,7 @@ from typing import Literal
 import typer
 from pydantic import ValidationError
 
-from gpuplan.cli.common import LANG_OPT, console, fail, note, positive, positives, print_json, warn
+from gpuplan.cli.common import LANG_OPT, console, fail, flag, note, positive, positives, print_json, warn
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.memory_fit import MemoryFit, MemoryFix, memory_fit, nearest_infer_fix, nearest_train_fix
 from gpuplan.estimate.memory_infer import estimate_inference_memory, max_batch_that_fits
@@ -82,7 +82,7 @@ def train_cmd(
     ep: int = typer.Option(1, help=help_text("help.memory_train.ep")),
     vpp: int = typer.Option(1, help=help_text("help.memory_train.vpp")),
     zero: int = typer.Option(0, min=0, max=3, help=help_text("help.memory_train.zero")),
-    seq_parallel: bool = typer.Option(True, "--seq-parallel/--no-seq-parallel"),
+    seq_parallel: bool = flag(True, "--seq-parallel/--no-seq-parallel"),
     recompute: Literal["none", "selective", "full"] = typer.Option("none"),
     attention: Literal["flash", "eager"] = typer.Option("flash"),
     kernels: Literal["auto", "hf", "fused"] = typer.Option(
@@ -91,7 +91,7 @@ def train_cmd(
     zero_impl: Literal["torch", "deepspeed"] = typer.Option(
         "torch", help=help_text("help.memory_train.zero_impl")),
     quant_format: Literal["nf4", "gptq"] = typer.Option("nf4", help=help_text("help.memory_train.quant_format")),
-    loss_upcast: bool = typer.Option(True, "--loss-upcast/--no-loss-upcast",
+    loss_upcast: bool = flag(True, "--loss-upcast/--no-loss-upcast",
                                      help=help_text("help.memory_train.loss_upcast")),
     lora_rank: int = typer.Option(16),
     lora_targets: str = typer.Option(",".join(LORA_TARGETS), help=help_text("help.memory_train.lora_targets")),
@@ -100,11 +100,11 @@ def train_cmd(
     loss_chunks: int = typer.Option(8, help=help_text("help.memory_train.loss_chunks")),
     optimizer_offload: Literal["none", "cpu", "nvme"] = typer.Option(
         "none", help=help_text("help.memory_train.optimizer_offload")),
-    optimizer_in_bwd: bool = typer.Option(False, "--optimizer-in-bwd/--no-optimizer-in-bwd",
+    optimizer_in_bwd: bool = flag(False, "--optimizer-in-bwd/--no-optimizer-in-bwd",
                                           help=help_text("help.memory_train.optimizer_in_bwd")),
     accelerator: str = typer.Option(None, help=help_text("help.memory_train.accelerator")),
     device_memory_gib: float = typer.Option(None, help=help_text("help.memory_train.device_memory_gib")),
-    json_out: bool = typer.Option(False, "--json", help=help_text("help.common.json_out")),
+    json_out: bool = flag(False, "--json", help=help_text("help.common.json_out")),
     lang: str = LANG_OPT,
 ) -> None:
     """Training memory per device (the most loaded pipeline rank)."""
@@ -183,7 +183,7 @@ def infer_cmd(
     prompt_logits: Literal["last", "all"] = typer.Option("last", help=help_text("help.memory_infer.prompt_logits")),
     accelerator: str = typer.Option(None, help=help_text("help.memory_infer.accelerator")),
     device_memory_gib: float = typer.Option(None, help=help_text("help.memory_infer.device_memory_gib")),
-    json_out: bool = typer.Option(False, "--json", help=help_text("help.common.json_out")),
+    json_out: bool = flag(False, "--json", help=help_text("help.common.json_out")),
     lang: str = LANG_OPT,
 ) -> None:
     """Inference memory per device, and the largest batch that fits a device."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from gpuplan.cli.common import LANG_OPT, console, fail, print_json
+from gpuplan.cli.common import LANG_OPT, console, fail, flag, print_json
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.kv_cache import kv_bytes_per_token
 from gpuplan.i18n import help_text, resolve_lang, tr
@@ -19,7 +19,7 @@ app = typer.Typer(help=help_text("help.group.model"), no_args_is_help=True)
 
 @app.command("list", help=help_text("help.model_list"))
 def list_cmd(
-    json_out: bool = typer.Option(False, "--json", help=help_text("help.model_list.json_out")), lang: str = LANG_OPT,
+    json_out: bool = flag(False, "--json", help=help_text("help.model_list.json_out")), lang: str = LANG_OPT,
 ) -> None:
     """List the built-in model presets."""
     try:
@@ -46,7 +46,7 @@ def list_cmd(
 @app.command("show", help=help_text("help.model_show"))
 def show_cmd(
     model: str = typer.Argument(..., help=help_text("help.model_show.model")),
-    json_out: bool = typer.Option(False, "--json", help=help_text("help.model_show.json_out")),
+    json_out: bool = flag(False, "--json", help=help_text("help.model_show.json_out")),
     lang: str = LANG_OPT,
 ) -> None:
     """Show a model's architecture and parameter counts by part."""

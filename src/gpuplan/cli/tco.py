@@ -13,7 +13,7 @@ from rich.table import Table
 from gpuplan.advise.findings import default_thresholds
 from gpuplan.advise.tco_fleet import FleetTco, Quantity, fleet_tco, tco_for
 from gpuplan.cli.advise import parse_pairs
-from gpuplan.cli.common import console, fail, input_error_from_validation, positive, print_json
+from gpuplan.cli.common import console, fail, flag, input_error_from_validation, positive, print_json
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.calibration import default_calibration
 from gpuplan.hardware import load_catalog
@@ -58,7 +58,7 @@ def tco_cmd(
     market: Literal["cn", "global"] | None = typer.Option(None, "--market", help=help_text("help.tco.market")),
     tco_input: list[str] = typer.Option(None, "--tco", help=help_text("help.tco.tco_input")),
     catalog_dir: list[Path] = typer.Option(None, "--catalog", help=help_text("help.common.catalog_dir")),
-    json_out: bool = typer.Option(False, "--json", help=help_text("help.common.json_out")),
+    json_out: bool = flag(False, "--json", help=help_text("help.common.json_out")),
     lang: str = typer.Option(None, "--lang", help=help_text("help.common.lang")),
 ) -> None:
     """Rent vs buy for a cluster: every rent kind against owning, break-even utilization, the year buying wins."""

@@ -14,7 +14,7 @@ from gpuplan.advise.findings import load_thresholds
 from gpuplan.advise.report_train import training_report
 from gpuplan.bench.calibrate import load_user_calibration
 from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_report, save_report_quiet
-from gpuplan.cli.common import console, fail, note, positives, print_json, warn
+from gpuplan.cli.common import console, fail, flag, note, positives, print_json, warn
 from gpuplan.cli.emit import check_formats, pick_plan, write_train
 from gpuplan.cli.train_options import plan_constraints
 from gpuplan.emit import TRAIN_FORMATS
@@ -85,13 +85,13 @@ def estimate_train(
     tokens: float = typer.Option(None, help=help_text("help.estimate_train.tokens")),
     kernels: Kernels = typer.Option("auto", help=help_text("help.estimate_train.kernels")),
     framework: FrameworkId | None = typer.Option(None, help=help_text("help.estimate_train.framework")),
-    tp_comm_overlap: bool | None = typer.Option(None, "--tp-comm-overlap/--no-tp-comm-overlap",
+    tp_comm_overlap: bool | None = flag(None, "--tp-comm-overlap/--no-tp-comm-overlap",
                                                 help=help_text("help.estimate_train.tp_comm_overlap")),
-    seq_parallel: bool = typer.Option(True, "--seq-parallel/--no-seq-parallel",
+    seq_parallel: bool = flag(True, "--seq-parallel/--no-seq-parallel",
                                       help=help_text("help.estimate_train.seq_parallel")),
     data_loading: DataLoading = typer.Option("pretokenized", help=help_text("help.common.data_loading")),
     catalog_dir: list[Path] = typer.Option(None, "--catalog", help=help_text("help.common.catalog_dir")),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = flag(False, "--json"),
     lang: str = typer.Option(None, "--lang", help=help_text("help.common.lang")),
     emit: str = typer.Option(None, "--emit", help=help_text("help.common.emit", formats=", ".join(TRAIN_FORMATS))),
     emit_out: Path = typer.Option(Path("gpuplan-emit"), "--out", help=help_text("help.common.emit_out")),
@@ -236,14 +236,14 @@ def plan_train(
     trust: Literal["low", "medium", "high"] = typer.Option("low", help=help_text("help.common.trust")),
     vendor: str = typer.Option(None),
     provider: str = typer.Option(None),
-    domestic_only: bool = typer.Option(False, "--domestic-only"),
+    domestic_only: bool = flag(False, "--domestic-only"),
     framework: FrameworkId | None = typer.Option(None, help=help_text("help.plan_train.framework")),
     kernels: Kernels | None = typer.Option(None, help=help_text("help.plan_train.kernels")),
     data_loading: DataLoading = typer.Option("pretokenized", help=help_text("help.common.data_loading")),
     top: int = typer.Option(10, help=help_text("help.plan_train.top")),
-    all_plans: bool = typer.Option(False, "--all", help=help_text("help.plan_train.all")),
+    all_plans: bool = flag(False, "--all", help=help_text("help.plan_train.all")),
     catalog_dir: list[Path] = typer.Option(None, "--catalog"),
-    json_out: bool = typer.Option(False, "--json"),
+    json_out: bool = flag(False, "--json"),
     lang: str = typer.Option(None, "--lang", help=help_text("help.common.lang")),
     report: Path = typer.Option(None, "--report", help=help_text("help.common.report")),
     data_residency: str = typer.Option(None, help=help_text("help.common.data_residency")),

@@ -43,6 +43,9 @@ _OTHER: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+_BOOL_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "1", "0"})
+
+
 def _match(text: str, table: tuple[tuple[re.Pattern[str], str], ...], lang: str) -> str | None:
     for pattern, key in table:
         m = pattern.match(text.strip())
@@ -109,6 +112,9 @@ def usage_line(exc: Exception, lang: str) -> str:
             text += tr("cli.usage.did_you_mean", lang, names=", ".join(repr(p) for p in sorted(possible)))
     else:
         text = _match(message, _OTHER, lang) or message.strip()
+        extra = _OTHER[1][0].match(message.strip())
+        if extra and {a.strip(" '\"").lower() for a in extra["args"].split()} <= _BOOL_WORDS:
+            text += tr("cli.usage.switch_hint", lang)  # `--domestic-only true`: a switch takes no value
         possible = getattr(exc, "possibilities", None)  # click >= 8.4 NoSuchCommand
         if possible and "Did you mean" not in message:
             text += tr("cli.usage.did_you_mean", lang, names=", ".join(repr(p) for p in sorted(possible)))

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from gpuplan.cli.common import LANG_OPT, console, fail, print_json
+from gpuplan.cli.common import LANG_OPT, console, fail, flag, print_json
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.validate.run import validate_file
@@ -17,8 +17,8 @@ COLS = ("id", "metric", "measured", "predicted", "ape", "how")  # cli.validate.c
 
 def validate_cmd(
     cases: Path = typer.Argument(..., help=help_text("help.validate.cases")),
-    json_out: bool = typer.Option(False, "--json"),
-    include_low: bool = typer.Option(False, "--include-low-confidence", help=help_text("help.validate.include_low")),
+    json_out: bool = flag(False, "--json"),
+    include_low: bool = flag(False, "--include-low-confidence", help=help_text("help.validate.include_low")),
     lang: str = LANG_OPT,
 ) -> None:
     """Predict each row's metric; print predicted, measured, APE, the median and the 90th percentile."""
