@@ -9,7 +9,7 @@ import pytest
 from gpuplan.estimate.calibration import default_calibration
 from gpuplan.hardware import load_catalog
 from gpuplan.validate.cases import read_rows
-from gpuplan.validate.refit import _golden, error_ratio, median_abs_log, refit, term_groups, without_part_terms
+from gpuplan.validate.refit import FIT_CAP, _golden, capped_abs_log, error_ratio, refit, term_groups, without_part_terms
 from gpuplan.validate.sources import source_key
 from gpuplan.validate.training_cases import evaluate_training_row
 from ground_truth import case_file
@@ -33,7 +33,7 @@ def test_error_ratio_is_in_rate_orientation() -> None:
     assert error_ratio("tokens_per_s_per_device", 200.0, 100.0) == 2.0
     assert error_ratio("step_time_s", 1.0, 2.0) == 2.0
     assert error_ratio("peak_mem_gib_per_device", 30.0, 20.0) == 1.5
-    assert median_abs_log([2.0, 0.5, 1.0]) == pytest.approx(math.log(2))
+    assert capped_abs_log([1.2, 1 / 1.2, 1.0]) == pytest.approx(2 * math.log(1.2) / 3)
 
 
 def test_golden_section_finds_the_minimum_on_a_log_scale() -> None:
@@ -71,7 +71,7 @@ def test_refit_of_a_part_term_does_not_do_worse_than_the_shipped_value_on_its_ro
         for r in rows:
             res = evaluate_training_row(r, cat, c)  # type: ignore[arg-type]
             ratios.append(error_ratio(res.metric, res.measured, res.predicted))
-        return median_abs_log(ratios)
+        return capped_abs_log(ratios)
 
     fitted_cal, fitted = refit(rows, cal, lambda r, c: evaluate_training_row(r, cat, c), file="training",
                                groups=group, evals=10)
@@ -82,10 +82,12 @@ def test_refit_of_a_part_term_does_not_do_worse_than_the_shipped_value_on_its_ro
     assert not bins & set(loao.terms)
 
 
-def test_weighted_median_counts_vendor_rows_less() -> None:
+def test_the_fit_counts_vendor_rows_less_and_caps_a_missed_row() -> None:
+    """Every row moves the objective; a row off by more than e^FIT_CAP counts as if it were off by that much, so one
+    run the model misses for a reason of its own cannot drag a shared term; vendor rows weigh less."""
     e = math.e
-    # three rows off by e, e^2, e^3: the plain median is 2; halving the weight of the e^1 row moves it to 2 still,
-    # while a zero-like weight on the two small rows moves the median to the largest
-    assert median_abs_log([e, e**2, e**3]) == pytest.approx(2.0)
-    assert median_abs_log([e, e**2, e**3], [1.0, 1.0, 1.0]) == pytest.approx(2.0)
-    assert median_abs_log([e, e**2, e**3], [0.01, 0.01, 1.0]) == pytest.approx(3.0)
+    assert capped_abs_log([e**0.1, e**0.2, e**0.3]) == pytest.approx(0.2)
+    assert capped_abs_log([e**0.1, e**0.2, e**3.0]) == pytest.approx((0.1 + 0.2 + FIT_CAP) / 3)  # capped
+    assert capped_abs_log([e**0.1, e**0.2, e**5.0]) == capped_abs_log([e**0.1, e**0.2, e**3.0])
+    assert capped_abs_log([e**0.1, e**0.3], [1.0, 0.5]) == pytest.approx((0.1 + 0.15) / 1.5)
+    assert capped_abs_log([e**0.1, e**0.3], [0.0, 0.0]) == pytest.approx(0.2)  # no weight left: rows count equally

@@ -5,8 +5,8 @@ every term whose `tuned_on` names that file on the remaining rows, and predicts 
 rows with the refitted terms. The refit:
 - works on the error ratio of each row in "rate" orientation (`error_ratio`: measured / predicted
   for throughput, FLOP/s, MFU and memory; predicted / measured for times), and minimises the
-  median |log ratio| of the rows a term was tuned on (one value per group of terms with equal
-  `tuned_on`), by golden-section search over the term's `bounds` (Kiefer 1953);
+  weighted mean of min(|log ratio|, `FIT_CAP`) over the rows a term was tuned on (one value per group of
+  terms with equal `tuned_on`), by golden-section search over the term's `bounds` (Kiefer 1953);
 - fits terms in order: shared terms (no accelerator), then each part's terms, then the pooled
   defaults (fitted with every part's own term removed: the value a part without rows gets);
 - removes a part's own terms when no row of that part is left, so the part falls back to the
@@ -26,7 +26,7 @@ from gpuplan.validate.cases import Row, model_for_row
 from gpuplan.validate.memory_cases import CaseResult
 from gpuplan.validate.row_notes import row_weight
 
-__all__ = ["TIME_METRICS", "Evaluator", "Group", "error_ratio", "median_abs_log", "part_terms", "refit",
+__all__ = ["FIT_CAP", "TIME_METRICS", "Evaluator", "Group", "capped_abs_log", "error_ratio", "part_terms", "refit",
            "row_matches", "term_groups", "without_part_terms"]
 
 TIME_METRICS = frozenset({"step_time_s", "device_hours", "time_to_train_days", "ttft_ms", "tpot_ms",
@@ -42,25 +42,25 @@ def error_ratio(metric: str, measured: float, predicted: float) -> float:
     return predicted / measured if metric in TIME_METRICS else measured / predicted
 
 
-def median_abs_log(ratios: Sequence[float], weights: Sequence[float] | None = None) -> float:
-    """The refit objective: the (weighted) median |ln(ratio)|, robust to a few rows the model misses.
+# A row off by more than e^0.5 = 1.65x weighs in the fit as if it were off by 1.65x: a robust (truncated L1)
+# loss, so that a run the model misses for a reason of its own cannot drag a term every row shares, while every
+# other row's error counts (Huber 1964; Hampel et al. 1986, redescending and truncated losses).
+FIT_CAP = 0.5
 
-    Weights: vendor-published rows count `vendor_weight` (validate/data/row_notes.yaml), others 1; the
-    weighted median is the smallest value whose cumulative weight reaches half the total.
+
+def capped_abs_log(ratios: Sequence[float], weights: Sequence[float] | None = None) -> float:
+    """The refit objective: the (weighted) mean of min(|ln(ratio)|, FIT_CAP).
+
+    Weights: vendor-published rows count `vendor_weight` (validate/data/row_notes.yaml), unmodelled rows 0,
+    others 1. A mean moves with every row, where a median of a few rows jumps from one row to the next and a
+    golden-section search on it lands wherever a step happens to be (the fold refits of cross-validation fit
+    many terms on a handful of rows).
     """
     if not ratios:
         return 0.0
-    w = list(weights) if weights is not None else [1.0] * len(ratios)
-    pairs = sorted(zip((abs(math.log(r)) for r in ratios), w, strict=True))
-    if weights is None:
-        n = len(pairs)
-        return pairs[n // 2][0] if n % 2 else 0.5 * (pairs[n // 2 - 1][0] + pairs[n // 2][0])
-    half, acc = 0.5 * sum(w), 0.0
-    for value, weight in pairs:
-        acc += weight
-        if acc >= half:
-            return value
-    return pairs[-1][0]
+    w = list(weights) if weights is not None and sum(weights) > 0 else [1.0] * len(ratios)
+    total = sum(w)
+    return sum(wi * min(abs(math.log(r)), FIT_CAP) for r, wi in zip(ratios, w, strict=True)) / total
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +140,7 @@ def _objective(rows: Sequence[Row], cal: Calibration, evaluate: Evaluator) -> fl
             weights.append(row_weight(row.get("id", "")))
         except (GpuplanError, ValueError):
             continue
-    return median_abs_log(ratios, weights) if ratios else math.inf
+    return capped_abs_log(ratios, weights) if ratios else math.inf
 
 
 def _golden(f: Callable[[float], float], lo: float, hi: float, evals: int) -> float:
