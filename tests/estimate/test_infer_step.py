@@ -194,3 +194,28 @@ def test_weight_streams_are_capped_by_the_bytes_each_sm_keeps_in_flight() -> Non
     mi = _stream("mi300x-192gb")
     assert mi.gemv_read_factor == 1.0 and mi.assumptions["weight_stream_gbps"]["gemm"] == pytest.approx(5300 * 0.8)
     assert "gemv_bytes_per_sm_cycle" not in mi.terms and "gemv_bytes_per_sm_cycle" in h20.terms
+
+
+def test_narrow_experts_starve_fast_tensor_cores_not_slow_ones() -> None:
+    """Regression: DeepSeek-V3 prefill on one H20 node at TP8 (LMSYS, 2025-09-26: 16.5k input tokens/s per node)
+    was planned 3x slower than measured: each device holds 256 columns of every expert and the H100-read
+    half-width (1024 columns) cut the expert GEMMs to a fifth of the dense efficiency. The H20 does a quarter of
+    the H100's tensor FLOPs per SM-cycle, so its SMs keep up with narrow tiles at a quarter of the width."""
+    from gpuplan.estimate.gemm_shape import expert_half_width
+
+    h20, h800 = CAT.accelerator("h20-96gb"), CAT.accelerator("h800-sxm5-80gb")
+    assert expert_half_width(H100, 1024) == pytest.approx(1024, rel=1e-3)
+    assert expert_half_width(h800, 1024) == pytest.approx(1024, rel=1e-3)  # the same GH100 SMs
+    hopper = 989.4e12 / (132 * 1.98e9)  # dense 16-bit FLOPs per SM-cycle of the H100 SXM5
+    assert expert_half_width(h20, 1024) == pytest.approx(1024 * (148e12 / (78 * 1.98e9)) / hopper)
+    a100 = CAT.accelerator("a100-sxm4-80gb")  # Ampere: half the Hopper tensor FLOPs per SM-cycle
+    assert expert_half_width(a100, 1024) == pytest.approx(1024 * (312e12 / (108 * 1.41e9)) / hopper)
+    assert expert_half_width(CAT.accelerator("mi300x-192gb"), 1024) == 1024  # no SM data: the value as read
+
+    spec = get_preset("deepseek-v3").spec
+    m = step_cost_model(spec, accelerator=h20, layout=Layout(tp=8), weights="fp8", kv_dtype="fp8",
+                        engine=engine("sglang"), attention_fp8=True)
+    chunk = 8192  # two 4096-token prompts per prefill step
+    per_node = chunk / m.step_s(prefill_tokens=chunk, prefill_attn_pairs=chunk * 4096 / 2, decode_seqs=0,
+                                decode_kv_tokens=0)
+    assert 16_500 / 2 < per_node < 16_500 * 1.2

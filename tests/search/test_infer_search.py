@@ -279,6 +279,31 @@ def test_what_rdma_would_buy_is_sized_but_never_planned() -> None:
     assert dense.what_if_rdma is None
 
 
+def test_the_h20_what_if_uses_the_rdma_its_servers_are_built_with() -> None:
+    """Regression: DeepSeek-V3 at 20 req/s in China was recommended on 240-300 x H20 tensor-parallel with no word
+    that the same rentals with RDMA serve it wide-EP for about half: the HGX H20 server stated no fabric, so no
+    what-if was sized for the H20 at all. Ant Group serves DeepSeek-R1 on H20-96G servers with 4 x 400 Gb/s RDMA
+    (LMSYS, 2025-09-26); the catalog server now states it, and the advisor names the saving on the H20 itself."""
+    from gpuplan.advise.report_infer import inference_report
+
+    cat = _catalog()
+    sv = cat.server("hgx-h20-8")
+    assert sv.network == "roce-400" and sv.compute_gbit_per_s == 1600
+    spec = load_model("deepseek-v3")
+    load = InferLoad(qps=20.0, input_len=LengthDist.fixed(4096), output_len=LengthDist.fixed(1024))
+    slo = InferSlo(ttft_p99_s=3.0, tpot_p99_s=0.08)
+    res = plan_inference(spec, load, slo, cat, InferConstraints(market="cn"))
+    h20 = [a for a in res.what_if_rdma_all if a["accelerator"] == "h20-96gb"]
+    assert h20 and h20[0]["layout"]["ep"] >= 16 and h20[0]["network"] == "roce-400"
+    assert h20[0]["nics_per_node"] == pytest.approx(4.0)  # the server's 4 NICs, not one per GPU
+    plans = [p for p in res.plans if p["accelerator"] == "h20-96gb"]  # the part the export rules leave in China
+    run = {"model": spec.name, "load": load.to_json(), "slo": {"ttft_p99_s": 3.0, "tpot_p99_s": 0.08},
+           "engine": "vllm", "plans": plans, "what_if_rdma": h20[0], "what_if_rdma_all": h20, "terms": res.terms}
+    doc = inference_report(run, cat, growth=False)
+    named = [f for f in doc["findings"] if f["id"] == "net.rdma_wide_ep"]
+    assert named and "h20-96gb" in named[0]["message"]["en"] and h20[0]["usd_per_hour"] < plans[0]["cost_usd_per_hour"]
+
+
 def test_an_expert_group_spans_instances_only_where_it_was_timed_on_their_link() -> None:
     """An 8-device expert group timed on NVLink must not be priced on two 4-GPU instances; a group timed on the
     instances' RDMA link may span them (whole instances)."""

@@ -118,6 +118,7 @@ def test_e2e_latency_family(report: ValidationReport) -> None:
 
 
 def test_throughput_family(report: ValidationReport) -> None:
-    """Output, total and per-device tokens/s and requests/s, 54 rows (G2I020 excluded): observed median 5.7%,
-    p90 19.3%."""
-    gate(family(report, THROUGHPUT, skip=EXCLUDED), 54, median=0.07, spread=0.21)
+    """Output, total and per-device tokens/s and requests/s, 59 rows: observed median 5.7%, p90 21.8% (19.3%
+    while G2I020, DeepSeek-V3's TP8 prefill on H20, was excluded as unmodelled at 3x off; with the expert
+    width penalty scaled to the H20's SMs it is 1.6x off and counts)."""
+    gate(family(report, THROUGHPUT, skip=EXCLUDED), 59, median=0.07, spread=0.225)

@@ -22,6 +22,9 @@ tokens. Per device of the heaviest pipeline stage (docs/inference.md has the der
   the 16-bit rate plus the dequantization share `dequant_overhead` (Frantar et al.
   2024, Marlin: weight-only kernels are near the memory bound at small batch and
   compute-bound at the 16-bit rate at large batch).
+* Routed experts run at gemm_efficiency x f / (f + w) with f one expert's columns on a device and w
+  `moe_expert_half_width` scaled by the part's tensor FLOPs per SM-cycle against the H100 SXM5's
+  (`expert_half_width`): narrow tiles starve fast tensor cores, not slow ones.
 * MoE layers read only the experts the step's tokens touch: with T tokens each routed
   to top_k of E experts uniformly, E x (1 - (1 - k/E)^T) distinct experts in expectation.
 * Attention: prefill costs 2 x heads x (qk_dim + v_dim) FLOPs per causal query-key pair
@@ -63,6 +66,7 @@ from typing import get_args
 from gpuplan.errors import InputError
 from gpuplan.estimate.calibration import load_calibration
 from gpuplan.estimate.comm import node_link
+from gpuplan.estimate.gemm_shape import expert_half_width
 from gpuplan.estimate.infer_step_model import StepBreakdown, StepCostModel
 from gpuplan.estimate.kv_cache import kv_bytes_per_token
 from gpuplan.estimate.links import Link
@@ -192,7 +196,7 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
     moe_eff = gemm_eff
     if spec.moe is not None:  # narrow experts run grouped GEMMs below the dense efficiency
         f = spec.moe.expert_ffn_size / max(tp // ep, 1)  # one expert's columns on one device
-        moe_eff = gemm_eff * f / (f + e("moe_expert_half_width"))
+        moe_eff = gemm_eff * f / (f + expert_half_width(acc, e("moe_expert_half_width")))
     moe_compute = 2.0 * routed_active / (rate * moe_eff)
     # the experts meet every group's tokens: (1 - k/E)^(T x groups) of them stay untouched
     untouched = (1.0 - spec.moe.top_k / spec.moe.num_experts) ** groups if spec.moe is not None and moe_n else 0.0

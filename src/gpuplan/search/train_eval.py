@@ -4,7 +4,7 @@
 
 * compute: hardware FLOPs per device / (dense peak x compute efficiency x width factor
   (h/tp) / (h/tp + gemm_half_width)); FP8 runs the GEMMs at the FP8 peak and attention at the 16-bit peak; routed
-  experts at `moe_gemm_efficiency` of the dense rate.
+  experts at `moe_gemm_efficiency` of the dense rate, narrow ones less (`gemm_shape.expert_half_width`).
 * TP (Megatron-LM with sequence parallelism, Korthikanti et al. 2022 sec. 4.2.2): per
   layer and micro-batch, two all-gathers and two reduce-scatters of the b x s x h
   activation forward and the same backward (= 4 all-reduce volumes; +2 with full recompute).
@@ -37,6 +37,7 @@ from gpuplan.estimate import comm
 from gpuplan.estimate.activations import activation_breakdown, fused_kernels
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.estimate.flops import forward_flops
+from gpuplan.estimate.gemm_shape import expert_half_width
 from gpuplan.estimate.links import Link, inter_node_link, node_link
 from gpuplan.estimate.memory_train import expert_shard, trainable_params
 from gpuplan.hardware import Accelerator, Catalog, Network, Server
@@ -251,7 +252,7 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     moe_eff = framework_term(cal, job, "moe_gemm_efficiency")
     if spec.moe is not None:  # narrow experts (fine-grained MoE) run their grouped GEMMs less efficiently
         fe = spec.moe.expert_ffn_size
-        moe_eff *= fe / (fe + framework_term(cal, job, "moe_expert_half_width"))
+        moe_eff *= fe / (fe + expert_half_width(acc, framework_term(cal, job, "moe_expert_half_width")))
     attn_eff = eff16 * _attention_eff(cal, acc.id, ~fused_kernels(job.kernels, c.tp, c.pp))
     if job.attention == "eager":
         # Without FlashAttention, QK^T and PV run as batched GEMMs over the whole s x s score matrix, masked
