@@ -215,6 +215,9 @@ def test_narrow_experts_starve_fast_tensor_cores_not_slow_ones() -> None:
     spec = get_preset("deepseek-v3").spec
     m = step_cost_model(spec, accelerator=h20, layout=Layout(tp=8), weights="fp8", kv_dtype="fp8",
                         engine=engine("sglang"), attention_fp8=True)
+    assert m.assumptions["expert_half_width_columns"] == pytest.approx(expert_half_width(h20, 1024))
+    eff8 = engine("sglang").for_accelerator(h20.id).value("gemm_efficiency_8bit")
+    assert m.assumptions["expert_gemm_efficiency"] == pytest.approx(eff8 * 256 / (256 + expert_half_width(h20, 1024)))
     chunk = 8192  # two 4096-token prompts per prefill step
     per_node = chunk / m.step_s(prefill_tokens=chunk, prefill_attn_pairs=chunk * 4096 / 2, decode_seqs=0,
                                 decode_kv_tokens=0)

@@ -194,9 +194,11 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
     routed_params_all = moe_n * ml.experts_matrix / expert_ranks(layout) if ml is not None else 0.0
     routed_active = moe_n * ml.experts_active_matrix / tp if ml is not None else 0.0
     moe_eff = gemm_eff
+    half_width: float | None = None
     if spec.moe is not None:  # narrow experts run grouped GEMMs below the dense efficiency
         f = spec.moe.expert_ffn_size / max(tp // ep, 1)  # one expert's columns on one device
-        moe_eff = gemm_eff * f / (f + expert_half_width(acc, e("moe_expert_half_width")))
+        half_width = expert_half_width(acc, e("moe_expert_half_width"))
+        moe_eff = gemm_eff * f / (f + half_width)
     moe_compute = 2.0 * routed_active / (rate * moe_eff)
     # the experts meet every group's tokens: (1 - k/E)^(T x groups) of them stay untouched
     untouched = (1.0 - spec.moe.top_k / spec.moe.num_experts) ** groups if spec.moe is not None and moe_n else 0.0
@@ -299,6 +301,9 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         "attention_groups": groups,
         "attention_peak": "fp8" if attention_fp8 else "bf16",
         "ep_link": a2a_link.label if a2a_link is not None else None,
+        # the expert width at half the dense efficiency on this part's SMs, and the routed experts' GEMM efficiency
+        "expert_half_width_columns": half_width,
+        "expert_gemm_efficiency": moe_eff if spec.moe is not None else None,
         "stage_layers": n_layers,
         "kv_dtype": job.kv_cache_dtype,
         "hardware_terms": sorted({str(t["scope"]) for t in used_terms.values() if t["scope"] != "engine"}),
