@@ -35,10 +35,11 @@ _DETAILS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(_PREFIX + r"(?P<value>.+?) is not in the range (?P<range>.+?)\.?$", re.S), "cli.usage.out_of_range"),
     (re.compile(r"(?:File|Directory|Path) (?P<path>.+?) does not exist\.?$", re.S), "cli.usage.no_path"),
 )
+_EXTRA_ARGS = re.compile(r"Got unexpected extra arguments?(?:\(s\))? \((?P<args>.*)\)$", re.S)
 _OTHER: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"No such command (?P<name>.+?)\.(?: Did you mean (?P<names>.+?)\?)?$", re.S),
      "cli.usage.no_such_command"),
-    (re.compile(r"Got unexpected extra arguments?(?:\(s\))? \((?P<args>.*)\)$", re.S), "cli.usage.extra_args"),
+    (_EXTRA_ARGS, "cli.usage.extra_args"),
     (re.compile(r"Option (?P<name>.+?) requires an argument\.$", re.S), "cli.usage.needs_value"),
 )
 
@@ -112,7 +113,7 @@ def usage_line(exc: Exception, lang: str) -> str:
             text += tr("cli.usage.did_you_mean", lang, names=", ".join(repr(p) for p in sorted(possible)))
     else:
         text = _match(message, _OTHER, lang) or message.strip()
-        extra = _OTHER[1][0].match(message.strip())
+        extra = _EXTRA_ARGS.match(message.strip())
         if extra and {a.strip(" '\"").lower() for a in extra["args"].split()} <= _BOOL_WORDS:
             text += tr("cli.usage.switch_hint", lang)  # `--domestic-only true`: a switch takes no value
         possible = getattr(exc, "possibilities", None)  # click >= 8.4 NoSuchCommand

@@ -35,42 +35,38 @@ def _deployable(asked: str, stack: str | None = None) -> list[EngineProfile]:
             if eid != asked and not p.baseline and (stack is None or stack in p.stacks)]
 
 
-def engine_what_ifs(asked: str, stack: str, replan: Replan) -> list[dict[str, Any]]:
-    """The cheapest fleet of each other engine that runs on `stack` and meets the SLO (`replan` plans with one engine
-    profile, on the same part), cheapest first; [] on CUDA (see the module docstring)."""
-    if stack == "cuda":
-        return []
-    out: list[dict[str, Any]] = []
-    for prof in _deployable(asked, stack):
+def _cheapest_per_engine(asked: str, stack: str | None, replan: Replan) -> list[tuple[EngineProfile, dict[str, Any]]]:
+    """(profile, its cheapest plan) of every other deployable engine (on `stack`, if given) whose re-plan meets the
+    SLO, cheapest first; `replan` plans with one engine profile (empty, or InputError, when none meets)."""
+    found: list[tuple[EngineProfile, dict[str, Any]]] = []
+    for prof in _deployable(asked, stack):  # the shipped profiles: default terms, as `gpuplan plan infer --engine ID`
         try:
             plans = replan(prof)
         except InputError:
             continue
         if plans:
-            p = plans[0]
-            out.append({"engine": prof.id, "engine_name": prof.name, "accelerator": p["accelerator"],
-                        "layout": p["layout"], "weights": p["weights"], "replicas": p["replicas"],
-                        "devices": p["devices"], "instances": p["instances"], "instance": p["instance"],
-                        "usd_per_hour": p["cost_usd_per_hour"], "ttft_p99_s": p["ttft_s"]["p99"],
-                        "tpot_p99_s": p["tpot_s"]["p99"], "confidence": p.get("confidence"),
-                        "basis": f"the inference planner re-run with {prof.name}'s profile on the same part "
-                                 "(simulated, as the recommended fleet)"})
-    return sorted(out, key=lambda r: r["usd_per_hour"])
+            found.append((prof, plans[0]))
+    return sorted(found, key=lambda fp: fp[1]["cost_usd_per_hour"])
+
+
+def engine_what_ifs(asked: str, stack: str, replan: Replan) -> list[dict[str, Any]]:
+    """The cheapest fleet of each other engine that runs on `stack` and meets the SLO (`replan` plans with one engine
+    profile, on the same part), cheapest first; [] on CUDA (see the module docstring)."""
+    if stack == "cuda":
+        return []
+    return [{"engine": prof.id, "engine_name": prof.name, "accelerator": p["accelerator"], "layout": p["layout"],
+             "weights": p["weights"], "replicas": p["replicas"], "devices": p["devices"], "instances": p["instances"],
+             "instance": p["instance"], "usd_per_hour": p["cost_usd_per_hour"], "ttft_p99_s": p["ttft_s"]["p99"],
+             "tpot_p99_s": p["tpot_s"]["p99"], "confidence": p.get("confidence"),
+             "basis": f"the inference planner re-run with {prof.name}'s profile on the same part "
+                      "(simulated, as the recommended fleet)"}
+            for prof, p in _cheapest_per_engine(asked, stack, replan)]
 
 
 def engine_that_meets(asked: str, replan: Replan) -> tuple[str, dict[str, Any]] | None:
-    """(engine id, its cheapest plan) of the cheapest other engine whose plans meet the SLO, or None.
-
-    `replan` plans with one engine profile and returns its plans (empty, or InputError, when none meets)."""
-    best: tuple[str, dict[str, Any]] | None = None
-    for prof in _deployable(asked):  # the shipped profiles: default terms, as `gpuplan plan infer --engine ID`
-        try:
-            plans = replan(prof)
-        except InputError:
-            continue
-        if plans and (best is None or plans[0]["cost_usd_per_hour"] < best[1]["cost_usd_per_hour"]):
-            best = (prof.id, plans[0])
-    return best
+    """(engine id, its cheapest plan) of the cheapest other engine whose plans meet the SLO, or None."""
+    found = _cheapest_per_engine(asked, None, replan)
+    return (found[0][0].id, found[0][1]) if found else None
 
 
 def with_engine_hint(exc: InputError, asked: str, replan: Replan) -> InputError:

@@ -137,9 +137,8 @@ def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Cat
     """Cheapest verified fleets first; raises InputError (with the nearest feasible alternative) if none.
     `alternatives=False` skips what RDMA would buy and the disaggregated fleets (a re-plan that reads only the
     plans: the growth re-plan, `compare`, the other engines of advise.report_infer.named_engine). `suggest_engines`
-    (default: as
-    `alternatives`) re-plans with the other engines when nothing meets the SLO, to name one that does: `compare`
-    asks for it, the growth re-plan (whose failure is an ordinary finding) does not."""
+    (default: as `alternatives`) re-plans with the other engines when nothing meets the SLO, to name one that does:
+    `compare` asks for it, the growth re-plan (whose failure is an ordinary finding) does not."""
     prof = engine_profile or engine("vllm")
     cons = cons or InferConstraints()
     try:
