@@ -296,12 +296,30 @@ def test_the_h20_what_if_uses_the_rdma_its_servers_are_built_with() -> None:
     h20 = [a for a in res.what_if_rdma_all if a["accelerator"] == "h20-96gb"]
     assert h20 and h20[0]["layout"]["ep"] >= 16 and h20[0]["network"] == "roce-400"
     assert h20[0]["nics_per_node"] == pytest.approx(4.0)  # the server's 4 NICs, not one per GPU
+    # on whole servers: a per-card rental (compshare-h20-96gb, 1 of the HGX H20's 8 GPUs) has no RDMA to ask for
+    assert cat.instances[h20[0]["instance"]].accelerator_count == sv.accelerators_per_node
     plans = [p for p in res.plans if p["accelerator"] == "h20-96gb"]  # the part the export rules leave in China
     run = {"model": spec.name, "load": load.to_json(), "slo": {"ttft_p99_s": 3.0, "tpot_p99_s": 0.08},
            "engine": "vllm", "plans": plans, "what_if_rdma": h20[0], "what_if_rdma_all": h20, "terms": res.terms}
     doc = inference_report(run, cat, growth=False)
     named = [f for f in doc["findings"] if f["id"] == "net.rdma_wide_ep"]
     assert named and "h20-96gb" in named[0]["message"]["en"] and h20[0]["usd_per_hour"] < plans[0]["cost_usd_per_hour"]
+
+
+def test_the_rdma_what_if_never_sizes_wide_ep_on_per_card_rentals() -> None:
+    """Regression: the RDMA what-if for DeepSeek-V3 in China sized 128 single-card H20 rentals (compshare-h20-96gb)
+    and 128 single-GPU A100 VMs, each given its whole server's RDMA NICs (4 x 400 Gb/s for one GPU), and called the
+    fleet 51% cheaper: a slice of a server gets no RDMA fabric, and wide EP spans whole servers."""
+    cat = _catalog()
+    spec = load_model("deepseek-v3")
+    load = InferLoad(qps=20.0, input_len=LengthDist.fixed(4096), output_len=LengthDist.fixed(1024))
+    res = plan_inference(spec, load, InferSlo(ttft_p99_s=3.0, tpot_p99_s=0.08), cat, InferConstraints(market="cn"))
+    assert res.what_if_rdma_all
+    for alt in res.what_if_rdma_all:
+        inst = cat.instances[alt["instance"]]
+        assert inst.accelerator_count == cat.server(inst.server).accelerators_per_node, alt["instance"]
+        assert alt["nics_per_node"] * cat.network(alt["network"]).nic_gbit_per_s == \
+            cat.server(inst.server).compute_gbit_per_s
 
 
 def test_an_expert_group_spans_instances_only_where_it_was_timed_on_their_link() -> None:

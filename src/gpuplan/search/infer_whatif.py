@@ -50,7 +50,12 @@ def rdma_what_if(spec: ModelSpec, acc: Accelerator, offers: list[Offer], *, weig
     for o in offers:
         if o.scale_out is not None:
             continue
-        total = catalog.server(catalog.instances[o.instance].server).compute_gbit_per_s
+        server = catalog.server(catalog.instances[o.instance].server)
+        if o.accelerator_count < server.accelerators_per_node:
+            # a per-card or partial-server rental: wide EP runs on whole servers, whose NICs a slice does not get
+            # (SGLang/RTP-LLM large-scale EP deployments span whole 8-GPU nodes), so there is no RDMA to ask for
+            continue
+        total = server.compute_gbit_per_s
         nics = total / net.nic_gbit_per_s if total else float(o.accelerator_count)
         link = inter_node_link(net, nics_per_node=nics, gpus_per_node=o.accelerator_count)
         assumed = replace(o, scale_out=link)
