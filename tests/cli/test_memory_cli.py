@@ -27,6 +27,20 @@ def test_train_json_contract() -> None:
     assert out["assumptions"]["recompute"] == "full"
 
 
+def test_train_compile_keeps_16bit_logits_and_says_so() -> None:
+    """--compile (torchtune compile=True): the compiled loss keeps the 16-bit logits, not fp32 log-probabilities,
+    and compiled layers save what fused kernels save, so the peak drops and the JSON says why."""
+    base = ["memory", "train", "-m", "llama3-8b", "--seq-len", "2048", "--micro-batch", "2", "--method", "lora",
+            "--recompute", "full", "--loss", "chunked", "--json"]
+    eager, compiled = (json.loads(runner.invoke(app, base + extra).stdout) for extra in ([], ["--compile"]))
+    assert compiled["assumptions"]["loss"] == "chunked (8 chunks) under torch.compile"
+    assert "torch.compile" in compiled["assumptions"]["activation_model"]
+    # 4096 tokens x 128256 logits: 4 bytes of fp32 log-probabilities saved become the 2-byte logits
+    saved = 4096 * 128256
+    assert eager["activations_bytes"] - compiled["activations_bytes"] == pytest.approx(2 * saved, rel=0.01)
+    assert compiled["total_bytes"] < eager["total_bytes"]
+
+
 def test_infer_json_and_table() -> None:
     res = runner.invoke(app, ["memory", "infer", "-m", "deepseek-v3", "--weights", "fp8", "--tp", "8",
                               "--batch", "4", "--context", "8192", "--device-memory-gib", "141", "--json"])

@@ -98,3 +98,5 @@ def test_memory_train_help_lists_the_optimizer_recipe_options_in_both_languages(
         assert "--optimizer-offload" in text and "--optimizer-in-bwd" in text and "--loss" in text
     assert "分页优化器" in z and "同一时刻只保留一个梯度" in z
     assert "pagedoptimizers" in e and "onegradientliveatatime" in e
+    assert "--compile" in z and "--compile" in e
+    assert "编译后的交叉熵为反向保留16位logits" in z and "keepsthe16-bitlogitsforbackward" in e

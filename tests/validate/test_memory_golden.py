@@ -89,11 +89,12 @@ def test_recipe_facts_the_rows_state_map_to_job_settings() -> None:
     assert recipe("M046")[0] == {"zero_impl": "deepspeed"} and recipe("M046")[2] == "3"
     # torchtune's table: its recipe configs at the README's commit (row_settings.yaml quotes them): the 8B ones run
     # the chunked cross-entropy, the 8B LoRA targets q and v at rank 8, the 8B full fine-tune a paged 8-bit AdamW
-    # stepped inside backward, the 405B QLoRA torch's CrossEntropyLoss
-    assert recipe("M018")[:2] == ({"loss": "chunked", "lora_targets": ("q", "v")}, "8")
-    assert recipe("M016")[0] == {"loss": "chunked", "optimizer_offload": "cpu", "optimizer_in_bwd": True}
+    # stepped inside backward, the 405B QLoRA torch's CrossEntropyLoss; the README's table ran all with torch.compile
+    assert recipe("M018")[:2] == ({"loss": "chunked", "compile": True, "lora_targets": ("q", "v")}, "8")
+    assert recipe("M016")[0] == {"loss": "chunked", "compile": True, "optimizer_offload": "cpu",
+                                 "optimizer_in_bwd": True}
     assert rows["M016"][0]["optimizer"] == "adam8bit" and rows["M016"][0]["recompute"] == "full"
-    assert recipe("M023")[0] == {}
+    assert recipe("M023")[0] == {"compile": True}
     # rows that state nothing keep the defaults
     assert recipe("M069")[0] == {}
     assert inference_settings(rows["M054"][1]) == {"kv_layout": "concat", "prompt_logits": "all", "generated": 8192}

@@ -80,8 +80,10 @@ def fused_kernels(kernels: str, tp: Any, pp: Any) -> Any:
 
 
 def uses_fused_kernels(job: TrainingJob, layout: Layout) -> bool:
-    """`fused_kernels` for one layout."""
-    return bool(fused_kernels(job.kernels, layout.tp, layout.pp))
+    """`fused_kernels` for one layout; a compiled model saves what fused kernels save (torch.compile: AOTAutograd's
+    min-cut partitioner recomputes the norms' fp32 copies and SwiGLU's activation from their 16-bit inputs;
+    tests/estimate/test_compile_memory_torch.py)."""
+    return job.compile or bool(fused_kernels(job.kernels, layout.tp, layout.pp))
 
 
 def _norm(spec: ModelSpec, t: float, width: float, e: float, fused: bool = False) -> float:
@@ -191,6 +193,11 @@ def activation_breakdown(spec: ModelSpec, job: TrainingJob, layout: Layout) -> A
     mlp_norm = {"mlp_norm": _norm(spec, t, h, e, fused) / seq_div, "mlp_input": e_lin * t * h / seq_div}
     dense = {**attn, **mlp_norm, "mlp": _ffn(spec, t, spec.ffn_hidden_size / tp, e, e_lin, fused)}
     moe = {**attn, **mlp_norm, **_moe(spec, t, tp, e, e_lin, fused, seq_div)} if spec.moe is not None else {}
+    if job.compile and spec.position_embedding == "rope" and spec.mla is None:
+        # a compiled layer saves its own cos and sin, expanded to the batch (measured), where eager layers share one
+        rope = {"rotary_tables": 2 * e * t * spec.attn_head_dim}
+        dense.update(rope)
+        moe.update(rope if moe else {})
 
     full_layer = max(sum(dense.values()), sum(moe.values()))
     recompute_working = 0.0
@@ -211,7 +218,8 @@ def activation_breakdown(spec: ModelSpec, job: TrainingJob, layout: Layout) -> A
     # the saved log-probabilities and the logits' second copy (the shifted slice) stay 16-bit
     loss_e = FP32 if job.loss_upcast else e
     last = {
-        "final_norm": _norm(spec, t, h, e, fused) / seq_div,
+        # torchtune's compile_model compiles each layer, not the final norm: it stays as the kernels run it
+        "final_norm": _norm(spec, t, h, e, bool(fused_kernels(job.kernels, tp, layout.pp))) / seq_div,
         "lm_head_input": e_lin * t * h / seq_div,
         "log_probs": loss_e * t * vocab,
         "labels": INDEX * t,
@@ -223,7 +231,21 @@ def activation_breakdown(spec: ModelSpec, job: TrainingJob, layout: Layout) -> A
     logits = (e + loss_e) * t * vocab
     if job.loss == "chunked":
         logits = (e + loss_e / job.loss_chunks) * t * vocab
-    elif job.loss == "fused":
+    if job.compile and job.loss != "fused":
+        # torch.compile of the loss (torchtune training.compile_loss compiles the whole loss, or each chunk's
+        # upcast + cross-entropy for CEWithChunkedOutputLoss): AOTAutograd's min-cut partitioner keeps the 16-bit
+        # logits (the graph's input) plus each token's max and log-sum-exp, and recomputes the softmax in backward;
+        # the upcast is fused away. Measured on the CPU (inductor and aot_eager_decomp_partition agree): nothing
+        # beyond the logits during the forward pass, their 16-bit gradient at the loss's backward
+        # (tests/estimate/test_loss_memory_torch.py).
+        del last["log_probs"]
+        last["saved_logits"] = e * t * vocab + 2 * FP32 * t
+        return ActivationBreakdown(
+            dense_layer=dense, moe_layer=moe, first_stage_extra=first, last_stage_extra=last,
+            logits_transient_bytes=e * t * vocab,  # the logits' gradient, formed at the loss's backward
+            recompute_working_bytes=recompute_working,
+        )
+    if job.loss == "fused":
         # Liger fused linear cross-entropy (ops/fused_linear_cross_entropy.py): logits of
         # next_pow2(ceil(BT / ceil(V / H))) tokens at a time, upcast, softmax gradient formed in the forward
         # pass; what survives for backward is the gradient of the input (BT x H), not the log-probabilities

@@ -406,14 +406,17 @@ def estimate_training_memory(
         "pipeline_rank_totals_bytes": [round(r.total_bytes) for r in per_rank],
         "in_flight_microbatches": float(_in_flight(geometry(layout, job, acts, worst, 0, 0))),
         "lora": {"rank": job.lora_rank, "targets": list(job.lora_targets)} if job.method != "full" else None,
-        "activation_model": ("saved-tensor inventory of fused Megatron-Core/Transformer Engine layers"
+        "activation_model": ("saved-tensor inventory of torch.compile'd layers (as fused kernels save)"
+                             if job.compile else
+                             "saved-tensor inventory of fused Megatron-Core/Transformer Engine layers"
                              if uses_fused_kernels(job, layout) else
                              "saved-tensor inventory of Hugging Face transformers layers") + " (docs/memory.md)",
         "quant_format": job.quant_format if job.method == "qlora" else None,
         "zero_impl": job.zero_impl,
         "loss_upcast": job.loss_upcast,
         "trainable_extra": list(job.trainable_extra),
-        "loss": job.loss if job.loss != "chunked" else f"chunked ({job.loss_chunks} chunks)",
+        "loss": (job.loss if job.loss != "chunked" else f"chunked ({job.loss_chunks} chunks)")
+        + (" under torch.compile" if job.compile and job.loss != "fused" else ""),
         "optimizer_offload": job.optimizer_offload,
         "optimizer_in_bwd": job.optimizer_in_bwd,
         "optimizer_step": ("DeepSpeed ZeRO step: flattened 16-bit and fp32 copies of the local gradient partition"

@@ -80,6 +80,8 @@ def recipe_settings(row: Row, st: RowSettings) -> dict[str, object]:
         job["loss_upcast"] = False
     elif st.loss in ("chunked", "fused"):
         job["loss"] = st.loss
+    if st.compile:
+        job["compile"] = True
     if st.trainable_extra and row.get("method") in ("lora", "qlora"):
         job["trainable_extra"] = st.trainable_extra
     if st.optimizer_impl == "foreach" and (row.get("optimizer") or "adamw") == "adamw":

@@ -109,6 +109,10 @@ class TrainingJob(BaseModel):
         "CEWithChunkedOutputLoss: one chunk of tokens upcast at a time) or fused (Liger fused linear cross-entropy: "
         "no full logits)")
     loss_chunks: int = Field(default=8, gt=0, description="chunks of the chunked loss (torchtune num_output_chunks)")
+    compile: bool = Field(
+        default=False, description="the layers and the loss run under torch.compile (torchtune compile=True: "
+        "training.compile_model, compile_loss): layers save what fused kernels save, and the compiled cross-entropy "
+        "keeps the 16-bit logits for its backward instead of fp32 log-probabilities")
     trainable_extra: tuple[Literal["embed", "head"], ...] = Field(
         default=(), description="LoRA/QLoRA: modules trained in full beside the adapters (PEFT modules_to_save: "
         "a trainable copy of each, the original kept frozen)")
