@@ -20,6 +20,7 @@ from gpuplan.hardware import load_catalog
 from gpuplan.search.infer_load import InferLoad, InferSlo
 from gpuplan.search.infer_search import InferConstraints, plan_inference
 from gpuplan.search.plan_trust import confidence_level, efficiency_provenance
+from gpuplan.search.train_planner import HOURS_PER_MONTH, billed_by_month
 from gpuplan.search.train_search import PlanConstraints, plan_training
 from gpuplan.simulate.lengths import parse_length_dist
 from gpuplan.workload.jobs import TrainingJob
@@ -44,12 +45,41 @@ def test_every_plan_has_a_band_around_its_figures_and_a_confidence() -> None:
             assert lo < p[key] < hi, (key, lo, p[key], hi)
         if p["cost_usd"] is not None:
             lo, hi = b["cost_usd"]
-            assert lo < p["cost_usd"] < hi
+            assert (lo <= p["cost_usd"] <= hi) if billed_by_month(p) else (lo < p["cost_usd"] < hi)
         conf = p["confidence"]
         assert conf["level"] in ("low", "medium", "high")
         assert conf["efficiency"]["provenance"] in ("measured", "validated", "default")
         if p["cost_usd"] is not None:
             assert {"confidence", "source", "as_of"} <= set(conf["price"])
+
+
+def test_a_monthly_bill_has_no_band_until_the_time_band_crosses_a_month(tmp_path: Any) -> None:
+    """Regression: a LoRA job of minutes on a monthly-only rental (cn-rental-a100-80gb-ib-cluster, 34,750 CNY per
+    server a month) showed '155,524 (134k-217k)': the band scaled a bill of whole months by the speed band. A month
+    is billed whatever the speed; the cost moves only where the time band crosses a month, and the tables say the
+    bill is monthly."""
+    from typer.testing import CliRunner
+
+    from gpuplan.cli.main import app
+
+    spec = get_preset("qwen2.5-7b").spec
+    job = TrainingJob(method="lora", seq_len=4096)
+    res = plan_training(spec, job, CAT, PlanConstraints(deadline_days=2, market="cn"), tokens=1e8)
+    monthly = [p for p in res.plans if billed_by_month(p)]
+    assert monthly
+    for p in monthly:
+        lo_t, hi_t = p["band"]["time_to_train_s"]
+        months = [math.ceil(t / 3600 / HOURS_PER_MONTH) for t in (lo_t, p["time_to_train_s"], hi_t)]
+        lo, hi = p["band"]["cost_usd"]
+        assert lo == pytest.approx(p["cost_usd"] * months[0] / months[1])
+        assert hi == pytest.approx(p["cost_usd"] * months[2] / months[1])
+    report = tmp_path / "plan.md"
+    out = CliRunner().invoke(app, ["plan", "train", "-m", "qwen2.5-7b", "--tokens", "1e8", "--seq-len", "4096",
+                                   "--method", "lora", "--deadline", "2", "--market", "cn", "--lang", "en",
+                                   "--report", str(report)])
+    assert out.exit_code == 0, out.output
+    rows = [line for line in report.read_text(encoding="utf-8").splitlines() if "cn-rental-8x-h800" in line]
+    assert rows and all("(monthly: whole months billed)" in r and "k-" not in r.split("|")[7] for r in rows)
 
 
 def test_a_part_without_rows_is_default_and_its_band_is_at_least_a_validated_parts() -> None:

@@ -37,6 +37,7 @@ from gpuplan.advise.trust import caveats, deadline_caveat, is_confirmed, split_b
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.hardware import Catalog
 from gpuplan.search.train_eval import ClusterHardware, cluster_hardware, usual_network
+from gpuplan.search.train_planner import billed_by_month
 from gpuplan.search.train_search import PlanConstraints, PlanResult, plan_training
 from gpuplan.units import GIB
 from gpuplan.workload.jobs import TrainingJob
@@ -169,7 +170,7 @@ def plan_summary(p: Mapping[str, Any]) -> dict[str, Any]:
             "step_time_s": p["step_time_s"], "memory_gib": p["memory"]["total_bytes"] / GIB,
             "bottleneck": p.get("bottleneck", ""), "network": p["assumptions"].get("network"),
             "time_s": p.get("time_to_train_s"), "device_hours": p.get("device_hours"),
-            "offer": (p.get("hardware_option") or {}).get("offer"),
+            "offer": (p.get("hardware_option") or {}).get("offer"), "billed_by_month": billed_by_month(p),
             "hardware_option": p.get("hardware_option"),
             "provenance": _provenance(p), "band": p.get("band", {}), "band_basis": p.get("band_basis", {}),
             "confidence": p.get("confidence")}

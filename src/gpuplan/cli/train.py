@@ -24,8 +24,8 @@ from gpuplan.hardware import Catalog, load_catalog
 from gpuplan.hardware.query import alias_note
 from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.plan_json import compact_plans
-from gpuplan.render.report_text import bottleneck_text, duration_text, offer_text, rule_line
-from gpuplan.render.trust_text import band_cost, band_duration, confidence_text, trust_lines
+from gpuplan.render.report_text import bottleneck_text, cost_text, duration_text, offer_text, rule_line
+from gpuplan.render.trust_text import band_duration, confidence_text, trust_lines
 from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices, offered, offered_choice
 from gpuplan.search.train_eval import cluster_hardware, usual_network
 from gpuplan.search.train_planner import best_layout, plan_figures
@@ -341,7 +341,7 @@ def _print_plans(model: str, tokens: float, res: Any, doc: dict[str, Any], cons:
                   " ".join([f"tp{lay['tp']} pp{lay['pp']} dp{lay['dp']}",
                             *(f"{k}{lay[k]}" for k in ("cp", "ep") if lay[k] > 1), f"rc={lay['recompute']}"]),
                   band_duration(p["time_to_train_s"], (p.get("band") or {}).get("time_to_train_s"), language),
-                  band_cost(p["cost_usd"], (p.get("band") or {}).get("cost_usd"), tr("cli.plan.no_price", language)),
+                  cost_text(p, language, tr("cli.plan.no_price", language)),
                   f"{p['mfu']:.0%}", confidence_text(p.get("confidence"), language),
                   bottleneck_text(p["breakdown_s"], language))
     console.print(t)
@@ -351,7 +351,7 @@ def _print_plans(model: str, tokens: float, res: Any, doc: dict[str, Any], cons:
             pt.add_column(tr(f"report.col.{col}", language))
         for p in res.pareto:
             pt.add_row(f"{p['accelerator']} ({offer_text(p, language)})", str(p["devices"]),
-                       duration_text(p["time_to_train_s"], language), f"{p['cost_usd']:,.0f}")
+                       duration_text(p["time_to_train_s"], language), cost_text({**p, "band": None}, language))
         console.print(pt)
     console.print(tr("cli.plan.layouts", language, why=cons.layout_reason), highlight=False)
     if rec is not None:

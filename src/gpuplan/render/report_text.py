@@ -8,11 +8,12 @@ from typing import Any
 from gpuplan.i18n import Duration, tr
 from gpuplan.render.trust_text import band_cost, band_duration, band_num, confidence_text
 from gpuplan.search.infer_fleet import layout_shape
+from gpuplan.search.train_planner import billed_by_month
 from gpuplan.units import sig
 
 __all__ = ["INFER_COLS", "bottleneck_text", "finding_rows", "fmt", "fmt_sig", "growth_line", "infer_job_lines",
            "infer_memory_rows", "infer_rows", "infer_rule_line", "job_lines", "plan_rows", "prov", "rel_line",
-           "rule_line", "tco_lines", "tco_rows", "duration_text", "offer_text"]
+           "rule_line", "tco_lines", "tco_rows", "cost_text", "duration_text", "offer_text"]
 
 
 def fmt(value: Any, spec: str = ",.1f") -> str:
@@ -52,13 +53,19 @@ def job_lines(doc: Mapping[str, Any], lang: str) -> list[str]:
 PLAN_COLS = ("accelerator", "offer", "devices", "nodes", "layout", "time", "cost", "mfu", "memory", "provenance")
 
 
+def cost_text(p: Mapping[str, Any], lang: str, no_price: str = "-") -> str:
+    """The plan's cost with its band, marked when the bill is whole months."""
+    text = band_cost(p.get("cost_usd"), (p.get("band") or {}).get("cost_usd"), no_price)
+    return text + " " + tr("report.billed_by_month", lang) if p.get("cost_usd") and billed_by_month(p) else text
+
+
 def plan_rows(plans: list[Mapping[str, Any]], lang: str) -> tuple[list[str], list[list[str]]]:
     head = [tr(f"report.col.{c}", lang) for c in PLAN_COLS]
     rows = [[p["accelerator"], offer_text(p, lang), str(p["devices"]), str(p["nodes"]), p["layout"],
              band_duration(p.get("time_s") if p.get("time_s") is not None
                            else (p["days"] * 86400.0 if p.get("days") is not None else None),
                            (p.get("band") or {}).get("time_to_train_s"), lang),
-             band_cost(p["cost_usd"], (p.get("band") or {}).get("cost_usd"), "-"), fmt(p["mfu"], ".1%"),
+             cost_text(p, lang), fmt(p["mfu"], ".1%"),
              fmt(p["memory_gib"]), confidence_text(p.get("confidence"), lang) if p.get("confidence")
              else prov("estimated", lang)]
             for p in plans]

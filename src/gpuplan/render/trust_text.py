@@ -51,7 +51,7 @@ def band_cost(usd: float | None, band: Sequence[float] | None, no_price: str) ->
     """'136,079 (115k-171k)', or the no-price text."""
     if not usd:
         return no_price
-    if not band:
+    if not band or band[1] - band[0] <= 1e-9 * usd:  # no band, or a fixed bill (whole months of a commitment)
         return f"{usd:,.0f}"
     return f"{usd:,.0f} ({_short_money(band[0])}-{_short_money(band[1])})"
 

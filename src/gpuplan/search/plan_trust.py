@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
 from gpuplan.estimate.calibration import Calibration
@@ -22,6 +23,7 @@ from gpuplan.estimate.uncertainty import EstimateClass, band, part_accuracy
 from gpuplan.hardware import Catalog, Price
 from gpuplan.search.offers import HardwareOption
 from gpuplan.search.pricing import used_price
+from gpuplan.search.train_planner import HOURS_PER_MONTH, billed_by_month
 
 __all__ = ["HIGH_CV_APE", "LEVELS", "confidence_level", "efficiency_provenance", "meets_trust", "price_confidence",
            "training_bands", "training_confidence"]
@@ -134,6 +136,10 @@ def training_bands(fig: dict[str, Any], *, efficiency: str, moe: bool, nodes: in
         if b is not None:
             out[name] = b.as_list()
             basis["throughput" if cls is step else "campaign"] = b.basis
+    if "cost_usd" in out and "time_to_train_s" in out and fig.get("time_to_train_s") and billed_by_month(fig):
+        # a monthly commitment bills whole months: the cost moves only where the time band crosses a month
+        months = [math.ceil(t / 3600.0 / HOURS_PER_MONTH) for t in (*out["time_to_train_s"], fig["time_to_train_s"])]
+        out["cost_usd"] = [float(fig["cost_usd"]) * m / months[2] for m in months[:2]]
     total = (fig.get("memory") or {}).get("total_bytes")
     mb = band(EstimateClass(kind="memory", efficiency="validated", family="train", arch=arch, scale=scale,
                             stack=stack), total, "rate")

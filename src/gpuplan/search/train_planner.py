@@ -10,6 +10,7 @@ FLOPs over the dense peak), time to train with checkpoint and failure overhead
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +38,8 @@ from gpuplan.workload.jobs import Layout, TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
-__all__ = ["HOURS_PER_MONTH", "TrainingPlan", "best_layout", "cost_figures", "plan_figures", "reliability"]
+__all__ = ["HOURS_PER_MONTH", "TrainingPlan", "best_layout", "billed_by_month", "cost_figures", "plan_figures",
+           "reliability"]
 
 HOURS_PER_MONTH = 730.0  # the cloud billing month (365 x 24 / 12)
 
@@ -241,6 +243,15 @@ def _framework_assumption(job: TrainingJob) -> dict[str, Any]:
                 "to plan with one)", "tp_comm_overlap": tp_overlap_on(job), "kernels": job.kernels}
     return {**framework_profile(job.framework).describe(), "tp_comm_overlap": tp_overlap_on(job),
             "kernels": job.kernels}
+
+
+def billed_by_month(plan: Mapping[str, Any]) -> bool:
+    """Whether a plan's cost is a monthly commitment (its offer has no hourly price): `cost_figures` bills whole
+    months, so a short job on such an offer costs a month of every device. A plan summary states it."""
+    if "billed_by_month" in plan:
+        return bool(plan["billed_by_month"])
+    cost = plan.get("cost") or {}
+    return not cost.get("usd_on_demand") and bool(cost.get("usd_monthly_commitment"))
 
 
 def cost_figures(price: DevicePrice, devices: int, time_s: float, rel: dict[str, float]) -> dict[str, Any]:
