@@ -222,3 +222,36 @@ def test_narrow_experts_starve_fast_tensor_cores_not_slow_ones() -> None:
     per_node = chunk / m.step_s(prefill_tokens=chunk, prefill_attn_pairs=chunk * 4096 / 2, decode_seqs=0,
                                 decode_kv_tokens=0)
     assert 16_500 / 2 < per_node < 16_500 * 1.2
+
+
+def test_an_old_engines_per_head_decode_kernel_reads_each_kv_head_once_per_query_head() -> None:
+    """Regression (issue 13): TensorRT-LLM 0.6.1's Llama-2-70B H100 row (TP4, batch 480, 128 in / 2048 out) was
+    predicted 2.3x faster than measured: its masked multi-head attention runs one query head per thread block, so
+    each KV head is read once per query head of its GQA group (8), until XQA in v0.8. TurboMind v0.2 serves four
+    query heads per block (two reads for a group of 8), one with an int8 KV cache. A row states its engine version;
+    plans use current engines, whose GQA-grouped kernels read each KV head once."""
+    spec = get_preset("llama2-70b").spec
+    assert spec.num_heads // spec.num_kv_heads == 8
+
+    def reads(eng: str, version: str | None, kv: str, name: str = "llama2-70b") -> float:
+        prof = engine(eng) if version is None else engine(eng).at_version(version)
+        m = step_cost_model(get_preset(name).spec, accelerator=H100, layout=Layout(tp=4), weights="fp8",
+                            kv_dtype=kv, engine=prof)
+        assert m.assumptions["engine_version"] == version  # the plan JSON says which kernel it timed
+        return float(m.decode_kv_read_per_token)
+
+    base = reads("trtllm", None, "fp8")
+    assert reads("trtllm", "0.6.1", "fp8") == pytest.approx(8 * base)
+    old = step_cost_model(spec, accelerator=H100, layout=Layout(tp=4), weights="fp8", kv_dtype="fp8",
+                          engine=engine("trtllm").at_version("0.6.1"))
+    assert old.assumptions["decode_kv_reads_per_kv_head"] == 8
+    assert reads("trtllm", "0.8.0", "fp8") == pytest.approx(base)  # XQA
+    lm = reads("lmdeploy", None, "fp16")
+    assert reads("lmdeploy", "0.2.0", "fp16") == pytest.approx(2 * lm)
+    assert reads("lmdeploy", "0.2.0", "int8") == pytest.approx(8 * reads("lmdeploy", None, "int8"))
+    assert reads("lmdeploy", "0.3.0", "fp16") == pytest.approx(lm)
+    # multi-head attention (group of 1) is unchanged
+    mha = reads("trtllm", None, "fp8", "llama2-7b")
+    assert reads("trtllm", "0.6.1", "fp8", "llama2-7b") == pytest.approx(mha)
+    with pytest.raises(InputError):
+        engine("trtllm").at_version("latest")

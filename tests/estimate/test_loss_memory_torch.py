@@ -20,11 +20,12 @@ T, V = 512, 32000
 SPEC = ModelSpec(name="loss-probe", num_layers=1, hidden_size=256, num_heads=4, ffn_hidden_size=512, vocab_size=V)
 
 
-def _measured(fn):  # type: ignore[no-untyped-def]
+def _profiled(fn):  # type: ignore[no-untyped-def]
+    """(fn's result, peak and final bytes of the running sum of CPU allocations and frees while it ran)."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        out = fn()  # the loss keeps its autograd graph (the saved tensors) alive until backward
+        out = fn()
     cur = peak = 0
     for e in sorted(prof.events(), key=lambda e: e.time_range.start):
         if e.name == "[memory]":
@@ -32,6 +33,11 @@ def _measured(fn):  # type: ignore[no-untyped-def]
         elif e.self_cpu_memory_usage:
             cur += e.self_cpu_memory_usage
         peak = max(peak, cur)
+    return out, peak, cur
+
+
+def _measured(fn):  # type: ignore[no-untyped-def]
+    out, peak, cur = _profiled(fn)  # the loss keeps its autograd graph (the saved tensors) alive until backward
     del out
     return peak, cur
 
@@ -59,18 +65,8 @@ def test_loss_peak_and_saved_bytes_match_pytorch(loss: str, chunks: int) -> None
 
 
 def _measured_backward(loss: object) -> int:
-    from torch.profiler import ProfilerActivity, profile
-
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        loss.backward()  # type: ignore[attr-defined]
-    cur = peak = 0
-    for e in sorted(prof.events(), key=lambda e: e.time_range.start):
-        if e.name == "[memory]":
-            cur += e.cpu_memory_usage
-        elif e.self_cpu_memory_usage:
-            cur += e.self_cpu_memory_usage
-        peak = max(peak, cur)
-    return peak
+    _, peak, _ = _profiled(loss.backward)  # type: ignore[attr-defined]
+    return int(peak)
 
 
 @pytest.mark.parametrize("loss", ["full", "chunked"])

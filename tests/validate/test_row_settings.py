@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -81,7 +82,7 @@ def test_a_row_that_states_static_batching_is_simulated_with_static_batches() ->
     static = evaluate_inference_row({**offline, "settings": "batching=static"}, cat).predicted
     assert static < 0.9 * inflight
     fixed = rows["I001"]  # stated static (gptSessionBenchmark): equal lengths, nothing to lose
-    assert _overlay()["I001"]["settings"] == "batching=static"
+    assert _overlay()["I001"]["settings"] == "batching=static;engine_version=0.6.1"
     again = evaluate_inference_row({**fixed, "id": "X-no-overlay"}, cat).predicted
     assert evaluate_inference_row(fixed, cat).predicted == pytest.approx(again)
 
@@ -159,3 +160,32 @@ def test_overlay_layouts_fit_their_rows_device_counts() -> None:
         assert n % model_ranks == 0, rid
         checked += 1
     assert checked >= 10
+
+
+def test_a_stated_engine_version_times_decode_with_that_versions_kernel() -> None:
+    """Regression (issue 13): TensorRT-LLM 0.6.1 on Llama-2-70B (I006: TP4, batch 480, 128 in / 2048 out, H100
+    FP8) was predicted 2.3x faster than measured, LMDeploy 0.2.0 on Llama-2-70B ShareGPT (I101) 35% faster: their
+    decode kernels read each KV head once per query head (per four query heads for TurboMind), which the rows'
+    stated versions now select (workload/data/engines.yaml decode_kernels). MHA rows of the same sources do not
+    move."""
+    from gpuplan.hardware import load_catalog
+    from gpuplan.validate.cases import read_rows
+    from gpuplan.validate.inference_cases import evaluate_inference_row
+    from gpuplan.validate.refit import error_ratio
+    from ground_truth import case_file
+
+    cat = load_catalog(use_user_dir=False)
+    rows = {r["id"]: r for r in read_rows(case_file("inference.csv"))}
+
+    def ratio(row: dict[str, str]) -> float:
+        res = evaluate_inference_row(row, cat)
+        return error_ratio(res.metric, res.measured, res.predicted)
+
+    assert "engine_version=0.6.1" in _overlay()["I006"]["settings"]
+    assert abs(math.log(ratio(rows["I006"]))) < math.log(1.25)
+    unstated = ratio({**rows["I006"], "id": "X-no-overlay", "settings": "batching=static"})
+    assert unstated < 0.5  # the grouped kernel of current engines: 2x too fast for that run
+    assert ratio(rows["I101"]) > ratio({**rows["I101"], "id": "X-no-overlay",
+                                        "settings": "dataset=sharegpt;num_prompts=3000"})
+    mha = rows["I002"]  # Llama-2-7B, 32 KV heads: one query head per KV head either way
+    assert ratio(mha) == pytest.approx(ratio({**mha, "id": "X-no-overlay", "settings": "batching=static"}))

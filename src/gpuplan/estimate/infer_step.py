@@ -61,6 +61,7 @@ Everything is precomputed into plain floats of a `StepCostModel` (estimate/infer
 
 from __future__ import annotations
 
+import math
 from typing import get_args
 
 from gpuplan.errors import InputError
@@ -213,6 +214,13 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         decode_flops_key = 2.0 * heads_dev * (2 * spec.mla.kv_lora_rank + spec.mla.qk_rope_head_dim)
     else:
         decode_flops_key = 2.0 * heads_dev * (spec.attn_head_dim + spec.v_head_dim)
+    # An older engine's decode kernel that serves q query heads per thread block reads each KV head g / q times
+    # for a GQA group of g (workload/engines.py DecodeKernelEra: TensorRT-LLM before XQA, TurboMind before v0.3);
+    # L2 hits between those reads are not counted. Current kernels read it once per group.
+    per_block = engine.decode_query_heads_per_block(job.kv_cache_dtype)
+    kv_heads_dev = max((spec.num_kv_heads or spec.num_heads) / tp, 1.0)
+    kv_reads = (max(1.0, math.ceil(heads_dev / kv_heads_dev / per_block))
+                if per_block is not None and spec.mla is None else 1.0)
     p8 = _peak(acc, "fp8")
     if attention_fp8 and (kv_dtype != "fp8" or p8 is None):
         raise InputError(field="attention_fp8", value=True, allowed="an fp8 KV cache on a part with an fp8 peak",
@@ -304,6 +312,9 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         # the expert width at half the dense efficiency on this part's SMs, and the routed experts' GEMM efficiency
         "expert_half_width_columns": half_width,
         "expert_gemm_efficiency": moe_eff if spec.moe is not None else None,
+        # reads of each KV head per decode step: 1 for GQA-grouped kernels, more for an older engine's per-head ones
+        "decode_kv_reads_per_kv_head": kv_reads,
+        "engine_version": engine.version,
         "stage_layers": n_layers,
         "kv_dtype": job.kv_cache_dtype,
         "hardware_terms": sorted({str(t["scope"]) for t in used_terms.values() if t["scope"] != "engine"}),
@@ -321,7 +332,7 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         head_compute_per_row=2.0 * head_params / (p16 * eff16),
         head_read=head_params * 2.0 / stream,
         prefill_attn_per_pair=prefill_pair_flops / attn_rate,
-        decode_kv_read_per_token=kv_bytes_layer_token * n_layers / (bw * e("kv_read_efficiency")),
+        decode_kv_read_per_token=kv_reads * kv_bytes_layer_token * n_layers / (bw * e("kv_read_efficiency")),
         decode_attn_flops_per_token=decode_flops_key * n_layers / attn_rate,
         tp_comm_fixed=tp_fixed,
         tp_comm_per_token=tp_tok,

@@ -193,6 +193,8 @@ def evaluate_inference_row(row: Row, catalog: Catalog,
     eng = (engine_for or engine)(_engine_id(row, st))
     if st.batching == "static":  # the engine of the run batched statically (gptSessionBenchmark, 2023 engines)
         eng = eng.model_copy(update={"scheduling": "static"})
+    if st.engine_version:  # the engine as that version ran it (its decode attention kernel: engines.yaml)
+        eng = eng.at_version(st.engine_version)
     weights = row.get("weight_precision") or "bf16"
     kv = row.get("kv_precision") or _default_kv(weights)
     input_len, output_len, dataset = _lengths(row, st)

@@ -17,6 +17,7 @@ user override is never replaced); an engine or part no entry names keeps the def
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
 from functools import cache
@@ -30,8 +31,8 @@ from gpuplan.errors import InputError, unknown_name
 from gpuplan.hardware.schema_devices import Accelerator, StackKind
 from gpuplan.terms import override_terms
 
-__all__ = ["ENGINE_TERMS", "EngineProfile", "EngineTerm", "HardwareTerms", "Scheduling", "TunedOn", "engine",
-           "engine_ids", "hardware_terms", "load_engines"]
+__all__ = ["ENGINE_TERMS", "DecodeKernelEra", "EngineProfile", "EngineTerm", "HardwareTerms", "Scheduling", "TunedOn",
+           "engine", "engine_ids", "hardware_terms", "load_engines"]
 
 Scheduling = Literal["fcfs", "prefill_first", "decode_first", "static"]
 
@@ -84,6 +85,28 @@ class EngineTerm(BaseModel):
     overridden: bool = False
 
 
+class DecodeKernelEra(BaseModel):
+    """How an engine's decode attention read the KV cache before a version: query heads per thread block.
+
+    A kernel that serves q query heads per block reads each KV head g / q times per step for a GQA group of g
+    (TensorRT-LLM's masked multi-head attention before XQA: one head per block; LMDeploy TurboMind before its
+    2024 attention rewrite: four). Current kernels serve the whole group (XQA, FlashInfer, FlashAttention):
+    one read. A validation row states its engine version (`settings` engine_version); plans use current
+    engines.
+    """
+
+    model_config = _STRICT
+
+    before_version: str = Field(pattern=r"^\d+(\.\d+)*$", description="versions older than this ran the kernel")
+    query_heads_per_block: int = Field(ge=1)
+    kv_dtypes: tuple[str, ...] = Field(default=(), description="KV-cache dtypes it applies to (empty: all)")
+    source: str = Field(min_length=1)
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", text)[:3])
+
+
 class HardwareTerms(BaseModel):
     """Terms of some engines on some accelerators (physics of the part under that engine's kernels)."""
 
@@ -128,6 +151,10 @@ class EngineProfile(BaseModel):
     baseline: bool = Field(default=False, description="a modelling baseline, not a product a team deploys: never "
                            "suggested in place of the engine asked")
     terms: dict[str, EngineTerm]
+    decode_kernels: tuple[DecodeKernelEra, ...] = Field(
+        default=(), description="decode attention kernels of older versions (DecodeKernelEra); none: grouped")
+    version: str | None = Field(default=None, description="the engine version a validation row states (at_version); "
+                                "None: the current engine")
     hardware_table: tuple[HardwareTerms, ...] | None = Field(
         default=None, exclude=True,
         description="hardware terms to use instead of the shipped table (cross-validation refits them)")
@@ -170,6 +197,22 @@ class EngineProfile(BaseModel):
                 if not terms[name].overridden:
                     terms[name] = term.model_copy(update={"scope": h.id})
         return self.model_copy(update={"terms": terms})
+
+    def at_version(self, version: str) -> EngineProfile:
+        """This profile as the stated version ran it (its decode attention kernel: `decode_kernels`)."""
+        if not re.search(r"\d", version):
+            raise InputError(field="engine_version", value=version, allowed="a version number such as 0.6.1")
+        return self.model_copy(update={"version": version})
+
+    def decode_query_heads_per_block(self, kv_dtype: str) -> int | None:
+        """Query heads one decode-attention block serves in this version, None for a GQA-grouped kernel."""
+        if self.version is None:
+            return None
+        v = _version(self.version)
+        for era in self.decode_kernels:
+            if v < _version(era.before_version) and (not era.kv_dtypes or kv_dtype in era.kv_dtypes):
+                return era.query_heads_per_block
+        return None
 
     def check_runs_on(self, accelerator: Accelerator) -> None:
         """InputError naming the engines that run on `accelerator`'s software stack when this one does not
