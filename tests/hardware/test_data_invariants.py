@@ -190,3 +190,14 @@ def test_yaml_comments_do_not_truncate_values() -> None:
     for path in builtin_data_dir().glob("*.yaml"):
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             assert not pattern.match(line), f"{path.name}:{n}: quote this value: {line.strip()}"
+
+
+def test_every_cuda_part_states_its_compute_capability_with_a_source() -> None:
+    """Engines state the lowest CUDA compute capability they run on (SGLang and TensorRT-LLM 8.0): every CUDA part
+    must state its own, sourced, or an engine could be planned where it cannot run."""
+    from gpuplan.hardware import load_catalog
+
+    for acc in load_catalog(use_user_dir=False).accelerators.values():
+        if acc.software_stack == "cuda":
+            assert acc.cuda_compute_capability is not None, acc.id
+            assert "cuda_compute_capability" in acc.field_sources, acc.id

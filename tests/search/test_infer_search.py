@@ -373,3 +373,30 @@ def test_an_engine_is_planned_only_on_the_stacks_it_runs_on() -> None:
     sgl = plan_inference(spec, load, slo, _catalog(), InferConstraints(market="cn"), engine_profile=engine("sglang"))
     assert not any(p["accelerator"].startswith("ascend-") for p in sgl.plans)
     assert engine("sglang").for_accelerator("ascend-910b").value("layer_overhead_s") == 0.001
+
+
+def test_sglang_and_tensorrt_llm_are_never_planned_below_compute_capability_8() -> None:
+    """Regression: `plan infer -m qwen2.5-72b --market cn` named a prefill/decode-disaggregated fleet of 80 + 16 V100
+    to launch with SGLang (--emit sglang --disaggregated), and `--engine sglang` could plan V100s: SGLang's kernels
+    and TensorRT-LLM's engines need compute capability 8.0 (the V100 is 7.0). vLLM and TurboMind still run there."""
+    from gpuplan.workload.engines import engine
+
+    cat = _catalog()
+    v100 = cat.accelerator("v100-sxm2-32gb")
+    assert v100.cuda_compute_capability == 7.0
+    assert not engine("sglang").runs_on(v100) and not engine("trtllm").runs_on(v100)
+    assert engine("vllm").runs_on(v100) and engine("lmdeploy").runs_on(v100)
+    assert all(engine("sglang").runs_on(cat.accelerator(a)) for a in ("a100-sxm4-80gb", "l40s-48gb", "h20-96gb"))
+    with pytest.raises(InputError) as err:
+        engine("sglang").check_runs_on(v100)
+    assert err.value.field == "engine" and "compute capability 8.0" in str(err.value) and "vllm" in str(err.value)
+    spec = load_model("qwen2.5-72b")
+    load = InferLoad(qps=5.0, input_len=LengthDist.fixed(3000), output_len=LengthDist.fixed(500))
+    slo = InferSlo(ttft_p99_s=3.0, tpot_p99_s=0.06)
+    res = plan_inference(spec, load, slo, cat, InferConstraints(market="cn", accelerators=("v100-sxm2-32gb",
+                                                                                           "a100-sxm4-80gb")))
+    assert all(pd["accelerator"] != "v100-sxm2-32gb" for pd in res.what_if_pd_all)
+    sgl = plan_inference(load_model("qwen2.5-7b"), load, slo, cat,
+                         InferConstraints(market="cn", accelerators=("v100-sxm2-32gb", "a100-sxm4-80gb")),
+                         engine_profile=engine("sglang"))
+    assert sgl.plans and all(p["accelerator"] != "v100-sxm2-32gb" for p in sgl.plans)

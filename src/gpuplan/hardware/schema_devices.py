@@ -90,6 +90,9 @@ class Accelerator(Sourced):
     sm_count: int | None = Field(default=None, ge=1, le=1024,
                                  description="streaming multiprocessors (compute units) enabled on the part")
     sm_boost_clock_mhz: float | None = Field(default=None, ge=100, le=5000, description="SM boost clock, MHz")
+    cuda_compute_capability: float | None = Field(
+        default=None, ge=3.0, le=20.0, description="NVIDIA CUDA compute capability (SM version, e.g. 8.0 for GA100); "
+        "engines state the lowest they run on (workload/data/engines.yaml min_cuda_capability)")
 
     fp64_dense_tflops: float | None = _peak()
     fp32_dense_tflops: float | None = _peak()

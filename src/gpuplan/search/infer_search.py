@@ -190,7 +190,7 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
         if why:
             _bump(rejected, why)
             continue
-        if acc.software_stack not in prof.stacks:  # TensorRT-LLM on Ascend, MindIE on NVIDIA: no such fleet
+        if not prof.runs_on(acc):  # TensorRT-LLM on Ascend, MindIE on NVIDIA, SGLang on a V100: no such fleet
             _bump(rejected, "engine_unsupported")
             continue
         offers = fleet_offers(catalog, acc.id, market=cons.market, provider=cons.provider)
@@ -251,8 +251,10 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
                                    tpot0=sz.tpot0, replicas=sz.replicas, usd_per_hour=sz.usd_per_hour,
                                    offer=sz.offer, instances=sz.instances, offers=lay_offers,
                                    spans=link is not None))
+        # the disaggregated fleet is launched with SGLang (emit sglang --disaggregated): only on parts it runs on
         pd = pd_fleet(pd_inputs, accelerator=acc.id, moments=moments, slo=slo, qps=load.qps, headroom=headroom, cfg=cfg,
-                      tpot_p99_over_mean=ratio, max_devices=cons.max_devices) if alternatives else None
+                      tpot_p99_over_mean=ratio, max_devices=cons.max_devices) if (
+            alternatives and engine("sglang").runs_on(acc)) else None
         if pd is not None:
             pds.append(pd)
     pd_records = _simulated_pd(pds, load, slo, cfg, cal, cons.max_devices)

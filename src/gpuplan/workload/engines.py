@@ -151,6 +151,9 @@ class EngineProfile(BaseModel):
     baseline: bool = Field(default=False, description="a modelling baseline, not a product a team deploys: never "
                            "suggested in place of the engine asked")
     terms: dict[str, EngineTerm]
+    min_cuda_capability: float | None = Field(
+        default=None, ge=3.0, description="lowest NVIDIA compute capability the engine runs on (None: no floor known)")
+    min_cuda_capability_source: str = ""
     decode_kernels: tuple[DecodeKernelEra, ...] = Field(
         default=(), description="decode attention kernels of older versions (DecodeKernelEra); none: grouped")
     version: str | None = Field(default=None, description="the engine version a validation row states (at_version); "
@@ -214,16 +217,30 @@ class EngineProfile(BaseModel):
                 return era.query_heads_per_block
         return None
 
+    def runs_on(self, accelerator: Accelerator) -> bool:
+        """Whether the engine runs on `accelerator`: its software stack (engines.yaml `stacks`) and, on CUDA, its
+        compute capability (`min_cuda_capability`: SGLang and TensorRT-LLM need SM80, vLLM and TurboMind SM70)."""
+        if accelerator.software_stack not in self.stacks:
+            return False
+        cc = accelerator.cuda_compute_capability
+        return not (accelerator.software_stack == "cuda" and self.min_cuda_capability is not None
+                    and cc is not None and cc < self.min_cuda_capability)
+
     def check_runs_on(self, accelerator: Accelerator) -> None:
-        """InputError naming the engines that run on `accelerator`'s software stack when this one does not
-        (TensorRT-LLM is CUDA only, MindIE CANN only: engines.yaml `stacks`)."""
-        if accelerator.software_stack in self.stacks:
+        """InputError naming the engines that run on `accelerator` when this one does not (TensorRT-LLM is CUDA only,
+        MindIE CANN only: engines.yaml `stacks`; SGLang and TensorRT-LLM need compute capability 8.0)."""
+        if self.runs_on(accelerator):
             return
-        able = [e.id for e in load_engines().values() if accelerator.software_stack in e.stacks]
+        able = [e.id for e in load_engines().values() if e.runs_on(accelerator)]
+        if accelerator.software_stack in self.stacks:
+            hint = (f"{self.name} needs CUDA compute capability {self.min_cuda_capability:.1f} or higher, "
+                    f"{accelerator.id} has {accelerator.cuda_compute_capability:.1f} "
+                    f"({self.min_cuda_capability_source})")
+        else:
+            hint = f"{self.name} runs on {', '.join(self.stacks)} ({self.stacks_source})"
         raise InputError(field="engine", value=self.id,
                          allowed=f"an engine that runs on {accelerator.id} ({accelerator.software_stack}): "
-                                 + ", ".join(able),
-                         hint=f"{self.name} runs on {', '.join(self.stacks)} ({self.stacks_source})")
+                                 + ", ".join(able), hint=hint)
 
     def settings(self) -> dict[str, object]:
         """The scheduler and memory settings (everything but the terms and the sources)."""
