@@ -269,6 +269,19 @@ def test_rdma_finding_without_a_quantified_loss_and_fp16() -> None:
     assert "precision.fp16" not in ids(f)
 
 
+def test_a_bf16_plan_on_a_part_without_bf16_says_it_trains_in_fp16() -> None:
+    """Regression: `plan train --method lora --market cn` named 8 x V100 as the best plan on confirmed inputs with
+    no word that Volta has no BF16: the planner times it at the FP16 peak and the job trains in FP16."""
+    from gpuplan.hardware import load_catalog
+
+    assert load_catalog(use_user_dir=False).accelerator("v100-sxm2-32gb").dense_tflops("bf16") is None
+    f = plan_facts("llama3-8b", "v100-sxm2-32gb", 8)
+    found = ids(f)
+    assert found["precision.no_bf16"].severity == "warn" and "precision.fp16" not in found
+    assert "FP16" in found["precision.no_bf16"].text("en") and "loss scaling" in found["precision.no_bf16"].text("zh")
+    assert "precision.no_bf16" not in ids(plan_facts("llama3-8b", H100, 8))
+
+
 def test_tcp_that_costs_nothing_is_not_called_rdma_required() -> None:
     """Regression: a LoRA job on 2 TCP nodes drew 'RDMA required ... 0% slower' as its most severe finding.
     Below `tcp_negligible_loss` the advisor says TCP is enough (info), and never both."""

@@ -89,6 +89,12 @@ def precision(f: PlanFacts, th: Thresholds) -> list[Finding]:
     if f.precision in ("fp32", "fp16"):
         out.append(make_finding(f"precision.{f.precision}", "warn",
                                 (_ds("precision", f.precision, "", "plan input"),), (), acc=f.accelerator.id))
+    elif f.kind == "train" and f.precision == "bf16" and f.accelerator.dense_tflops("bf16") is None:
+        # pre-Ampere parts (V100) have no BF16 tensor cores: the planner times the job at the FP16 peak
+        # (search/train_eval.ClusterHardware.peak_flops), and it trains in FP16 with loss scaling
+        peaks = (_ds("bf16_dense_tflops", None, "TFLOPS", f"catalog {f.accelerator.id}"),
+                 _ds("fp16_dense_tflops", f.accelerator.dense_tflops("fp16"), "TFLOPS", f"catalog {f.accelerator.id}"))
+        out.append(make_finding("precision.no_bf16", "warn", peaks, (), acc=f.accelerator.id))
     stack = advise_data("ecosystem")["stacks"].get(f.accelerator.software_stack, {})
     framework = stack.get("fp8_framework", "")
     if f.step_s_fp8 is None or not f.step_time_s or not framework:
