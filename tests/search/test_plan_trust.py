@@ -298,3 +298,33 @@ def test_a_band_past_the_deadline_gets_a_caveat_naming_a_plan_whose_band_meets_i
     if far_rec["band"]["time_to_train_s"][1] <= 60 * 86400:
         assert not [c for c in far_rec["caveats"] if c["input"] == "deadline"]
     assert deadline_caveat(rec, res.plans, None, lambda pool: None, dict) is None
+
+
+def test_a_recommendation_critical_for_cross_node_tcp_names_the_best_plan_without_it() -> None:
+    """Regression: `plan train -m qwen2.5-72b --method full_ft --market cn` recommended 64 per-card H20 rentals over
+    assumed 25 Gbit/s TCP while its own advisor called the plan critical (`net.rdma_required`) and named no plan
+    without cross-node TCP. The plan stays recommended (its time and cost pay the TCP fabric); the recommendation
+    now also names the best plan on one node or on RDMA between nodes, chosen by the same rule."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from gpuplan.cli.main import app
+
+    def plan(*args: str) -> dict[str, Any]:
+        out = CliRunner().invoke(app, ["plan", "train", *args, "--json"])
+        assert out.exit_code == 0, out.output
+        doc: dict[str, Any] = json.loads(out.stdout)
+        return doc
+
+    doc = plan("-m", "qwen2.5-72b", "--tokens", "2e9", "--seq-len", "4096", "--method", "full_ft", "--deadline", "14",
+               "--market", "cn")
+    rec = doc["recommended"]
+    assert rec["network"] == "eth-25-tcp" and rec["nodes"] > 1
+    assert any(f["id"] == "net.rdma_required" and f["severity"] == "critical" for f in doc["findings"])
+    alt = rec["rdma_alternative"]
+    assert alt is not None and alt["accelerator"] not in doc["not_recommended"]
+    assert alt["nodes"] == 1 or CAT.network(alt["network"]).rdma
+    calm = plan("-m", "llama3-8b", "--tokens", "1e12", "--deadline", "30", "--market", "global")
+    assert not any(f["id"] == "net.rdma_required" for f in calm["findings"])
+    assert calm["recommended"]["rdma_alternative"] is None

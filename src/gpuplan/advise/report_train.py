@@ -295,7 +295,8 @@ def training_report(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: P
         scaling = [plan_summary(p) for p in sorted(alone.plans, key=lambda p: p["devices"])]
     mem = best["memory"]
     doc.update(
-        recommendation=_with_trust(best, rule, res.plans, spec, job, catalog, cal, th, cons, tokens, requirements),
+        recommendation=_with_trust(best, rule, res.plans, spec, job, catalog, cal, th, cons, tokens, requirements,
+                                   findings),
         runners_up=[{**plan_summary(p), "not_recommended": blocked.get(p["accelerator"])}
                     for p in runners[:runners_up]],
         pareto=[plan_summary(p) for p in res.pareto],
@@ -325,11 +326,23 @@ def training_report(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: P
     return doc
 
 
+# a critical finding of these rules does not block a plan (its time and cost already pay the TCP fabric), but the
+# recommendation then also names the best plan that needs no cross-node TCP: RDMA between nodes, or one node
+_TCP_CRITICAL = ("net.rdma_required", "net.rdma_required_unquantified")
+
+
+def _without_tcp_risk(plan: Mapping[str, Any], catalog: Catalog) -> bool:
+    """A plan on one node or on an RDMA fabric between nodes (no multi-node TCP)."""
+    net = plan_hardware(plan, catalog).network
+    return net is None or bool(net.rdma)
+
+
 def _with_trust(best: dict[str, Any], rule: dict[str, Any], plans: Sequence[dict[str, Any]], spec: ModelSpec,
                 job: TrainingJob, catalog: Catalog, cal: Calibration, th: Thresholds, cons: PlanConstraints,
-                tokens: float, requirements: Requirements | None) -> dict[str, Any]:
+                tokens: float, requirements: Requirements | None, findings: Sequence[Any] = ()) -> dict[str, Any]:
     """The recommendation with what it rests on (advise/trust.py): caveats with break-even values against
-    the best plan on confirmed inputs, and the best plan of each market when no --market was given."""
+    the best plan on confirmed inputs, the best plan of each market when no --market was given, and, when the
+    recommendation is critical for multi-node TCP (`net.rdma_required`), the best plan without it."""
     def pick(pool: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
         return choose(pool, spec, job, catalog, cal, th, cons, tokens, requirements, light=True)[0] if pool else None
 
@@ -341,7 +354,11 @@ def _with_trust(best: dict[str, Any], rule: dict[str, Any], plans: Sequence[dict
             if chosen is not None:
                 per_market[market] = plan_summary(chosen)
     late = deadline_caveat(best, plans, cons.deadline_days, pick, plan_summary)
+    rdma_alt = None
+    if any(f.severity == "critical" and f.id in _TCP_CRITICAL for f in findings):
+        rdma_alt = pick([p for p in plans if _without_tcp_risk(p, catalog)])
     return {**plan_summary(best), "rule": rule,
+            "rdma_alternative": plan_summary(rdma_alt) if rdma_alt is not None else None,
             "caveats": caveats(best, alt, rule.get("measure"), catalog, cons.deadline_days) + ([late] if late else []),
             "confirmed_alternative": plan_summary(alt) if alt is not None else None,
             "best_per_market": per_market}

@@ -141,6 +141,11 @@ def caveat_lines(rec: Mapping[str, Any], lang: str) -> list[str]:
                             cost=_usd(alt.get("cost_usd"), lang)))
         else:
             lines.append(tr("trust.no_confirmed", lang))
+    rdma = rec.get("rdma_alternative")
+    if rdma:  # the recommendation crosses nodes over TCP, which the advisor calls critical
+        lines.append(tr("trust.rdma_alt", lang, devices=rdma["devices"], acc=rdma["accelerator"],
+                        offer=_where(rdma, lang), time=band_duration(rdma.get("time_s"), (rdma.get("band") or {}).get(
+                            "time_to_train_s"), lang), cost=_usd(rdma.get("cost_usd"), lang)))
     return lines
 
 
