@@ -185,3 +185,25 @@ def test_estimate_train_without_sequence_parallelism() -> None:
     assert no_sp["memory"]["total_bytes"] > sp["memory"]["total_bytes"]
     assert sp["memory"]["assumptions"]["layout"]["seq_parallel"] is True
     assert no_sp["memory"]["assumptions"]["layout"]["seq_parallel"] is False
+
+
+def test_estimate_and_plan_train_take_the_recipe_in_the_settings_syntax() -> None:
+    """Issue 13: each recipe key a CLI option of memory, estimate and plan. `--recipe "key=value;..."` takes the case
+    files' settings syntax (one schema); a key that sets no training field, or one that needs LoRA on a full
+    fine-tune, is exit 2 naming it."""
+    base = ["estimate", "train", "-m", "llama3-8b", "--accelerator", "h100-sxm5-80gb", "--num-accels", "8",
+            "--method", "lora", "--json"]
+    plain = json.loads(runner.invoke(app, base).stdout)
+    res = runner.invoke(app, [*base, "--recipe", "loss=chunked;compile=true;lora_targets=q_proj,v_proj"])
+    assert res.exit_code == 0, res.output
+    mem = json.loads(res.stdout)["memory"]
+    assert mem["assumptions"]["loss"] == "chunked (8 chunks) under torch.compile"
+    assert mem["assumptions"]["lora"]["targets"] == ["q", "v"]
+    assert plain["memory"]["assumptions"]["loss"] == "full"
+    for recipe, word in (("batching=static", "batching"), ("loss=bogus", "bogus"), ("trainable_extra=embed", "lora")):
+        bad = runner.invoke(app, ["estimate", "train", "-m", "llama3-8b", "--accelerator", "h100-sxm5-80gb",
+                                  "--recipe", recipe])
+        assert bad.exit_code == 2 and "recipe" in bad.output and word in bad.output, bad.output
+    planned = runner.invoke(app, ["plan", "train", "-m", "llama3-8b", "--tokens", "1e8", "--method", "lora",
+                                  "--market", "global", "--recipe", "compile=true", "--json"])
+    assert planned.exit_code == 0, planned.output

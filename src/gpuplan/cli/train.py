@@ -31,6 +31,7 @@ from gpuplan.search.train_eval import cluster_hardware, usual_network
 from gpuplan.search.train_planner import best_layout, plan_figures
 from gpuplan.search.train_search import PlanConstraints, bottleneck, plan_training
 from gpuplan.units import GIB
+from gpuplan.validate.memory_cases import recipe_job_fields
 from gpuplan.workload.context import seq_len_warning
 from gpuplan.workload.frameworks import FrameworkId
 from gpuplan.workload.frameworks import framework as framework_profile
@@ -54,11 +55,15 @@ DataLoading = Literal["pretokenized", "online"]
 
 
 def _job(method: str, seq_len: int, global_batch: int, precision: str, micro_batch: int | None = None, *,
-         kernels: str = "auto", data_loading: str = "pretokenized", framework: str | None = None) -> TrainingJob:
-    """The job of a CLI or web request; a named framework brings its kernels unless `kernels` is given."""
-    return TrainingJob(method="full" if method in ("pretrain", "full_ft") else method,
-                       seq_len=seq_len, global_batch=global_batch, precision=precision,
-                       micro_batch=micro_batch or 1, kernels=kernels, data_loading=data_loading, framework=framework)
+         kernels: str = "auto", data_loading: str = "pretokenized", framework: str | None = None,
+         recipe: str = "") -> TrainingJob:
+    """The job of a CLI or web request; a named framework brings its kernels unless `kernels` is given; `recipe`
+    sets the recipe facts in the case files' settings syntax (validate/memory_cases.recipe_job_fields)."""
+    m = "full" if method in ("pretrain", "full_ft") else method
+    fields = recipe_job_fields(recipe, method=m) if recipe.strip() else {}
+    return TrainingJob.model_validate({"method": m, "seq_len": seq_len, "global_batch": global_batch,
+                                       "precision": precision, "micro_batch": micro_batch or 1, "kernels": kernels,
+                                       "data_loading": data_loading, "framework": framework, **fields})
 
 
 def _pin(v: int | None, default: list[int]) -> list[int]:
@@ -90,6 +95,7 @@ def estimate_train(
     seq_parallel: bool = flag(True, "--seq-parallel/--no-seq-parallel",
                                       help=help_text("help.estimate_train.seq_parallel")),
     data_loading: DataLoading = typer.Option("pretokenized", help=help_text("help.common.data_loading")),
+    recipe: str = typer.Option("", help=help_text("help.common.recipe")),
     catalog_dir: list[Path] = typer.Option(None, "--catalog", help=help_text("help.common.catalog_dir")),
     json_out: bool = flag(False, "--json"),
     lang: str = typer.Option(None, "--lang", help=help_text("help.common.lang")),
@@ -113,7 +119,7 @@ def estimate_train(
         gpn = gpus_per_node or min(8, num_accels)
         gb = global_batch or default_global_batch(seq_len, num_accels)
         job = _job(method, seq_len, gb, precision, micro_batch, kernels=kernels, data_loading=data_loading,
-                   framework=framework).model_copy(update={"tp_comm_overlap": tp_comm_overlap,
+                   framework=framework, recipe=recipe).model_copy(update={"tp_comm_overlap": tp_comm_overlap,
                                                            "sequence_parallel": seq_parallel})
         prof = framework_profile(framework) if framework else None
         fixed = [x for x in (tp, pp, dp, cp) if x is not None]
@@ -240,6 +246,7 @@ def plan_train(
     framework: FrameworkId | None = typer.Option(None, help=help_text("help.plan_train.framework")),
     kernels: Kernels | None = typer.Option(None, help=help_text("help.plan_train.kernels")),
     data_loading: DataLoading = typer.Option("pretokenized", help=help_text("help.common.data_loading")),
+    recipe: str = typer.Option("", help=help_text("help.common.recipe")),
     top: int = typer.Option(10, help=help_text("help.plan_train.top")),
     all_plans: bool = flag(False, "--all", help=help_text("help.plan_train.all")),
     catalog_dir: list[Path] = typer.Option(None, "--catalog"),
@@ -266,7 +273,7 @@ def plan_train(
         warn(seq_len_warning(spec, seq_len, language))
         gb = global_batch or default_global_batch(seq_len)
         job = _job(method, seq_len, gb, precision, kernels=kernels or "auto", data_loading=data_loading,
-                   framework=framework)
+                   framework=framework, recipe=recipe)
         cal = load_user_calibration()
         cons = plan_constraints(cat, float(count_params(spec).total), cal, method=method, framework=framework,
                                 deadline=deadline, budget=budget, max_devices=max_devices, market=market,

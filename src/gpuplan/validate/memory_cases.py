@@ -95,6 +95,38 @@ def recipe_settings(row: Row, st: RowSettings) -> dict[str, object]:
     return job
 
 
+# the recipe keys of the settings syntax that set a training job's fields (recipe_settings)
+TRAIN_RECIPE_KEYS = ("loss", "compile", "trainable_extra", "lora_targets", "quant_format", "zero_impl",
+                     "optimizer_impl", "optimizer_offload", "optimizer_in_bwd")
+
+
+def recipe_job_fields(text: str, *, method: str, optimizer: str = "adamw") -> dict[str, object]:
+    """TrainingJob fields from a `--recipe "key=value;..."` in the case files' settings syntax (one schema for
+    the rows and the CLI); a key that is not a training recipe key is an InputError naming the allowed ones."""
+    from gpuplan.errors import InputError
+    from gpuplan.validate.row_settings import parse_settings
+
+    try:
+        st = parse_settings(text)
+    except InputError as exc:
+        raise InputError(field="recipe", value=exc.value, allowed=exc.allowed,
+                         hint='e.g. --recipe "loss=chunked;compile=true"') from None
+    stated = st.model_dump(exclude_defaults=True)
+    stray = [k for k in stated if k not in TRAIN_RECIPE_KEYS]
+    if stray:
+        raise InputError(field="recipe", value=stray[0], allowed=", ".join(TRAIN_RECIPE_KEYS),
+                         hint="serving and framework facts have their own options (--framework)")
+    for key, methods in (("trainable_extra", ("lora", "qlora")), ("lora_targets", ("lora", "qlora")),
+                         ("quant_format", ("qlora",))):
+        if key in stated and method not in methods:
+            raise InputError(field=f"recipe {key}", value=method, allowed=f"--method {' or '.join(methods)}",
+                             hint=f"{key} applies to {' and '.join(methods)} fine-tuning only")
+    try:
+        return recipe_settings({"method": method, "optimizer": optimizer}, st)
+    except GpuplanError as exc:
+        raise InputError(field="recipe", value=text, allowed=str(exc)) from None
+
+
 # module names of Hugging Face / torchtune / Megatron checkpoints -> gpuplan's LoRA target names
 _TARGET_NAMES = {"q_proj": "q", "k_proj": "k", "v_proj": "v", "o_proj": "o", "output_proj": "o",
                  "gate_proj": "gate", "up_proj": "up", "down_proj": "down", "w1": "gate", "w3": "up", "w2": "down"}
