@@ -98,7 +98,7 @@ def train_cmd(
     trainable_extra: str = typer.Option("", help=help_text("help.memory_train.trainable_extra")),
     loss: Literal["full", "chunked", "fused"] = typer.Option("full", help=help_text("help.memory_train.loss")),
     loss_chunks: int = typer.Option(8, help=help_text("help.memory_train.loss_chunks")),
-    compile_loss: bool = flag(False, "--compile/--no-compile", help=help_text("help.memory_train.compile")),
+    compile_model: bool = flag(False, "--compile/--no-compile", help=help_text("help.memory_train.compile")),
     optimizer_offload: Literal["none", "cpu", "nvme"] = typer.Option(
         "none", help=help_text("help.memory_train.optimizer_offload")),
     optimizer_in_bwd: bool = flag(False, "--optimizer-in-bwd/--no-optimizer-in-bwd",
@@ -135,7 +135,7 @@ def train_cmd(
                           recompute=recompute, attention=attention, kernels=kernels, zero_impl=zero_impl,
                           quant_format=quant_format, loss_upcast=loss_upcast,
                           lora_rank=lora_rank, lora_targets=targets, trainable_extra=extra, loss=loss,
-                          loss_chunks=loss_chunks, compile=compile_loss, optimizer_offload=optimizer_offload,
+                          loss_chunks=loss_chunks, compile=compile_model, optimizer_offload=optimizer_offload,
                           optimizer_in_bwd=optimizer_in_bwd, framework=framework)
         layout = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, zero_stage=zero,
                         seq_parallel=seq_parallel)

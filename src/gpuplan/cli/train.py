@@ -358,7 +358,7 @@ def _print_plans(model: str, tokens: float, res: Any, doc: dict[str, Any], cons:
             pt.add_column(tr(f"report.col.{col}", language))
         for p in res.pareto:
             pt.add_row(f"{p['accelerator']} ({offer_text(p, language)})", str(p["devices"]),
-                       duration_text(p["time_to_train_s"], language), cost_text({**p, "band": None}, language))
+                       duration_text(p["time_to_train_s"], language), cost_text(p, language, with_band=False))
         console.print(pt)
     console.print(tr("cli.plan.layouts", language, why=cons.layout_reason), highlight=False)
     if rec is not None:

@@ -229,8 +229,6 @@ def activation_breakdown(spec: ModelSpec, job: TrainingJob, layout: Layout) -> A
     # logits stay as 16-bit chunks and one chunk at a time is upcast. Measured on the CPU with the PyTorch
     # profiler: peak beyond the logits 8 and 4.5 bytes per logit (tests/estimate/test_loss_memory_torch.py).
     logits = (e + loss_e) * t * vocab
-    if job.loss == "chunked":
-        logits = (e + loss_e / job.loss_chunks) * t * vocab
     if job.compile and job.loss != "fused":
         # torch.compile of the loss (torchtune training.compile_loss compiles the whole loss, or each chunk's
         # upcast + cross-entropy for CEWithChunkedOutputLoss): AOTAutograd's min-cut partitioner keeps the 16-bit
@@ -240,12 +238,10 @@ def activation_breakdown(spec: ModelSpec, job: TrainingJob, layout: Layout) -> A
         # (tests/estimate/test_loss_memory_torch.py).
         del last["log_probs"]
         last["saved_logits"] = e * t * vocab + 2 * FP32 * t
-        return ActivationBreakdown(
-            dense_layer=dense, moe_layer=moe, first_stage_extra=first, last_stage_extra=last,
-            logits_transient_bytes=e * t * vocab,  # the logits' gradient, formed at the loss's backward
-            recompute_working_bytes=recompute_working,
-        )
-    if job.loss == "fused":
+        logits = e * t * vocab  # the logits' gradient, formed at the loss's backward
+    elif job.loss == "chunked":
+        logits = (e + loss_e / job.loss_chunks) * t * vocab
+    elif job.loss == "fused":
         # Liger fused linear cross-entropy (ops/fused_linear_cross_entropy.py): logits of
         # next_pow2(ceil(BT / ceil(V / H))) tokens at a time, upcast, softmax gradient formed in the forward
         # pass; what survives for backward is the gradient of the input (BT x H), not the log-probabilities

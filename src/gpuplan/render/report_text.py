@@ -53,9 +53,9 @@ def job_lines(doc: Mapping[str, Any], lang: str) -> list[str]:
 PLAN_COLS = ("accelerator", "offer", "devices", "nodes", "layout", "time", "cost", "mfu", "memory", "provenance")
 
 
-def cost_text(p: Mapping[str, Any], lang: str, no_price: str = "-") -> str:
-    """The plan's cost with its band, marked when the bill is whole months."""
-    text = band_cost(p.get("cost_usd"), (p.get("band") or {}).get("cost_usd"), no_price)
+def cost_text(p: Mapping[str, Any], lang: str, no_price: str = "-", *, with_band: bool = True) -> str:
+    """The plan's cost (with its band unless `with_band` is False), marked when the bill is whole months."""
+    text = band_cost(p.get("cost_usd"), (p.get("band") or {}).get("cost_usd") if with_band else None, no_price)
     return text + " " + tr("report.billed_by_month", lang) if p.get("cost_usd") and billed_by_month(p) else text
 
 

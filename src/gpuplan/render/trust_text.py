@@ -134,19 +134,20 @@ def caveat_lines(rec: Mapping[str, Any], lang: str) -> list[str]:
             lines.append(tr("trust.confirmed_fleet", lang, replicas=alt["replicas"], acc=alt["accelerator"],
                             instance=alt.get("instance") or "-", cost=f"{alt['cost_usd_per_hour']:,.2f}"))
         elif alt:
-            lines.append(tr("trust.confirmed_alt", lang, devices=alt["devices"], acc=alt["accelerator"],
-                            offer=_where(alt, lang), time=band_duration(alt.get("time_s"),
-                                                                                (alt.get("band") or {}).get(
-                                                                                    "time_to_train_s"), lang),
-                            cost=_usd(alt.get("cost_usd"), lang)))
+            lines.append(_alt_line("trust.confirmed_alt", alt, lang))
         else:
             lines.append(tr("trust.no_confirmed", lang))
     rdma = rec.get("rdma_alternative")
     if rdma:  # the recommendation crosses nodes over TCP, which the advisor calls critical
-        lines.append(tr("trust.rdma_alt", lang, devices=rdma["devices"], acc=rdma["accelerator"],
-                        offer=_where(rdma, lang), time=band_duration(rdma.get("time_s"), (rdma.get("band") or {}).get(
-                            "time_to_train_s"), lang), cost=_usd(rdma.get("cost_usd"), lang)))
+        lines.append(_alt_line("trust.rdma_alt", rdma, lang))
     return lines
+
+
+def _alt_line(key: str, alt: Mapping[str, Any], lang: str) -> str:
+    """One alternative training plan under the table: devices x part (offer), time with its band, cost."""
+    return tr(key, lang, devices=alt["devices"], acc=alt["accelerator"], offer=_where(alt, lang),
+              time=band_duration(alt.get("time_s"), (alt.get("band") or {}).get("time_to_train_s"), lang),
+              cost=_usd(alt.get("cost_usd"), lang))
 
 
 def market_lines(rec: Mapping[str, Any], lang: str) -> list[str]:

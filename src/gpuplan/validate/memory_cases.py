@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuplan.errors import GpuplanError
+from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.estimate.memory_infer import estimate_inference_memory, max_batch_that_fits
 from gpuplan.estimate.memory_train import estimate_training_memory
@@ -29,7 +29,7 @@ from gpuplan.estimate.records import MemoryBreakdown
 from gpuplan.hardware import Catalog
 from gpuplan.units import GIB
 from gpuplan.validate.cases import Row, model_for_row, opt_int
-from gpuplan.validate.row_settings import RowSettings, resolve_row
+from gpuplan.validate.row_settings import RowSettings, parse_settings, resolve_row
 from gpuplan.workload.jobs import LORA_TARGETS, InferenceJob, Layout, TrainingJob
 
 __all__ = ["CaseResult", "device_memory_gib", "evaluate_memory_row", "inference_settings", "recipe_settings"]
@@ -103,8 +103,6 @@ TRAIN_RECIPE_KEYS = ("loss", "compile", "trainable_extra", "lora_targets", "quan
 def recipe_job_fields(text: str, *, method: str, optimizer: str = "adamw") -> dict[str, object]:
     """TrainingJob fields from a `--recipe "key=value;..."` in the case files' settings syntax (one schema for
     the rows and the CLI); a key that is not a training recipe key is an InputError naming the allowed ones."""
-    from gpuplan.errors import InputError
-    from gpuplan.validate.row_settings import parse_settings
 
     try:
         st = parse_settings(text)
