@@ -200,7 +200,8 @@ def test_estimate_and_plan_train_take_the_recipe_in_the_settings_syntax() -> Non
     assert mem["assumptions"]["loss"] == "chunked (8 chunks) under torch.compile"
     assert mem["assumptions"]["lora"]["targets"] == ["q", "v"]
     assert plain["memory"]["assumptions"]["loss"] == "full"
-    for recipe, word in (("batching=static", "batching"), ("loss=bogus", "bogus"), ("trainable_extra=embed", "lora")):
+    for recipe, word in (("batching=static", "batching"), ("loss=bogus", "bogus"), ("trainable_extra=embed", "lora"),
+                         ("compile=maybe", "recipe compile")):
         bad = runner.invoke(app, ["estimate", "train", "-m", "llama3-8b", "--accelerator", "h100-sxm5-80gb",
                                   "--recipe", recipe])
         assert bad.exit_code == 2 and "recipe" in bad.output and word in bad.output, bad.output

@@ -107,7 +107,8 @@ def recipe_job_fields(text: str, *, method: str, optimizer: str = "adamw") -> di
     try:
         st = parse_settings(text)
     except InputError as exc:
-        raise InputError(field="recipe", value=exc.value, allowed=exc.allowed,
+        key = exc.field.removeprefix("settings").lstrip(".")  # the key whose value is bad, if one is
+        raise InputError(field=f"recipe {key}".strip(), value=exc.value, allowed=exc.allowed,
                          hint='e.g. --recipe "loss=chunked;compile=true"') from None
     stated = st.model_dump(exclude_defaults=True)
     stray = [k for k in stated if k not in TRAIN_RECIPE_KEYS]
