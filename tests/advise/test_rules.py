@@ -86,6 +86,18 @@ def test_host_cpu() -> None:
     assert x.severity == "warn" and fig(x, "cores_needed_per_node") > 16
 
 
+def test_host_cpu_of_a_serving_fleet_speaks_of_serving() -> None:
+    """A serving plan's host-CPU finding had told a fleet to 'pre-tokenize the data offline' and counted 'loaders'."""
+    f = plan_facts("llama3-8b", H100, 8)
+    assert f.server is not None
+    serve = replace(f, kind="infer", server=f.server.model_copy(update={"cpu_cores": 16}))
+    x = ids(serve)["host.cpu_serve"]
+    assert x.severity == "warn" and fig(x, "cores_needed_per_node") > 16
+    assert "API server" in x.message["en"] and "pre-tokeniz" not in x.fix["en"].lower()
+    assert "host.cpu_serve_unknown" in ids(replace(serve, server=None))
+    assert "host.cpu" not in ids(serve)
+
+
 def test_host_ram_ratio() -> None:
     f = plan_facts("llama3-8b", H100, 8)  # dgx-h100: 2048 GiB for 8 x 80 GiB = 3.2x
     assert not any(k.startswith("host.ram") for k in ids(f))

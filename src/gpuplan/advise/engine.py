@@ -19,7 +19,8 @@ RULES: tuple[Rule, ...] = (*WORK_RULES, *NET_RULES, *MARKET_RULES, *SERVE_RULES)
 # every id a rule can emit (the message catalog must hold finding.<id>.msg and .fix in every language)
 FINDING_IDS = (
     "stage.finetune", "stage.pretrain_small", "stage.pretrain_large", "stage.serve",
-    "host.cpu", "host.cpu_unknown", "host.ram_low", "host.ram_high", "host.ram_unknown", "host.nvme",
+    "host.cpu", "host.cpu_unknown", "host.cpu_serve", "host.cpu_serve_unknown",
+    "host.ram_low", "host.ram_high", "host.ram_unknown", "host.nvme",
     "host.nvme_unknown", "storage.read", "storage.checkpoint", "storage.parallel_fs", "storage.model_load",
     "net.rdma_required", "net.rdma_required_unquantified", "net.tcp_enough", "net.roce_lossless", "net.nics",
     "net.rail",

@@ -83,12 +83,14 @@ def host_cpu(f: PlanFacts, th: Thresholds) -> list[Finding]:
         _est("cores_needed_per_node", need, "cores"), _est("tokenizer_cores_per_node", tok, "cores"),
             _est("tokens_per_s_per_node", rate, "tokens/s"), _th(th, "host_cores_per_device_base"))
     params = {"need": need, "base": base, "tok": tok, "rate": rate, "per_dev": th.value("host_cores_per_device_base")}
+    # a serving fleet tokenizes every prompt online, in the engine's API server: no loaders, nothing to pre-tokenize
+    fid = "host.cpu_serve" if f.kind == "infer" else "host.cpu"
     if have is None:
-        return [make_finding("host.cpu_unknown", "info", figs, ("host_cores_per_device_base",), **params)]
+        return [make_finding(f"{fid}_unknown", "info", figs, ("host_cores_per_device_base",), **params)]
     if have >= need:
         return []
     figs += (_ds("cores_in_server", have, "cores", f"catalog server {f.server.id if f.server else ''}"),)
-    return [make_finding("host.cpu", "warn", figs, ("host_cores_per_device_base",), have=have,
+    return [make_finding(fid, "warn", figs, ("host_cores_per_device_base",), have=have,
                          server=f.server.id if f.server else "", **params)]
 
 
