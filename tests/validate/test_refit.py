@@ -91,3 +91,37 @@ def test_the_fit_counts_vendor_rows_less_and_caps_a_missed_row() -> None:
     assert capped_abs_log([e**0.1, e**0.2, e**5.0]) == capped_abs_log([e**0.1, e**0.2, e**3.0])
     assert capped_abs_log([e**0.1, e**0.3], [1.0, 0.5]) == pytest.approx((0.1 + 0.15) / 1.5)
     assert capped_abs_log([e**0.1, e**0.3], [0.0, 0.0]) == pytest.approx(0.2)  # no weight left: rows count equally
+
+
+def test_a_latency_at_a_stated_request_rate_does_not_steer_a_fit() -> None:
+    """Regression: a TensorRT-LLM fold moved the KV read efficiency from 0.80 to 0.54 so that two MLPerf server
+    rows (TPOT and TTFT at 97% of capacity) saturated; every throughput row of the fold got 30% slower. A latency at
+    a stated rate is predicted and reported, never fitted (refit.fit_weight)."""
+    from gpuplan.estimate.calibration import Calibration, CalibrationTerm, TunedOn
+    from gpuplan.validate.memory_cases import CaseResult
+    from gpuplan.validate.refit import fit_weight
+
+    tuned = TunedOn(file="inference", bounds=(0.3, 1.0))
+    cal = Calibration(schema_version=1, as_of="test", terms={"eff": CalibrationTerm(
+        value=0.8, unit="fraction", source="test", applies_to=("infer",), tuned_on=tuned)})
+    capacity_qps = 400.0  # a run at 390 qps: an M/M/1 wait 1 / (capacity x eff - rate) blows up below eff 0.975
+
+    def evaluate(row: dict[str, str], c: Calibration) -> CaseResult:
+        eff = c.terms["eff"].value
+        if row["metric"] == "tpot_ms":
+            service = capacity_qps * eff
+            predicted = 1e3 / max(service - 390.0, 0.05)
+        else:
+            predicted = 1000.0 * eff
+        return CaseResult(id=row["id"], metric=row["metric"], measured=float(row["value"]), predicted=predicted,
+                          confidence="high", detail="")
+
+    rows = [{"id": f"T{i}", "metric": "output_tokens_per_s", "scenario": "offline", "value": "800",
+             "accelerator": "x"} for i in range(3)]
+    server = [{"id": f"S{i}", "metric": "tpot_ms", "scenario": "server", "value": "1000", "accelerator": "x"}
+              for i in range(3)]
+    assert fit_weight(server[0]) == 0.0 and fit_weight(rows[0]) == 1.0
+    assert fit_weight({**server[0], "metric": "output_tokens_per_s"}) == 1.0  # a server row's throughput is fitted
+    assert fit_weight({**server[0], "scenario": "fixed_batch"}) == 1.0  # a latency of a fixed batch is fitted
+    _, fitted = refit(rows + server, cal, evaluate, file="inference", evals=30)  # type: ignore[arg-type]
+    assert fitted["eff"] == pytest.approx(0.8, rel=0.02)  # the throughput rows' value, not the queue's 0.98
