@@ -125,3 +125,29 @@ def test_a_latency_at_a_stated_request_rate_does_not_steer_a_fit() -> None:
     assert fit_weight({**server[0], "scenario": "fixed_batch"}) == 1.0  # a latency of a fixed batch is fitted
     _, fitted = refit(rows + server, cal, evaluate, file="inference", evals=30)  # type: ignore[arg-type]
     assert fitted["eff"] == pytest.approx(0.8, rel=0.02)  # the throughput rows' value, not the queue's 0.98
+
+
+def test_a_part_keeps_the_terms_its_remaining_rows_pin() -> None:
+    """Regression: AMD's MI300X rows held out, the MLPerf MI300X row still pinned the part's bandwidth term, but
+    the all-reduce term (moved only by a held-out batch-1 latency row) fell back and took every MI300X term with it.
+    A group that no remaining row moves falls back alone."""
+    from gpuplan.estimate.calibration import Calibration, CalibrationTerm, TunedOn
+    from gpuplan.validate.memory_cases import CaseResult
+
+    def term(v: float, engine: tuple[str, ...]) -> CalibrationTerm:
+        return CalibrationTerm(value=v, unit="x", source="test", applies_to=("infer",), tuned_on=TunedOn(
+            file="inference", accelerator=("x1",), engine=engine, bounds=(0.1, 1.0)))
+
+    cal = Calibration(schema_version=1, as_of="test", terms={"bw.x1.hw-a": term(0.5, ()),
+                                                             "ar.x1.hw-a": term(0.3, ("e",))})
+
+    def evaluate(row: dict[str, str], c: Calibration) -> CaseResult:
+        bw = c.terms["bw.x1.hw-a"].value if "bw.x1.hw-a" in c.terms else 0.8  # 0.8: the engine default
+        return CaseResult(id=row["id"], metric="output_tokens_per_s", measured=float(row["value"]),
+                          predicted=1000.0 * bw, confidence="high", detail="")
+
+    rows = [{"id": "T1", "metric": "output_tokens_per_s", "scenario": "offline", "value": "400",
+             "accelerator": "x1", "engine": "e"}]
+    fitted_cal, fitted = refit(rows, cal, evaluate, file="inference", evals=30)  # type: ignore[arg-type]
+    assert "ar.x1.hw-a" not in fitted_cal.terms  # no row moves it: the default applies
+    assert fitted["bw.x1.hw-a"] == pytest.approx(0.4, rel=0.02)  # still fitted on the part's remaining row

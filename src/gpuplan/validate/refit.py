@@ -10,8 +10,10 @@ rows with the refitted terms. The refit:
   latencies measured at a stated request rate weigh nothing (`fit_weight`: near capacity they measure the queue);
 - fits terms in order: shared terms (no accelerator), then each part's terms, then the pooled
   defaults (fitted with every part's own term removed: the value a part without rows gets);
-- removes a part's own terms when no row of that part is left, so the part falls back to the
-  default, exactly as a part without ground truth does in a plan.
+- removes a part's own terms when no row left moves them, so the part falls back to the default for
+  those terms, exactly as a part without ground truth does in a plan; its other terms are still refitted on
+  the rows that move them (a TP8 batch-1 latency row held out leaves the part's throughput rows to fit its
+  bandwidth and GEMM terms: they no longer fall back with the all-reduce term).
 """
 
 from __future__ import annotations
@@ -213,8 +215,8 @@ def refit(rows: Sequence[Row], cal: Calibration, evaluate: Evaluator, *, file: s
         sel = _affected(g, [r for r in rows if row_matches(g.tuned_on, r)], cal, evaluate)
         if sel:
             live.append((g, sel))
-        elif g.tuned_on.accelerator:  # no row of this part is left: it falls back to the default
-            cal = without_part_terms(cal, g.tuned_on.accelerator)
+        elif g.tuned_on.accelerator:  # no row left that moves this group: its terms fall back to the defaults
+            cal = cal.model_copy(update={"terms": {n: t for n, t in cal.terms.items() if n not in g.names}})
     for g, sel in live:
         if not all(n in cal.terms for n in g.names):
             continue
