@@ -35,6 +35,28 @@ def test_memory_train(client: Any) -> None:
     assert body["total_bytes"] > 0 and isinstance(body["total_bytes"], int) and "fits" in body
 
 
+def test_memory_train_takes_the_recipe_the_cli_takes(client: Any) -> None:
+    """The recipe facts are one schema: `recipe` of the API (and of the memory and training forms) is the CLI's
+    --recipe syntax, and `loss=chunked` gives the bytes `memory train --loss chunked` gives."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from gpuplan.cli.main import app
+
+    base = {"model": "llama3-8b", "seq_len": 8192, "micro_batch": 4}
+    full = client.post("/api/v1/memory/train", json=base).json()
+    chunked = client.post("/api/v1/memory/train", json={**base, "recipe": "loss=chunked"}).json()
+    cli = json.loads(CliRunner().invoke(app, ["memory", "train", "-m", "llama3-8b", "--seq-len", "8192",
+                                              "--micro-batch", "4", "--loss", "chunked", "--json"]).stdout)
+    assert chunked["total_bytes"] == cli["total_bytes"] < full["total_bytes"]
+    bad = client.post("/api/v1/memory/train", json={**base, "recipe": "los=chunked"},
+                      headers={"accept-language": "en"})
+    assert bad.status_code == 422 and bad.json()["detail"]["field"] == "recipe" and "loss" in bad.json()["detail"][
+        "allowed"]
+    assert 'name="recipe"' in client.get("/train").text and 'name="recipe"' in client.get("/memory").text
+
+
 def test_get_plan_is_the_json_export(client: Any, train_plan: dict[str, Any]) -> None:
     r = client.get(f"/api/v1/plans/{train_plan['plan_id']}?download=1")
     assert r.status_code == 200 and "attachment" in r.headers["content-disposition"]
@@ -87,6 +109,7 @@ def test_catalog_errors(fresh: Any, url: str, field: str) -> None:
     ("/api/v1/memory/train", {"model": "llama3-8b", "tp": 0}, "tp", "whole number", ""),
     ("/api/v1/memory/train", {"model": "llama3-8b", "zero": 5}, "zero", "3", ""),
     ("/api/v1/memory/train", {"model": "/etc/passwd"}, "model", "one of", ""),
+    ("/api/v1/plan/train", {"model": "llama3-8b", "tokens": 1e12, "recipe": "los=chunked"}, "recipe", "loss", ""),
 ])
 def test_bad_input_is_422_as_the_cli_words_it(fresh: Any, path: str, body: dict[str, Any], field: str,
                                               allowed: str, hint: str) -> None:

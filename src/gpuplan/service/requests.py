@@ -58,6 +58,11 @@ class TrainPlanRequest(_Request):
     framework: FrameworkId | None = None
     kernels: Literal["auto", "hf", "fused"] | None = None
     data_loading: Literal["pretokenized", "online"] = "pretokenized"
+    recipe: str = Field(default="", max_length=300, description="recipe facts in the case files' settings syntax, "
+                        "'key=value;...' (loss=chunked|fused|full_16bit, compile=true, optimizer_offload=cpu|nvme, "
+                        "optimizer_in_bwd=true, zero_impl=deepspeed, optimizer_impl=foreach; with LoRA/QLoRA "
+                        "lora_targets=... and trainable_extra=embed,head; with QLoRA quant_format=nf4|gptq): "
+                        "`--recipe` of the CLI")
     top: int = 10
     hf_config: dict[str, Any] | None = Field(
         default=None, description="a Hugging Face config.json (its JSON object, at most 64 KiB) as the model "
@@ -125,6 +130,11 @@ class MemoryTrainRequest(_Request):
     lora_rank: int = 16
     accelerator: str | None = Name
     device_memory_gib: float | None = None
+    recipe: str = Field(default="", max_length=300, description="recipe facts in the case files' settings syntax, "
+                        "'key=value;...' (loss=chunked|fused|full_16bit, compile=true, optimizer_offload=cpu|nvme, "
+                        "optimizer_in_bwd=true, zero_impl=deepspeed, optimizer_impl=foreach; with LoRA/QLoRA "
+                        "lora_targets=... and trainable_extra=embed,head; with QLoRA quant_format=nf4|gptq): "
+                        "`--recipe` of the CLI")
 
 
 class CompareRequest(_Request):

@@ -106,7 +106,7 @@ def plan_train_report(req: TrainPlanRequest) -> tuple[dict[str, Any], dict[str, 
     cat = catalog_for(req.user_catalog)
     gb = req.global_batch or default_global_batch(req.seq_len)
     job = _job(req.method, req.seq_len, gb, req.precision, kernels=req.kernels or "auto",
-               data_loading=req.data_loading, framework=req.framework)
+               data_loading=req.data_loading, framework=req.framework, recipe=req.recipe)
     cal = calibration_for(req.calibration)
     cons = plan_constraints(cat, float(count_params(spec).total), cal, method=req.method, framework=req.framework,
                             deadline=req.deadline, budget=req.budget, max_devices=req.max_devices,
@@ -185,6 +185,7 @@ def run_memory_train(req: MemoryTrainRequest) -> dict[str, Any]:
     from gpuplan.cli.memory import _device_memory, _fit_json
     from gpuplan.estimate.memory_fit import memory_fit, nearest_train_fix
     from gpuplan.estimate.memory_train import estimate_training_memory
+    from gpuplan.validate.memory_cases import recipe_job_fields
     from gpuplan.workload.jobs import Layout, TrainingJob
 
     language = _lang()
@@ -193,10 +194,12 @@ def run_memory_train(req: MemoryTrainRequest) -> dict[str, Any]:
               ("dp", req.dp, True), ("cp", req.cp, True), ("ep", req.ep, True), ("vpp", req.vpp, True),
               ("lora-rank", req.lora_rank, True), ("device-memory-gib", req.device_memory_gib, False))
     spec = _spec(req.model)
-    job = TrainingJob(method="full" if req.method in ("pretrain", "full_ft") else req.method,
-                      seq_len=req.seq_len, micro_batch=req.micro_batch, global_batch=req.global_batch,
-                      precision=req.precision, optimizer=req.optimizer, recompute=req.recompute,
-                      attention=req.attention, lora_rank=req.lora_rank)
+    method = "full" if req.method in ("pretrain", "full_ft") else req.method
+    recipe = recipe_job_fields(req.recipe, method=method) if req.recipe.strip() else {}
+    job = TrainingJob.model_validate({
+        "method": method, "seq_len": req.seq_len, "micro_batch": req.micro_batch, "global_batch": req.global_batch,
+        "precision": req.precision, "optimizer": req.optimizer, "recompute": req.recompute,
+        "attention": req.attention, "lora_rank": req.lora_rank, **recipe})
     layout = Layout(tp=req.tp, pp=req.pp, dp=req.dp, cp=req.cp, ep=req.ep, vpp=req.vpp, zero_stage=req.zero,
                     seq_parallel=req.seq_parallel)
     mem = estimate_training_memory(spec, job, layout)
