@@ -191,6 +191,7 @@ def test_loss_without_upcast_keeps_16bit_log_probs() -> None:
     {"method": "full", "zero_impl": "deepspeed"},
     {"method": "lora", "optimizer": "adamw_foreach", "lora_rank": 64},
     {"method": "full", "optimizer": "adamw_foreach"},
+    {"method": "full", "zero_group": 4},
 ])
 def test_vector_memory_matches_scalar_with_recipe_fields(update: dict[str, object]) -> None:
     spec = get_preset("qwen2.5-7b").spec

@@ -194,7 +194,9 @@ def rank_terms(spec: ModelSpec, counts: ParamCounts, job: TrainingJob, cal: Cali
     do = do + np.where(last, counts.final_norm + np.where((g.pp > 1) | (counts.lm_head > 0), head, 0) / g.tp, 0.0)
 
     opt = get_optimizer(job.optimizer)
-    shard_dense = g.dp * g.cp
+    # ZeRO shards over the whole data-parallel group, or over groups of `zero_group` ranks replicated across it
+    # (InternEvo zero1=N, DeepSpeed hpZ/MiCS)
+    shard_dense = g.dp * g.cp if job.zero_group is None else np.minimum(g.dp * g.cp, job.zero_group)
     shard_expert = np.maximum(g.dp * g.cp * g.tp // experts_split, 1)
     pbytes = 4.0 if job.precision == "fp32" else 2.0
 

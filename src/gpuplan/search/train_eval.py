@@ -163,6 +163,23 @@ def _collective(kind: str, nbytes: Any, n: Any, stride: Any, hw: ClusterHardware
     return comm.collective_s(kind, nbytes, n, rpn, hw.intra(rpn), inter)
 
 
+def _owner_broadcasts_s(dp_group: Any, stride: Any, zero_group: int | None, hw: ClusterHardware) -> Any:
+    """The latency of one broadcast per rank of a ZeRO group of z = min(zero_group, dp) ranks, one after the other
+    on the communicator's stream. NCCL broadcasts along its ring through every member: z - 1 steps, of which
+    (nodes - 1) cross the network and the rest stay on a node (NCCL src/graph/tuning.cc ring latency: nsteps =
+    nRanks - 1 for broadcast, (nsteps - nInterSteps) x intraLat + nInterSteps x interLat). The volume is an
+    all-gather's and is counted with the gradient reduction; this is what the z sequential chains add: nothing
+    for 8 ranks in a node, seconds for 1024 ranks over 128 nodes."""
+    z = np.minimum(dp_group, zero_group) if zero_group is not None else np.asarray(dp_group, dtype=float)
+    z = np.maximum(z, 1)
+    rpn = np.minimum(comm.ranks_per_node(dp_group, hw.gpus_per_node, stride), z)
+    inter = hw.inter()
+    nodes = np.ceil(z / rpn) if inter is not None else np.ones_like(z)
+    lat_i = np.asarray(hw.intra(rpn).latency_s, dtype=float)
+    lat_e = np.asarray(inter.latency_s, dtype=float) if inter is not None else 0.0
+    return z * ((z - nodes) * lat_i + (nodes - 1) * lat_e)
+
+
 def _p2p(nbytes: Any, same_node: Any, hw: ClusterHardware) -> Any:
     inter = hw.inter()
     intra = hw.intra(2)
@@ -305,6 +322,11 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     dp_time = np.where(dp_group > 1, reduce + (buckets - 1) * latency, 0.0)
     backward_last = compute * (bwd / passes) / np.maximum(m, 1)
     dp_exposed = np.maximum(dp_time - framework_term(cal, job, "dp_overlap") * backward_last, 0.0)
+    if job.framework is not None and framework_profile(job.framework).zero_param_sync == "broadcast":
+        # after the step every owner broadcasts its shard (InternEvo HybridZeroOptimizer.broadcast_params), outside
+        # the backward: a ZeRO group of z ranks pays z broadcasts, each a chain through the z ranks
+        dp_exposed = dp_exposed + np.where((c.zero >= 1) & (dp_group > 1),
+                                           _owner_broadcasts_s(dp_group, c.tp, job.zero_group, hw), 0.0)
     z3_bytes = local_params * e
     # FSDP/ZeRO-3 gathers and reduces one wrapped layer at a time: three collectives per layer and micro-batch
     z3_latency = 3 * (layers_rank - 1) * _collective("all_gather", np.ones(len(c)), dp_group, c.tp, hw)

@@ -92,12 +92,14 @@ def recipe_settings(row: Row, st: RowSettings) -> dict[str, object]:
         job["optimizer_in_bwd"] = True
     if st.lora_targets and row.get("method") in ("lora", "qlora"):
         job["lora_targets"] = _lora_targets(st.lora_targets)
+    if st.zero_group is not None:
+        job["zero_group"] = st.zero_group
     return job
 
 
 # the recipe keys of the settings syntax that set a training job's fields (recipe_settings)
 TRAIN_RECIPE_KEYS = ("loss", "compile", "trainable_extra", "lora_targets", "quant_format", "zero_impl",
-                     "optimizer_impl", "optimizer_offload", "optimizer_in_bwd")
+                     "optimizer_impl", "optimizer_offload", "optimizer_in_bwd", "zero_group")
 
 
 def recipe_job_fields(text: str, *, method: str, optimizer: str = "adamw") -> dict[str, object]:

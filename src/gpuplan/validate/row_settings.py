@@ -17,7 +17,8 @@ are in the weight format), `optimizer_impl` (torch's AdamW `foreach` implementat
 second set of temporaries: optimizer `adamw_foreach`), `optimizer_in_bwd` (torchtune steps each
 parameter inside backward and frees its gradient) and `tp_comm_overlap` (whether the run overlapped its
 tensor-parallel collectives with the GEMMs: Transformer Engine userbuffers, Megatron-Core --tp-comm-overlap;
-runs before it existed did not).
+runs before it existed did not) and `zero_group` (the ranks one ZeRO shard group spans: InternEvo's zero1=8 shards
+within 8 ranks and replicates across the groups; zero1=-1, the whole data-parallel group, states nothing).
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ class RowSettings(BaseModel):
     optimizer_impl: Literal["foreach", "fused", "for_loop"] | None = None
     optimizer_in_bwd: bool | None = None
     tp_comm_overlap: bool | None = None
+    zero_group: int | None = Field(default=None, ge=1)
 
 
 _LISTS = ("trainable_extra", "lora_targets")

@@ -60,6 +60,10 @@ class FrameworkProfile(BaseModel):
     recompute: tuple[Literal["none", "selective", "full"], ...] = Field(min_length=1)
     kernels: Literal["fused", "hf"]
     tp_comm_overlap: bool
+    zero_param_sync: Literal["all_gather", "broadcast"] = Field(
+        default="all_gather", description="how a sharded optimizer returns the updated 16-bit parameters: one "
+        "all-gather per bucket (Megatron-Core, DeepSpeed), or one broadcast from every shard owner (InternEvo)")
+    zero_param_sync_source: str = ""
     terms: dict[str, FrameworkTerm] = Field(default_factory=dict)
 
     def has(self, axis: Axis) -> bool:
@@ -70,6 +74,7 @@ class FrameworkProfile(BaseModel):
         return {"id": self.id, "name": self.name, "source": self.source, "family": self.family,
                 "axes": list(self.axes), "zero_stages": list(self.zero_stages), "recompute": list(self.recompute),
                 "kernels": self.kernels, "tp_comm_overlap": self.tp_comm_overlap,
+                "zero_param_sync": self.zero_param_sync,
                 "terms": {k: {"value": t.value, "unit": t.unit, "source": t.source} for k, t in self.terms.items()}}
 
 

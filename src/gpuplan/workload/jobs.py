@@ -124,6 +124,10 @@ class TrainingJob(BaseModel):
         default=False, description="each parameter is stepped as soon as its gradient is accumulated and the "
         "gradient freed (torchtune optimizer_in_bwd, torch register_post_accumulate_grad_hook): one gradient live "
         "at a time; needs one micro-batch per step")
+    zero_group: int | None = Field(
+        default=None, ge=1, description="ranks one ZeRO shard group spans (InternEvo zero1=N, DeepSpeed hpZ/MiCS "
+        "partition size): optimizer states are sharded over min(this, DP) ranks and replicated across the groups; "
+        "None: the whole data-parallel group")
     framework: str | None = Field(
         default=None, description="training framework profile (workload/data/frameworks.yaml): its kernels, "
         "overlaps and gradient reduction; None: the shipped terms (Megatron-Core / FSDP at their best)")
