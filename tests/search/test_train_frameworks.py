@@ -202,11 +202,13 @@ def test_internevo_pays_one_broadcast_per_zero_shard_owner() -> None:
                                          micro_batch=[2], recompute=["none"]), seq_len=2048, global_batch=8192)
         return float(evaluate_training(spec, j, hw, c).breakdown_s["dp_comm"][0])
 
-    whole, in_node = dp_comm(job, 1024), dp_comm(job.model_copy(update={"zero_group": 8}), 1024)
+    whole, in_node = dp_comm(job.model_copy(update={"zero_group": 1024}), 1024), dp_comm(job, 1024)
     megatron = dp_comm(job.model_copy(update={"framework": "megatron"}), 1024)
+    assert job.zero_shard_group() == 8  # InternEvo's shipped configs shard within 8 ranks unless told otherwise
+    assert in_node == pytest.approx(dp_comm(job.model_copy(update={"zero_group": 8}), 1024))
     assert whole - in_node > 1.0  # 1024 chains of 1023 steps, 127 of them over the network
     assert in_node < megatron + 0.5 and whole > megatron + 1.0
-    assert dp_comm(job, 64) - dp_comm(job.model_copy(update={"zero_group": 8}), 64) < 0.05  # 64 ranks: ms
+    assert dp_comm(job.model_copy(update={"zero_group": 64}), 64) - dp_comm(job, 64) < 0.05  # 64 ranks: ms
 
 
 def test_a_zero_group_shards_the_optimizer_over_its_ranks_only() -> None:

@@ -326,7 +326,7 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
         # after the step every owner broadcasts its shard (InternEvo HybridZeroOptimizer.broadcast_params), outside
         # the backward: a ZeRO group of z ranks pays z broadcasts, each a chain through the z ranks
         dp_exposed = dp_exposed + np.where((c.zero >= 1) & (dp_group > 1),
-                                           _owner_broadcasts_s(dp_group, c.tp, job.zero_group, hw), 0.0)
+                                           _owner_broadcasts_s(dp_group, c.tp, job.zero_shard_group(), hw), 0.0)
     z3_bytes = local_params * e
     # FSDP/ZeRO-3 gathers and reduces one wrapped layer at a time: three collectives per layer and micro-batch
     z3_latency = 3 * (layers_rank - 1) * _collective("all_gather", np.ones(len(c)), dp_group, c.tp, hw)

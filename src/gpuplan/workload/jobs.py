@@ -154,6 +154,13 @@ class TrainingJob(BaseModel):
             data = {**data, "kernels": framework_profile(str(data["framework"])).kernels}
         return data
 
+    def zero_shard_group(self) -> int | None:
+        """The ranks one ZeRO shard group spans: the job's `zero_group`, else its framework's shipped default
+        (InternEvo: 8), else None (the whole data-parallel group)."""
+        if self.zero_group is not None:
+            return self.zero_group
+        return framework_profile(self.framework).zero_group_default if self.framework is not None else None
+
     def num_microbatches(self, layout: Layout) -> int:
         """Micro-batches per step per pipeline; without a global batch, enough to fill the pipeline."""
         if self.global_batch is None:
