@@ -74,7 +74,8 @@ def bottleneck(breakdown: dict[str, float]) -> str:
     if share < 0.05:
         return f"compute-bound: {breakdown['compute'] / total:.0%} of the step is compute"
     words = {"tp_comm": "tensor-parallel communication (intra-node link)",
-             "dp_comm": "gradient synchronisation across data-parallel replicas (network)",
+             "dp_comm": "gradient and parameter synchronisation across data-parallel replicas (network; a sharded "
+                        "optimizer's parameter all-gather or, under InternEvo, one broadcast per shard owner)",
              "pp_bubble": "pipeline bubble (too few micro-batches per pipeline)",
              "pp_comm": "pipeline point-to-point transfers", "ep_comm": "expert all-to-all",
              "cp_comm": "context-parallel KV exchange", "other": "optimizer step (memory bandwidth)"}
