@@ -151,3 +151,25 @@ def test_a_part_keeps_the_terms_its_remaining_rows_pin() -> None:
     fitted_cal, fitted = refit(rows, cal, evaluate, file="inference", evals=30)  # type: ignore[arg-type]
     assert "ar.x1.hw-a" not in fitted_cal.terms  # no row moves it: the default applies
     assert fitted["bw.x1.hw-a"] == pytest.approx(0.4, rel=0.02)  # still fitted on the part's remaining row
+
+
+def test_a_group_that_only_queue_rows_move_is_not_fitted_on_them() -> None:
+    """Regression: with every affected row weighing 0, the objective counted them equally again, so a term that
+    only server-latency rows move was fitted to the queue after all. Such rows cannot tune a term: the group keeps
+    its value (or, for a part's term, falls back to the default)."""
+    from gpuplan.estimate.calibration import Calibration, CalibrationTerm, TunedOn
+    from gpuplan.validate.memory_cases import CaseResult
+
+    cal = Calibration(schema_version=1, as_of="test", terms={"eff": CalibrationTerm(
+        value=0.99, unit="fraction", source="test", applies_to=("infer",),
+        tuned_on=TunedOn(file="inference", bounds=(0.3, 1.0)))})
+
+    def evaluate(row: dict[str, str], c: Calibration) -> CaseResult:
+        predicted = 1e3 / max(400.0 * c.terms["eff"].value - 390.0, 0.05)  # M/M/1 wait at 390 of 400 x eff qps
+        return CaseResult(id=row["id"], metric="tpot_ms", measured=float(row["value"]), predicted=predicted,
+                          confidence="high", detail="")
+
+    server = [{"id": f"S{i}", "metric": "tpot_ms", "scenario": "server", "value": "1000", "accelerator": "x"}
+              for i in range(3)]
+    fitted_cal, fitted = refit(server, cal, evaluate, file="inference", evals=30)  # type: ignore[arg-type]
+    assert "eff" not in fitted and fitted_cal.terms["eff"].value == 0.99  # the queue alone wanted 0.975

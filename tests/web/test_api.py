@@ -54,6 +54,9 @@ def test_memory_train_takes_the_recipe_the_cli_takes(client: Any) -> None:
                       headers={"accept-language": "en"})
     assert bad.status_code == 422 and bad.json()["detail"]["field"] == "recipe" and "loss" in bad.json()["detail"][
         "allowed"]
+    # an unknown key names the training recipe keys, not the serving facts of the case files (engine_version, ...)
+    assert "engine_version" not in bad.json()["detail"]["allowed"]
+    assert "zero_group" in bad.json()["detail"]["allowed"]
     assert 'name="recipe"' in client.get("/train").text and 'name="recipe"' in client.get("/memory").text
 
 

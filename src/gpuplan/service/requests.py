@@ -23,6 +23,11 @@ Precision = Literal["bf16", "fp16", "fp32", "fp8"]
 Market = Literal["cn", "global"]
 Trust = Literal["low", "medium", "high"]
 Name = Field(default=None, max_length=100)
+Recipe = Field(default="", max_length=300, description="recipe facts in the case files' settings syntax, "
+               "'key=value;...', as the CLI's `--recipe` takes them (loss=chunked|fused|full_16bit, compile=true, "
+               "optimizer_offload=cpu|nvme, optimizer_in_bwd=true, zero_impl=deepspeed, optimizer_impl=foreach, "
+               "zero_group=N; with LoRA/QLoRA lora_targets=... and trainable_extra=embed,head; with QLoRA "
+               "quant_format=nf4|gptq)")
 UserRecords = Field(
     default=None, description="your own catalog records for this plan only (price quotes as `instances`, custom "
     "hardware as `accelerators` and `servers`), in the schema of a `--catalog DIR` file; planned as one more user "
@@ -58,11 +63,7 @@ class TrainPlanRequest(_Request):
     framework: FrameworkId | None = None
     kernels: Literal["auto", "hf", "fused"] | None = None
     data_loading: Literal["pretokenized", "online"] = "pretokenized"
-    recipe: str = Field(default="", max_length=300, description="recipe facts in the case files' settings syntax, "
-                        "'key=value;...' (loss=chunked|fused|full_16bit, compile=true, optimizer_offload=cpu|nvme, "
-                        "optimizer_in_bwd=true, zero_impl=deepspeed, optimizer_impl=foreach; with LoRA/QLoRA "
-                        "lora_targets=... and trainable_extra=embed,head; with QLoRA quant_format=nf4|gptq): "
-                        "`--recipe` of the CLI")
+    recipe: str = Recipe
     top: int = 10
     hf_config: dict[str, Any] | None = Field(
         default=None, description="a Hugging Face config.json (its JSON object, at most 64 KiB) as the model "
@@ -130,11 +131,7 @@ class MemoryTrainRequest(_Request):
     lora_rank: int = 16
     accelerator: str | None = Name
     device_memory_gib: float | None = None
-    recipe: str = Field(default="", max_length=300, description="recipe facts in the case files' settings syntax, "
-                        "'key=value;...' (loss=chunked|fused|full_16bit, compile=true, optimizer_offload=cpu|nvme, "
-                        "optimizer_in_bwd=true, zero_impl=deepspeed, optimizer_impl=foreach; with LoRA/QLoRA "
-                        "lora_targets=... and trainable_extra=embed,head; with QLoRA quant_format=nf4|gptq): "
-                        "`--recipe` of the CLI")
+    recipe: str = Recipe
 
 
 class CompareRequest(_Request):

@@ -110,7 +110,9 @@ def recipe_job_fields(text: str, *, method: str, optimizer: str = "adamw") -> di
         st = parse_settings(text)
     except InputError as exc:
         key = exc.field.removeprefix("settings").lstrip(".")  # the key whose value is bad, if one is
-        raise InputError(field=f"recipe {key}".strip(), value=exc.value, allowed=exc.allowed,
+        unknown = exc.allowed == ", ".join(RowSettings.model_fields)  # an unknown key: name the recipe keys only
+        raise InputError(field=f"recipe {key}".strip(), value=exc.value,
+                         allowed=", ".join(TRAIN_RECIPE_KEYS) if unknown else exc.allowed,
                          hint='e.g. --recipe "loss=chunked;compile=true"') from None
     stated = st.model_dump(exclude_defaults=True)
     stray = [k for k in stated if k not in TRAIN_RECIPE_KEYS]

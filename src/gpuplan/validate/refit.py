@@ -122,8 +122,12 @@ def part_terms(cal: Calibration, accelerators: Iterable[str]) -> set[str]:
 def without_part_terms(cal: Calibration, accelerators: Iterable[str]) -> Calibration:
     """`cal` without the terms of these parts (`part_terms`): they get the defaults."""
     drop = part_terms(cal, accelerators)
-    if not drop:
-        return cal
+    return _without(cal, drop) if drop else cal
+
+
+def _without(cal: Calibration, names: Iterable[str]) -> Calibration:
+    """`cal` without these terms: the defaults apply in their place."""
+    drop = set(names)
     return cal.model_copy(update={"terms": {n: t for n, t in cal.terms.items() if n not in drop}})
 
 
@@ -183,11 +187,12 @@ def _golden(f: Callable[[float], float], lo: float, hi: float, evals: int) -> fl
 
 
 def _affected(g: Group, rows: Sequence[Row], cal: Calibration, evaluate: Evaluator) -> list[Row]:
-    """The rows whose prediction moves when the group's value moves by 10%: the rows that can tune it."""
+    """The rows whose prediction moves when the group's value moves by 10%: the rows that can tune it. A row of
+    weight 0 in a fit (`fit_weight`: unmodelled, or a latency at a stated request rate) tunes nothing."""
     base = without_part_terms(cal, {r["accelerator"] for r in rows}) if g.tuned_on.pooled else cal
     moved = _with_value(base, g.names, cal.terms[g.names[0]].value * 1.1 + 1e-3)
     out = []
-    for row in rows:
+    for row in (r for r in rows if fit_weight(r) > 0):
         try:
             a, b = evaluate(row, base).predicted, evaluate(row, moved).predicted
         except (GpuplanError, ValueError):
@@ -216,7 +221,7 @@ def refit(rows: Sequence[Row], cal: Calibration, evaluate: Evaluator, *, file: s
         if sel:
             live.append((g, sel))
         elif g.tuned_on.accelerator:  # no row left that moves this group: its terms fall back to the defaults
-            cal = cal.model_copy(update={"terms": {n: t for n, t in cal.terms.items() if n not in g.names}})
+            cal = _without(cal, g.names)
     for g, sel in live:
         if not all(n in cal.terms for n in g.names):
             continue
