@@ -249,7 +249,33 @@ def _pct(v: float | None) -> str:
     return "-" if v is None or not math.isfinite(v) else f"{v:.0%}"
 
 
+_FILES = (("training", "training"), ("inference", "serving"), ("memory", "memory"))
+
+
+def _median_p90(values: list[float]) -> str:
+    return f"{np.median(values):.2%} / {np.percentile(values, 90):.2%}" if values else "-"
+
+
+def print_headline(data: dict[str, Any]) -> None:
+    """The docs' "At a glance" table: per file, the median and p90 error held out by source, held out by part,
+    and in sample (the error of the rate each row implies, `_ape`)."""
+    print("| file | rows | leave one source out: median / p90 | leave one part out: median / p90 "
+          "| in-sample: median / p90 |")
+    print("|---|---|---|---|---|")
+    for file, label in _FILES:
+        by_fold = {fold: [e for e in data["entries"] if e["file"] == file and e["fold"] == fold]
+                   for fold in ("source", "accelerator")}
+        loso = by_fold["source"]
+        if not loso:
+            continue
+        print(f"| {label} | {len(loso)} | {_median_p90([_ape(e['cv_ratio']) for e in loso])} | "
+              f"{_median_p90([_ape(e['cv_ratio']) for e in by_fold['accelerator']])} | "
+              f"{_median_p90([_ape(e['in_sample_ratio']) for e in loso])} |")
+    print()
+
+
 def print_markdown(data: dict[str, Any]) -> None:
+    print_headline(data)
     print("| kind | part | rows | sources | in-sample median | cross-validated median | cross-validated p90 "
           "| as a part without rows |")
     print("|---|---|---|---|---|---|---|---|")

@@ -96,3 +96,19 @@ def test_cross_validated_accuracy_does_not_regress(kind: str, median: float, p90
             if e["kind"] == kind and e["fold"] == "source"]
     assert len(errs) >= 25
     assert float(np.median(errs)) <= median and float(np.percentile(errs, 90)) <= p90
+
+
+def test_the_docs_headline_is_what_the_cross_validation_script_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/validation.md's "At a glance" figures are benchmarks/cross_validate.py's, from the shipped accuracy.json."""
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    spec = importlib.util.spec_from_file_location("cross_validate", root / "benchmarks" / "cross_validate.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.print_headline(accuracy_data())
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    docs = (root / "docs" / "validation.md").read_text(encoding="utf-8").splitlines()
+    assert len(printed) == 4 and all(line in docs for line in printed), printed
