@@ -222,3 +222,36 @@ def test_a_zero_group_shards_the_optimizer_over_its_ranks_only() -> None:
     whole = estimate_training_memory(spec, job, layout).optimizer_bytes
     grouped = estimate_training_memory(spec, job.model_copy(update={"zero_group": 8}), layout).optimizer_bytes
     assert grouped == pytest.approx(8 * whole, rel=0.01)  # 1/8 of the states per rank instead of 1/64
+
+
+def test_internevo_tp_replicates_norms_and_residuals_unless_told_otherwise() -> None:
+    """InternEvo's default tensor mode (mtp) is Megatron TP without sequence parallelism (launch.py sets
+    parallel.sequence_parallel False): each TP rank keeps and computes the norm, dropout and residual tensors
+    whole. Regression: InternEvo TP=2 plans and its published tp=2 rows were costed with them split."""
+    from gpuplan.search.train_eval import _elementwise_s
+
+    spec = get_preset("llama2-7b").spec
+    job = TrainingJob(seq_len=2048, global_batch=512, micro_batch=4, framework="internevo")
+    assert job.sequence_parallel_on() is False
+    assert job.model_copy(update={"sequence_parallel": True}).sequence_parallel_on() is True
+    assert TrainingJob(seq_len=2048).sequence_parallel_on() is True  # no framework: Megatron-Core's default
+    hw = cluster_hardware(CAT, "a100-sxm4-80gb", None)
+    c = generate(spec, LayoutChoices(devices=[8], tp=[2], pp=[1], cp=[1], ep=[1], vpp=[1], zero=[1],
+                                     micro_batch=[4], recompute=["none"]), seq_len=2048, global_batch=512)
+    cal = default_calibration()
+    replicated = float(_elementwise_s(spec, job, hw, c, cal, 1.0)[0])
+    split = float(_elementwise_s(spec, job.model_copy(update={"sequence_parallel": True}), hw, c, cal, 1.0)[0])
+    assert replicated > 1.2 * split
+    mem_off = evaluate_training(spec, job, hw, c).memory_bytes[0]
+    mem_on = evaluate_training(spec, job.model_copy(update={"sequence_parallel": True}), hw, c).memory_bytes[0]
+    assert mem_off > mem_on
+
+
+def test_memory_train_takes_the_frameworks_sequence_parallel_default() -> None:
+    runner = CliRunner()
+    args = ["memory", "train", "--model", "llama2-7b", "--tp", "2", "--seq-len", "2048", "--micro-batch", "4",
+            "--json"]
+    internevo = json.loads(runner.invoke(app, [*args, "--framework", "internevo"]).output)
+    stated = json.loads(runner.invoke(app, [*args, "--framework", "internevo", "--seq-parallel"]).output)
+    megatron = json.loads(runner.invoke(app, [*args, "--framework", "megatron"]).output)
+    assert internevo["activations_bytes"] > stated["activations_bytes"] == megatron["activations_bytes"]

@@ -82,7 +82,8 @@ def train_cmd(
     ep: int = typer.Option(1, help=help_text("help.memory_train.ep")),
     vpp: int = typer.Option(1, help=help_text("help.memory_train.vpp")),
     zero: int = typer.Option(0, min=0, max=3, help=help_text("help.memory_train.zero")),
-    seq_parallel: bool = flag(True, "--seq-parallel/--no-seq-parallel"),
+    seq_parallel: bool | None = flag(None, "--seq-parallel/--no-seq-parallel",
+                                     help=help_text("help.estimate_train.seq_parallel")),
     recompute: Literal["none", "selective", "full"] = typer.Option("none"),
     attention: Literal["flash", "eager"] = typer.Option("flash"),
     kernels: Literal["auto", "hf", "fused"] = typer.Option(
@@ -138,7 +139,7 @@ def train_cmd(
                           loss_chunks=loss_chunks, compile=compile_model, optimizer_offload=optimizer_offload,
                           optimizer_in_bwd=optimizer_in_bwd, framework=framework)
         layout = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, zero_stage=zero,
-                        seq_parallel=seq_parallel)
+                        seq_parallel=job.sequence_parallel_on() if seq_parallel is None else seq_parallel)
         if framework is not None:  # a layout the named framework cannot run is refused, naming those that can
             prof = framework_profile(framework)
             for axis, degree in (("tp", tp), ("pp", pp), ("cp", cp), ("ep", ep), ("vpp", vpp)):

@@ -48,7 +48,7 @@ def _acts(spec: ModelSpec, job: TrainingJob, tp: int, cp: int, rc: int, piped: i
     out: list[float] = []
     for mb in (1, 2):
         j = job.model_copy(update={"micro_batch": mb, "recompute": RECOMPUTE_CODES[rc]})
-        a = activation_breakdown(spec, j, Layout(tp=tp, cp=cp, pp=1 + piped, seq_parallel=j.sequence_parallel))
+        a = activation_breakdown(spec, j, Layout(tp=tp, cp=cp, pp=1 + piped, seq_parallel=j.sequence_parallel_on()))
         out += [a.dense_layer_bytes, a.moe_layer_bytes, sum(a.first_stage_extra.values()),
                 sum(a.last_stage_extra.values()), a.logits_transient_bytes, a.recompute_working_bytes]
     return tuple(out)

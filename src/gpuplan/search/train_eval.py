@@ -383,7 +383,7 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
 def _layer_bytes(spec: ModelSpec, job: TrainingJob, tp: int, cp: int, piped: int) -> tuple[float, float]:
     """Bytes a dense and a MoE layer produce per micro-batch sequence (the same for every hardware option of a
     search: spec and job are frozen records, hence cached)."""
-    a = activation_breakdown(spec, job, Layout(tp=tp, cp=cp, pp=1 + piped, seq_parallel=job.sequence_parallel))
+    a = activation_breakdown(spec, job, Layout(tp=tp, cp=cp, pp=1 + piped, seq_parallel=job.sequence_parallel_on()))
     return a.dense_layer_bytes, a.moe_layer_bytes
 
 

@@ -175,7 +175,7 @@ def plan_figures(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Cand
     row = c.row(i)
     n = int(row["devices"])
     layout = Layout(tp=int(row["tp"]), pp=int(row["pp"]), dp=int(row["dp"]), cp=int(row["cp"]), ep=int(row["ep"]),
-                    vpp=int(row["vpp"]), zero_stage=int(row["zero"]), seq_parallel=job.sequence_parallel)
+                    vpp=int(row["vpp"]), zero_stage=int(row["zero"]), seq_parallel=job.sequence_parallel_on())
     chosen = job.model_copy(update={"micro_batch": int(row["micro_batch"]), "recompute": row["recompute"]})
     key = tuple(row[k] for k in _MEMORY_KEY)
     if memory_cache is not None and key in memory_cache:

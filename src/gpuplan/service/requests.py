@@ -125,7 +125,8 @@ class MemoryTrainRequest(_Request):
     ep: int = 1
     vpp: int = 1
     zero: int = Field(default=0, ge=0, le=3, description="ZeRO stage")
-    seq_parallel: bool = True
+    seq_parallel: bool | None = Field(default=None, description="Megatron sequence parallelism with TP; None: the "
+                                      "framework's default (the recipe's framework=; on without one)")
     recompute: Literal["none", "selective", "full"] = "none"
     attention: Literal["flash", "eager"] = "flash"
     lora_rank: int = 16

@@ -201,7 +201,7 @@ def run_memory_train(req: MemoryTrainRequest) -> dict[str, Any]:
         "precision": req.precision, "optimizer": req.optimizer, "recompute": req.recompute,
         "attention": req.attention, "lora_rank": req.lora_rank, **recipe})
     layout = Layout(tp=req.tp, pp=req.pp, dp=req.dp, cp=req.cp, ep=req.ep, vpp=req.vpp, zero_stage=req.zero,
-                    seq_parallel=req.seq_parallel)
+                    seq_parallel=job.sequence_parallel_on() if req.seq_parallel is None else req.seq_parallel)
     mem = estimate_training_memory(spec, job, layout)
     device, _ = _device_memory(req.accelerator, req.device_memory_gib, language)
     fit = memory_fit(mem.total_bytes, device) if device is not None else None

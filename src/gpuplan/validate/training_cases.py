@@ -45,6 +45,18 @@ def _axis(row: Row, key: str) -> list[int] | None:
     return [v] if v is not None else None
 
 
+def _stated_bool(cell: str) -> bool | None:
+    """A yes/no column as the row states it; empty: not stated (the framework's default applies)."""
+    v = cell.strip().lower()
+    if not v:
+        return None
+    if v in ("true", "1", "yes"):
+        return True
+    if v in ("false", "0", "no"):
+        return False
+    raise GpuplanError(f"seq_parallel {cell!r} is not a yes/no value (true, false or empty)")
+
+
 def _framework(st: RowSettings) -> FrameworkProfile | None:
     """The training framework the row states, if gpuplan has its profile (serving engines and frameworks
     without one are planned on the shipped terms)."""
@@ -68,7 +80,7 @@ def evaluate_training_row(row: Row, catalog: Catalog, calibration: Calibration |
     job = TrainingJob(method=method, seq_len=seq, global_batch=gb, precision=row.get("precision") or "bf16",
                       framework=prof.id if prof else None, attention=st.attention or "flash",
                       tp_comm_overlap=st.tp_comm_overlap, compile=bool(st.compile), zero_group=st.zero_group,
-                      sequence_parallel=row.get("seq_parallel", "").strip().lower() not in ("false", "0", "no"))
+                      sequence_parallel=_stated_bool(row.get("seq_parallel", "")))
     network = row.get("network") or (usual_network(catalog, row["accelerator"])[0] if n > gpn else None)
     nics = opt_float(row, "nics_per_node")
     hw = cluster_hardware(catalog, row["accelerator"], network, gpus_per_node=gpn, nics_per_node=nics)

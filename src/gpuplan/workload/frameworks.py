@@ -68,6 +68,11 @@ class FrameworkProfile(BaseModel):
         default=None, ge=1, description="the ZeRO shard group the framework's shipped configs use when a job states "
         "none (InternEvo zero1=dict(size=8)); None: the whole data-parallel group")
     zero_group_default_source: str = ""
+    sequence_parallel: bool = Field(
+        default=True, description="whether the framework splits norms, dropout and residual activations over the TP "
+        "ranks (Megatron sequence parallelism) unless a job says otherwise; False: its default TP mode replicates "
+        "them on every TP rank (InternEvo's mtp)")
+    sequence_parallel_source: str = ""
     terms: dict[str, FrameworkTerm] = Field(default_factory=dict)
 
     def has(self, axis: Axis) -> bool:
@@ -79,6 +84,7 @@ class FrameworkProfile(BaseModel):
                 "axes": list(self.axes), "zero_stages": list(self.zero_stages), "recompute": list(self.recompute),
                 "kernels": self.kernels, "tp_comm_overlap": self.tp_comm_overlap,
                 "zero_param_sync": self.zero_param_sync, "zero_group_default": self.zero_group_default,
+                "sequence_parallel": self.sequence_parallel,
                 "terms": {k: {"value": t.value, "unit": t.unit, "source": t.source} for k, t in self.terms.items()}}
 
 

@@ -134,10 +134,11 @@ class TrainingJob(BaseModel):
     tp_comm_overlap: bool | None = Field(
         default=None, description="tensor-parallel collectives overlapped with the GEMMs (Transformer Engine "
         "userbuffers, --tp-comm-overlap); None: the framework's default")
-    sequence_parallel: bool = Field(
-        default=True, description="Megatron sequence parallelism with TP (--sequence-parallel): norms, dropout and "
+    sequence_parallel: bool | None = Field(
+        default=None, description="Megatron sequence parallelism with TP (--sequence-parallel): norms, dropout and "
         "residual activations split over the TP ranks; False: every TP rank holds and computes them whole "
-        "(Megatron-LM before 2022, Megatron-DeepSpeed before its rebase)")
+        "(Megatron-LM before 2022, Megatron-DeepSpeed before its rebase, InternEvo's default mtp mode); None: the "
+        "framework's default (on without a framework)")
 
     @field_validator("framework")
     @classmethod
@@ -160,6 +161,13 @@ class TrainingJob(BaseModel):
         if self.zero_group is not None:
             return self.zero_group
         return framework_profile(self.framework).zero_group_default if self.framework is not None else None
+
+    def sequence_parallel_on(self) -> bool:
+        """Whether TP ranks split the norm, dropout and residual activations: the job's statement, else its
+        framework's default (InternEvo: off), else on (Megatron-Core)."""
+        if self.sequence_parallel is not None:
+            return self.sequence_parallel
+        return framework_profile(self.framework).sequence_parallel if self.framework is not None else True
 
     def num_microbatches(self, layout: Layout) -> int:
         """Micro-batches per step per pipeline; without a global batch, enough to fill the pipeline."""
