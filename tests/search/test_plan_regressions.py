@@ -108,3 +108,22 @@ def test_lora_and_qlora_plans_use_data_parallel_layouts(model: str, method: str)
     assert plans
     layouts = {(p["layout"]["tp"], p["layout"]["pp"], p["layout"]["cp"]) for p in plans}
     assert layouts == {(1, 1, 1)}, layouts
+
+
+def test_compare_plans_with_the_named_framework_and_recipe() -> None:
+    """`compare --framework` offered four frameworks and passed the choice to the layout search only: the job kept
+    no framework, so its kernels, overlaps, ZeRO parameter return and sequence-parallel default were Megatron-Core's
+    whatever was named (InternEvo could not be named at all), and no recipe could be stated."""
+    args = ["compare", "-m", "llama2-7b", "--tokens", "1e10", "--seq-len", "2048", "--max-devices", "64", "--json",
+            "--accelerators", "a100-sxm4-80gb,h100-sxm5-80gb"]
+    res = runner.invoke(app, [*args, "--framework", "internevo", "--recipe", "zero_group=16"])
+    exited(res, 0)
+    job = json.loads(res.stdout)["job"]
+    assert job["framework"] == "internevo" and job["zero_group"] == 16 and job["sequence_parallel"] is False
+    default = json.loads(runner.invoke(app, [*args, "--framework", "internevo"]).stdout)["job"]
+    assert default["zero_group"] == 8  # InternEvo's shipped zero1=8
+    mega = json.loads(runner.invoke(app, [*args, "--framework", "megatron"]).stdout)["job"]
+    assert mega["framework"] == "megatron" and mega["sequence_parallel"] is True and mega["zero_group"] is None
+    bad = runner.invoke(app, [*args, "--recipe", "zero_grup=8"])
+    exited(bad, 2)
+    assert "zero_grup" in bad.output

@@ -24,6 +24,15 @@ def test_api_compare_train_gives_each_option_its_band_and_confidence(client: Any
         assert o["plan"] is not None and o["band"]["time_to_train_s"] and o["confidence"]["level"]
 
 
+def test_api_compare_train_plans_the_named_framework_and_recipe(client: Any) -> None:
+    r = client.post("/api/v1/compare", json={"model": "llama2-7b", "tokens": 1e10, "seq_len": 2048,
+                                             "framework": "internevo", "recipe": "zero_group=16",
+                                             "accelerators": ["a100-sxm4-80gb", "h100"]})
+    assert r.status_code == 200, r.text
+    job = r.json()["job"]
+    assert job["framework"] == "internevo" and job["zero_group"] == 16 and job["sequence_parallel"] is False
+
+
 def test_api_compare_infer(client: Any) -> None:
     r = client.post("/api/v1/compare", json={"model": "llama3.1-8b", "qps": 5, "ttft_p99": 2, "tpot_p99": 0.05,
                                              "accelerators": ["h100-sxm5-80gb", "h20-96gb"]})
@@ -41,6 +50,7 @@ def test_api_compare_infer(client: Any) -> None:
     ({"accelerators": ["h100", "b200"], "tokens": None}, "tokens", "a positive number"),
     ({"accelerators": ["h100", "b200"], "tokens": -1}, "tokens", ""),
     ({"accelerators": ["h100", "b200"], "colour": "red"}, "colour", ""),
+    ({"accelerators": ["h100", "b200"], "recipe": "zero_grup=8"}, "recipe", "zero_group"),
 ])
 def test_api_compare_bad_input_is_422_as_the_cli_words_it(fresh: Any, body: dict[str, Any], field: str,
                                                           allowed: str) -> None:

@@ -368,7 +368,8 @@ def _job(spec: ModelSpec, job: TrainingJob, tokens: float, cons: PlanConstraints
     return {"model": spec.name, "params": float(count_params(spec).total), "tokens": tokens, "method": job.method,
             "precision": job.precision, "seq_len": job.seq_len, "global_batch": job.global_batch,
             "deadline_days": cons.deadline_days, "budget_usd": cons.budget_usd, "market": cons.market,
-            "max_devices": cons.max_devices}
+            "max_devices": cons.max_devices, "framework": job.framework,
+            "sequence_parallel": job.sequence_parallel_on(), "zero_group": job.zero_shard_group()}
 
 
 def compare_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, accelerators: Sequence[str],

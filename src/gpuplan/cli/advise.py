@@ -16,7 +16,7 @@ from gpuplan.advise.report_infer import compare_inference, inference_report, is_
 from gpuplan.advise.report_train import compare_training
 from gpuplan.bench.calibrate import load_user_calibration
 from gpuplan.cli.common import console, fail, flag, positives, print_json
-from gpuplan.cli.train_options import plan_constraints
+from gpuplan.cli.train_options import plan_constraints, training_job
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import Catalog, load_catalog
 from gpuplan.i18n import help_text, resolve_lang, tr
@@ -24,7 +24,8 @@ from gpuplan.render.report_io import load_report, write_report
 from gpuplan.render.report_md import compare_infer_rows, compare_rows
 from gpuplan.render.report_text import rule_line
 from gpuplan.render.trust_text import confidence_text
-from gpuplan.workload.jobs import TrainingJob, default_global_batch
+from gpuplan.workload.frameworks import FrameworkId
+from gpuplan.workload.jobs import default_global_batch
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 from gpuplan.workload.presets import load_model
@@ -133,7 +134,8 @@ def compare_cmd(
     network: str = typer.Option(None, help=help_text("help.plan_train.network")),
     nics_per_node: float = typer.Option(None, help=help_text("help.estimate_train.nics_per_node")),
     gpus_per_node: int = typer.Option(None, help=help_text("help.estimate_train.gpus_per_node")),
-    framework: Literal["megatron", "deepspeed", "mindspeed", "paddle"] | None = typer.Option(None),
+    framework: FrameworkId | None = typer.Option(None, help=help_text("help.estimate_train.framework")),
+    recipe: str = typer.Option("", help=help_text("help.common.recipe")),
     market: Literal["cn", "global"] | None = typer.Option(None),
     trust: Literal["low", "medium", "high"] = typer.Option("low", help=help_text("help.common.trust")),
     provider: str = typer.Option(None),
@@ -172,8 +174,8 @@ def compare_cmd(
             return
         if tokens is None:  # a bad number was caught above
             raise InputError(field="tokens", value=tokens, allowed="a positive number (or --qps for inference)")
-        job = TrainingJob(method="full" if method in ("pretrain", "full_ft") else method, seq_len=seq_len,
-                          global_batch=global_batch or default_global_batch(seq_len), precision=precision)
+        job = training_job(method, seq_len, global_batch or default_global_batch(seq_len), precision,
+                           framework=framework, recipe=recipe)
         cal = load_user_calibration()  # measured terms written by `gpuplan calibrate`, if any
         cons = plan_constraints(cat, float(count_params(spec).total), cal, method=method, framework=framework,
                                 deadline=deadline, budget=budget, max_devices=max_devices, market=market,

@@ -16,7 +16,7 @@ from gpuplan.bench.calibrate import load_user_calibration
 from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_report, save_report_quiet
 from gpuplan.cli.common import console, fail, flag, note, positives, print_json, warn
 from gpuplan.cli.emit import check_formats, pick_plan, write_train
-from gpuplan.cli.train_options import plan_constraints
+from gpuplan.cli.train_options import plan_constraints, training_job
 from gpuplan.emit import TRAIN_FORMATS
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.memory_fit import fit_text
@@ -31,11 +31,10 @@ from gpuplan.search.train_eval import cluster_hardware, usual_network
 from gpuplan.search.train_planner import best_layout, plan_figures
 from gpuplan.search.train_search import PlanConstraints, bottleneck, plan_training
 from gpuplan.units import GIB
-from gpuplan.validate.memory_cases import recipe_job_fields
 from gpuplan.workload.context import seq_len_warning
 from gpuplan.workload.frameworks import FrameworkId
 from gpuplan.workload.frameworks import framework as framework_profile
-from gpuplan.workload.jobs import TrainingJob, default_global_batch
+from gpuplan.workload.jobs import default_global_batch
 from gpuplan.workload.params import count_params
 from gpuplan.workload.presets import load_model
 
@@ -52,18 +51,6 @@ def _catalog(dirs: list[Path] | None) -> Catalog:
 
 Kernels = Literal["auto", "hf", "fused"]
 DataLoading = Literal["pretokenized", "online"]
-
-
-def _job(method: str, seq_len: int, global_batch: int, precision: str, micro_batch: int | None = None, *,
-         kernels: str = "auto", data_loading: str = "pretokenized", framework: str | None = None,
-         recipe: str = "") -> TrainingJob:
-    """The job of a CLI or web request; a named framework brings its kernels unless `kernels` is given; `recipe`
-    sets the recipe facts in the case files' settings syntax (validate/memory_cases.recipe_job_fields)."""
-    m = "full" if method in ("pretrain", "full_ft") else method
-    fields = recipe_job_fields(recipe, method=m) if recipe.strip() else {}
-    return TrainingJob.model_validate({"method": m, "seq_len": seq_len, "global_batch": global_batch,
-                                       "precision": precision, "micro_batch": micro_batch or 1, "kernels": kernels,
-                                       "data_loading": data_loading, "framework": framework, **fields})
 
 
 def _pin(v: int | None, default: list[int]) -> list[int]:
@@ -118,7 +105,7 @@ def estimate_train(
         warn(seq_len_warning(spec, seq_len, language))
         gpn = gpus_per_node or min(8, num_accels)
         gb = global_batch or default_global_batch(seq_len, num_accels)
-        job = _job(method, seq_len, gb, precision, micro_batch, kernels=kernels, data_loading=data_loading,
+        job = training_job(method, seq_len, gb, precision, micro_batch, kernels=kernels, data_loading=data_loading,
                    framework=framework, recipe=recipe).model_copy(update={"tp_comm_overlap": tp_comm_overlap,
                                                            "sequence_parallel": seq_parallel})
         prof = framework_profile(framework) if framework else None
@@ -272,7 +259,7 @@ def plan_train(
         cat = _catalog(catalog_dir)
         warn(seq_len_warning(spec, seq_len, language))
         gb = global_batch or default_global_batch(seq_len)
-        job = _job(method, seq_len, gb, precision, kernels=kernels or "auto", data_loading=data_loading,
+        job = training_job(method, seq_len, gb, precision, kernels=kernels or "auto", data_loading=data_loading,
                    framework=framework, recipe=recipe)
         cal = load_user_calibration()
         cons = plan_constraints(cat, float(count_params(spec).total), cal, method=method, framework=framework,

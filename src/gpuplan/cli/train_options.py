@@ -1,4 +1,5 @@
-"""Options that `plan train` and `compare` share, checked and turned into the planner's constraints."""
+"""Options that `estimate train`, `plan train` and `compare` share: the job they describe and the planner's
+constraints, checked."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from gpuplan.errors import InputError
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.hardware import Catalog
 from gpuplan.search.train_search import PlanConstraints, choose_layout_family
+from gpuplan.validate.memory_cases import recipe_job_fields
+from gpuplan.workload.jobs import TrainingJob
 
-__all__ = ["plan_constraints"]
+__all__ = ["plan_constraints", "training_job"]
 
 
 def plan_constraints(cat: Catalog, spec_params: float, cal: Calibration, *, method: str, framework: str | None,
@@ -30,3 +33,15 @@ def plan_constraints(cat: Catalog, spec_params: float, cal: Calibration, *, meth
                            vendor=vendor, provider=provider, domestic_only=domestic_only, framework=framework,
                            network=network, nics_per_node=nics_per_node, gpus_per_node=gpus_per_node,
                            layout_family=family, layout_reason=why, accelerators=accelerators, trust=trust)
+
+
+def training_job(method: str, seq_len: int, global_batch: int, precision: str, micro_batch: int | None = None, *,
+         kernels: str = "auto", data_loading: str = "pretokenized", framework: str | None = None,
+         recipe: str = "") -> TrainingJob:
+    """The job of a CLI or web request; a named framework brings its kernels unless `kernels` is given; `recipe`
+    sets the recipe facts in the case files' settings syntax (validate/memory_cases.recipe_job_fields)."""
+    m = "full" if method in ("pretrain", "full_ft") else method
+    fields = recipe_job_fields(recipe, method=m) if recipe.strip() else {}
+    return TrainingJob.model_validate({"method": m, "seq_len": seq_len, "global_batch": global_batch,
+                                       "precision": precision, "micro_batch": micro_batch or 1, "kernels": kernels,
+                                       "data_loading": data_loading, "framework": framework, **fields})

@@ -158,6 +158,7 @@ class CompareRequest(_Request):
     nics_per_node: float | None = None
     gpus_per_node: int | None = None
     framework: FrameworkId | None = None
+    recipe: str = Recipe
     market: Market | None = None
     trust: Trust = "low"
     provider: str | None = Name

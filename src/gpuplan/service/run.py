@@ -93,8 +93,7 @@ def plan_train_report(req: TrainPlanRequest) -> tuple[dict[str, Any], dict[str, 
     from gpuplan.advise.findings import load_thresholds
     from gpuplan.advise.report_train import training_report
     from gpuplan.cli.advise import requirements
-    from gpuplan.cli.train import _job
-    from gpuplan.cli.train_options import plan_constraints
+    from gpuplan.cli.train_options import plan_constraints, training_job
     from gpuplan.render.plan_json import compact_plans
     from gpuplan.search.train_search import plan_training
     from gpuplan.service.uploads import calibration_for
@@ -105,7 +104,7 @@ def plan_train_report(req: TrainPlanRequest) -> tuple[dict[str, Any], dict[str, 
     spec = check_plan_train(req)
     cat = catalog_for(req.user_catalog)
     gb = req.global_batch or default_global_batch(req.seq_len)
-    job = _job(req.method, req.seq_len, gb, req.precision, kernels=req.kernels or "auto",
+    job = training_job(req.method, req.seq_len, gb, req.precision, kernels=req.kernels or "auto",
                data_loading=req.data_loading, framework=req.framework, recipe=req.recipe)
     cal = calibration_for(req.calibration)
     cons = plan_constraints(cat, float(count_params(spec).total), cal, method=req.method, framework=req.framework,
@@ -219,9 +218,9 @@ def run_compare(req: CompareRequest) -> dict[str, Any]:
     from gpuplan.bench.calibrate import load_user_calibration
     from gpuplan.cli.advise import _compare_infer, requirements
     from gpuplan.cli.common import positives
-    from gpuplan.cli.train_options import plan_constraints
+    from gpuplan.cli.train_options import plan_constraints, training_job
     from gpuplan.hardware import load_catalog
-    from gpuplan.workload.jobs import TrainingJob, default_global_batch
+    from gpuplan.workload.jobs import default_global_batch
     from gpuplan.workload.params import count_params
 
     language = _lang()
@@ -244,8 +243,8 @@ def run_compare(req: CompareRequest) -> dict[str, Any]:
                               req=requirements(None, None), th=load_thresholds({}))
     if req.tokens is None:
         raise InputError(field="tokens", value=req.tokens, allowed="a positive number (or --qps for inference)")
-    job = TrainingJob(method="full" if req.method in ("pretrain", "full_ft") else req.method, seq_len=req.seq_len,
-                      global_batch=req.global_batch or default_global_batch(req.seq_len), precision=req.precision)
+    job = training_job(req.method, req.seq_len, req.global_batch or default_global_batch(req.seq_len), req.precision,
+               framework=req.framework, recipe=req.recipe)
     cal = load_user_calibration()
     cons = plan_constraints(cat, float(count_params(spec).total), cal, method=req.method, framework=req.framework,
                             deadline=req.deadline, budget=req.budget, max_devices=req.max_devices,

@@ -265,7 +265,7 @@ async def plan_page(request: Request, plan_id: str) -> HTMLResponse:
                   chart=views.infer_chart(saved.result, lang), **common)
 
 
-TRAIN_ONLY = ("tokens", "seq_len", "method", "precision", "deadline", "budget")
+TRAIN_ONLY = ("tokens", "seq_len", "method", "precision", "deadline", "budget", "framework", "recipe")
 SERVE_ONLY = ("qps", "ttft_p99", "tpot_p99", "input_len", "output_len", "engine")
 
 
@@ -283,7 +283,8 @@ async def compare_page(request: Request) -> HTMLResponse:
     values["accelerators"] = ",".join(picked)
     job = "serve" if values.get("job") == "serve" else "train"
     ctx: dict[str, Any] = {"models": _models(), "engines": _engines(), "accs": _accelerators(), "values": values,
-                           "picked": picked, "job": job, "error": None, "view": None, "doc": None}
+                           "frameworks": _frameworks(), "picked": picked, "job": job, "error": None, "view": None,
+                           "doc": None}
     if "accelerators" not in q:
         return render(request, "compare.html", **ctx)
     lang = page_lang(request)
