@@ -96,6 +96,11 @@ def test_price_fleet_by_hand() -> None:
     assert price_fleet([eight], 2, 8, 2) == (64.0, eight, 4)  # a TP8 x PP2 replica spans two instances
     assert price_fleet([eight, one], 3, 1, 1) == (7.5, one, 3)  # 3 x 1-GPU beats one 8-GPU instance
     assert price_fleet([one], 1, 2, 1) is None  # TP2 needs two devices in one instance
+    pod = Offer(instance="pod", accelerator_count=1, usd_per_hour=2.5, kind="on_demand_hourly",
+                tenancy="dedicated_vm", cards_per_host=8)
+    assert pod.host_devices == 8
+    assert price_fleet([pod], 3, 4, 1) == (30.0, pod, 12)  # per-card pods: each TP4 replica's 4 cards on one host
+    assert price_fleet([pod], 1, 16, 1) is None  # but no more than a host holds
 
 
 def test_advice_thresholds() -> None:

@@ -266,3 +266,41 @@ def test_a_rented_part_can_also_be_an_own_cluster_beyond_its_offers() -> None:
     assert rec is not None and rec["accelerator"] not in ("h100-pcie-80gb", "h100-nvl-94gb")
     fastest = min(p["time_to_train_s"] for p in res.plans)
     assert rec["time_s"] <= fastest * 1.01  # nothing meets 30 days: the fastest plan
+
+
+def test_a_per_card_pod_puts_its_cards_on_one_host_and_bills_per_card() -> None:
+    """RunPod rents A100s per card in pods of up to 8 GPUs of one HGX machine. Regression: the 1-card price made
+    every device its own node, so a 2-card job ran over 25 GbE TCP between two 'nodes' and an 8-card one over
+    eight, with the pipeline and gradient traffic of a job that in fact never leaves one server's NVLink."""
+    opts = {o.offer: o for o in hardware_options(CAT, CAT.accelerator("a100-sxm4-80gb"), CAL)}
+    pod = opts["runpod-a100-80gb-secure"]
+    assert pod.gpus_per_node == 8 and pod.billing_unit == 1
+    assert pod.billed_devices(2) == 2 and pod.billed_devices(8) == 8 and pod.billed_devices(12) == 12
+    assert "per-card rental" in pod.network_basis and "gpuCount" in pod.network_basis
+    spec = get_preset("llama3-8b").spec
+    res = plan_training(spec, _job(256), CAT, PlanConstraints(accelerators=("a100-sxm4-80gb",), max_devices=8,
+                                                              provider="runpod"), tokens=2e9)
+    eight = [p for p in res.plans if p["devices"] == 8]
+    assert eight, [p["devices"] for p in res.plans]
+    for p in eight:
+        assert p["hardware_option"]["gpus_per_node"] == 8 and p["billed_devices"] == 8
+        assert p["breakdown_s"].get("pp_comm", 0.0) < 0.05 * p["step_time_s"]
+    # a fixed-size VM of one card is still one card per node (Alibaba's gn7e 1-GPU instance type)
+    gn7e = {o.offer: o for o in hardware_options(CAT, CAT.accelerator("a100-sxm4-80gb"), CAL)}[
+        "alibaba-ecs.gn7e-c16g1.4xlarge"]
+    assert gn7e.gpus_per_node == 1 and gn7e.billed_devices(2) == 2
+
+
+def test_cards_per_host_needs_a_per_card_offer_and_its_source() -> None:
+    from pydantic import ValidationError
+
+    from gpuplan.hardware.schema_offers import Instance
+
+    base = dict(id="x-pod", provider="x", name="X pod", server="hgx-a100-80gb-8", accelerator_count=1,
+                tenancy="dedicated_vm", market="global", source="s", as_of="2026-12-01", confidence="medium",
+                cards_per_host=8)
+    with pytest.raises(ValidationError, match="field_sources.cards_per_host"):
+        Instance.model_validate(base)
+    with pytest.raises(ValidationError, match="accelerator_count must be 1"):
+        Instance.model_validate({**base, "accelerator_count": 4, "field_sources": {"cards_per_host": "docs"}})
+    assert Instance.model_validate({**base, "field_sources": {"cards_per_host": "docs"}}).cards_per_host == 8

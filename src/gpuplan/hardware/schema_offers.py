@@ -100,12 +100,21 @@ class Instance(Sourced):
     max_devices: int | None = Field(
         default=None, ge=1, description="largest cluster (accelerators) the offer can supply at once; "
         "cite it in field_sources.max_devices")
+    cards_per_host: int | None = Field(
+        default=None, ge=2, le=72, description="a per-card rental (accelerator_count 1) whose provider puts up to "
+        "this many cards of one host in one rental (a pod, a lease), each billed at the per-card price: a plan of "
+        "that many devices runs on one machine's own links; cite it in field_sources.cards_per_host")
     prices: tuple[Price, ...] = ()
 
     @model_validator(mode="after")
     def _check(self) -> Instance:
         if self.tenancy != "shared" and self.accelerator_count != int(self.accelerator_count):
             raise ValueError("accelerator_count must be whole unless tenancy is shared")
+        if self.cards_per_host is not None:
+            if self.accelerator_count != 1:
+                raise ValueError("cards_per_host describes a per-card rental: accelerator_count must be 1")
+            if "cards_per_host" not in self.field_sources:
+                raise ValueError("cards_per_host needs its source in field_sources.cards_per_host")
         kinds = [p.kind for p in self.prices]
         for p in self.prices:
             if p.kind in ("purchase", "per_tib_month"):

@@ -31,6 +31,12 @@ class Offer:
     kind: str  # on_demand_hourly | monthly
     tenancy: str
     scale_out: Link | None = None  # one device's share of the instance's RDMA NICs; None: no RDMA fabric
+    cards_per_host: int | None = None  # a per-card rental: up to this many cards of one host per rental
+
+    @property
+    def host_devices(self) -> int:
+        """The most devices of one machine a replica can get from this offer."""
+        return self.cards_per_host or self.accelerator_count
 
 
 def fleet_offers(catalog: Catalog, accelerator: str, *, market: str | None = None,
@@ -47,8 +53,11 @@ def fleet_offers(catalog: Catalog, accelerator: str, *, market: str | None = Non
         for kind in ("on_demand_hourly", "monthly"):
             usd = inst.hourly("USD", catalog.rates, kind, distressed=catalog.pricing.use_distressed)
             if usd is not None:
+                cards = (min(inst.cards_per_host, catalog.server(inst.server).accelerators_per_node)
+                         if inst.cards_per_host else None)
                 out.append(Offer(instance=inst.id, accelerator_count=int(inst.accelerator_count), usd_per_hour=usd,
-                                 kind=kind, tenancy=inst.tenancy, scale_out=_rdma_link(catalog, inst)))
+                                 kind=kind, tenancy=inst.tenancy, scale_out=_rdma_link(catalog, inst),
+                                 cards_per_host=cards))
                 break
     return out
 
@@ -77,6 +86,8 @@ def price_fleet(offers: list[Offer], replicas: int, tp: int, pp: int, *,
     for o in offers:
         if per_replica <= o.accelerator_count:
             n = math.ceil(replicas / (o.accelerator_count // per_replica))
+        elif o.cards_per_host and per_replica <= o.cards_per_host:  # per-card: each replica's cards on one host
+            n = replicas * per_replica
         elif per_replica % o.accelerator_count == 0 and (
                 pp > 1 and tp <= o.accelerator_count or span and o.scale_out is not None):
             n = replicas * (per_replica // o.accelerator_count)

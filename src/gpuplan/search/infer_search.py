@@ -206,7 +206,7 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
             alts.append(alt)
         # an attention group lives in one instance and one node (infer_step.node_devices)
         node = node_devices(acc)
-        max_node = min(max(o.accelerator_count for o in offers), node)
+        max_node = min(max(o.host_devices for o in offers), node)
         mem = float(acc.memory_gib or 0.0) * GIB * prof.gpu_memory_fraction
         largest = max(largest, (mem, acc.id))
         pd_inputs: list[PdInput] = []

@@ -47,9 +47,19 @@ class HardwareOption:
     capacity_basis: str
     price: DevicePrice
     price_basis: str
+    billing_unit: int | None = None  # devices billed together (one instance); None: a whole node
+
+    def billed_devices(self, devices: int) -> int:
+        """Devices a plan of `devices` pays for: an offer bills whole instances (2 devices of an 8-GPU server
+        rental pay for 8; a per-card rental pays per card), an own cluster what it uses."""
+        if self.kind != "offer":
+            return devices
+        unit = self.billing_unit or self.gpus_per_node
+        return -(-devices // unit) * unit
 
     def to_json(self) -> dict[str, object]:
         return {"kind": self.kind, "offer": self.offer, "gpus_per_node": self.gpus_per_node,
+                "billing_unit": self.billing_unit or self.gpus_per_node,
                 "network": self.network, "nics_per_node": self.nics_per_node, "network_basis": self.network_basis,
                 "max_devices": self.max_devices, "capacity_basis": self.capacity_basis,
                 "price_basis": self.price_basis}
@@ -84,6 +94,12 @@ def _offer_option(catalog: Catalog, acc: Accelerator, inst: Instance, cal: Calib
     if price.on_demand is None and price.monthly is None and price.spot is None:
         return None
     gpn = int(count)
+    host = ""
+    if inst.cards_per_host is not None:  # a per-card rental: up to cards_per_host cards of one machine per rental
+        sv = catalog.server(inst.server)
+        gpn = min(inst.cards_per_host, sv.accelerators_per_node)
+        host = (f"; per-card rental: up to {gpn} cards of one {sv.id} host in one rental, each billed per card "
+                f"({inst.source_of('cards_per_host')})")
     if inst.rdma_network:
         net = catalog.network(inst.rdma_network)
         if inst.rdma_gbit_per_s:
@@ -104,7 +120,8 @@ def _offer_option(catalog: Catalog, acc: Accelerator, inst: Instance, cal: Calib
         cap_basis = f"capacity not stated: at most {cap} devices assumed (calibration offer_max_devices_default)"
     cap = max(gpn, cap - cap % gpn)  # whole instances
     return HardwareOption(accelerator=acc.id, kind="offer", offer=inst.id, gpus_per_node=gpn, network=net_id,
-                          nics_per_node=nics, network_basis=basis, max_devices=cap, capacity_basis=cap_basis,
+                          nics_per_node=nics, network_basis=basis + host, max_devices=cap, capacity_basis=cap_basis,
+                          billing_unit=int(count),
                           price=price, price_basis=f"offer {inst.id} ({inst.provider}, {inst.market}): "
                           + _price_text(catalog, inst))
 

@@ -175,7 +175,8 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
     # node shapes the catalog can offer: layouts and their memory are generated once for the sizes of all of them
     shapes = sorted({8, cons.gpus_per_node or 8, *(s.accelerators_per_node for s in catalog.servers.values()),
                      *(int(i.accelerator_count) for i in catalog.instances.values()
-                       if i.accelerator_count >= 1 and float(i.accelerator_count).is_integer())})
+                       if i.accelerator_count >= 1 and float(i.accelerator_count).is_integer()),
+                     *(i.cards_per_host for i in catalog.instances.values() if i.cards_per_host)})
 
     def node_candidates(gpn: int, top: int) -> tuple[Candidates, np.ndarray]:
         """The layouts (and their memory) of every size up to `top` on `gpn`-device nodes. Memory does not depend
@@ -256,8 +257,7 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
                     figs[n] = plan_figures(spec, job, hw, c, ev, best, catalog=catalog, tokens=tokens,
                                            calibration=cal, price=opt.price, memory_cache=memories)
                 fig = dict(figs[n])
-                # an offer bills whole instances: 2 devices of an 8-GPU server rental pay for 8
-                billed = -(-n // hw.gpus_per_node) * hw.gpus_per_node if opt.kind == "offer" else n
+                billed = opt.billed_devices(n)
                 fig["billed_devices"] = billed
                 fig["cost"] = cost_figures(opt.price, billed, fig["time_to_train_s"], fig["reliability"])
                 days = fig["time_to_train_s"] / 86400.0
