@@ -255,3 +255,21 @@ def test_memory_train_takes_the_frameworks_sequence_parallel_default() -> None:
     stated = json.loads(runner.invoke(app, [*args, "--framework", "internevo", "--seq-parallel"]).output)
     megatron = json.loads(runner.invoke(app, [*args, "--framework", "megatron"]).output)
     assert internevo["activations_bytes"] > stated["activations_bytes"] == megatron["activations_bytes"]
+
+
+def test_the_estimate_says_what_the_framework_decided_for_the_layout() -> None:
+    """A buyer checking an InternEvo estimate sees the choices behind its step time: TP without sequence
+    parallelism and without TP overlap, the optimizer sharded over 8 ranks (zero1=8), in words and in the JSON."""
+    runner = CliRunner()
+    args = ["estimate", "train", "-m", "llama2-7b", "--accelerator", "a100-sxm4-80gb", "--num-accels", "16",
+            "--tp", "2", "--zero", "1", "--seq-len", "2048", "--framework", "internevo"]
+    res = runner.invoke(app, [*args, "--lang", "en"], env={"COLUMNS": "200"})
+    exited(res, 0)
+    assert "InternEvo: sequence parallel off, TP overlap off, ZeRO shards over 8 ranks" in res.output
+    stated = runner.invoke(app, [*args, "--seq-parallel", "--lang", "en"], env={"COLUMNS": "200"})
+    assert "sequence parallel on" in stated.output
+    doc = json.loads(runner.invoke(app, [*args, "--json"]).output)
+    fw = doc["assumptions"]["framework"]
+    assert fw["sequence_parallel"] is False and fw["zero_group"] == 8 and doc["layout"]["seq_parallel"] is False
+    zh = runner.invoke(app, [*args, "--lang", "zh"], env={"COLUMNS": "200"})
+    assert "序列并行关" in zh.output

@@ -159,6 +159,24 @@ def estimate_train(
     _print_estimate(spec.name, acc.id, fig, language)
 
 
+def framework_text(fw: dict[str, Any], lay: dict[str, Any], lang: str) -> str:
+    """The framework a step time assumed and what it decided for this layout: sequence parallelism and TP overlap
+    (with TP), the ZeRO shard group (with a sharded optimizer)."""
+    def on(v: object) -> str:
+        return tr("cli.est.on" if v else "cli.est.off", lang)
+
+    parts = []
+    if int(lay.get("tp", 1)) > 1:
+        parts.append(tr("cli.est.fw_tp", lang, sp=on(lay.get("seq_parallel", True)), ov=on(fw.get("tp_comm_overlap"))))
+    if int(lay.get("zero_stage", 0)) >= 1:
+        group = fw.get("zero_group")
+        dp = int(lay.get("dp", 1)) * int(lay.get("cp", 1))
+        parts.append(tr("cli.est.fw_zero", lang, n=min(int(group), dp) if group else dp))
+    name = fw.get("name") or tr("cli.est.fw_none", lang)
+    colon, comma = ("：", "，") if lang == "zh" else (": ", ", ")
+    return name + (colon + comma.join(parts) if parts else "")
+
+
 def _print_estimate(model: str, acc: str, fig: dict[str, Any], lang: str = "en") -> None:
     lay = fig["layout"]
     t = Table(title=tr("cli.est.title", lang, model=model, devices=lay["devices"], acc=acc),
@@ -176,6 +194,7 @@ def _print_estimate(model: str, acc: str, fig: dict[str, Any], lang: str = "en")
     t.add_row(tr("cli.est.tflops", lang), f"{fig['tflops_per_device']:.1f}")
     t.add_row(tr("cli.est.mfu", lang), f"{fig['mfu']:.1%} / {fig['hfu']:.1%}")
     t.add_row(tr("cli.est.memory", lang), f"{fig['memory']['total_bytes'] / GIB:.1f} GiB")
+    t.add_row(tr("cli.est.framework", lang), framework_text(fig["assumptions"].get("framework") or {}, lay, lang))
     net = fig["assumptions"].get("network")
     if net:
         t.add_row(tr("cli.est.network", lang), f"{net}, {fig['assumptions']['nics_per_node']:g} NIC(s) per node")
