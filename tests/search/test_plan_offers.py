@@ -304,3 +304,22 @@ def test_cards_per_host_needs_a_per_card_offer_and_its_source() -> None:
     with pytest.raises(ValidationError, match="accelerator_count must be 1"):
         Instance.model_validate({**base, "accelerator_count": 4, "field_sources": {"cards_per_host": "docs"}})
     assert Instance.model_validate({**base, "field_sources": {"cards_per_host": "docs"}}).cards_per_host == 8
+
+
+def test_a_serving_replica_on_per_card_pods_keeps_its_cards_on_one_host() -> None:
+    """A TP2 replica can rent two RunPod cards of one machine (before: a 1-card offer could not host TP2 at all),
+    and the fleet line says it rents cards, not instances."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from gpuplan.cli.main import app
+    from gpuplan.render.report_text import fleet_units_text
+
+    res = CliRunner().invoke(app, ["plan", "infer", "-m", "llama3-70b", "--qps", "2", "--ttft-p99", "2",
+                                   "--tpot-p99", "0.05", "--provider", "runpod", "--json"])
+    assert res.exit_code == 0, res.output
+    plans = [p for p in json.loads(res.stdout)["plans"] if p.get("instance", "").startswith("runpod-")]
+    tp2 = [p for p in plans if p["layout"]["tp"] == 2]
+    assert tp2 and all(p["per_card"] and p["instances"] == p["devices"] for p in tp2)
+    assert "card(s) of" in fleet_units_text(tp2[0], "en") and "按卡租用" in fleet_units_text(tp2[0], "zh")

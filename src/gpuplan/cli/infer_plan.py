@@ -18,7 +18,7 @@ from gpuplan.emit import SERVE_FORMATS
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import load_catalog
 from gpuplan.i18n import help_text, resolve_lang, tr
-from gpuplan.render.report_text import fleet_text, infer_rule_line
+from gpuplan.render.report_text import fleet_text, fleet_units_text, infer_rule_line
 from gpuplan.render.trust_text import band_num, confidence_text, pd_line, trust_lines
 from gpuplan.units import sig
 from gpuplan.workload.jobs import SERVED_WEIGHTS
@@ -202,8 +202,7 @@ def _table(name: str, load: InferLoad, slo: InferSlo, plans: list[dict[str, Any]
         mark = ("\n(" + tr("report.not_recommended", lang, finding=blocked[p["accelerator"]]) + ")"
                 if p["accelerator"] in blocked else "")
         t.add_row(fleet_text(p, lang) + mark,
-                  tr("cli.pinfer.fleet", lang, replicas=p["replicas"], instances=p["instances"],
-                     instance=p["instance"]),
+                  fleet_units_text(p, lang),
                   band_num(p["cost_usd_per_hour"], (p.get("band") or {}).get("cost_usd_per_hour"), ",.2f"),
                   f"{sig(p['cost_usd_per_million_input_tokens'])} | {sig(p['cost_usd_per_million_output_tokens'])}",
                   f"{p['utilization']:.0%}",

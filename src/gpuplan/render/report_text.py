@@ -11,7 +11,8 @@ from gpuplan.search.infer_fleet import layout_shape
 from gpuplan.search.train_planner import billed_by_month
 from gpuplan.units import sig
 
-__all__ = ["INFER_COLS", "bottleneck_text", "finding_rows", "fmt", "fmt_sig", "growth_line", "infer_job_lines",
+__all__ = ["INFER_COLS", "bottleneck_text", "finding_rows", "fleet_units_text", "fmt", "fmt_sig", "growth_line",
+           "infer_job_lines",
            "infer_memory_rows", "infer_rows", "infer_rule_line", "job_lines", "plan_rows", "prov", "rel_line",
            "rule_line", "tco_lines", "tco_rows", "cost_text", "duration_text", "offer_text"]
 
@@ -140,6 +141,13 @@ def fleet_text(p: Mapping[str, Any], lang: str) -> str:
     """A serving fleet's hardware and layout in words: 'h200-sxm-141gb tp8 ep8 fp8', or for attention data
     parallelism (ep > tp) 'h200-sxm-141gb DP8 attention, EP8 fp8'."""
     return f"{p['accelerator']} {layout_shape(p['layout'], lang)} {p['weights']}"
+
+
+def fleet_units_text(p: Mapping[str, Any], lang: str) -> str:
+    """What a serving fleet rents: '2 repl. on 2 x <instance>', or for a per-card rental the cards of one host per
+    replica."""
+    key = "cli.pinfer.fleet_cards" if p.get("per_card") else "cli.pinfer.fleet"
+    return tr(key, lang, replicas=p["replicas"], instances=p["instances"], instance=p["instance"])
 
 
 def infer_rows(plans: list[Mapping[str, Any]], lang: str) -> tuple[list[str], list[list[str]]]:

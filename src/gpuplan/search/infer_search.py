@@ -394,6 +394,7 @@ def _plan_record(c: _Cand, r: int, usd: float, offer: Offer, n_inst: int, m: Sim
 
     return {
         "accelerator": c.acc.id, "instance": offer.instance, "instances": n_inst, "instance_tenancy": offer.tenancy,
+        "per_card": offer.cards_per_host is not None,
         "price_kind": offer.kind, "devices": r * lay.tp * lay.pp, "replicas": r,
         "layout": {"tp": lay.tp, "pp": lay.pp, "ep": lay.ep}, "weights": c.weights, "engine": prof.id,
         "cost_usd_per_hour": usd,

@@ -10,7 +10,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpuplan.i18n import tr
-from gpuplan.render.report_text import bottleneck_text, fleet_text, infer_rule_line, offer_text, rule_line
+from gpuplan.render.report_text import (
+    bottleneck_text,
+    fleet_text,
+    fleet_units_text,
+    infer_rule_line,
+    offer_text,
+    rule_line,
+)
 from gpuplan.render.trust_text import band_cost, band_duration, band_num, confidence_text, pd_line, trust_lines
 from gpuplan.units import GIB, sig
 
@@ -135,8 +142,7 @@ def infer_rows(result: Mapping[str, Any], lang: str, top: int = 10) -> list[dict
         band = p.get("band") or {}
         rows.append({
             "hardware": fleet_text(p, lang),
-            "fleet": tr("cli.pinfer.fleet", lang, replicas=p["replicas"], instances=p["instances"],
-                        instance=p["instance"]),
+            "fleet": fleet_units_text(p, lang),
             "usd_h": band_num(p["cost_usd_per_hour"], band.get("cost_usd_per_hour"), ",.2f"),
             "usd_m": f"{sig(p['cost_usd_per_million_input_tokens'])} | "
                      f"{sig(p['cost_usd_per_million_output_tokens'])}",
