@@ -273,3 +273,20 @@ def test_the_estimate_says_what_the_framework_decided_for_the_layout() -> None:
     assert fw["sequence_parallel"] is False and fw["zero_group"] == 8 and doc["layout"]["seq_parallel"] is False
     zh = runner.invoke(app, [*args, "--lang", "zh"], env={"COLUMNS": "200"})
     assert "序列并行关" in zh.output
+
+
+def test_a_zero_group_keeps_zero3_collectives_and_the_optimizer_shard_inside_it() -> None:
+    """Memory shards ZeRO-3 weights and the optimizer over the ZeRO group (InternEvo zero1=N with fsdp, hybrid
+    sharding); the step time now does the same: per-layer all-gathers within the group (one node here) plus one
+    cross-group gradient all-reduce per step, and each rank updates 1/z of the parameters, not 1/dp. Before,
+    the collectives ran over all 64 ranks and the optimizer step was that of a 64-way shard."""
+    spec = get_preset("llama2-7b").spec
+    job = TrainingJob(seq_len=2048, global_batch=512, micro_batch=1)
+    hw = cluster_hardware(CAT, "a100-sxm4-80gb", "ib-hdr-200")
+    c = generate(spec, LayoutChoices(devices=[64], tp=[1], pp=[1], cp=[1], ep=[1], vpp=[1], zero=[3],
+                                     micro_batch=[1], recompute=["none"]), seq_len=2048, global_batch=512)
+    cal = default_calibration().with_overrides({"zero3_overlap": 0.0})  # the collectives' own time, none hidden
+    whole = evaluate_training(spec, job, hw, c, calibration=cal).breakdown_s
+    grouped = evaluate_training(spec, job.model_copy(update={"zero_group": 8}), hw, c, calibration=cal).breakdown_s
+    assert grouped["dp_comm"][0] < whole["dp_comm"][0]
+    assert grouped["other"][0] == pytest.approx(8 * whole["other"][0], rel=1e-6)

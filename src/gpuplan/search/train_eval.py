@@ -328,11 +328,20 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
         dp_exposed = dp_exposed + np.where((c.zero >= 1) & (dp_group > 1),
                                            _owner_broadcasts_s(dp_group, c.tp, job.zero_shard_group(), hw), 0.0)
     z3_bytes = local_params * e
-    # FSDP/ZeRO-3 gathers and reduces one wrapped layer at a time: three collectives per layer and micro-batch
-    z3_latency = 3 * (layers_rank - 1) * _collective("all_gather", np.ones(len(c)), dp_group, c.tp, hw)
-    z3_time = np.where(dp_group > 1, m * (2 * _collective("all_gather", z3_bytes, dp_group, c.tp, hw)
-                                          + _collective("reduce_scatter", grad_bytes, dp_group, c.tp, hw)
-                                          + z3_latency), 0.0)
+    # the ranks one shard spans: the data-parallel group, or a ZeRO group of z adjacent ranks replicated across it
+    # (InternEvo zero1=N, DeepSpeed hpZ/MiCS, FSDP hybrid sharding), as the memory estimate shards
+    zg = job.zero_shard_group()
+    shard_group = dp_group if zg is None else np.minimum(dp_group, zg)
+    replicas = dp_group // shard_group
+    # FSDP/ZeRO-3 gathers and reduces one wrapped layer at a time within the shard group: three collectives per
+    # layer and micro-batch; with replicas, each step all-reduces the gradient shard across them (PyTorch FSDP
+    # HYBRID_SHARD, DeepSpeed MiCS: Zhang et al. 2022, sec. 3)
+    z3_latency = 3 * (layers_rank - 1) * _collective("all_gather", np.ones(len(c)), shard_group, c.tp, hw)
+    z3_time = np.where(shard_group > 1, m * (2 * _collective("all_gather", z3_bytes, shard_group, c.tp, hw)
+                                             + _collective("reduce_scatter", grad_bytes, shard_group, c.tp, hw)
+                                             + z3_latency), 0.0)
+    z3_time = z3_time + np.where(replicas > 1, _collective("all_reduce", grad_bytes / shard_group, replicas,
+                                                           c.tp * shard_group, hw), 0.0)
     z3_exposed = np.maximum(z3_time - framework_term(cal, job, "zero3_overlap") * compute, 0.0)
     dp = np.where(c.zero == 3, z3_exposed, dp_exposed)
 
@@ -360,7 +369,7 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
                   * (1 - framework_term(cal, job, "cp_overlap")), 0.0)
 
     # -- optimizer step (memory bound) -----------------------------------------------------
-    shard = np.where(c.zero >= 1, dp_group, 1)
+    shard = np.where(c.zero >= 1, shard_group, 1)  # each rank updates its shard of the ZeRO group
     opt_bytes = local_params / shard * 32.0  # read and write fp32 master, m, v and the 16-bit copy
     if acc.hbm_bandwidth_gbps is None:
         raise InputError(field="accelerator", value=acc.id, allowed="an accelerator with a known memory bandwidth",
