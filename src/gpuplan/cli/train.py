@@ -106,8 +106,8 @@ def estimate_train(
         gpn = gpus_per_node or min(8, num_accels)
         gb = global_batch or default_global_batch(seq_len, num_accels)
         job = training_job(method, seq_len, gb, precision, micro_batch, kernels=kernels, data_loading=data_loading,
-                   framework=framework, recipe=recipe).model_copy(update={"tp_comm_overlap": tp_comm_overlap,
-                                                           "sequence_parallel": seq_parallel})
+                           framework=framework, recipe=recipe).model_copy(
+            update={"tp_comm_overlap": tp_comm_overlap, "sequence_parallel": seq_parallel})
         prof = framework_profile(framework) if framework else None
         fixed = [x for x in (tp, pp, dp, cp) if x is not None]
         if len(fixed) == 4 and tp * pp * dp * cp != num_accels:
@@ -169,9 +169,7 @@ def framework_text(fw: dict[str, Any], lay: dict[str, Any], lang: str) -> str:
     if int(lay.get("tp", 1)) > 1:
         parts.append(tr("cli.est.fw_tp", lang, sp=on(lay.get("seq_parallel", True)), ov=on(fw.get("tp_comm_overlap"))))
     if int(lay.get("zero_stage", 0)) >= 1:
-        group = fw.get("zero_group")
-        dp = int(lay.get("dp", 1)) * int(lay.get("cp", 1))
-        parts.append(tr("cli.est.fw_zero", lang, n=min(int(group), dp) if group else dp))
+        parts.append(tr("cli.est.fw_zero", lang, n=lay["zero_shard_ranks"]))
     name = fw.get("name") or tr("cli.est.fw_none", lang)
     colon, comma = ("：", "，") if lang == "zh" else (": ", ", ")
     return name + (colon + comma.join(parts) if parts else "")
@@ -279,7 +277,7 @@ def plan_train(
         warn(seq_len_warning(spec, seq_len, language))
         gb = global_batch or default_global_batch(seq_len)
         job = training_job(method, seq_len, gb, precision, kernels=kernels or "auto", data_loading=data_loading,
-                   framework=framework, recipe=recipe)
+                           framework=framework, recipe=recipe)
         cal = load_user_calibration()
         cons = plan_constraints(cat, float(count_params(spec).total), cal, method=method, framework=framework,
                                 deadline=deadline, budget=budget, max_devices=max_devices, market=market,

@@ -36,8 +36,8 @@ def plan_constraints(cat: Catalog, spec_params: float, cal: Calibration, *, meth
 
 
 def training_job(method: str, seq_len: int, global_batch: int, precision: str, micro_batch: int | None = None, *,
-         kernels: str = "auto", data_loading: str = "pretokenized", framework: str | None = None,
-         recipe: str = "") -> TrainingJob:
+                 kernels: str = "auto", data_loading: str = "pretokenized", framework: str | None = None,
+                 recipe: str = "") -> TrainingJob:
     """The job of a CLI or web request; a named framework brings its kernels unless `kernels` is given; `recipe`
     sets the recipe facts in the case files' settings syntax (validate/memory_cases.recipe_job_fields)."""
     m = "full" if method in ("pretrain", "full_ft") else method

@@ -196,8 +196,7 @@ def rank_terms(spec: ModelSpec, counts: ParamCounts, job: TrainingJob, cal: Cali
     opt = get_optimizer(job.optimizer)
     # ZeRO shards over the whole data-parallel group, or over groups of `zero_group` ranks replicated across it
     # (InternEvo zero1=N, DeepSpeed hpZ/MiCS)
-    group = job.zero_shard_group()
-    shard_dense = g.dp * g.cp if group is None else np.minimum(g.dp * g.cp, group)
+    shard_dense = job.zero_shard_ranks(g.dp * g.cp)
     shard_expert = np.maximum(g.dp * g.cp * g.tp // experts_split, 1)
     pbytes = 4.0 if job.precision == "fp32" else 2.0
 

@@ -163,6 +163,13 @@ class Catalog:
     def network(self, name: str) -> Network:
         return self._typed("networks", name, Network)
 
+    def host_cards(self, inst: Instance) -> int | None:
+        """The cards of one machine a per-card rental puts in one rental (`cards_per_host`, at most its server's
+        accelerators); None for an instance that is its own node."""
+        if inst.cards_per_host is None:
+            return None
+        return min(inst.cards_per_host, self.server(inst.server).accelerators_per_node)
+
     def instance(self, name: str) -> Instance:
         return self._typed("instances", name, Instance)
 

@@ -53,11 +53,9 @@ def fleet_offers(catalog: Catalog, accelerator: str, *, market: str | None = Non
         for kind in ("on_demand_hourly", "monthly"):
             usd = inst.hourly("USD", catalog.rates, kind, distressed=catalog.pricing.use_distressed)
             if usd is not None:
-                cards = (min(inst.cards_per_host, catalog.server(inst.server).accelerators_per_node)
-                         if inst.cards_per_host else None)
                 out.append(Offer(instance=inst.id, accelerator_count=int(inst.accelerator_count), usd_per_hour=usd,
                                  kind=kind, tenancy=inst.tenancy, scale_out=_rdma_link(catalog, inst),
-                                 cards_per_host=cards))
+                                 cards_per_host=catalog.host_cards(inst)))
                 break
     return out
 

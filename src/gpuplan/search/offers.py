@@ -95,10 +95,10 @@ def _offer_option(catalog: Catalog, acc: Accelerator, inst: Instance, cal: Calib
         return None
     gpn = int(count)
     host = ""
-    if inst.cards_per_host is not None:  # a per-card rental: up to cards_per_host cards of one machine per rental
-        sv = catalog.server(inst.server)
-        gpn = min(inst.cards_per_host, sv.accelerators_per_node)
-        host = (f"; per-card rental: up to {gpn} cards of one {sv.id} host in one rental, each billed per card "
+    cards = catalog.host_cards(inst)
+    if cards is not None:  # a per-card rental: up to `cards` cards of one machine per rental
+        gpn = cards
+        host = (f"; per-card rental: up to {gpn} cards of one {inst.server} host in one rental, each billed per card "
                 f"({inst.source_of('cards_per_host')})")
     if inst.rdma_network:
         net = catalog.network(inst.rdma_network)

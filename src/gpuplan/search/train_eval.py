@@ -163,15 +163,14 @@ def _collective(kind: str, nbytes: Any, n: Any, stride: Any, hw: ClusterHardware
     return comm.collective_s(kind, nbytes, n, rpn, hw.intra(rpn), inter)
 
 
-def _owner_broadcasts_s(dp_group: Any, stride: Any, zero_group: int | None, hw: ClusterHardware) -> Any:
-    """The latency of one broadcast per rank of a ZeRO group of z = min(zero_group, dp) ranks, one after the other
+def _owner_broadcasts_s(dp_group: Any, stride: Any, shard_ranks: Any, hw: ClusterHardware) -> Any:
+    """The latency of one broadcast per rank of a ZeRO group of z = `shard_ranks` ranks, one after the other
     on the communicator's stream. NCCL broadcasts along its ring through every member: z - 1 steps, of which
     (nodes - 1) cross the network and the rest stay on a node (NCCL src/graph/tuning.cc ring latency: nsteps =
     nRanks - 1 for broadcast, (nsteps - nInterSteps) x intraLat + nInterSteps x interLat). The volume is an
     all-gather's and is counted with the gradient reduction; this is what the z sequential chains add: nothing
     for 8 ranks in a node, seconds for 1024 ranks over 128 nodes."""
-    z = np.minimum(dp_group, zero_group) if zero_group is not None else np.asarray(dp_group, dtype=float)
-    z = np.maximum(z, 1)
+    z = np.maximum(np.asarray(shard_ranks, dtype=float), 1)
     rpn = np.minimum(comm.ranks_per_node(dp_group, hw.gpus_per_node, stride), z)
     inter = hw.inter()
     nodes = np.ceil(z / rpn) if inter is not None else np.ones_like(z)
@@ -322,16 +321,15 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     dp_time = np.where(dp_group > 1, reduce + (buckets - 1) * latency, 0.0)
     backward_last = compute * (bwd / passes) / np.maximum(m, 1)
     dp_exposed = np.maximum(dp_time - framework_term(cal, job, "dp_overlap") * backward_last, 0.0)
+    # the ranks one shard spans: the data-parallel group, or a ZeRO group of z adjacent ranks replicated across it
+    # (InternEvo zero1=N, DeepSpeed hpZ/MiCS, FSDP hybrid sharding), as the memory estimate shards
+    shard_group = job.zero_shard_ranks(dp_group)
     if job.framework is not None and framework_profile(job.framework).zero_param_sync == "broadcast":
         # after the step every owner broadcasts its shard (InternEvo HybridZeroOptimizer.broadcast_params), outside
         # the backward: a ZeRO group of z ranks pays z broadcasts, each a chain through the z ranks
         dp_exposed = dp_exposed + np.where((c.zero >= 1) & (dp_group > 1),
-                                           _owner_broadcasts_s(dp_group, c.tp, job.zero_shard_group(), hw), 0.0)
+                                           _owner_broadcasts_s(dp_group, c.tp, shard_group, hw), 0.0)
     z3_bytes = local_params * e
-    # the ranks one shard spans: the data-parallel group, or a ZeRO group of z adjacent ranks replicated across it
-    # (InternEvo zero1=N, DeepSpeed hpZ/MiCS, FSDP hybrid sharding), as the memory estimate shards
-    zg = job.zero_shard_group()
-    shard_group = dp_group if zg is None else np.minimum(dp_group, zg)
     replicas = dp_group // shard_group
     # FSDP/ZeRO-3 gathers and reduces one wrapped layer at a time within the shard group: three collectives per
     # layer and micro-batch; with replicas, each step all-reduces the gradient shard across them (PyTorch FSDP

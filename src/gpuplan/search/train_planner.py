@@ -203,7 +203,9 @@ def plan_figures(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Cand
         "layout": {**layout.model_dump(), "micro_batch": row["micro_batch"], "recompute": row["recompute"],
                    "devices": n, "gpus_per_node": hw.gpus_per_node, "microbatches": row["microbatches"],
                    "pp_cross_node_hops": (int(pp_cross_node_hops(c.take(slice(i, i + 1)), hw.gpus_per_node)[0])
-                                          if hw.network else 0)},
+                                          if hw.network else 0),
+                   # the ranks one ZeRO shard spans (the memory and step model's; 1 without a sharded optimizer)
+                   "zero_shard_ranks": int(job.zero_shard_ranks(layout.dp * layout.cp)) if layout.zero_stage else 1},
         "reliability": rel,
         "data_pipeline": data_pipeline(spec, job, tps, n, hw, cal),
     }

@@ -105,7 +105,7 @@ def plan_train_report(req: TrainPlanRequest) -> tuple[dict[str, Any], dict[str, 
     cat = catalog_for(req.user_catalog)
     gb = req.global_batch or default_global_batch(req.seq_len)
     job = training_job(req.method, req.seq_len, gb, req.precision, kernels=req.kernels or "auto",
-               data_loading=req.data_loading, framework=req.framework, recipe=req.recipe)
+                       data_loading=req.data_loading, framework=req.framework, recipe=req.recipe)
     cal = calibration_for(req.calibration)
     cons = plan_constraints(cat, float(count_params(spec).total), cal, method=req.method, framework=req.framework,
                             deadline=req.deadline, budget=req.budget, max_devices=req.max_devices,
@@ -244,7 +244,7 @@ def run_compare(req: CompareRequest) -> dict[str, Any]:
     if req.tokens is None:
         raise InputError(field="tokens", value=req.tokens, allowed="a positive number (or --qps for inference)")
     job = training_job(req.method, req.seq_len, req.global_batch or default_global_batch(req.seq_len), req.precision,
-               framework=req.framework, recipe=req.recipe)
+                       framework=req.framework, recipe=req.recipe)
     cal = load_user_calibration()
     cons = plan_constraints(cat, float(count_params(spec).total), cal, method=req.method, framework=req.framework,
                             deadline=req.deadline, budget=req.budget, max_devices=req.max_devices,

@@ -10,11 +10,11 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from gpuplan.errors import InputError
+from gpuplan.errors import GpuplanError, InputError
 from gpuplan.workload.model_spec import ModelSpec, MoESpec
 from gpuplan.workload.presets import get_preset
 
-__all__ = ["Row", "model_for_row", "opt_float", "opt_int", "read_rows"]
+__all__ = ["Row", "model_for_row", "opt_bool", "opt_float", "opt_int", "read_rows"]
 
 Row = dict[str, str]
 
@@ -49,6 +49,18 @@ def opt_int(row: Row, key: str) -> int | None:
 def opt_float(row: Row, key: str) -> float | None:
     v = row.get(key, "")
     return float(v) if v else None
+
+
+def opt_bool(row: Row, key: str) -> bool | None:
+    """A yes/no column as the row states it; empty: not stated (None)."""
+    v = row.get(key, "").strip().lower()
+    if not v:
+        return None
+    if v in ("true", "1", "yes"):
+        return True
+    if v in ("false", "0", "no"):
+        return False
+    raise GpuplanError(f"{key} {row.get(key)!r} is not a yes/no value (true, false or empty)")
 
 
 def model_for_row(row: Row) -> ModelSpec:

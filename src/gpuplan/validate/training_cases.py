@@ -25,7 +25,7 @@ from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices, offered
 from gpuplan.search.train_eval import cluster_hardware, usual_network
 from gpuplan.search.train_planner import best_layout, plan_figures
 from gpuplan.units import GIB
-from gpuplan.validate.cases import Row, model_for_row, opt_float, opt_int
+from gpuplan.validate.cases import Row, model_for_row, opt_bool, opt_float, opt_int
 from gpuplan.validate.memory_cases import CaseResult
 from gpuplan.validate.row_settings import RowSettings, resolve_row
 from gpuplan.workload.frameworks import FrameworkProfile, load_frameworks
@@ -43,18 +43,6 @@ DEFAULT_DEVICES = 1024
 def _axis(row: Row, key: str) -> list[int] | None:
     v = opt_int(row, key)
     return [v] if v is not None else None
-
-
-def _stated_bool(cell: str) -> bool | None:
-    """A yes/no column as the row states it; empty: not stated (the framework's default applies)."""
-    v = cell.strip().lower()
-    if not v:
-        return None
-    if v in ("true", "1", "yes"):
-        return True
-    if v in ("false", "0", "no"):
-        return False
-    raise GpuplanError(f"seq_parallel {cell!r} is not a yes/no value (true, false or empty)")
 
 
 def _framework(st: RowSettings) -> FrameworkProfile | None:
@@ -80,7 +68,7 @@ def evaluate_training_row(row: Row, catalog: Catalog, calibration: Calibration |
     job = TrainingJob(method=method, seq_len=seq, global_batch=gb, precision=row.get("precision") or "bf16",
                       framework=prof.id if prof else None, attention=st.attention or "flash",
                       tp_comm_overlap=st.tp_comm_overlap, compile=bool(st.compile), zero_group=st.zero_group,
-                      sequence_parallel=_stated_bool(row.get("seq_parallel", "")))
+                      sequence_parallel=opt_bool(row, "seq_parallel"))
     network = row.get("network") or (usual_network(catalog, row["accelerator"])[0] if n > gpn else None)
     nics = opt_float(row, "nics_per_node")
     hw = cluster_hardware(catalog, row["accelerator"], network, gpus_per_node=gpn, nics_per_node=nics)

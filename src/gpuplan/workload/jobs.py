@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpuplan.errors import InputError
@@ -161,6 +162,12 @@ class TrainingJob(BaseModel):
         if self.zero_group is not None:
             return self.zero_group
         return framework_profile(self.framework).zero_group_default if self.framework is not None else None
+
+    def zero_shard_ranks(self, dp_group: Any) -> Any:
+        """The ranks one ZeRO shard spans in a data-parallel group of `dp_group` (a number or an array): the whole
+        group, or `zero_shard_group()` ranks of it, replicated across the rest."""
+        group = self.zero_shard_group()
+        return dp_group if group is None else np.minimum(dp_group, group)
 
     def sequence_parallel_on(self) -> bool:
         """Whether TP ranks split the norm, dropout and residual activations: the job's statement, else its
