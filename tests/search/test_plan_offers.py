@@ -182,6 +182,22 @@ def test_network_option_plans_every_part_on_that_fabric(net: str, nics: float) -
     assert all(p["hardware_option"]["kind"] == "as_specified" for p in res.plans)
 
 
+def test_every_listed_training_part_is_checked_for_blocking_findings() -> None:
+    """Regression: `plan train -m llama3-8b --tokens 2e10 --market cn` listed A100 and H800 rentals unmarked below
+    the recommended Ascend plan (the rule stopped at its pick), while `compare` of the same parts marked them
+    not recommended (market.export). Every listed part is judged, wherever the pick falls."""
+    spec = get_preset("llama3-8b").spec
+    parts = ("ascend-910b2", "a100-sxm4-80gb", "h800-sxm5-80gb")
+    doc = training_report(spec, _job(), CAT, PlanConstraints(market="cn", accelerators=parts), tokens=2e10)
+    assert doc["recommendation"] is not None and doc["recommendation"]["accelerator"] == "ascend-910b2"
+    assert doc["not_recommended"] == {"a100-sxm4-80gb": "market.export", "h800-sxm5-80gb": "market.export"}
+    assert {r["accelerator"]: r["not_recommended"] for r in doc["runners_up"]} == doc["not_recommended"]
+    # the same parts in the global market draw no export finding: nothing is marked
+    glob = training_report(spec, _job(), CAT, PlanConstraints(market="global", accelerators=parts[1:]), tokens=2e10)
+    assert glob["not_recommended"] == {}
+
+
+
 def test_tcp_plans_are_slower_than_infiniband_at_the_same_size() -> None:
     spec = get_preset("llama3-8b").spec
 

@@ -286,6 +286,14 @@ def training_report(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: P
                                      deadline_days=cons.deadline_days)
                            for v in others.values()) if r is not None]
     runners.sort(key=lambda p: (p.get("cost_usd") is None, p.get("cost_usd") or 0.0, p["time_to_train_s"]))
+    # every listed part is judged as the recommendation is, not only those the rule reached before its pick: a
+    # part whose own best plan draws a blocking finding is marked wherever it is listed (the same mark compare shows)
+    for r in runners:
+        if r["accelerator"] not in blocked:
+            hits = _blocking(advise(_facts_for(r, spec, job, catalog, cal, th, cons, tokens, requirements,
+                                               light=True), th))
+            if hits:
+                blocked[r["accelerator"]] = hits[0].id
     scaling = [plan_summary(p) for p in sorted(
         (p for p in res.plans if p["accelerator"] == best["accelerator"]), key=lambda p: p["devices"])]
     if len(scaling) < 3:  # deadline or budget cut the curve: re-run the planner for this part alone
