@@ -162,6 +162,33 @@ def test_clusters_to_buy_aim_at_the_deadline_not_at_a_month() -> None:
     assert best["devices"] == 2048 and r["target_days"] == 30
 
 
+def test_the_smallest_cluster_is_counted_in_the_devices_it_pays_for() -> None:
+    """Regression: `compare -a a100-sxm4-80gb --market cn` picked 4 cards of a rented 8-card server (billed a whole
+    server-month, 3,497 USD) for 22.7 days over all 8 of them for 11.4 days at the same price: "smallest cluster"
+    counted used devices, not the devices the bill pays for."""
+    server = [{"cost_usd": 3497.0, "time_to_train_s": 22.7 * 86400.0, "devices": 4, "billed_devices": 8},
+              {"cost_usd": 3497.0, "time_to_train_s": 11.4 * 86400.0, "devices": 8, "billed_devices": 8}]
+    best, r = recommend_rule(server, 0.1, 30)  # type: ignore[misc]
+    assert best["devices"] == 8 and r["outcome"] == "smallest_within_target"
+    # billed per card, the smaller cluster pays for fewer devices and stays the choice
+    cards = [{**p, "billed_devices": p["devices"], "cost_usd": 3497.0 * (1.0 if p["devices"] == 4 else 1.02)}
+             for p in server]
+    best, _ = recommend_rule(cards, 0.1, 30)  # type: ignore[misc]
+    assert best["devices"] == 4
+
+
+def test_compare_shows_a_blocked_part_with_its_plan_marked() -> None:
+    """Regression: `compare --market cn` showed '-' for every figure of A100 and H800 rentals (the rule rules them
+    out: market.export), while `plan train` lists them with their time and cost, marked. Both now show the plan."""
+    spec = get_preset("llama3-8b").spec
+    doc = compare_training(spec, _job(), CAT, ["a100-sxm4-80gb", "ascend-910b2"], PlanConstraints(market="cn"),
+                           tokens=2e10)
+    a100, ascend = doc["options"]
+    assert a100["plan"] is not None and a100["plan"]["time_s"] > 0 and a100["not_recommended"] == "market.export"
+    assert any(f["id"] == "market.export" and f["severity"] == "critical" for f in a100["findings"])
+    assert ascend["plan"] is not None and ascend["not_recommended"] is None
+
+
 def test_a_critical_export_finding_removes_the_part_from_the_recommendation() -> None:
     spec = get_preset("qwen3-235b-a22b").spec
     cons = PlanConstraints(market="cn", accelerators=("h800-sxm5-80gb", "ascend-910c"))

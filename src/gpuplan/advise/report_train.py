@@ -67,7 +67,9 @@ def recommend_rule(plans: Sequence[dict[str, Any]], tolerance: float, target_day
     of the lowest), plans without a price (own clusters) by device-hours:
 
     1. the smallest near-cheapest cluster that finishes within `target_days` (fewer devices are easier to
-       rent and fail less often);
+       rent and fail less often), counted in the devices it pays for (`billed_devices`: 4 cards of a rented
+       8-card server pay for 8, so the 8-card plan, as cheap and faster, is the smaller one's equal and wins
+       on time);
     2. else the cheapest priced plan that finishes within `target_days` (paying more to meet the target);
     3. else, among priced plans that finish within `max_days` (the deadline, or `recommend_max_days`),
        the fastest near-cheapest one;
@@ -108,7 +110,8 @@ def recommend_rule(plans: Sequence[dict[str, Any]], tolerance: float, target_day
     soon = [p for p in near(pool) if p["time_to_train_s"] <= limit]
     if soon:
         rule["outcome"] = "smallest_within_target"
-        return min(soon, key=lambda p: (p.get("devices", 0), value(p), p["time_to_train_s"])), rule
+        return min(soon, key=lambda p: (p.get("billed_devices", p.get("devices", 0)), value(p),
+                                        p["time_to_train_s"])), rule
     soon = [p for p in pool if p["time_to_train_s"] <= limit]
     if soon:
         rule["outcome"] = "cheapest_within_target"
@@ -229,11 +232,13 @@ def _facts_for(plan: dict[str, Any], spec: ModelSpec, job: TrainingJob, catalog:
 
 def choose(plans: Sequence[dict[str, Any]], spec: ModelSpec, job: TrainingJob, catalog: Catalog, cal: Calibration,
            th: Thresholds, cons: PlanConstraints, tokens: float, requirements: Requirements | None,
-           light: bool = False) -> tuple[dict[str, Any] | None, dict[str, Any], PlanFacts | None, Sequence[Any]]:
+           light: bool = False, skip_blocked: bool = True
+           ) -> tuple[dict[str, Any] | None, dict[str, Any], PlanFacts | None, Sequence[Any]]:
     """(recommended plan, rule as applied, its facts, its findings): the rule of `recommend_rule`, skipping
     accelerators whose plan draws a blocking finding (export control, residency, compliance). `light`: only the
     plan matters (an alternative), so its facts leave out growth and the fabric variants, which no blocking
-    finding reads."""
+    finding reads. `skip_blocked=False`: the rule's first pick whatever it draws (the plan a comparison shows,
+    marked, for a part the rule rules out)."""
     tol = th.value("recommend_cost_tolerance")
     target = target_days(cons, th)
     excluded: dict[str, str] = {}
@@ -247,7 +252,7 @@ def choose(plans: Sequence[dict[str, Any]], spec: ModelSpec, job: TrainingJob, c
         facts = _facts_for(best, spec, job, catalog, cal, th, cons, tokens, requirements, light)
         findings = advise(facts, th)
         blocks = _blocking(findings)
-        if not blocks:
+        if not blocks or not skip_blocked:
             rule["deadline_days"] = cons.deadline_days
             rule["excluded"] = [{"accelerator": a, "finding": f} for a, f in excluded.items()]
             return best, rule, facts, findings
@@ -395,8 +400,12 @@ def compare_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, accele
                             calibration=cal)
         best, rule, facts, found = choose(res.plans, spec, job, catalog, cal, th, cons, tokens, requirements)
         risk = stacks.get(acc.software_stack, stacks["other"])["risk"]
+        blocked = rule["excluded"][0]["finding"] if rule["excluded"] else None
+        if best is None and blocked is not None:
+            # a part the rule rules out still shows the plan it would have had, marked, as `plan train` lists it
+            best, rule, facts, found = choose(res.plans, spec, job, catalog, cal, th, cons, tokens, requirements,
+                                              skip_blocked=False)
         if best is None or facts is None:
-            blocked = rule["excluded"][0]["finding"] if rule["excluded"] else None
             options.append({"accelerator": acc.id, "plan": None, "rejected": res.rejected, "ecosystem_risk": risk,
                             "band": {}, "confidence": None,
                             "findings": [], "not_recommended": blocked, "nearest": res.nearest})
@@ -405,6 +414,6 @@ def compare_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, accele
                         "band": best.get("band", {}), "confidence": best.get("confidence"),
                         "memory_headroom": 1 - facts.memory_per_device_bytes / facts.device_memory_bytes,
                         "ecosystem_risk": risk, "findings": [f.to_json() for f in found],
-                        "tco": _tco(facts, catalog, cal, th, None)})
+                        "tco": _tco(facts, catalog, cal, th, None), "not_recommended": blocked})
     return {"schema": REPORT_SCHEMA, "kind": "compare", "generated": dt.date.today().isoformat(),
             "gpuplan_version": __version__, "job": _job(spec, job, tokens, cons), "options": options}

@@ -118,7 +118,8 @@ def compare_rows(doc: Mapping[str, Any], lang: str) -> tuple[list[str], list[lis
                      band_cost(p["cost_usd"], (p.get("band") or {}).get("cost_usd"), tr("cli.plan.no_price", lang)),
                      fmt(p["mfu"], ".1%"), fmt(o["memory_headroom"], ".0%"),
                      tr(f"report.risk.{o['ecosystem_risk']}", lang),
-                     f"{crit}/{warn}",
+                     f"{crit}/{warn}" + (f"; {tr('report.not_recommended', lang, finding=o['not_recommended'])}"
+                                         if o.get("not_recommended") else ""),
                      confidence_text(p.get("confidence"), lang) if p.get("confidence") else prov("estimated", lang)])
     return head, rows
 

@@ -40,7 +40,7 @@ def blocking_finding(findings: list[Mapping[str, Any]]) -> Mapping[str, Any] | N
 
 def mark_compare(doc: Mapping[str, Any], view: dict[str, Any], lang: str) -> dict[str, Any]:
     """A serving comparison's view with each ruled-out option marked in its row and its notes (a training
-    comparison already marks them: its rule leaves such an option without a plan)."""
+    comparison already marks them: its rows carry the option's `not_recommended` in the findings column)."""
     view["blocked"] = {}
     if doc.get("kind") != "compare_infer":
         return view
