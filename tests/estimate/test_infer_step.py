@@ -126,6 +126,17 @@ def test_tensor_parallel_adds_latency_bound_all_reduces() -> None:
     assert m8.tp_comm_fixed == pytest.approx(64 * 2 * 7 * 3.4e-6 * engine("vllm").value("allreduce_latency_factor"))
 
 
+
+def test_turbomind_all_reduces_at_nccl_ring_latency() -> None:
+    """Regression: LMDeploy inherited the custom one-shot all-reduce factor of vLLM/TensorRT-LLM kernels (0.5), but
+    TurboMind all-reduces over NCCL (enable_custom_all_reduce=0 before v0.7.2, communicator 'nccl' by default since):
+    its TP4 rows of Llama-2-70B (I071-I073) were all predicted too fast. Its TP step pays the ring's full latency,
+    twice what SGLang's custom kernel pays."""
+    lm, sg = _model("llama3.1-8b", tp=8, eng="lmdeploy"), _model("llama3.1-8b", tp=8, eng="sglang")
+    assert engine("lmdeploy").value("allreduce_latency_factor") == 1.0
+    assert lm.tp_comm_fixed == pytest.approx(64 * 2 * 7 * 3.4e-6)
+    assert lm.tp_comm_fixed == pytest.approx(2 * sg.tp_comm_fixed)
+
 @settings(max_examples=40, deadline=None)
 @given(p=st.integers(0, 4096), d=st.integers(0, 512), ctx=st.integers(1, 4096))
 def test_array_twin_matches_scalar(p: int, d: int, ctx: int) -> None:
