@@ -87,6 +87,29 @@ def test_a_row_that_states_static_batching_is_simulated_with_static_batches() ->
     assert evaluate_inference_row(fixed, cat).predicted == pytest.approx(again)
 
 
+def test_a_stated_nccl_all_reduce_reaches_the_tp_step() -> None:
+    """TensorRT-LLM 0.5/0.6.1's performance page builds Llama-2-70B TP4 without --use_custom_all_reduce (opt-in in
+    that release's build scripts): its all-reduces ran over NCCL. Stated (custom_all_reduce=false), the row pays the
+    ring's full latency: a 128-token first token on 4 H100s (I018, 26 ms) comes out slower, nearer the measurement;
+    an unstated row keeps the engine's custom-kernel default; TP1 rows have nothing to all-reduce."""
+    from gpuplan.hardware import load_catalog
+    from gpuplan.validate.inference_cases import evaluate_inference_row
+
+    assert "custom_all_reduce=false" in _overlay()["I018"]["settings"]
+    assert parse_settings("custom_all_reduce=false").custom_all_reduce is False
+    cat = load_catalog(use_user_dir=False)
+    row = {"id": "X1", "model": "llama2-70b", "accelerator": "h100-sxm5-80gb", "num_accels": "4", "tp": "4",
+           "engine": "trtllm", "weight_precision": "fp8", "kv_precision": "fp8", "input_len": "128", "output_len": "1",
+           "batch": "1", "scenario": "fixed_batch", "metric": "ttft_ms", "value": "26", "confidence": "high"}
+    custom = evaluate_inference_row(row, cat).predicted
+    nccl = evaluate_inference_row({**row, "settings": "custom_all_reduce=false"}, cat).predicted
+    # 2 all-reduces x 80 layers x 2(4-1) ring steps x the NVLink alpha (3.4 us) x (1 - 0.5)
+    assert nccl - custom == pytest.approx(160 * 6 * 3.4e-6 * 0.5 * 1e3, rel=0.05)
+    one = {**row, "num_accels": "1", "tp": "1", "model": "llama2-7b"}
+    assert evaluate_inference_row({**one, "settings": "custom_all_reduce=false"}, cat).predicted == pytest.approx(
+        evaluate_inference_row(one, cat).predicted)
+
+
 def test_a_stated_framework_limits_the_layouts_validation_searches() -> None:
     """Regression: rows of Megatron-DeepSpeed runs (BLOOM, 2022) were planned with context parallelism, which
     that framework's GPT recipes never had; a stated framework now searches only the axes it offers."""

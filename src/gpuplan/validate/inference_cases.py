@@ -195,6 +195,9 @@ def evaluate_inference_row(row: Row, catalog: Catalog,
         eng = eng.model_copy(update={"scheduling": "static"})
     if st.engine_version:  # the engine as that version ran it (its decode attention kernel: engines.yaml)
         eng = eng.at_version(st.engine_version)
+    if st.custom_all_reduce is False:  # built without the custom kernel: NCCL's ring latency on every all-reduce
+        eng = eng.with_term("allreduce_latency_factor", 1.0,
+                            source="the row's build ran without the custom all-reduce kernel (NCCL ring)")
     weights = row.get("weight_precision") or "bf16"
     kv = row.get("kv_precision") or _default_kv(weights)
     input_len, output_len, dataset = _lengths(row, st)

@@ -18,7 +18,10 @@ second set of temporaries: optimizer `adamw_foreach`), `optimizer_in_bwd` (torch
 parameter inside backward and frees its gradient) and `tp_comm_overlap` (whether the run overlapped its
 tensor-parallel collectives with the GEMMs: Transformer Engine userbuffers, Megatron-Core --tp-comm-overlap;
 runs before it existed did not) and `zero_group` (the ranks one ZeRO shard group spans: InternEvo's zero1=8 shards
-within 8 ranks and replicates across the groups; zero1=-1, the whole data-parallel group, states nothing).
+within 8 ranks and replicates across the groups; zero1=-1, the whole data-parallel group, states nothing) and
+`custom_all_reduce` (serving: `false` when the engine was built or run without its custom one-shot all-reduce
+kernel, so its tensor-parallel all-reduces ran over NCCL: the engine term `allreduce_latency_factor` at 1, the
+ring's full latency; TensorRT-LLM's build scripts before trtllm-build made the kernel opt-in).
 """
 
 from __future__ import annotations
@@ -70,6 +73,7 @@ class RowSettings(BaseModel):
     optimizer_in_bwd: bool | None = None
     tp_comm_overlap: bool | None = None
     zero_group: int | None = Field(default=None, ge=1)
+    custom_all_reduce: bool | None = None
 
 
 _LISTS = ("trainable_extra", "lora_targets")
