@@ -110,6 +110,30 @@ def test_a_stated_nccl_all_reduce_reaches_the_tp_step() -> None:
         evaluate_inference_row(one, cat).predicted)
 
 
+def test_the_530b_rows_run_the_layout_their_paper_states() -> None:
+    """Regression: Korthikanti et al. 2022's 530B rows (2240 A100s) left the layout empty, so validation planned
+    them on gpuplan's best layouts (TP1 ZeRO-3 over 2240 ranks for the full-recompute baseline) instead of the
+    paper's TP8 PP35, interleaved m=3, micro-batch 1, DP8; and the baseline ran 'full recomputation without
+    sequence parallelism' (sec. 6.3)."""
+    from gpuplan.hardware import load_catalog
+    from gpuplan.validate.training_cases import evaluate_training_row
+
+    cat = load_catalog(use_user_dir=False)
+    base = {"layers": "105", "hidden": "20480", "heads": "128", "kv_heads": "128", "ffn": "81920", "vocab": "51200",
+            "seq_len": "2048", "accelerator": "a100-sxm4-80gb", "num_accels": "2240", "network": "ib-hdr-200",
+            "nics_per_node": "8", "method": "pretrain", "metric": "mfu", "confidence": "high"}
+    full, st = resolve_row({**base, "id": "korthikanti22_530b_fullrecompute", "recompute": "full", "value": "0.421"})
+    assert (full["tp"], full["pp"], full["vpp"], full["dp"], full["micro_batch"], full["seq_parallel"]) == (
+        "8", "35", "3", "8", "1", "false")
+    assert st.framework == "megatron"
+    sel, _ = resolve_row({**base, "id": "korthikanti22_530b_selective", "recompute": "selective",
+                          "seq_parallel": "true", "value": "0.542"})
+    a, b = evaluate_training_row(full, cat), evaluate_training_row(sel, cat)
+    assert a.detail.startswith("tp8 pp35 dp8 cp1 ep1 vpp3") and b.detail.startswith("tp8 pp35 dp8 cp1 ep1 vpp3")
+    # the paper's 29% gain of selective recomputation with sequence parallelism over the baseline
+    assert 1.15 < b.predicted / a.predicted < 1.4  # measured 54.2% / 42.1% = 1.29; the model 1.36
+
+
 def test_a_stated_framework_limits_the_layouts_validation_searches() -> None:
     """Regression: rows of Megatron-DeepSpeed runs (BLOOM, 2022) were planned with context parallelism, which
     that framework's GPT recipes never had; a stated framework now searches only the axes it offers."""
