@@ -349,6 +349,24 @@ def test_cards_per_host_needs_a_per_card_offer_and_its_source() -> None:
     assert Instance.model_validate({**base, "field_sources": {"cards_per_host": "docs"}}).cards_per_host == 8
 
 
+def test_a_per_card_pod_is_not_given_its_hosts_drives_cpus_and_ram() -> None:
+    """Regression: a plan on RunPod H200 pods (cards_per_host 8) was judged against the HGX H200 host's 30.7 TB of
+    NVMe, 112 cores and its RAM: a pod gets the provider's disk allotment and per-card CPU and RAM, so the host
+    findings said nothing where they cannot know. The pod's figures are the offer's per-card ones times the cards."""
+    from gpuplan.advise.adapt_train import server_for
+    from gpuplan.hardware.schema_offers import Instance
+
+    pod = CAT.instance("runpod-h200")
+    assert CAT.server(pod.server).local_nvme_tb == pytest.approx(30.7)
+    sv = server_for(CAT, "h200-sxm-141gb", 8, pod.id)
+    assert sv is not None and sv.local_nvme_tb is None and sv.cpu_cores is None and sv.ram_gib is None
+    stated = Instance.model_validate({**pod.model_dump(), "id": "x-pod", "vcpus": 16, "ram_gib": 188.0})
+    four = CAT.rented_server(stated, 4)
+    assert (four.cpu_cores, four.ram_gib, four.local_nvme_tb) == (64, 752.0, None)
+    whole = CAT.instance("aws-p5.48xlarge")  # a whole-node instance keeps its server's figures
+    assert CAT.rented_server(whole, 8) == CAT.server(whole.server)
+
+
 def test_a_serving_replica_on_per_card_pods_keeps_its_cards_on_one_host() -> None:
     """A TP2 replica can rent two RunPod cards of one machine (before: a 1-card offer could not host TP2 at all),
     and the fleet line says it rents cards, not instances."""

@@ -34,8 +34,8 @@ def inference_facts(run: Mapping[str, Any], plan: Mapping[str, Any], *, catalog:
     cal = calibration or default_calibration()
     acc = catalog.accelerator(plan["accelerator"])
     inst = catalog.instances[plan["instance"]]
-    server = catalog.server(inst.server)
-    gpn = server.accelerators_per_node
+    gpn = catalog.host_cards(inst) or catalog.server(inst.server).accelerators_per_node
+    server = catalog.rented_server(inst, gpn)  # a per-card pod: the instance's CPU and RAM per card, no host NVMe
     lay = plan["layout"]
     load = run["load"]
     tokens_per_s = float(load["qps"]) * (float(load["input_len_mean"]) + float(load["output_len_mean"]))

@@ -70,6 +70,8 @@ def server_for(catalog: Catalog, accelerator: str, gpus_per_node: int, offer: st
     inst = catalog.instances.get(offer) if offer else None
     if inst is not None:
         sv = catalog.servers.get(inst.server)
+        if sv is not None and inst.cards_per_host is not None:  # a pod of a host: what the rental supplies of it
+            return catalog.rented_server(inst, gpus_per_node)
         if sv is not None and sv.accelerators_per_node == gpus_per_node:
             return sv
     options = [s for s in catalog.servers.values()

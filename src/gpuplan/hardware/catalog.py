@@ -170,6 +170,19 @@ class Catalog:
             return None
         return min(inst.cards_per_host, self.server(inst.server).accelerators_per_node)
 
+    def rented_server(self, inst: Instance, cards: int) -> Server:
+        """The node a rental of `cards` devices on `inst` supplies: its server for an instance that is a whole node;
+        for a per-card rental (`cards_per_host`), a pod of that host whose CPU cores and RAM are the instance's
+        per-card figures times the cards (unknown where the offer states none) and whose local disk is the
+        provider's allotment, not the host's NVMe drives (unknown)."""
+        sv = self.server(inst.server)
+        if inst.cards_per_host is None:
+            return sv
+        return sv.model_copy(update={
+            "cpu_cores": inst.vcpus * cards if inst.vcpus else None,
+            "ram_gib": inst.ram_gib * cards if inst.ram_gib else None,
+            "local_nvme_tb": None})
+
     def instance(self, name: str) -> Instance:
         return self._typed("instances", name, Instance)
 
