@@ -83,7 +83,9 @@ def test_shipped_cross_validation_matches_todays_estimates() -> None:
 
 @pytest.mark.parametrize(("kind", "median", "p90"), [
     # leave-one-source-out figures of the shipped accuracy.json (2026-12-02, fold refits on the truncated mean of
-    # |log ratio|, validate/refit.py FIT_CAP): 8.1% / 21.4% training (11.5% / 25.1% with median refits; 8.1% /
+    # |log ratio|, validate/refit.py FIT_CAP): 8.7% / 21.4% training (8.1% / 21.4% while Korthikanti et al.'s 530B
+    # rows were validated on a searched layout instead of the paper's, docs/validation.md; 11.5% / 25.1% with
+    # median refits; 8.1% /
     # 22.2% before InternEvo's per-owner parameter broadcasts were modelled, 8.05% / 21.2% before its TP ran without
     # sequence parallelism, 7.8% / 21.4% before the optimizer update was sharded over its zero1 group);
     # 9.2% / 30.4% serving (88 rows; 9.6% / 30.3% before TurboMind's and TensorRT-LLM 0.5/0.6.1's TP4 builds
@@ -91,7 +93,7 @@ def test_shipped_cross_validation_matches_todays_estimates() -> None:
     # and a part keeps the terms its remaining rows pin: 10.4% / 36.5% before);
     # 4.6% / 23.2% memory (27.7% before torch.compile, which torchtune's three rows state, was modelled). The gates
     # keep them from getting worse unnoticed.
-    ("train", 0.085, 0.22), ("serve", 0.10, 0.33), ("memory", 0.06, 0.25),
+    ("train", 0.09, 0.22), ("serve", 0.10, 0.33), ("memory", 0.06, 0.25),
 ])
 def test_cross_validated_accuracy_does_not_regress(kind: str, median: float, p90: float) -> None:
     errs = [abs(1.0 / e["cv_ratio"] - 1.0) for e in accuracy_data()["entries"]
