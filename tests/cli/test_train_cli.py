@@ -208,3 +208,21 @@ def test_estimate_and_plan_train_take_the_recipe_in_the_settings_syntax() -> Non
     planned = runner.invoke(app, ["plan", "train", "-m", "llama3-8b", "--tokens", "1e8", "--method", "lora",
                                   "--market", "global", "--recipe", "compile=true", "--json"])
     assert planned.exit_code == 0, planned.output
+
+
+
+def test_plan_and_compare_tables_say_what_recipe_and_layouts_they_assumed() -> None:
+    """A plan table read alone (a screenshot in a review) must say the recipe it was computed under: `plan train` and
+    `compare` print the layouts searched and the --recipe facts below their tables, in the chosen language."""
+    common = ["-m", "qwen2.5-7b", "--tokens", "5e8", "--method", "lora", "--market", "cn", "--framework",
+              "llamafactory", "--recipe", "loss=chunked"]
+    plan = runner.invoke(app, ["plan", "train", *common, "--top", "1", "--lang", "en"])
+    assert plan.exit_code == 0, plan.output
+    assert "Recipe facts every plan assumes (--recipe): loss=chunked" in plan.output
+    cmp = runner.invoke(app, ["compare", "--accelerators", "h20-96gb,ascend-910b", *common, "--lang", "zh"])
+    assert cmp.exit_code == 0, cmp.output
+    flat = " ".join(cmp.output.split())
+    assert "所有方案采用的训练配方（--recipe）：loss=chunked" in flat and "--framework llamafactory" in flat
+    bare = runner.invoke(app, ["compare", "--accelerators", "h20-96gb", "-m", "qwen2.5-7b", "--tokens", "5e8",
+                               "--market", "cn", "--lang", "en"])
+    assert bare.exit_code == 0 and "Layouts searched" in bare.output and "--recipe" not in bare.output

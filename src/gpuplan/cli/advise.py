@@ -188,8 +188,11 @@ def compare_cmd(
             write_report(doc, report, language)
     except (GpuplanError, ValidationError) as exc:
         fail(exc, lang)
+    notes = [tr("cli.plan.layouts", language, why=cons.layout_reason)]
+    if recipe.strip():
+        notes.append(tr("cli.plan.recipe", language, facts=recipe.strip()))
     _print_compare(doc, language, spec.name, tr("cli.compare.what_tokens", language, tokens=tokens), json_out,
-                   report)
+                   report, notes)
 
 
 def _compare_infer(spec: ModelSpec, cat: Catalog, names: list[str], *, qps: float, ttft_p99: float | None,
@@ -228,7 +231,7 @@ def _compare_infer(spec: ModelSpec, cat: Catalog, names: list[str], *, qps: floa
 
 
 def _print_compare(doc: Mapping[str, Any], language: str, model: str, what: str, json_out: bool,
-                   report: Path | None) -> None:
+                   report: Path | None, notes: Sequence[str] = ()) -> None:
     if json_out:
         print_json(doc)
         return
@@ -244,6 +247,8 @@ def _print_compare(doc: Mapping[str, Any], language: str, model: str, what: str,
     for row in rows:
         t.add_row(*row[:-1])
     console.print(t)
+    for line in notes:  # what every option was planned under: the layouts searched, the recipe facts given
+        console.print(line, highlight=False)
     for opt in doc["options"]:
         if opt["plan"] is not None and opt["plan"].get("confidence"):
             console.print(f"{opt['accelerator']}: "

@@ -321,11 +321,11 @@ def plan_train(
                     "recommended": doc["recommendation"], "not_recommended": doc["not_recommended"],
                     "findings": doc["findings"], "tco": doc["tco"]})
         return
-    _print_plans(spec.name, tokens, res, doc, cons, top, language)
+    _print_plans(spec.name, tokens, res, doc, cons, top, language, recipe)
 
 
 def _print_plans(model: str, tokens: float, res: Any, doc: dict[str, Any], cons: PlanConstraints, top: int,
-                 language: str) -> None:
+                 language: str, recipe: str = "") -> None:
     t = Table(title=tr("cli.plan.title_ranked", language, model=model, tokens=tokens),
               caption=tr("cli.plan.caption", language, candidates=res.candidates_evaluated, rejected=res.rejected)
               + "; " + tr("cli.plan.best_per_hw", language))
@@ -365,6 +365,8 @@ def _print_plans(model: str, tokens: float, res: Any, doc: dict[str, Any], cons:
                        duration_text(p["time_to_train_s"], language), cost_text(p, language, with_band=False))
         console.print(pt)
     console.print(tr("cli.plan.layouts", language, why=cons.layout_reason), highlight=False)
+    if recipe.strip():
+        console.print(tr("cli.plan.recipe", language, facts=recipe.strip()), highlight=False)
     if rec is not None:
         console.print(tr("cli.plan.recommended_on", language, devices=rec["devices"], acc=rec["accelerator"],
                          offer=offer_text(rec, language), time=duration_text(rec["time_s"], language),
