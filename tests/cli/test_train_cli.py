@@ -211,6 +211,20 @@ def test_estimate_and_plan_train_take_the_recipe_in_the_settings_syntax() -> Non
 
 
 
+def test_a_gradient_reduction_after_the_backward_is_exposed_whole() -> None:
+    """Recipe fact grad_reduce_overlap=false (Megatron-LM 2022: "we do not use any overlapping of gradient all-reduces
+    with back-propagation"; DeepSpeed ZeRO-1/2 with overlap_comm false): the data-parallel gradient reduction adds
+    to the step whole instead of hiding under the last backward."""
+    base = ["estimate", "train", "-m", "llama2-7b", "--accelerator", "a100-sxm4-80gb", "--num-accels", "32",
+            "--tp", "1", "--pp", "1", "--zero", "1", "--micro-batch", "1", "--global-batch", "32",
+            "--network", "roce-100", "--nics-per-node", "1", "--json"]
+    over = runner.invoke(app, base)
+    after = runner.invoke(app, [*base, "--recipe", "grad_reduce_overlap=false"])
+    assert over.exit_code == 0 and after.exit_code == 0, (over.output, after.output)
+    a, b = json.loads(over.stdout)["breakdown_s"]["dp_comm"], json.loads(after.stdout)["breakdown_s"]["dp_comm"]
+    assert b > a and b > 0
+
+
 def test_plan_and_compare_tables_say_what_recipe_and_layouts_they_assumed() -> None:
     """A plan table read alone (a screenshot in a review) must say the recipe it was computed under: `plan train` and
     `compare` print the layouts searched and the --recipe facts below their tables, in the chosen language."""

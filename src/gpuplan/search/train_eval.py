@@ -320,7 +320,10 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
         reduce = np.where(c.zero >= 1, sharded, reduce)
     dp_time = np.where(dp_group > 1, reduce + (buckets - 1) * latency, 0.0)
     backward_last = compute * (bwd / passes) / np.maximum(m, 1)
-    dp_exposed = np.maximum(dp_time - framework_term(cal, job, "dp_overlap") * backward_last, 0.0)
+    # a run that reduces its gradients after the backward (Korthikanti et al. 2022 sec. 6.3: "we do not use any
+    # overlapping of gradient all-reduces with back-propagation") hides none of it
+    hide = 0.0 if job.grad_reduce_overlap is False else framework_term(cal, job, "dp_overlap")
+    dp_exposed = np.maximum(dp_time - hide * backward_last, 0.0)
     # the ranks one shard spans: the data-parallel group, or a ZeRO group of z adjacent ranks replicated across it
     # (InternEvo zero1=N, DeepSpeed hpZ/MiCS, FSDP hybrid sharding), as the memory estimate shards
     shard_group = job.zero_shard_ranks(dp_group)

@@ -94,12 +94,14 @@ def recipe_settings(row: Row, st: RowSettings) -> dict[str, object]:
         job["lora_targets"] = _lora_targets(st.lora_targets)
     if st.zero_group is not None:
         job["zero_group"] = st.zero_group
+    if st.grad_reduce_overlap is not None:
+        job["grad_reduce_overlap"] = st.grad_reduce_overlap
     return job
 
 
 # the recipe keys of the settings syntax that set a training job's fields (recipe_settings)
 TRAIN_RECIPE_KEYS = ("loss", "compile", "trainable_extra", "lora_targets", "quant_format", "zero_impl",
-                     "optimizer_impl", "optimizer_offload", "optimizer_in_bwd", "zero_group")
+                     "optimizer_impl", "optimizer_offload", "optimizer_in_bwd", "zero_group", "grad_reduce_overlap")
 
 
 def recipe_job_fields(text: str, *, method: str, optimizer: str = "adamw") -> dict[str, object]:

@@ -21,7 +21,9 @@ runs before it existed did not) and `zero_group` (the ranks one ZeRO shard group
 within 8 ranks and replicates across the groups; zero1=-1, the whole data-parallel group, states nothing) and
 `custom_all_reduce` (serving: `false` when the engine was built or run without its custom one-shot all-reduce
 kernel, so its tensor-parallel all-reduces ran over NCCL: the engine term `allreduce_latency_factor` at 1, the
-ring's full latency; TensorRT-LLM's build scripts before trtllm-build made the kernel opt-in).
+ring's full latency; TensorRT-LLM's build scripts before trtllm-build made the kernel opt-in) and
+`grad_reduce_overlap` (training: `false` when the data-parallel gradient reduction ran after the backward instead of
+overlapping it: TrainingJob.grad_reduce_overlap).
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ class RowSettings(BaseModel):
     tp_comm_overlap: bool | None = None
     zero_group: int | None = Field(default=None, ge=1)
     custom_all_reduce: bool | None = None
+    grad_reduce_overlap: bool | None = None
 
 
 _LISTS = ("trainable_extra", "lora_targets")

@@ -135,6 +135,10 @@ class TrainingJob(BaseModel):
     tp_comm_overlap: bool | None = Field(
         default=None, description="tensor-parallel collectives overlapped with the GEMMs (Transformer Engine "
         "userbuffers, --tp-comm-overlap); None: the framework's default")
+    grad_reduce_overlap: bool | None = Field(
+        default=None, description="data-parallel gradient reduction overlapped with the backward (PyTorch DDP and "
+        "Megatron --overlap-grad-reduce buckets, DeepSpeed overlap_comm); False: it runs after the backward, whole "
+        "(Megatron-LM 2022, DeepSpeed ZeRO-1/2 with overlap_comm false); None: overlapped (calibration dp_overlap)")
     sequence_parallel: bool | None = Field(
         default=None, description="Megatron sequence parallelism with TP (--sequence-parallel): norms, dropout and "
         "residual activations split over the TP ranks; False: every TP rank holds and computes them whole "
