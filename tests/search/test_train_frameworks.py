@@ -211,6 +211,30 @@ def test_internevo_pays_one_broadcast_per_zero_shard_owner() -> None:
     assert dp_comm(job.model_copy(update={"zero_group": 64}), 64) - dp_comm(job, 64) < 0.05  # 64 ranks: ms
 
 
+def test_internevo_returns_its_parameters_after_the_step(monkeypatch: pytest.MonkeyPatch) -> None:
+    """InternEvo's shipped configs run hybrid_zero_optimizer overlap_sync_param=False (configs/7B_sft.py at c628a8c):
+    the parameter broadcast follows the step. On one node its volume (7/8 of the 16-bit model per rank) was hidden
+    under the last backward with the gradient reduction; it is now exposed whole, and a profile that overlapped it
+    would hide it again."""
+    import gpuplan.search.train_eval as te
+    from gpuplan.workload.frameworks import framework as framework_profile
+    from gpuplan.workload.presets import get_preset
+
+    prof = framework_profile("internevo")
+    assert prof.zero_param_overlap is False and "overlap_sync_param=False" in prof.zero_param_overlap_source
+    spec = get_preset("llama2-7b").spec
+    job = TrainingJob(seq_len=2048, global_batch=64, micro_batch=2, framework="internevo")
+    hw = cluster_hardware(CAT, "a100-sxm4-80gb", None)
+    c = generate(spec, LayoutChoices(devices=[8], tp=[1], pp=[1], cp=[1], ep=[1], vpp=[1], zero=[1],
+                                     micro_batch=[2], recompute=["none"]), seq_len=2048, global_batch=64)
+    exposed = float(evaluate_training(spec, job, hw, c).breakdown_s["dp_comm"][0])
+    monkeypatch.setattr(te, "framework_profile",
+                        lambda fid: framework_profile(fid).model_copy(update={"zero_param_overlap": True}))
+    hidden = float(evaluate_training(spec, job, hw, c).breakdown_s["dp_comm"][0])
+    # 6.7e9 bf16 parameters, 7/8 of them to every rank over NVLink: tens of milliseconds
+    assert hidden < 0.005 < 0.02 < exposed - hidden < 0.2
+
+
 def test_a_zero_group_shards_the_optimizer_over_its_ranks_only() -> None:
     from gpuplan.estimate.memory_train import estimate_training_memory
     from gpuplan.workload.jobs import Layout

@@ -168,8 +168,9 @@ def _owner_broadcasts_s(dp_group: Any, stride: Any, shard_ranks: Any, hw: Cluste
     on the communicator's stream. NCCL broadcasts along its ring through every member: z - 1 steps, of which
     (nodes - 1) cross the network and the rest stay on a node (NCCL src/graph/tuning.cc ring latency: nsteps =
     nRanks - 1 for broadcast, (nsteps - nInterSteps) x intraLat + nInterSteps x interLat). The volume is an
-    all-gather's and is counted with the gradient reduction; this is what the z sequential chains add: nothing
-    for 8 ranks in a node, seconds for 1024 ranks over 128 nodes."""
+    all-gather's, counted beside the gradient reduction (exposed whole where the framework does not overlap its
+    parameter return: `zero_param_overlap`); this is what the z sequential chains add: nothing for 8 ranks in a
+    node, seconds for 1024 ranks over 128 nodes."""
     z = np.maximum(np.asarray(shard_ranks, dtype=float), 1)
     rpn = np.minimum(comm.ranks_per_node(dp_group, hw.gpus_per_node, stride), z)
     inter = hw.inter()
@@ -327,6 +328,13 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     # the ranks one shard spans: the data-parallel group, or a ZeRO group of z adjacent ranks replicated across it
     # (InternEvo zero1=N, DeepSpeed hpZ/MiCS, FSDP hybrid sharding), as the memory estimate shards
     shard_group = job.zero_shard_ranks(dp_group)
+    if job.framework is not None and not framework_profile(job.framework).zero_param_overlap:
+        # the sharded optimizer returns the updated 16-bit parameters after the step, not under the backward
+        # (InternEvo overlap_sync_param=False): that volume, an all-gather's within the shard group, is exposed
+        # whole; only the gradient reduction hides under the last backward
+        param_sync = np.where((c.zero >= 1) & (dp_group > 1),
+                              _collective("all_gather", local_params * e, shard_group, c.tp, hw), 0.0)
+        dp_exposed = np.maximum(dp_time - param_sync - hide * backward_last, 0.0) + param_sync
     if job.framework is not None and framework_profile(job.framework).zero_param_sync == "broadcast":
         # after the step every owner broadcasts its shard (InternEvo HybridZeroOptimizer.broadcast_params), outside
         # the backward: a ZeRO group of z ranks pays z broadcasts, each a chain through the z ranks

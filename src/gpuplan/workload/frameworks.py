@@ -64,6 +64,11 @@ class FrameworkProfile(BaseModel):
         default="all_gather", description="how a sharded optimizer returns the updated 16-bit parameters: one "
         "all-gather per bucket (Megatron-Core, DeepSpeed), or one broadcast from every shard owner (InternEvo)")
     zero_param_sync_source: str = ""
+    zero_param_overlap: bool = Field(
+        default=True, description="whether a sharded optimizer's parameter return overlaps compute (bucketed "
+        "all-gathers under the next forward or the backward); False: it follows the step, exposed whole "
+        "(InternEvo's shipped configs: hybrid_zero_optimizer overlap_sync_param=False)")
+    zero_param_overlap_source: str = ""
     zero_group_default: int | None = Field(
         default=None, ge=1, description="the ZeRO shard group the framework's shipped configs use when a job states "
         "none (InternEvo zero1=dict(size=8)); None: the whole data-parallel group")
@@ -83,7 +88,8 @@ class FrameworkProfile(BaseModel):
         return {"id": self.id, "name": self.name, "source": self.source, "family": self.family,
                 "axes": list(self.axes), "zero_stages": list(self.zero_stages), "recompute": list(self.recompute),
                 "kernels": self.kernels, "tp_comm_overlap": self.tp_comm_overlap,
-                "zero_param_sync": self.zero_param_sync, "zero_group_default": self.zero_group_default,
+                "zero_param_sync": self.zero_param_sync, "zero_param_overlap": self.zero_param_overlap,
+                "zero_group_default": self.zero_group_default,
                 "sequence_parallel": self.sequence_parallel,
                 "terms": {k: {"value": t.value, "unit": t.unit, "source": t.source} for k, t in self.terms.items()}}
 
