@@ -8,7 +8,7 @@ from gpuplan.bench.e2e import bench_model
 from gpuplan.bench.layout import BenchLayout, layout_label, plan_bench_layout, runnable, strategy_label
 from gpuplan.hardware import Catalog, load_catalog
 from gpuplan.search.candidates import LayoutChoices
-from gpuplan.search.train_eval import cluster_hardware
+from gpuplan.search.cluster import cluster_hardware
 from gpuplan.search.train_planner import best_layout, plan_figures
 from gpuplan.workload.jobs import TrainingJob
 from gpuplan.workload.presets import load_model

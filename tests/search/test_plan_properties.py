@@ -20,10 +20,11 @@ import gpuplan.search.offers as offers_mod
 from gpuplan.estimate.memory_train import estimate_training_memory
 from gpuplan.hardware import load_catalog
 from gpuplan.search.candidates import LayoutChoices, generate
+from gpuplan.search.cluster import cluster_hardware
 from gpuplan.search.infer_load import InferLoad, InferSlo
 from gpuplan.search.infer_search import InferConstraints, plan_inference
 from gpuplan.search.pricing import DevicePrice, device_price
-from gpuplan.search.train_eval import cluster_hardware, evaluate_training
+from gpuplan.search.train_eval import evaluate_training
 from gpuplan.search.train_search import PlanConstraints, plan_training
 from gpuplan.simulate.lengths import parse_length_dist
 from gpuplan.workload.engines import engine

@@ -15,7 +15,8 @@ from cli_result import exited
 from gpuplan.cli.main import app
 from gpuplan.hardware import load_catalog
 from gpuplan.search.candidates import LayoutChoices, generate
-from gpuplan.search.train_eval import cluster_hardware, evaluate_training
+from gpuplan.search.cluster import cluster_hardware
+from gpuplan.search.train_eval import evaluate_training
 from gpuplan.search.train_search import PlanConstraints, plan_training
 from gpuplan.workload.jobs import TrainingJob
 from gpuplan.workload.presets import get_preset

@@ -14,7 +14,8 @@ from gpuplan.estimate.calibration import default_calibration
 from gpuplan.estimate.flops import forward_flops
 from gpuplan.hardware import load_catalog
 from gpuplan.search.candidates import LayoutChoices, generate
-from gpuplan.search.train_eval import cluster_hardware, evaluate_training
+from gpuplan.search.cluster import cluster_hardware
+from gpuplan.search.train_eval import evaluate_training
 from gpuplan.search.train_search import PlanConstraints, choose_layout_family, plan_training
 from gpuplan.workload.jobs import TrainingJob
 from gpuplan.workload.presets import get_preset

@@ -16,7 +16,8 @@ from gpuplan.estimate.flops import forward_flops
 from gpuplan.estimate.memory_fit import usable_bytes
 from gpuplan.hardware import load_catalog
 from gpuplan.search.candidates import LayoutChoices, generate
-from gpuplan.search.train_eval import cluster_hardware, data_loading_s, evaluate_training
+from gpuplan.search.cluster import cluster_hardware
+from gpuplan.search.train_eval import data_loading_s, evaluate_training
 from gpuplan.search.train_planner import best_layout, plan_figures, reliability
 from gpuplan.search.train_search import PlanConstraints, plan_training
 from gpuplan.units import GIB

@@ -21,7 +21,7 @@ from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.hardware import Catalog, Server
 from gpuplan.search.candidates import LayoutChoices, family_choices
-from gpuplan.search.train_eval import ClusterHardware, cluster_hardware, usual_network
+from gpuplan.search.cluster import ClusterHardware, cluster_hardware, usual_network
 from gpuplan.search.train_planner import best_layout, plan_figures
 from gpuplan.units import GIB
 from gpuplan.workload.jobs import TrainingJob

@@ -36,7 +36,7 @@ from gpuplan.advise.tco import tco, tco_inputs
 from gpuplan.advise.trust import caveats, deadline_caveat, is_confirmed, split_by_market
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.hardware import Catalog
-from gpuplan.search.train_eval import ClusterHardware, cluster_hardware, usual_network
+from gpuplan.search.cluster import ClusterHardware, cluster_hardware, usual_network
 from gpuplan.search.train_planner import billed_by_month
 from gpuplan.search.train_search import PlanConstraints, PlanResult, plan_training
 from gpuplan.units import GIB

@@ -91,7 +91,7 @@ def precision(f: PlanFacts, th: Thresholds) -> list[Finding]:
                                 (_ds("precision", f.precision, "", "plan input"),), (), acc=f.accelerator.id))
     elif f.kind == "train" and f.precision == "bf16" and f.accelerator.dense_tflops("bf16") is None:
         # pre-Ampere parts (V100) have no BF16 tensor cores: the planner times the job at the FP16 peak
-        # (search/train_eval.ClusterHardware.peak_flops), and it trains in FP16 with loss scaling
+        # (search/cluster.ClusterHardware.peak_flops), and it trains in FP16 with loss scaling
         peaks = (_ds("bf16_dense_tflops", None, "TFLOPS", f"catalog {f.accelerator.id}"),
                  _ds("fp16_dense_tflops", f.accelerator.dense_tflops("fp16"), "TFLOPS", f"catalog {f.accelerator.id}"))
         out.append(make_finding("precision.no_bf16", "warn", peaks, (), acc=f.accelerator.id))

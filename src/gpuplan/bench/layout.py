@@ -30,7 +30,7 @@ from typing import Any
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.hardware import Accelerator, Catalog
 from gpuplan.search.candidates import LayoutChoices
-from gpuplan.search.train_eval import cluster_hardware
+from gpuplan.search.cluster import cluster_hardware
 from gpuplan.search.train_planner import best_layout, plan_figures
 from gpuplan.workload.jobs import TrainingJob
 from gpuplan.workload.model_spec import ModelSpec

@@ -193,7 +193,7 @@ def _evaluate(spec: ModelSpec, layout: BenchLayout, seq_len: int, accelerator: A
               calibration: Any) -> tuple[dict[str, Any] | None, bool]:
     """(gpuplan's figures for exactly this layout on `layout.world` local devices, whether it fits in memory)."""
     from gpuplan.search.candidates import LayoutChoices
-    from gpuplan.search.train_eval import cluster_hardware
+    from gpuplan.search.cluster import cluster_hardware
     from gpuplan.search.train_planner import best_layout, plan_figures
 
     n = layout.world

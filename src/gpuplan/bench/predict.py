@@ -190,7 +190,7 @@ def predictor_for(catalog_id: str | None, backend_kind: str, device_name: str,
         acc = cat.accelerator(guess)
         note = f"matched from the device name {device_name!r}"
     from gpuplan.bench.calibrate import load_user_calibration
-    from gpuplan.search.train_eval import usual_network
+    from gpuplan.search.cluster import usual_network
 
     net_id, _ = usual_network(cat, acc.id)
     network = cat.network(net_id) if net_id in cat.networks else None

@@ -18,7 +18,7 @@ from gpuplan.estimate.links import Link
 from gpuplan.hardware import Catalog, load_catalog
 from gpuplan.hardware.query import alias_note
 from gpuplan.i18n import help_text, resolve_lang, tr
-from gpuplan.search.train_eval import cluster_hardware, usual_network
+from gpuplan.search.cluster import cluster_hardware, usual_network
 from gpuplan.workload.engines import engine
 from gpuplan.workload.presets import load_model
 
@@ -107,7 +107,7 @@ def estimate_infer(
 
 def _scale_out(cat: Catalog, accelerator: str, group: int, network: str | None) -> Link | None:
     """The network link of one device when an expert-parallel group of `group` devices spans nodes: `--network`,
-    else the fabric of the part's catalog server (search.train_eval.usual_network)."""
+    else the fabric of the part's catalog server (search.cluster.usual_network)."""
     if group <= node_devices(cat.accelerator(accelerator)) and network is None:
         return None
     net = network or usual_network(cat, accelerator)[0]

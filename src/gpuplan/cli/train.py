@@ -27,7 +27,7 @@ from gpuplan.render.plan_json import compact_plans
 from gpuplan.render.report_text import bottleneck_text, cost_text, duration_text, offer_text, rule_line
 from gpuplan.render.trust_text import band_duration, confidence_text, trust_lines
 from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices, offered, offered_choice
-from gpuplan.search.train_eval import cluster_hardware, usual_network
+from gpuplan.search.cluster import cluster_hardware, usual_network
 from gpuplan.search.train_planner import best_layout, plan_figures
 from gpuplan.search.train_search import PlanConstraints, bottleneck, plan_training
 from gpuplan.units import GIB

@@ -19,11 +19,11 @@ from gpuplan.errors import GpuplanError
 from gpuplan.estimate.infer_step import node_devices, step_cost_model
 from gpuplan.estimate.links import inter_node_link
 from gpuplan.hardware import Accelerator, Catalog
+from gpuplan.search.cluster import usual_server
 from gpuplan.search.infer_capacity import LengthMoments
 from gpuplan.search.infer_fleet import Offer
 from gpuplan.search.infer_load import InferLoad, InferSlo
 from gpuplan.search.infer_size import size_fleet
-from gpuplan.search.train_eval import usual_server
 from gpuplan.simulate import EngineConfig
 from gpuplan.workload.engines import EngineProfile
 from gpuplan.workload.jobs import serving_layout

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.hardware import Accelerator, Catalog, Instance, Network, Server
+from gpuplan.search.cluster import usual_network, usual_server
 from gpuplan.search.pricing import DevicePrice, device_price, instance_price, price_label, used_price
-from gpuplan.search.train_eval import usual_network, usual_server
 
 __all__ = ["HardwareOption", "hardware_options", "tcp_network_for"]
 

@@ -26,7 +26,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -38,102 +38,20 @@ from gpuplan.estimate.activations import activation_breakdown, fused_kernels
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.estimate.flops import forward_flops
 from gpuplan.estimate.gemm_shape import expert_half_width
-from gpuplan.estimate.links import Link, inter_node_link, node_link
+from gpuplan.estimate.links import Link
 from gpuplan.estimate.memory_train import expert_shard, trainable_params
-from gpuplan.hardware import Accelerator, Catalog, Network, Server
 from gpuplan.search.candidates import Candidates
+from gpuplan.search.cluster import ClusterHardware, hbm_scale, measured_hardware
 from gpuplan.search.memory_vec import by_unique, candidate_memory_bytes
 from gpuplan.workload.frameworks import framework as framework_profile
 from gpuplan.workload.jobs import Layout, TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
-__all__ = ["BREAKDOWN_KEYS", "ClusterHardware", "Evaluation", "cluster_hardware", "default_network",
-           "data_loading_s", "evaluate_training", "framework_term", "hbm_scale", "measured_hardware",
-           "pp_cross_node_hops", "tp_overlap_on", "usual_network", "usual_server"]
+__all__ = ["BREAKDOWN_KEYS", "Evaluation", "data_loading_s", "evaluate_training", "framework_term",
+           "pp_cross_node_hops", "tp_overlap_on"]
 
 BREAKDOWN_KEYS = ("compute", "tp_comm", "dp_comm", "pp_bubble", "pp_comm", "ep_comm", "cp_comm", "other")
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ClusterHardware:
-    """One accelerator type on one scale-out network, with its links."""
-
-    accelerator: Accelerator
-    network: Network | None  # None: single node
-    gpus_per_node: int
-    nics_per_node: float
-    host_cpu_cores: int | None = None  # per node; None: the calibration default
-    host_cores_source: str = "calibration: host_cpu_cores_per_node"
-    intra_bw_scale: float = 1.0  # measured intra-node link efficiency / the shipped one (gpuplan calibrate)
-
-    def peak_flops(self, dtype: str) -> float:
-        value = self.accelerator.dense_tflops(dtype)
-        if value is None and dtype == "bf16":  # pre-Ampere parts train 16-bit in fp16
-            value = self.accelerator.dense_tflops("fp16")
-        if value is None:
-            raise InputError(field="precision", value=dtype,
-                             allowed=f"a dtype {self.accelerator.id} supports (no dense {dtype} peak in the catalog)",
-                             hint="choose a precision the part supports (see gpuplan catalog show)")
-        return value * 1e12
-
-    def intra(self, ranks_per_node: Any) -> Link:
-        link = node_link(self.accelerator, ranks_per_node)
-        if link is None:
-            raise InputError(field="accelerator", value=self.accelerator.id,
-                             allowed="an accelerator with a known intra-node link",
-                             hint="add intra_node_link_gbps to its catalog entry")
-        if self.intra_bw_scale != 1.0:
-            link = replace(link, bandwidth_gbyte_s=link.bandwidth_gbyte_s * self.intra_bw_scale,
-                           terms=(*link.terms, f"link_bw_scale.{self.accelerator.id}"))
-        return link
-
-    def inter(self) -> Link | None:
-        if self.network is None:
-            return None
-        return inter_node_link(self.network, nics_per_node=self.nics_per_node, gpus_per_node=self.gpus_per_node)
-
-
-def default_network(accelerator: str) -> str:
-    """The scale-out fabric usually sold with the part (when a case does not say)."""
-    if accelerator.startswith(("h100", "h200", "h800", "h20", "b200", "gb200")):
-        return "ib-ndr-400"
-    if accelerator.startswith("ascend"):
-        return "roce-200"
-    return "ib-hdr-200"
-
-
-def usual_server(catalog: Catalog, accelerator: str) -> Server | None:
-    """The catalog server a cluster of this part is built from: the first by id that states a
-    scale-out network, else the first by id; None when the catalog has none."""
-    servers = sorted((sv for sv in catalog.servers.values() if sv.accelerator == accelerator), key=lambda sv: sv.id)
-    pick = [sv for sv in servers if sv.network] or servers
-    return pick[0] if pick else None
-
-
-def usual_network(catalog: Catalog, accelerator: str) -> tuple[str, str]:
-    """(network id, why) of a cluster of this part when nothing names one: its catalog server's
-    fabric, else `default_network`. The one rule for `estimate train`, own-cluster plans, the
-    advisor's re-plans and validation rows without a network."""
-    sv = usual_server(catalog, accelerator)
-    if sv is not None and sv.network:
-        return sv.network, f"fabric of catalog server {sv.id}"
-    return default_network(accelerator), "the part's usual fabric (no catalog server states one)"
-
-
-def cluster_hardware(catalog: Catalog, accelerator: str, network: str | None, *, gpus_per_node: int | None = None,
-                     nics_per_node: float | None = None) -> ClusterHardware:
-    acc = catalog.accelerator(accelerator)
-    net = catalog.network(network) if network else None
-    g = gpus_per_node or 8  # an 8-device node unless told; bridged or PCIe parts fall back to PCIe (node_link)
-    # host CPU: the catalog server that holds this part (the first by id that states its cores)
-    hosts = [sv for sv in catalog.servers.values() if sv.accelerator == acc.id and sv.cpu_cores]
-    host = min(hosts, key=lambda sv: sv.id) if hosts else None
-    return ClusterHardware(accelerator=acc, network=net, gpus_per_node=g,
-                           nics_per_node=nics_per_node if nics_per_node else float(g),
-                           host_cpu_cores=host.cpu_cores if host else None,
-                           host_cores_source=f"catalog server {host.id}" if host else
-                           "calibration: host_cpu_cores_per_node")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -449,21 +367,6 @@ def data_loading_s(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, token
         return per_node / (free * cal.value("tokenizer_tokens_per_s_per_core"))
     token_bytes = 4 if spec.vocab_size > 65535 else 2  # ids stored as uint32 / uint16
     return per_node * token_bytes / (cal.value("storage_read_gbyte_s_per_node") * 1e9)
-
-
-def hbm_scale(cal: Calibration, accelerator: str) -> float:
-    """Measured memory bandwidth relative to the shipped assumption (`gpuplan calibrate` writes
-    `hbm_bandwidth_scale.<accelerator>` = measured copy fraction / reference fraction); 1 if none."""
-    name = f"hbm_bandwidth_scale.{accelerator}"
-    return cal.value(name) if name in cal.terms else 1.0
-
-
-def measured_hardware(hw: ClusterHardware, cal: Calibration) -> ClusterHardware:
-    """`hw` with a measured intra-node link scale (`link_bw_scale.<accelerator>`) applied, if any."""
-    name = f"link_bw_scale.{hw.accelerator.id}"
-    if name not in cal.terms:
-        return hw
-    return replace(hw, intra_bw_scale=cal.value(name))
 
 
 def _attention_eff(cal: Calibration, accelerator: str, hf: np.ndarray) -> Any:

@@ -22,16 +22,10 @@ from gpuplan.estimate.memory_fit import usable_bytes
 from gpuplan.estimate.memory_train import estimate_training_memory
 from gpuplan.hardware import Catalog
 from gpuplan.search.candidates import Candidates, LayoutChoices, generate
+from gpuplan.search.cluster import ClusterHardware
 from gpuplan.search.memory_vec import candidate_memory_bytes
 from gpuplan.search.pricing import DevicePrice, device_price
-from gpuplan.search.train_eval import (
-    BREAKDOWN_KEYS,
-    ClusterHardware,
-    Evaluation,
-    evaluate_training,
-    pp_cross_node_hops,
-    tp_overlap_on,
-)
+from gpuplan.search.train_eval import BREAKDOWN_KEYS, Evaluation, evaluate_training, pp_cross_node_hops, tp_overlap_on
 from gpuplan.units import GIB
 from gpuplan.workload.frameworks import framework as framework_profile
 from gpuplan.workload.jobs import Layout, TrainingJob

@@ -20,10 +20,10 @@ from gpuplan.estimate.memory_fit import usable_bytes
 from gpuplan.hardware import Accelerator, Catalog
 from gpuplan.search import progress
 from gpuplan.search.candidates import Candidates, family_choices, generate
+from gpuplan.search.cluster import ClusterHardware, cluster_hardware, usual_network
 from gpuplan.search.memory_vec import candidate_memory_bytes
 from gpuplan.search.offers import HardwareOption, hardware_options
 from gpuplan.search.plan_trust import meets_trust, training_bands, training_confidence
-from gpuplan.search.train_eval import ClusterHardware, cluster_hardware, usual_network
 from gpuplan.search.train_planner import best_layout, cost_figures, plan_figures
 from gpuplan.units import GIB
 from gpuplan.workload.frameworks import framework as framework_profile

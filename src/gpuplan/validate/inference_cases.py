@@ -20,7 +20,7 @@ from gpuplan.estimate.infer_perf import InferencePerf, fixed_batch_perf, offline
 from gpuplan.estimate.infer_step import step_cost_model
 from gpuplan.estimate.infer_step_model import StepCostModel
 from gpuplan.hardware import Catalog
-from gpuplan.search.train_eval import cluster_hardware, usual_network
+from gpuplan.search.cluster import cluster_hardware, usual_network
 from gpuplan.validate.cases import Row, model_for_row, opt_int
 from gpuplan.validate.inference_workloads import Dataset, dataset, simulate_row
 from gpuplan.validate.memory_cases import CaseResult

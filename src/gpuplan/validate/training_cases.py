@@ -22,7 +22,7 @@ from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.hardware import Catalog
 from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices, offered
-from gpuplan.search.train_eval import cluster_hardware, usual_network
+from gpuplan.search.cluster import cluster_hardware, usual_network
 from gpuplan.search.train_planner import best_layout, plan_figures
 from gpuplan.units import GIB
 from gpuplan.validate.cases import Row, model_for_row, opt_bool, opt_float, opt_int
