@@ -71,8 +71,9 @@ class TermTable(BaseModel):
 
 
 def override_terms(terms: Mapping[str, T], overrides: Mapping[str, float], *, label: str,
-                   check: Callable[[str, float], None] | None = None) -> dict[str, T]:
-    """`terms` with each override's value set and marked `overridden` (source "user override").
+                   check: Callable[[str, float], None] | None = None, source: str = "user override") -> dict[str, T]:
+    """`terms` with each override's value set and marked `overridden` (with `source`: a user's override, or a fact
+    a validation row states).
 
     Shared by every table of terms; unknown names raise InputError with close matches;
     `check` may reject a value.
@@ -85,6 +86,5 @@ def override_terms(terms: Mapping[str, T], overrides: Mapping[str, float], *, la
             raise InputError(field=name, value=value, allowed=f"a finite number ({label})")
         if check is not None:
             check(name, float(value))
-        out[name] = out[name].model_copy(update={"value": float(value), "overridden": True,
-                                                 "source": "user override"})
+        out[name] = out[name].model_copy(update={"value": float(value), "overridden": True, "source": source})
     return out

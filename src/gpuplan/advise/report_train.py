@@ -398,13 +398,13 @@ def compare_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, accele
         acc = catalog.accelerator(acc_name)
         res = plan_training(spec, job, catalog, replace(cons, accelerators=(acc.id,)), tokens=tokens,
                             calibration=cal)
-        best, rule, facts, found = choose(res.plans, spec, job, catalog, cal, th, cons, tokens, requirements)
+        # one part per call: its pick, whatever it draws; a part the rule rules out still shows the plan it would
+        # have had, marked, as `plan train` lists it
+        best, rule, facts, found = choose(res.plans, spec, job, catalog, cal, th, cons, tokens, requirements,
+                                          skip_blocked=False)
         risk = stacks.get(acc.software_stack, stacks["other"])["risk"]
-        blocked = rule["excluded"][0]["finding"] if rule["excluded"] else None
-        if best is None and blocked is not None:
-            # a part the rule rules out still shows the plan it would have had, marked, as `plan train` lists it
-            best, rule, facts, found = choose(res.plans, spec, job, catalog, cal, th, cons, tokens, requirements,
-                                              skip_blocked=False)
+        hits = _blocking(found)
+        blocked = hits[0].id if hits else None
         if best is None or facts is None:
             options.append({"accelerator": acc.id, "plan": None, "rejected": res.rejected, "ecosystem_risk": risk,
                             "band": {}, "confidence": None,

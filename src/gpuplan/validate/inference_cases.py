@@ -21,6 +21,7 @@ from gpuplan.estimate.infer_step import step_cost_model
 from gpuplan.estimate.infer_step_model import StepCostModel
 from gpuplan.hardware import Catalog
 from gpuplan.search.cluster import cluster_hardware, usual_network
+from gpuplan.terms import override_terms
 from gpuplan.validate.cases import Row, model_for_row, opt_int
 from gpuplan.validate.inference_workloads import Dataset, dataset, simulate_row
 from gpuplan.validate.memory_cases import CaseResult
@@ -196,8 +197,9 @@ def evaluate_inference_row(row: Row, catalog: Catalog,
     if st.engine_version:  # the engine as that version ran it (its decode attention kernel: engines.yaml)
         eng = eng.at_version(st.engine_version)
     if st.custom_all_reduce is False:  # built without the custom kernel: NCCL's ring latency on every all-reduce
-        eng = eng.with_term("allreduce_latency_factor", 1.0,
-                            source="the row's build ran without the custom all-reduce kernel (NCCL ring)")
+        eng = eng.model_copy(update={"terms": override_terms(
+            eng.terms, {"allreduce_latency_factor": 1.0}, label="engine term",
+            source="the row's build ran without the custom all-reduce kernel (NCCL ring)")})
     weights = row.get("weight_precision") or "bf16"
     kv = row.get("kv_precision") or _default_kv(weights)
     input_len, output_len, dataset = _lengths(row, st)

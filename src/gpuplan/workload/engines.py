@@ -201,15 +201,6 @@ class EngineProfile(BaseModel):
                     terms[name] = term.model_copy(update={"scope": h.id})
         return self.model_copy(update={"terms": terms})
 
-    def with_term(self, name: str, value: float, *, source: str) -> EngineProfile:
-        """This profile with term `name` set to `value` as a stated fact of the run (marked overridden, so that
-        hardware terms do not replace it)."""
-        term = self.terms.get(name)
-        if term is None:
-            raise unknown_name("engine term", name, self.terms)
-        terms = {**self.terms, name: term.model_copy(update={"value": value, "source": source, "overridden": True})}
-        return self.model_copy(update={"terms": terms})
-
     def at_version(self, version: str) -> EngineProfile:
         """This profile as the stated version ran it (its decode attention kernel: `decode_kernels`)."""
         if not re.search(r"\d", version):
