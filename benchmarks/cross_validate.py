@@ -240,8 +240,15 @@ def _parts(meta: list[dict[str, Any]], entries: list[dict[str, Any]],
                 "default_median_ape": float(np.median([_ape(r) for r in loao])) if loao else None,
             }
             if kind == "train":  # a part's 16-bit and fp8 efficiencies are separate terms
-                fams = [precision.get(("training", m["id"]), "bf16") for m in rows]
+                fam = {m["id"]: precision.get(("training", m["id"]), "bf16") for m in rows}
+                fams = list(fam.values())
                 out[kind][acc]["rows_by_precision"] = {f: fams.count(f) for f in ("bf16", "fp8")}
+                out[kind][acc]["sources_by_precision"] = {
+                    f: len({m["source"] for m in rows if fam[m["id"]] == f}) for f in ("bf16", "fp8")}
+                by_prec = {f: [_ape(e["cv_ratio"]) for e in entries if e["kind"] == kind and e["accelerator"] == acc
+                               and e["fold"] == "source" and fam.get(e["id"]) == f] for f in ("bf16", "fp8")}
+                out[kind][acc]["cv_median_ape_by_precision"] = {
+                    f: float(np.median(v)) if v else None for f, v in by_prec.items()}
     return dict(out)
 
 

@@ -17,6 +17,7 @@ from gpuplan.errors import InputError
 from gpuplan.estimate.calibration import CalibrationTerm, default_calibration, load_calibration
 from gpuplan.estimate.uncertainty import EstimateClass, accuracy_data, band, class_stats
 from gpuplan.hardware import load_catalog
+from gpuplan.render.trust_text import confidence_text
 from gpuplan.search.infer_load import InferLoad, InferSlo
 from gpuplan.search.infer_search import InferConstraints, plan_inference
 from gpuplan.search.plan_trust import confidence_level, efficiency_provenance
@@ -149,7 +150,33 @@ def test_measured_efficiency_comes_from_calibrate() -> None:
 def test_confidence_level_is_the_weaker_of_efficiency_and_price(eff: str, cv: float | None, price: str | None,
                                                                   level: str) -> None:
     p = None if price is None else {"confidence": price}
-    assert confidence_level({"provenance": eff, "cv_median_ape": cv}, p) == level
+    assert confidence_level({"provenance": eff, "cv_median_ape": cv, "rows": 20, "sources": 4}, p) == level
+
+
+@pytest.mark.parametrize(("rows", "sources", "level"), [(1, 1, "medium"), (2, 2, "medium"), (12, 1, "medium"),
+                                                        (3, 2, "high")])
+def test_a_part_validated_on_few_runs_or_one_source_is_medium_at_best(rows: int, sources: int, level: str) -> None:
+    """Regression: a part with one published run of held-out error 1% was 'high'; a median over one or two runs,
+    or over one source's runs (one stack, one cluster), says little about the next run."""
+    eff = {"provenance": "validated", "cv_median_ape": 0.01, "rows": rows, "sources": sources}
+    assert confidence_level(eff, {"confidence": "high"}) == level
+
+
+def test_the_error_a_plan_quotes_is_that_of_its_own_precision() -> None:
+    """Regression: a 16-bit H800 plan quoted 'validated on 1 published runs ... median error 1%', the median of
+    its fp8 rows; the 16-bit term rests on one run from one source, and its own held-out error."""
+    part = accuracy_data()["parts"]["train"]["h800-sxm5-80gb"]
+    cal = default_calibration()
+    e16 = efficiency_provenance(cal, "h800-sxm5-80gb", "bf16")
+    assert e16["rows"] == part["rows_by_precision"]["bf16"] and e16["sources"] == part["sources_by_precision"]["bf16"]
+    assert e16["cv_median_ape"] == part["cv_median_ape_by_precision"]["bf16"] != part["cv_median_ape"]
+    assert e16["thin"] and confidence_level(e16, None) == "medium"
+    text = confidence_text({"level": "medium", "efficiency": e16, "price": None}, "en", short=False)
+    assert f"only {e16['rows']} published run(s)" in text and "1 published runs" not in text
+    assert "实测" in confidence_text({"level": "medium", "efficiency": e16, "price": None}, "zh", short=False)
+    assert confidence_text({"level": "medium", "efficiency": e16, "price": None}, "en") == "medium (few runs)"
+    h100 = efficiency_provenance(cal, "h100-sxm5-80gb", "bf16")  # many runs from several sources
+    assert not h100["thin"] and h100["sources"] >= 2
 
 
 def test_trust_high_never_returns_a_plan_on_a_default_efficiency_or_a_low_confidence_price() -> None:

@@ -76,12 +76,15 @@ def confidence_text(conf: Mapping[str, Any] | None, lang: str, short: bool = Tru
     prov = eff.get("provenance", "default")
     cv = eff.get("cv_median_ape")
     key = "trust.eff.default_engine" if prov == "default" and eff.get("value") is None else f"trust.eff.{prov}"
-    eff_text = tr(key, lang, rows=eff.get("rows", 0), cv=f"{cv:.0%}" if cv is not None else "-",
-                  value=eff.get("value"), term=eff.get("term", ""))
+    if prov == "validated" and eff.get("thin"):
+        key = "trust.eff.validated_thin"
+    eff_text = tr(key, lang, rows=eff.get("rows", 0), sources=eff.get("sources", 0),
+                  cv=f"{cv:.0%}" if cv is not None else "-", value=eff.get("value"), term=eff.get("term", ""))
     price = conf.get("price")
     level = tr(f"trust.level.{conf.get('level', 'low')}", lang)
     if short:  # the level, then what lowers it
-        bits = [tr("trust.eff_short.default", lang)] if prov == "default" else []
+        bits = ([tr("trust.eff_short.default", lang)] if prov == "default" else
+                [tr("trust.eff_short.thin", lang)] if prov == "validated" and eff.get("thin") else [])
         if price is not None and price["confidence"] != "high":
             bits.append(tr("trust.price_short", lang))
         return tr("trust.short", lang, level=level, why=tr("trust.sep", lang).join(bits)) if bits else level

@@ -2,13 +2,14 @@
 
 - Efficiency (`efficiency_provenance`): `measured` when the part's compute-efficiency term came from
   the user's `gpuplan calibrate`; `validated` when the part has rows at that precision (16-bit or fp8)
-  in the shipped ground truth (how many, and their cross-validated median error:
-  estimate/data/accuracy.json); `default` otherwise
+  in the shipped ground truth (how many, from how many sources, and their cross-validated median error at that
+  precision: estimate/data/accuracy.json); `default` otherwise
   (the part runs on compute_efficiency.default.*, which no measurement of it supports).
 - Price (`price_confidence`): the catalog price the plan's cost uses, with its source, date, basis
   (list price or market quote) and confidence; None when the plan has no price.
 - Level (`confidence_level`): the lower of the efficiency level (measured: high; validated: high when
-  its cross-validated median error is at most `HIGH_CV_APE`, else medium; default: low) and the price
+  its cross-validated median error is at most `HIGH_CV_APE` over at least `MIN_HIGH_ROWS` runs from
+  `MIN_HIGH_SOURCES` sources, else medium; default: low) and the price
   level (its catalog confidence; a distressed price is low). `--trust` keeps plans at or above a level.
 - Bands (`training_bands`): from the cross-validated error of the plan's class (estimate/uncertainty.py).
 """
@@ -25,8 +26,8 @@ from gpuplan.search.offers import HardwareOption
 from gpuplan.search.pricing import used_price
 from gpuplan.search.train_planner import HOURS_PER_MONTH, billed_by_month
 
-__all__ = ["HIGH_CV_APE", "LEVELS", "confidence_level", "efficiency_provenance", "meets_trust", "price_confidence",
-           "training_bands", "training_confidence"]
+__all__ = ["HIGH_CV_APE", "LEVELS", "MIN_HIGH_ROWS", "MIN_HIGH_SOURCES", "confidence_level", "efficiency_provenance",
+           "meets_trust", "price_confidence", "thin_evidence", "training_bands", "training_confidence"]
 
 LEVELS = ("low", "medium", "high")
 Arch = Literal["dense", "moe"]
@@ -34,24 +35,40 @@ Scale = Literal["single", "multi"]
 Eff = Literal["validated", "default"]
 Stack = Literal["stated", "unstated"]
 HIGH_CV_APE = 0.15  # a validated part whose held-out median error exceeds this is medium, not high
+# A held-out median over one or two runs, or over one source's runs, says little about the next run (one source's
+# runs share its framework version, scripts and cluster): such a part is validated but medium, not high.
+MIN_HIGH_ROWS = 3
+MIN_HIGH_SOURCES = 2
 _PRICE_KINDS = (("on_demand", "on_demand_hourly"), ("monthly", "monthly"))
 
 
+def _at_precision(acc: dict[str, Any] | None, dtype: str) -> tuple[int, int, float | None]:
+    """(rows, sources, held-out median error) of a part's training rows at one precision family."""
+    if not acc:
+        return 0, 0, None
+    if "rows_by_precision" not in acc:  # an older accuracy.json: the part's figures at all precisions
+        return int(acc["rows"]), int(acc.get("sources", 0)), acc.get("cv_median_ape")
+    rows = int(acc["rows_by_precision"].get(dtype, 0))
+    sources = int((acc.get("sources_by_precision") or {}).get(dtype, min(rows, int(acc.get("sources", 0)))))
+    cv = (acc.get("cv_median_ape_by_precision") or {}).get(dtype, acc.get("cv_median_ape")) if rows else None
+    return rows, sources, cv
+
+
 def efficiency_provenance(cal: Calibration, accelerator: str, dtype: str, kind: str = "train") -> dict[str, Any]:
-    """Where the part's efficiency comes from: measured, validated (rows, CV error) or default."""
+    """Where the part's efficiency comes from: measured, validated (rows, sources, CV error) or default.
+
+    Rows, sources and the held-out error are those at the plan's precision family (16-bit or fp8: separate
+    terms), so an fp8 run's small error does not vouch for a 16-bit plan."""
     dtype = "fp8" if dtype == "fp8" else "bf16"
     name = f"compute_efficiency.{accelerator}.{dtype}"
     term = cal.terms.get(name)
-    acc = part_accuracy(kind, accelerator)
-    rows = int(acc["rows"]) if acc else 0
-    if acc and "rows_by_precision" in acc:  # rows at this precision validate this precision's term
-        rows = int(acc["rows_by_precision"].get(dtype, 0))
+    rows, sources, cv = _at_precision(part_accuracy(kind, accelerator), dtype)
     tied = term.tuned_on.accelerator if term is not None and term.tuned_on is not None else ()
-    cv = acc.get("cv_median_ape") if acc else None
     if rows == 0 and len(tied) > 1:  # one value tuned on several parts (same die): their rows validate it
-        rows = sum(int(((part_accuracy(kind, a) or {}).get("rows_by_precision") or {}).get(dtype, 0))
-                   for a in tied)
-        cv = next((c for a in tied if (c := (part_accuracy(kind, a) or {}).get("cv_median_ape")) is not None), cv)
+        found = [f for a in tied if (f := _at_precision(part_accuracy(kind, a), dtype))[0]]
+        rows = sum(f[0] for f in found)
+        sources = max((f[1] for f in found), default=0)  # a lower bound: parts may share a source
+        cv = next((f[2] for f in found if f[2] is not None), None)
     if term is not None and term.overridden:
         prov = "measured"
     elif rows:
@@ -60,8 +77,15 @@ def efficiency_provenance(cal: Calibration, accelerator: str, dtype: str, kind: 
         prov = "default"
         name = f"compute_efficiency.default.{dtype}" if term is None else name
         term = cal.terms.get(name)
-    return {"provenance": prov, "rows": rows, "cv_median_ape": cv, "term": name,
-            "value": term.value if term is not None else None, "source": term.source if term is not None else ""}
+    return {"provenance": prov, "rows": rows, "sources": sources, "cv_median_ape": cv, "term": name,
+            "value": term.value if term is not None else None, "source": term.source if term is not None else "",
+            "thin": prov == "validated" and thin_evidence(rows, sources)}
+
+
+def thin_evidence(rows: int, sources: int) -> bool:
+    """Too few published runs to say how far off the next one may be: fewer than `MIN_HIGH_ROWS` runs or fewer
+    than `MIN_HIGH_SOURCES` independent sources (one source's runs share its stack, scripts and cluster)."""
+    return rows < MIN_HIGH_ROWS or sources < MIN_HIGH_SOURCES
 
 
 def price_confidence(catalog: Catalog, opt: HardwareOption) -> dict[str, Any] | None:
@@ -95,7 +119,8 @@ def confidence_level(efficiency: dict[str, Any], price: dict[str, Any] | None) -
         eff = "high"
     elif prov == "validated":
         cv = efficiency.get("cv_median_ape")
-        eff = "high" if cv is not None and cv <= HIGH_CV_APE else "medium"
+        thin = thin_evidence(int(efficiency.get("rows") or 0), int(efficiency.get("sources") or 0))
+        eff = "high" if cv is not None and cv <= HIGH_CV_APE and not thin else "medium"
     else:
         eff = "low"
     if price is None:
@@ -154,9 +179,12 @@ def serving_confidence(catalog: Catalog, plan: dict[str, Any], engine_overridden
     and the price of its instance."""
     acc = part_accuracy("serve", plan["accelerator"])
     rows = int(acc["rows"]) if acc else 0
-    eff = {"provenance": "measured" if engine_overridden else "validated" if rows else "default", "rows": rows,
+    sources = int(acc.get("sources", 0)) if acc else 0
+    prov = "measured" if engine_overridden else "validated" if rows else "default"
+    eff = {"provenance": prov, "rows": rows, "sources": sources,
            "cv_median_ape": acc.get("cv_median_ape") if acc else None, "term": f"engine {plan.get('engine')}",
-           "value": None, "source": "workload/data/engines.yaml"}
+           "value": None, "source": "workload/data/engines.yaml",
+           "thin": prov == "validated" and thin_evidence(rows, sources)}
     price = None
     inst = catalog.instances.get(plan.get("instance", ""))
     p = used_price(catalog, inst, plan.get("price_kind", "on_demand_hourly")) if inst is not None else None
