@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -223,6 +224,31 @@ def test_a_gradient_reduction_after_the_backward_is_exposed_whole() -> None:
     assert over.exit_code == 0 and after.exit_code == 0, (over.output, after.output)
     a, b = json.loads(over.stdout)["breakdown_s"]["dp_comm"], json.loads(after.stdout)["breakdown_s"]["dp_comm"]
     assert b > a and b > 0
+
+
+def test_full_recompute_under_a_pytorch_checkpoint_skips_the_down_projection() -> None:
+    """Recipe fact recompute_early_stop (PyTorch's non-reentrant checkpoint, torch >= 2.1, stops recomputing once the
+    backward's tensors are rebuilt: each layer's MLP down projection is not rerun). LLM Foundry and torchtitan default
+    to it; a Megatron-class job reruns the whole layer; the recipe overrides either way."""
+    base = ["estimate", "train", "-m", "llama2-7b", "--accelerator", "h100-sxm5-80gb", "--num-accels", "8",
+            "--tp", "1", "--pp", "1", "--zero", "3", "--micro-batch", "4", "--global-batch", "64",
+            "--recompute", "full", "--json"]
+
+    def run(*extra: str) -> dict[str, Any]:
+        out = runner.invoke(app, [*base, *extra])
+        assert out.exit_code == 0, out.output
+        return dict(json.loads(out.stdout))
+
+    plain, foundry = run(), run("--framework", "llmfoundry")
+    stated_off = run("--framework", "llmfoundry", "--recipe", "recompute_early_stop=false")
+    stated_on = run("--recipe", "recompute_early_stop=true")
+    # llama2-7b's down projections are 1/3 of its MLP: about a tenth of the recomputed forward
+    assert foundry["hfu"] / foundry["mfu"] < plain["hfu"] / plain["mfu"] - 0.05
+    assert stated_off["hfu"] / stated_off["mfu"] == pytest.approx(plain["hfu"] / plain["mfu"])
+    assert stated_on["hfu"] / stated_on["mfu"] == pytest.approx(foundry["hfu"] / foundry["mfu"])
+    assert stated_on["step_time_s"] < plain["step_time_s"]
+    bad = runner.invoke(app, [*base, "--recipe", "recompute_early_stop=maybe"])
+    assert bad.exit_code == 2 and "recompute_early_stop" in bad.output
 
 
 def test_plan_and_compare_tables_say_what_recipe_and_layouts_they_assumed() -> None:

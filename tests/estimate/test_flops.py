@@ -89,8 +89,10 @@ def test_dense_step_matches_flop_counter(name: str, batch: int, seq: int, checkp
 
 
 @pytest.mark.torch
-def test_early_stop_checkpoint_skips_last_gemm_of_each_layer() -> None:
-    """Documents why `_measure` disables early stop: by default the down_proj is not rerun."""
+@pytest.mark.parametrize("name", DENSE)
+def test_early_stop_checkpoint_skips_last_gemm_of_each_layer(name: str) -> None:
+    """PyTorch's non-reentrant checkpoint (torch >= 2.1) stops recomputing once every saved tensor is rebuilt: the
+    down_proj's input is saved before it runs, so it is not rerun. step_flops(early_stop=True) counts exactly that."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     import torch
@@ -99,7 +101,7 @@ def test_early_stop_checkpoint_skips_last_gemm_of_each_layer() -> None:
 
     from gpuplan.validate.torch_probe import build_hf_model
 
-    spec, b, s = TIED, 2, 64
+    spec, b, s = _specs()[name], 2, 64
     model: Any = build_hf_model(spec, attn_implementation="eager", dtype="float32")
     model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     ids = torch.randint(0, spec.vocab_size, (b, s))
@@ -108,7 +110,46 @@ def test_early_stop_checkpoint_skips_last_gemm_of_each_layer() -> None:
         model(input_ids=ids, labels=ids, use_cache=False).loss.backward()
     down_proj = 2 * spec.hidden_size * spec.ffn_hidden_size * spec.num_layers * b * s
     full = step_flops(spec, seq_len=s, tokens=b * s, recompute="full").hardware_flops
-    assert counter.get_total_flops() == full - down_proj
+    early = step_flops(spec, seq_len=s, tokens=b * s, recompute="full", early_stop=True)
+    assert counter.get_total_flops() == full - down_proj == early.hardware_flops
+    assert early.model_flops == step_flops(spec, seq_len=s, tokens=b * s).model_flops  # MFU does not change
+
+
+@pytest.mark.torch
+def test_early_stop_skips_the_plain_mlp_down_projection() -> None:
+    """A plain (GELU) MLP has two matrices: early stop skips its second, half of the MLP (MPT, GPT-style blocks)."""
+    torch = pytest.importorskip("torch")
+    import torch.utils.checkpoint as ckpt
+    from torch.utils.flop_counter import FlopCounterMode
+
+    h, heads, f, b, s = 64, 4, 256, 2, 32
+    spec = ModelSpec(name="tiny-gelu", num_layers=1, hidden_size=h, num_heads=heads, num_kv_heads=heads,
+                     ffn_hidden_size=f, vocab_size=128, mlp="gelu")
+
+    class Block(torch.nn.Module):  # pre-norm eager attention + plain MLP, no biases (MPT's block)
+        def __init__(self) -> None:
+            super().__init__()
+            self.n1, self.n2 = torch.nn.LayerNorm(h), torch.nn.LayerNorm(h)
+            self.qkv, self.o = torch.nn.Linear(h, 3 * h, bias=False), torch.nn.Linear(h, h, bias=False)
+            self.up, self.down = torch.nn.Linear(h, f, bias=False), torch.nn.Linear(f, h, bias=False)
+
+        def forward(self, x: Any) -> Any:
+            q, k, v = (t.unflatten(-1, (heads, h // heads)).transpose(1, 2) for t in self.qkv(self.n1(x)).chunk(3, -1))
+            a = (torch.softmax(q @ k.transpose(-1, -2) / (h // heads) ** 0.5, -1) @ v).transpose(1, 2).flatten(2)
+            x = x + self.o(a)
+            return x + self.down(torch.nn.functional.gelu(self.up(self.n2(x))))
+
+    block, x = Block(), torch.randn(b, s, h, requires_grad=True)
+
+    def measured(checkpointing: bool) -> int:
+        counter = FlopCounterMode(display=False)
+        with ckpt.set_checkpoint_early_stop(True), counter:
+            (ckpt.checkpoint(block, x, use_reentrant=False) if checkpointing else block(x)).sum().backward()
+        return int(counter.get_total_flops())
+
+    fw = step_flops(spec, seq_len=s, tokens=b * s).forward
+    assert fw.mlp_dense_last == fw.mlp_dense / 2
+    assert measured(True) - measured(False) == fw.recomputed("full", early_stop=True) * b * s
 
 
 # -- MoE: hand count, and why FlopCounterMode misses the experts ----------------------------------

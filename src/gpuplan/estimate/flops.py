@@ -18,7 +18,11 @@ Conventions (see docs/flops.md):
 * Model FLOPs = forward + backward = 3 x forward (backward: one GEMM for the input
   gradient and one for the weight gradient). MFU divides model FLOPs by peak; HFU adds
   the recomputed forward (Korthikanti et al. 2022): full recompute reruns every layer's
-  forward (not the LM head); selective recompute reruns the attention core only.
+  forward (not the LM head); selective recompute reruns the attention core only. With
+  early stop (PyTorch's non-reentrant checkpoint, torch >= 2.1, its default), full recompute
+  stops once every tensor the backward needs is regenerated: a dense layer's last GEMM (the MLP
+  down projection, whose input is saved before it runs) is skipped (torch.utils.checkpoint docs,
+  set_checkpoint_early_stop; pytorch/pytorch#96866).
 
 Everything here is pure and cheap; `flops_per_token` takes a numpy array of sequence
 lengths for the vectorized planner.
@@ -75,6 +79,7 @@ class _Coefficients:
     swa_layers: int
     window: int | None
     mlp_dense: float
+    mlp_dense_last: float  # the dense MLPs' down projections (their last GEMM)
     experts_routed: float
     experts_shared: float
     router: float
@@ -113,6 +118,8 @@ def _coefficients(spec: ModelSpec) -> _Coefficients:
         swa_layers=spec.num_swa_layers,
         window=spec.sliding_window,
         mlp_dense=f * p.dense_layer.mlp_matrix * p.num_dense_layers,
+        # the down projection: one of the SwiGLU MLP's three matrices, one of a plain MLP's two
+        mlp_dense_last=f * p.dense_layer.mlp_matrix * p.num_dense_layers / (3 if spec.mlp == "swiglu" else 2),
         experts_routed=routed,
         experts_shared=shared,
         router=router,
@@ -135,10 +142,22 @@ class ForwardFlops:
     router: float  # MoE gating projection
     lm_head: float  # output projection to the vocabulary
 
+    mlp_dense_last: float = 0.0  # the dense FFNs' down projections, a share of mlp_dense (not a part of its own)
+
     @property
     def layers(self) -> float:
         """Everything inside the transformer layers (what full recomputation reruns)."""
         return self.total - self.lm_head
+
+    def recomputed(self, recompute: Recompute, *, early_stop: bool = False) -> float:
+        """The forward work rerun during backward (Korthikanti et al. 2022): full recomputation reruns every
+        layer (not the LM head), less each dense layer's down projection under early stop; selective
+        recomputation the attention core."""
+        if recompute == "full":
+            return self.layers - (self.mlp_dense_last if early_stop else 0.0)
+        if recompute == "selective":
+            return self.attention_core
+        return 0.0
 
     @property
     def total(self) -> float:
@@ -165,6 +184,7 @@ class StepFlops:
     forward: ForwardFlops  # per token
     tokens: int  # tokens in the step (sequences x seq_len)
     recompute: Recompute
+    early_stop: bool = False  # full recomputation stops before each dense layer's last GEMM (torch >= 2.1)
 
     @property
     def model_flops_per_token(self) -> float:
@@ -173,12 +193,8 @@ class StepFlops:
 
     @property
     def recompute_flops_per_token(self) -> float:
-        """The forward work rerun during backward (Korthikanti et al. 2022)."""
-        if self.recompute == "full":
-            return self.forward.layers  # every layer's forward; the LM head is not checkpointed
-        if self.recompute == "selective":
-            return self.forward.attention_core  # Q K^T, softmax, x V of every layer
-        return 0.0
+        """The forward work rerun during backward (Korthikanti et al. 2022; ForwardFlops.recomputed)."""
+        return self.forward.recomputed(self.recompute, early_stop=self.early_stop)
 
     @property
     def hardware_flops_per_token(self) -> float:
@@ -214,17 +230,18 @@ def forward_flops(spec: ModelSpec, seq_len: int, *, causal: bool = False) -> For
     c = _coefficients(spec)
     return ForwardFlops(
         seq_len=seq_len, causal=causal, attention_proj=c.attention_proj,
-        attention_core=float(c.core(seq_len, causal)), mlp_dense=c.mlp_dense,
+        attention_core=float(c.core(seq_len, causal)), mlp_dense=c.mlp_dense, mlp_dense_last=c.mlp_dense_last,
         experts_routed=c.experts_routed, experts_shared=c.experts_shared, router=c.router, lm_head=c.lm_head,
     )
 
 
 def step_flops(spec: ModelSpec, *, seq_len: int, tokens: int, recompute: Recompute = "none",
-               causal: bool = False) -> StepFlops:
+               causal: bool = False, early_stop: bool = False) -> StepFlops:
     """FLOPs of a training step over `tokens` tokens cut into sequences of `seq_len`."""
     if tokens < 0:
         raise ValueError(f"tokens must be non-negative, got {tokens}")
-    return StepFlops(forward=forward_flops(spec, seq_len, causal=causal), tokens=tokens, recompute=recompute)
+    return StepFlops(forward=forward_flops(spec, seq_len, causal=causal), tokens=tokens, recompute=recompute,
+                     early_stop=early_stop)
 
 
 def training_flops(spec: ModelSpec, job: TrainingJob, *, tokens: int | None = None,
@@ -236,11 +253,13 @@ def training_flops(spec: ModelSpec, job: TrainingJob, *, tokens: int | None = No
     """
     if tokens is None:
         tokens = (job.global_batch or job.micro_batch) * job.seq_len
-    return step_flops(spec, seq_len=job.seq_len, tokens=tokens, recompute=job.recompute, causal=causal)
+    return step_flops(spec, seq_len=job.seq_len, tokens=tokens, recompute=job.recompute, causal=causal,
+                      early_stop=job.recompute_early_stop_on())
 
 
 def flops_per_token(spec: ModelSpec, seq_len: npt.ArrayLike, *, recompute: Recompute = "none",
-                    causal: bool = False) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+                    causal: bool = False, early_stop: bool = False
+                    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
     """(model, hardware) training FLOPs per token for each sequence length; broadcasts over arrays.
 
     Equal to `step_flops(...).model_flops_per_token` / `.hardware_flops_per_token` element-wise.
@@ -250,7 +269,7 @@ def flops_per_token(spec: ModelSpec, seq_len: npt.ArrayLike, *, recompute: Recom
     forward = c.static + core
     model = (1 + BACKWARD_FACTOR) * forward
     if recompute == "full":
-        extra = forward - c.lm_head
+        extra = forward - c.lm_head - (c.mlp_dense_last if early_stop else 0.0)
     elif recompute == "selective":
         extra = core
     else:

@@ -168,7 +168,9 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     bwd = 2.0 if job.method == "full" else 1.0  # frozen weights: no weight-gradient GEMM (LoRA)
     passes = 1.0 + bwd
     model_fpt = passes * fw.total
-    recompute_extra = np.select([c.recompute == 1, c.recompute == 2], [fw.attention_core, fw.layers], 0.0)
+    recompute_extra = np.select([c.recompute == 1, c.recompute == 2],
+                                [fw.recomputed("selective"),
+                                 fw.recomputed("full", early_stop=job.recompute_early_stop_on())], 0.0)
     hw_fpt = model_fpt + recompute_extra
     dtype16 = "fp16" if job.precision == "fp16" else "bf16"
     peak16 = hw.peak_flops(dtype16 if job.precision != "fp32" else "fp32")

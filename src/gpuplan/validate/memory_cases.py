@@ -96,12 +96,15 @@ def recipe_settings(row: Row, st: RowSettings) -> dict[str, object]:
         job["zero_group"] = st.zero_group
     if st.grad_reduce_overlap is not None:
         job["grad_reduce_overlap"] = st.grad_reduce_overlap
+    if st.recompute_early_stop is not None:
+        job["recompute_early_stop"] = st.recompute_early_stop
     return job
 
 
 # the recipe keys of the settings syntax that set a training job's fields (recipe_settings)
 TRAIN_RECIPE_KEYS = ("loss", "compile", "trainable_extra", "lora_targets", "quant_format", "zero_impl",
-                     "optimizer_impl", "optimizer_offload", "optimizer_in_bwd", "zero_group", "grad_reduce_overlap")
+                     "optimizer_impl", "optimizer_offload", "optimizer_in_bwd", "zero_group", "grad_reduce_overlap",
+                     "recompute_early_stop")
 
 
 def recipe_job_fields(text: str, *, method: str, optimizer: str = "adamw") -> dict[str, object]:

@@ -23,7 +23,9 @@ within 8 ranks and replicates across the groups; zero1=-1, the whole data-parall
 kernel, so its tensor-parallel all-reduces ran over NCCL: the engine term `allreduce_latency_factor` at 1, the
 ring's full latency; TensorRT-LLM's build scripts before trtllm-build made the kernel opt-in) and
 `grad_reduce_overlap` (training: `false` when the data-parallel gradient reduction ran after the backward instead of
-overlapping it: TrainingJob.grad_reduce_overlap).
+overlapping it: TrainingJob.grad_reduce_overlap) and `recompute_early_stop` (training: whether full recomputation
+stopped before each dense layer's MLP down projection, as PyTorch's non-reentrant checkpoint does from torch 2.1;
+`false` for a run on an older torch or a reentrant checkpoint: TrainingJob.recompute_early_stop).
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ class RowSettings(BaseModel):
     zero_group: int | None = Field(default=None, ge=1)
     custom_all_reduce: bool | None = None
     grad_reduce_overlap: bool | None = None
+    recompute_early_stop: bool | None = None
 
 
 _LISTS = ("trainable_extra", "lora_targets")

@@ -68,6 +68,7 @@ def evaluate_training_row(row: Row, catalog: Catalog, calibration: Calibration |
     job = TrainingJob(method=method, seq_len=seq, global_batch=gb, precision=row.get("precision") or "bf16",
                       framework=prof.id if prof else None, attention=st.attention or "flash",
                       tp_comm_overlap=st.tp_comm_overlap, grad_reduce_overlap=st.grad_reduce_overlap,
+                      recompute_early_stop=st.recompute_early_stop,
                       compile=bool(st.compile), zero_group=st.zero_group,
                       sequence_parallel=opt_bool(row, "seq_parallel"))
     network = row.get("network") or (usual_network(catalog, row["accelerator"])[0] if n > gpn else None)

@@ -78,6 +78,12 @@ class FrameworkProfile(BaseModel):
         "ranks (Megatron sequence parallelism) unless a job says otherwise; False: its default TP mode replicates "
         "them on every TP rank (InternEvo's mtp)")
     sequence_parallel_source: str = ""
+    recompute_early_stop: bool = Field(
+        default=False, description="whether full recomputation stops before each dense layer's last GEMM: PyTorch's "
+        "non-reentrant checkpoint (torch >= 2.1, early stop on by default) stops once every tensor the backward needs "
+        "is regenerated, so the MLP down projection is not rerun; reentrant checkpoints (Megatron, DeepSpeed, "
+        "torch.utils.checkpoint(use_reentrant=True)) rerun the whole layer")
+    recompute_early_stop_source: str = ""
     terms: dict[str, FrameworkTerm] = Field(default_factory=dict)
 
     def has(self, axis: Axis) -> bool:
@@ -90,7 +96,7 @@ class FrameworkProfile(BaseModel):
                 "kernels": self.kernels, "tp_comm_overlap": self.tp_comm_overlap,
                 "zero_param_sync": self.zero_param_sync, "zero_param_overlap": self.zero_param_overlap,
                 "zero_group_default": self.zero_group_default,
-                "sequence_parallel": self.sequence_parallel,
+                "sequence_parallel": self.sequence_parallel, "recompute_early_stop": self.recompute_early_stop,
                 "terms": {k: {"value": t.value, "unit": t.unit, "source": t.source} for k, t in self.terms.items()}}
 
 
@@ -126,3 +132,4 @@ def framework(framework_id: str) -> FrameworkProfile:
     if framework_id not in profiles:
         raise unknown_name("framework", framework_id, profiles)
     return profiles[framework_id]
+

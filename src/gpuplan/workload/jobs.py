@@ -139,6 +139,11 @@ class TrainingJob(BaseModel):
         default=None, description="data-parallel gradient reduction overlapped with the backward (PyTorch DDP and "
         "Megatron --overlap-grad-reduce buckets, DeepSpeed overlap_comm); False: it runs after the backward, whole "
         "(Megatron-LM 2022, DeepSpeed ZeRO-1/2 with overlap_comm false); None: overlapped (calibration dp_overlap)")
+    recompute_early_stop: bool | None = Field(
+        default=None, description="full recomputation stops once the backward's tensors are regenerated, skipping "
+        "each dense layer's MLP down projection (PyTorch non-reentrant checkpoint, torch >= 2.1: FSDP/Composer, "
+        "torchtitan); False: the whole layer reruns (Megatron, DeepSpeed, reentrant checkpoint, torch < 2.1); "
+        "None: the framework's default")
     sequence_parallel: bool | None = Field(
         default=None, description="Megatron sequence parallelism with TP (--sequence-parallel): norms, dropout and "
         "residual activations split over the TP ranks; False: every TP rank holds and computes them whole "
@@ -179,6 +184,14 @@ class TrainingJob(BaseModel):
         if self.sequence_parallel is not None:
             return self.sequence_parallel
         return framework_profile(self.framework).sequence_parallel if self.framework is not None else True
+
+    def recompute_early_stop_on(self) -> bool:
+        """Whether full recomputation stops before each dense layer's last GEMM: the job's statement, else its
+        framework's default (PyTorch non-reentrant checkpoint stacks: on), else off (Megatron-Core reruns the
+        whole layer)."""
+        if self.recompute_early_stop is not None:
+            return self.recompute_early_stop
+        return framework_profile(self.framework).recompute_early_stop if self.framework is not None else False
 
     def num_microbatches(self, layout: Layout) -> int:
         """Micro-batches per step per pipeline; without a global batch, enough to fill the pipeline."""
