@@ -52,3 +52,18 @@ def test_a_framework_searches_only_the_axes_it_offers() -> None:
     # the family names keep their meaning
     assert tuple(family_choices("data_parallel", [8], 8).tp) == (1,)
     assert 8 in family_choices("megatron", [8], 8).tp
+
+
+def test_only_pytorch_checkpoint_stacks_stop_recomputation_early_and_say_why() -> None:
+    """Full recomputation skips each layer's down projection only under PyTorch's non-reentrant checkpoint (LLM Foundry,
+    torchtitan, torchtune); Megatron, NeMo, DeepSpeed and InternEvo rerun the whole layer; a job can state either."""
+    on = {fid for fid, p in load_frameworks().items() if p.recompute_early_stop}
+    assert on == {"llmfoundry", "torchtitan", "torchtune"}
+    for fid in on:
+        assert "NO_REENTRANT" in framework(fid).recompute_early_stop_source or "reentrant: false" in (
+            framework(fid).recompute_early_stop_source)
+    assert TrainingJob(framework="llmfoundry").recompute_early_stop_on()
+    assert not TrainingJob(framework="megatron").recompute_early_stop_on()
+    assert not TrainingJob().recompute_early_stop_on()
+    assert not TrainingJob(framework="torchtune", recompute_early_stop=False).recompute_early_stop_on()
+    assert TrainingJob(framework="internevo", recompute_early_stop=True).recompute_early_stop_on()
