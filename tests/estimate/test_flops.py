@@ -339,12 +339,14 @@ def test_training_flops_reads_the_job() -> None:
 @pytest.mark.parametrize("spec", [SMALL, SWA, load_model("deepseek-v3"), load_model("mixtral-8x7b")])
 @pytest.mark.parametrize("recompute", ["none", "selective", "full"])
 @pytest.mark.parametrize("causal", [False, True])
-def test_vectorized_helper_equals_scalar_records(spec: ModelSpec, recompute: Any, causal: bool) -> None:
+@pytest.mark.parametrize("early_stop", [False, True])
+def test_vectorized_helper_equals_scalar_records(spec: ModelSpec, recompute: Any, causal: bool,
+                                                 early_stop: bool) -> None:
     seqs = np.array([1, 512, 1024, 1500, 4096, 32768])
-    model, hardware = flops_per_token(spec, seqs, recompute=recompute, causal=causal)
+    model, hardware = flops_per_token(spec, seqs, recompute=recompute, causal=causal, early_stop=early_stop)
     assert model.shape == hardware.shape == seqs.shape
     for i, s in enumerate(seqs.tolist()):
-        step = step_flops(spec, seq_len=s, tokens=1, recompute=recompute, causal=causal)
+        step = step_flops(spec, seq_len=s, tokens=1, recompute=recompute, causal=causal, early_stop=early_stop)
         assert model[i] == pytest.approx(step.model_flops_per_token, rel=1e-12)
         assert hardware[i] == pytest.approx(step.hardware_flops_per_token, rel=1e-12)
     assert np.all(np.diff(model) > 0)  # longer sequences cost more per token

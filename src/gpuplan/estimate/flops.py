@@ -37,7 +37,7 @@ import numpy.typing as npt
 
 from gpuplan.workload.jobs import Recompute, TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
-from gpuplan.workload.params import count_params
+from gpuplan.workload.params import count_params, ffn_matrices
 
 __all__ = [
     "ForwardFlops",
@@ -118,8 +118,7 @@ def _coefficients(spec: ModelSpec) -> _Coefficients:
         swa_layers=spec.num_swa_layers,
         window=spec.sliding_window,
         mlp_dense=f * p.dense_layer.mlp_matrix * p.num_dense_layers,
-        # the down projection: one of the SwiGLU MLP's three matrices, one of a plain MLP's two
-        mlp_dense_last=f * p.dense_layer.mlp_matrix * p.num_dense_layers / (3 if spec.mlp == "swiglu" else 2),
+        mlp_dense_last=f * p.dense_layer.mlp_matrix * p.num_dense_layers / ffn_matrices(spec),  # one of its matrices
         experts_routed=routed,
         experts_shared=shared,
         router=router,
@@ -137,12 +136,11 @@ class ForwardFlops:
     attention_proj: float  # q/k/v/o (or MLA down/up) projections
     attention_core: float  # Q K^T and probabilities x V
     mlp_dense: float  # dense FFN layers
+    mlp_dense_last: float  # their down projections (the last GEMM of a dense layer), a share of mlp_dense
     experts_routed: float  # the top-k routed experts a token visits
     experts_shared: float  # always-on shared experts
     router: float  # MoE gating projection
     lm_head: float  # output projection to the vocabulary
-
-    mlp_dense_last: float = 0.0  # the dense FFNs' down projections, a share of mlp_dense (not a part of its own)
 
     @property
     def layers(self) -> float:

@@ -132,4 +132,3 @@ def framework(framework_id: str) -> FrameworkProfile:
     if framework_id not in profiles:
         raise unknown_name("framework", framework_id, profiles)
     return profiles[framework_id]
-

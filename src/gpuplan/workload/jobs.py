@@ -141,9 +141,9 @@ class TrainingJob(BaseModel):
         "(Megatron-LM 2022, DeepSpeed ZeRO-1/2 with overlap_comm false); None: overlapped (calibration dp_overlap)")
     recompute_early_stop: bool | None = Field(
         default=None, description="full recomputation stops once the backward's tensors are regenerated, skipping "
-        "each dense layer's MLP down projection (PyTorch non-reentrant checkpoint, torch >= 2.1: FSDP/Composer, "
-        "torchtitan); False: the whole layer reruns (Megatron, DeepSpeed, reentrant checkpoint, torch < 2.1); "
-        "None: the framework's default")
+        "each dense layer's MLP down projection (PyTorch non-reentrant checkpoint, torch >= 2.1: Composer/LLM Foundry, "
+        "torchtitan, torchtune); False: the whole layer reruns (Megatron, DeepSpeed, reentrant checkpoint, "
+        "torch < 2.1); None: the framework's default")
     sequence_parallel: bool | None = Field(
         default=None, description="Megatron sequence parallelism with TP (--sequence-parallel): norms, dropout and "
         "residual activations split over the TP ranks; False: every TP rank holds and computes them whole "

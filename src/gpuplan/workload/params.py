@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from gpuplan.workload.model_spec import ModelSpec
 
-__all__ = ["LayerParams", "ParamCounts", "count_params"]
+__all__ = ["LayerParams", "ParamCounts", "count_params", "ffn_matrices"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -142,9 +142,13 @@ def _attention(spec: ModelSpec) -> tuple[int, int]:
     return matrix, other
 
 
+def ffn_matrices(spec: ModelSpec) -> int:
+    """Weight matrices of one FFN, each hidden x ffn: SwiGLU gate, up, down (Shazeer 2020); a plain MLP up, down."""
+    return 3 if spec.mlp == "swiglu" else 2
+
+
 def _ffn_matrix(spec: ModelSpec, ffn: int) -> int:
-    # SwiGLU: gate, up, down (Shazeer 2020); plain MLP: up, down.
-    return (3 if spec.mlp == "swiglu" else 2) * spec.hidden_size * ffn
+    return ffn_matrices(spec) * spec.hidden_size * ffn
 
 
 def _ffn_bias(spec: ModelSpec, ffn: int) -> int:
