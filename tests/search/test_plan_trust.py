@@ -17,7 +17,7 @@ from gpuplan.errors import InputError
 from gpuplan.estimate.calibration import CalibrationTerm, default_calibration, load_calibration
 from gpuplan.estimate.uncertainty import EstimateClass, accuracy_data, band, class_stats
 from gpuplan.hardware import load_catalog
-from gpuplan.render.trust_text import confidence_text
+from gpuplan.render.trust_text import caveat_lines, confidence_text
 from gpuplan.search.infer_load import InferLoad, InferSlo
 from gpuplan.search.infer_search import InferConstraints, plan_inference
 from gpuplan.search.plan_trust import confidence_level, efficiency_provenance
@@ -355,3 +355,44 @@ def test_a_recommendation_critical_for_cross_node_tcp_names_the_best_plan_withou
     calm = plan("-m", "llama3-8b", "--tokens", "1e12", "--deadline", "30", "--market", "global")
     assert not any(f["id"] == "net.rdma_required" for f in calm["findings"])
     assert calm["recommended"]["rdma_alternative"] is None
+
+
+def _thin_plan(provenance: str = "validated", rows: int = 1, sources: int = 1) -> dict[str, Any]:
+    eff = {"provenance": provenance, "rows": rows, "sources": sources, "cv_median_ape": 0.34,
+           "term": "compute_efficiency.v100-sxm2-32gb.bf16", "value": 0.39, "source": "", "thin": rows < 3}
+    price = {"confidence": "high", "usd_per_device_hour": 1.0, "source": "s", "as_of": "2026-01-01",
+             "instance": "x", "kind": "on_demand_hourly", "basis": "list", "distressed": False}
+    return {"accelerator": "v100-sxm2-32gb", "mfu": 0.30, "time_to_train_s": 86400.0 * 5, "cost_usd": 2750.0,
+            "confidence": {"level": "medium", "efficiency": eff, "price": price}}
+
+
+def test_a_part_validated_on_one_run_is_not_a_confirmed_input_and_gets_a_caveat() -> None:
+    """Regression: a Qwen2.5-7B plan in China offered '8 x v100-sxm2-32gb' as the 'best plan on confirmed inputs',
+    its efficiency tuned on one published run (held-out error 34%). Thin evidence is not a confirmed input: it gets
+    the efficiency caveat, in words that say how thin it is, and is not offered as the confirmed alternative."""
+    thin, solid = _thin_plan(), _thin_plan(rows=68, sources=9)
+    assert not is_confirmed(thin) and is_confirmed(solid)
+    cav = caveats(thin, None, "cost", CAT)
+    assert [c["input"] for c in cav] == ["efficiency"] and cav[0]["value"]["thin"]
+    assert caveats(solid, None, "cost", CAT) == []
+    text = " ".join(caveat_lines({"caveats": cav}, "en"))
+    assert "only 1 published run(s)" in text and "not on a measurement" not in text
+    assert "1 条公开实测" in " ".join(caveat_lines({"caveats": cav}, "zh"))
+
+
+def test_a_plan_chosen_by_cost_gets_no_mfu_break_even_against_an_unpriced_alternative() -> None:
+    """Regression: a cost-ranked H20 plan (494 USD, 4.9 days) whose confirmed alternative was an unpriced own 910B2
+    cluster (23 h) read 'it stays the choice while its MFU is above 274%': the break-even compared times for a
+    choice made on cost. Against a plan with no price there is no cost break-even; the text says why."""
+    rec = _thin_plan(provenance="default", rows=0, sources=0)
+    rec["confidence"]["price"]["confidence"] = "low"
+    alt = {**_thin_plan(rows=68, sources=9), "accelerator": "ascend-910b2", "cost_usd": None,
+           "time_to_train_s": 23.2 * 3600.0}
+    eff = next(c for c in caveats(rec, alt, "cost", CAT) if c["input"] == "efficiency")
+    assert eff["break_even"] is None and eff["alternative_unpriced"]
+    line = caveat_lines({"caveats": [eff]}, "en")[0]
+    assert "has no price" in line and "%" not in line.split(";")[1]
+    assert "没有价格" in caveat_lines({"caveats": [eff]}, "zh")[0]
+    priced = {**alt, "cost_usd": 5500.0}  # a priced alternative keeps its cost break-even
+    be = next(c for c in caveats(rec, priced, "cost", CAT) if c["input"] == "efficiency")["break_even"]
+    assert be["mfu"] == pytest.approx(rec["mfu"] * 2750.0 / 5500.0)

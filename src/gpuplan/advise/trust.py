@@ -1,9 +1,10 @@
 """What the recommendation rests on: its caveats, the best plan on confirmed inputs, the break-even values.
 
 A plan rests on a low-confidence input when its efficiency is a default (no measurement of the part:
-search/plan_trust.py) or its price has low confidence (a market quote from one report, a distressed
-rent). For such a recommendation the answer names (1) the best plan that rests on confirmed inputs
-(efficiency measured or validated, price not low), chosen by the same rule; (2) per low-confidence
+search/plan_trust.py) or rests on too few published runs (fewer than MIN_HIGH_ROWS, or one source: `thin`),
+or its price has low confidence (a market quote from one report, a distressed rent). For such a
+recommendation the answer names (1) the best plan that rests on confirmed inputs (efficiency measured, or
+validated on enough runs, price not low), chosen by the same rule; (2) per low-confidence
 input, the value at which the choice flips to that plan:
 - price: cost = price x billed device-hours, so the plan stays cheaper while its price is below
   price x cost(alternative) / cost(plan) (per device-hour, and per instance-month where the quote is monthly);
@@ -32,12 +33,23 @@ __all__ = ["caveats", "deadline_caveat", "is_confirmed", "plan_markets", "servin
 Chooser = Callable[[Sequence[dict[str, Any]]], dict[str, Any] | None]
 
 
+def _efficiency_unconfirmed(eff: Mapping[str, Any]) -> bool:
+    """A default efficiency, or one validated on too few published runs (search/plan_trust.py thin_evidence)."""
+    return eff.get("provenance") == "default" or (eff.get("provenance") == "validated" and bool(eff.get("thin")))
+
+
+def _thin(eff: Mapping[str, Any]) -> dict[str, Any]:
+    """The caveat's account of thin evidence: how many runs and sources the part's efficiency rests on."""
+    return {"thin": True, "rows": eff.get("rows", 0), "sources": eff.get("sources", 0)} if eff.get("thin") else {}
+
+
 def is_confirmed(plan: dict[str, Any]) -> bool:
-    """Efficiency measured or validated, and a price (if any) of medium or high confidence."""
+    """Efficiency measured or validated on enough runs, and a price (if any) of medium or high confidence."""
     conf = plan.get("confidence") or {}
-    eff = (conf.get("efficiency") or {}).get("provenance")
+    eff = conf.get("efficiency") or {}
     price = conf.get("price")
-    return eff in ("measured", "validated") and (price is None or price.get("confidence") in LEVELS[1:])
+    return (eff.get("provenance") in ("measured", "validated") and not _efficiency_unconfirmed(eff)
+            and (price is None or price.get("confidence") in LEVELS[1:]))
 
 
 def plan_markets(plan: dict[str, Any], catalog: Catalog) -> tuple[str, ...]:
@@ -81,17 +93,20 @@ def caveats(rec: dict[str, Any], alt: dict[str, Any] | None, measure: str | None
     by_cost = bool(measure == "cost" and alt is not None and rec.get("cost_usd") and alt.get("cost_usd"))
     key = ("cost_usd" if by_cost else "device_hours" if measure == "device_hours" and alt is not None
            and rec.get("device_hours") and alt.get("device_hours") else "time_to_train_s")
-    ratio = float(alt[key]) / float(rec[key]) if alt is not None else None
+    # a choice made on cost has no cost break-even against an alternative without a price (times would not say
+    # when the choice flips: the plan was not chosen for its time)
+    unpriced = bool(measure == "cost" and alt is not None and not by_cost)
+    ratio = float(alt[key]) / float(rec[key]) if alt is not None and not unpriced else None
     out: list[dict[str, Any]] = []
-    if eff.get("provenance") == "default":
+    if _efficiency_unconfirmed(eff):
         be: dict[str, Any] | None = {"mfu": float(rec["mfu"]) / ratio} if ratio else None
         if deadline_days and rec.get("time_to_train_s"):
             floor = float(rec["mfu"]) * float(rec["time_to_train_s"]) / (deadline_days * 86400.0)
             if be is None or floor > be["mfu"]:
                 be = {"mfu": floor, "deadline_bound": True}
         out.append({"input": "efficiency", "value": {"mfu": rec["mfu"], "term": eff.get("term"),
-                                                     "term_value": eff.get("value")},
-                    "break_even": be, "holds_while": "above" if be else None,
+                                                     "term_value": eff.get("value"), **_thin(eff)},
+                    "break_even": be, "holds_while": "above" if be else None, "alternative_unpriced": unpriced,
                     "action": "bench", "accelerator": rec["accelerator"]})
     if price is not None and price.get("confidence") not in LEVELS[1:]:
         be = _quote(rec, catalog, ratio) if by_cost and ratio else None
@@ -131,10 +146,10 @@ def serving_caveats(rec: dict[str, Any], alt: dict[str, Any] | None, catalog: Ca
     price = conf.get("price")
     ratio = float(alt["cost_usd_per_hour"]) / float(rec["cost_usd_per_hour"]) if alt is not None else None
     out: list[dict[str, Any]] = []
-    if eff.get("provenance") == "default":
+    if _efficiency_unconfirmed(eff):
         cap = float(rec["capacity_requests_per_s_per_replica"])
         out.append({"input": "efficiency", "value": {"capacity_requests_per_s_per_replica": cap,
-                                                     "term": eff.get("term")},
+                                                     "term": eff.get("term"), **_thin(eff)},
                     "break_even": {"capacity_requests_per_s_per_replica": cap / ratio} if ratio else None,
                     "holds_while": "above" if ratio else None, "action": "bench", "accelerator": rec["accelerator"]})
     if price is not None and price.get("confidence") not in LEVELS[1:]:

@@ -101,9 +101,12 @@ def caveat_lines(rec: Mapping[str, Any], lang: str) -> list[str]:
         be = c.get("break_even")
         if c["input"] == "efficiency" and "mfu" in c["value"]:
             flip = (tr("trust.flip.mfu_deadline" if be.get("deadline_bound") else "trust.flip.mfu", lang,
-                       mfu=f"{be['mfu']:.0%}") if be else tr("trust.flip.none", lang))
-            lines.append(tr("trust.caveat.efficiency", lang, acc=c["accelerator"], mfu=f"{c['value']['mfu']:.0%}",
-                            term=c["value"].get("term") or "", flip=flip))
+                       mfu=f"{be['mfu']:.0%}") if be else
+                    tr("trust.flip.unpriced" if c.get("alternative_unpriced") else "trust.flip.none", lang))
+            lines.append(tr("trust.caveat.efficiency_thin" if c["value"].get("thin") else "trust.caveat.efficiency",
+                            lang, acc=c["accelerator"], mfu=f"{c['value']['mfu']:.0%}",
+                            term=c["value"].get("term") or "", flip=flip, rows=c["value"].get("rows", 0),
+                            sources=c["value"].get("sources", 0)))
         elif c["input"] == "deadline":
             v, safe = c["value"], c.get("safe_alternative")
             lines.append(tr("trust.caveat.deadline", lang, acc=c["accelerator"], days=f"{v['days']:.1f}",
@@ -116,8 +119,9 @@ def caveat_lines(rec: Mapping[str, Any], lang: str) -> list[str]:
         elif c["input"] == "efficiency":
             key = "capacity_requests_per_s_per_replica"
             flip = (tr("trust.flip.capacity", lang, rps=sig(be[key])) if be else tr("trust.flip.none", lang))
-            lines.append(tr("trust.caveat.serving", lang, acc=c["accelerator"], rps=sig(c["value"][key]),
-                            term=c["value"].get("term") or "", flip=flip))
+            lines.append(tr("trust.caveat.serving_thin" if c["value"].get("thin") else "trust.caveat.serving", lang,
+                            acc=c["accelerator"], rps=sig(c["value"][key]), term=c["value"].get("term") or "",
+                            flip=flip, rows=c["value"].get("rows", 0), sources=c["value"].get("sources", 0)))
         else:
             v = c["value"]
             if be and "amount" in be:
