@@ -25,7 +25,6 @@ from gpuplan.render.report_md import compare_infer_rows, compare_rows
 from gpuplan.render.report_text import rule_line
 from gpuplan.render.trust_text import confidence_text
 from gpuplan.workload.frameworks import FrameworkId
-from gpuplan.workload.jobs import default_global_batch
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 from gpuplan.workload.presets import load_model
@@ -174,7 +173,7 @@ def compare_cmd(
             return
         if tokens is None:  # a bad number was caught above
             raise InputError(field="tokens", value=tokens, allowed="a positive number (or --qps for inference)")
-        job = training_job(method, seq_len, global_batch or default_global_batch(seq_len), precision,
+        job = training_job(method, seq_len, global_batch, precision,
                            framework=framework, recipe=recipe)
         cal = load_user_calibration()  # measured terms written by `gpuplan calibrate`, if any
         cons = plan_constraints(cat, float(count_params(spec).total), cal, method=method, framework=framework,

@@ -70,7 +70,9 @@ def _get(p: Mapping[str, Any], key: str) -> Any:
 def write_train(names: list[str], out: Path, *, model_id: str, spec: ModelSpec, job: TrainingJob,
                 plan: Mapping[str, Any], tokens: float | None, stated: set[str], lang: str) -> None:
     t = TrainTarget(model_id=model_id, spec=spec, plan=plan, method=job.method, seq_len=job.seq_len,
-                    global_batch=int(job.global_batch or plan["layout"]["dp"]), precision=job.precision,
+                    # the batch the plan's layout runs (its step time counts those sequences)
+                    global_batch=int(plan["layout"].get("global_batch") or job.global_batch or plan["layout"]["dp"]),
+                    precision=job.precision,
                     lora_rank=job.lora_rank, lora_targets=tuple(job.lora_targets), tokens=tokens,
                     stated=frozenset(stated))
     _write(emit_train(t, names), out, lang)

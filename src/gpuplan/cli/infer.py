@@ -12,13 +12,15 @@ from rich.table import Table
 from gpuplan.cli.common import LANG_OPT, console, fail, flag, note, positives, print_json
 from gpuplan.cli.train import estimate_app
 from gpuplan.errors import GpuplanError, InputError
-from gpuplan.estimate.infer_estimate import InferenceEstimate, Instance, estimate_inference
+from gpuplan.estimate.infer_estimate import Instance, estimate_inference
 from gpuplan.estimate.infer_step import node_devices
 from gpuplan.estimate.links import Link
 from gpuplan.hardware import Catalog, load_catalog
 from gpuplan.hardware.query import alias_note
 from gpuplan.i18n import help_text, resolve_lang, tr
+from gpuplan.render.trust_text import band_num, trust_lines
 from gpuplan.search.cluster import cluster_hardware, usual_network
+from gpuplan.search.estimate_trust import serving_estimate_trust
 from gpuplan.workload.engines import engine
 from gpuplan.workload.presets import load_model
 
@@ -99,10 +101,15 @@ def estimate_infer(
     except (GpuplanError, ValidationError) as exc:
         fail(exc, lang)
     note(alias_note(cat, accelerator, language))
+    d = est.to_json()
+    lay = d["layout"]
+    d.update(serving_estimate_trust(  # how sure: the confidence and 80% bands a serving plan carries
+        d, accelerator=acc.id, engine=engine_id, engine_overridden=bool(term), moe=spec.moe is not None,
+        devices_per_replica=d["num_accels"] // max(int(d["replicas"]), 1) or lay["tp"] * lay["pp"]))
     if json_out:
-        print_json(est.to_json())
+        print_json(d)
         return
-    _table(est, language)
+    _table(d, language)
 
 
 def _scale_out(cat: Catalog, accelerator: str, group: int, network: str | None) -> Link | None:
@@ -114,15 +121,28 @@ def _scale_out(cat: Catalog, accelerator: str, group: int, network: str | None) 
     return cluster_hardware(cat, accelerator, net).inter()
 
 
-def _ms(v: Any) -> str:
+def _ms(v: Any, bands: dict[str, list[float]], name: str) -> str:
+    """A latency in ms with its 80% band: a fixed batch's value, or p50 / p90 / p99 with the p99's band."""
     if isinstance(v, dict):
-        return f"p50 {v['p50'] * 1e3:,.1f} / p90 {v['p90'] * 1e3:,.1f} / p99 {v['p99'] * 1e3:,.1f} ms"
-    return f"{float(v) * 1e3:,.1f} ms"
+        p99 = band_num(v["p99"], bands.get(f"{name}.p99"), ",.1f", 1e3)
+        return f"p50 {v['p50'] * 1e3:,.1f} / p90 {v['p90'] * 1e3:,.1f} / p99 {p99} ms"
+    return band_num(float(v), bands.get(name), ",.1f", 1e3) + " ms"
 
 
-def _table(est: InferenceEstimate, lang: str = "en") -> None:
-    d = est.to_json()
+def _step_text(step: dict[str, Any], lang: str) -> str:
+    """What the decode step waits on: the largest of compute, memory, communication and overhead, with its share,
+    and the roofline side of the linear layers (`bound`)."""
+    if not step.get("dominant"):  # simulated under a request rate: steps vary, no single decode step
+        return "-"
+    dom = str(step["dominant"])
+    share = float((step.get("shares") or {}).get(dom, 0.0))
+    return tr("cli.einfer.step_value", lang, what=tr(f"cli.einfer.part.{dom}", lang), share=share,
+              bound=tr(f"cli.einfer.part.{step.get('bound', 'memory')}", lang))
+
+
+def _table(d: dict[str, Any], lang: str = "en") -> None:
     a = d["assumptions"]
+    bands = d.get("band") or {}
     lay = d["layout"]
     t = Table(title=tr("cli.einfer.title", lang, model=a["model"], devices=d["num_accels"], acc=a["accelerator"],
                        engine=a["engine"], weights=a["weights"], kv=a["kv_dtype"],
@@ -132,21 +152,24 @@ def _table(est: InferenceEstimate, lang: str = "en") -> None:
     t.add_column(tr("cli.est.figure", lang))
     t.add_column(tr("cli.est.value", lang), justify="right")
     rows = [
-        ("ttft", _ms(d["ttft_s"])),
-        ("tpot", _ms(d["tpot_s"])),
-        ("e2e", _ms(d["e2e_s"])),
-        ("out_tokens_s", f"{d['output_tokens_per_s']:,.0f}"),
-        ("out_tokens_s_dev", f"{d['output_tokens_per_s_per_device']:,.0f}"),
-        ("requests_s", f"{d['requests_per_s']:,.2f}"),
+        ("ttft", _ms(d["ttft_s"], bands, "ttft_s")),
+        ("tpot", _ms(d["tpot_s"], bands, "tpot_s")),
+        ("e2e", _ms(d["e2e_s"], bands, "e2e_s")),
+        ("out_tokens_s", band_num(d["output_tokens_per_s"], bands.get("output_tokens_per_s"), ",.0f")),
+        ("out_tokens_s_dev", band_num(d["output_tokens_per_s_per_device"],
+                                      bands.get("output_tokens_per_s_per_device"), ",.0f")),
+        ("requests_s", band_num(d["requests_per_s"], bands.get("requests_per_s"), ",.2f")),
         ("in_flight", str(d["batch_per_replica"])),
         ("max_batch", str(d["max_batch_fits"])),
         ("memory", tr("cli.einfer.memory_value", lang, gib=d["memory"]["total_bytes"] / 2**30,
                       device=d["memory"]["device_memory_gib"])),
-        ("bound", str(d["decode_step"].get("bound", "-"))),
+        ("bound", _step_text(d["decode_step"], lang)),
     ]
     assert tuple(k for k, _ in rows) == FIGURES
     for k, v in rows:
         t.add_row(tr(f"cli.einfer.{k}", lang), v)
     console.print(t)
+    for line in trust_lines(d, lang):  # how sure, and the classes the bands come from
+        console.print(line, highlight=False)
     for w in a.get("warnings", []):
         console.print(f"[yellow]{tr('cli.warning', lang)}[/] {w}", highlight=False)

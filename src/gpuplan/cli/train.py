@@ -25,16 +25,17 @@ from gpuplan.hardware.query import alias_note
 from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.plan_json import compact_plans
 from gpuplan.render.report_text import bottleneck_text, cost_text, duration_text, offer_text, rule_line
-from gpuplan.render.trust_text import band_duration, confidence_text, trust_lines
+from gpuplan.render.trust_text import band_cost, band_duration, band_num, confidence_text, trust_lines
 from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices, offered, offered_choice
 from gpuplan.search.cluster import cluster_hardware, usual_network
+from gpuplan.search.estimate_trust import COST_KINDS, training_estimate_trust
+from gpuplan.search.pricing import device_price
 from gpuplan.search.train_planner import best_layout, plan_figures
 from gpuplan.search.train_search import PlanConstraints, bottleneck, plan_training
 from gpuplan.units import GIB
 from gpuplan.workload.context import seq_len_warning
 from gpuplan.workload.frameworks import FrameworkId
 from gpuplan.workload.frameworks import framework as framework_profile
-from gpuplan.workload.jobs import default_global_batch
 from gpuplan.workload.params import count_params
 from gpuplan.workload.presets import load_model
 
@@ -104,9 +105,9 @@ def estimate_train(
         note(alias_note(cat, accelerator, language))
         warn(seq_len_warning(spec, seq_len, language))
         gpn = gpus_per_node or min(8, num_accels)
-        gb = global_batch or default_global_batch(seq_len, num_accels)
-        job = training_job(method, seq_len, gb, precision, micro_batch, kernels=kernels, data_loading=data_loading,
-                           framework=framework, recipe=recipe).model_copy(
+        job = training_job(method, seq_len, global_batch, precision, micro_batch, kernels=kernels,
+                           data_loading=data_loading, framework=framework, recipe=recipe,
+                           devices=num_accels).model_copy(
             update={"tp_comm_overlap": tp_comm_overlap, "sequence_parallel": seq_parallel})
         prof = framework_profile(framework) if framework else None
         fixed = [x for x in (tp, pp, dp, cp) if x is not None]
@@ -130,9 +131,12 @@ def estimate_train(
         cal = load_user_calibration()  # measured terms written by `gpuplan calibrate`, if any
         c, ev, best, rejected = best_layout(spec, job, hw, choices, calibration=cal)
         if len(c) == 0:
+            batch = (f" and whose data-parallel batch (dp x micro-batch) divides --global-batch {global_batch}"
+                     if global_batch else "")
             raise InputError(field="layout", value=f"tp={tp} pp={pp} dp={dp} cp={cp} ep={ep}",
-                             allowed=f"degrees whose product is {num_accels} and that divide the model",
-                             hint="leave a degree out to let gpuplan choose it")
+                             allowed=f"degrees whose product is {num_accels} and that divide the model{batch}",
+                             hint="leave a degree out to let gpuplan choose it"
+                                  + (", or leave --global-batch out (a ~4M-token target)" if global_batch else ""))
         if best is None:
             least = int(np.argmin(ev.memory_bytes))
             raise InputError(field="memory", value=fit_text(float(ev.memory_bytes[least]),
@@ -144,6 +148,9 @@ def estimate_train(
         fig["bottleneck"] = bottleneck(fig["breakdown_s"])
         fig["candidates_evaluated"] = len(c)
         fig["rejected"] = rejected
+        fig.update(training_estimate_trust(  # how sure: the confidence and 80% bands a plan carries
+            cat, cal, fig, accelerator=acc.id, precision=job.precision, price=device_price(cat, acc.id),
+            moe=spec.moe is not None, nodes=-(-num_accels // gpn), framework_stated=framework is not None))
         if formats:
             given = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vpp": vpp, "zero_stage": zero,
                      "recompute": recompute, "micro_batch": micro_batch, "global_batch": global_batch}
@@ -156,7 +163,7 @@ def estimate_train(
     if json_out:
         print_json(fig)
         return
-    _print_estimate(spec.name, acc.id, fig, language)
+    _print_estimate(spec.name, acc.id, fig, language, job.seq_len)
 
 
 def framework_text(fw: dict[str, Any], lay: dict[str, Any], lang: str) -> str:
@@ -175,23 +182,31 @@ def framework_text(fw: dict[str, Any], lay: dict[str, Any], lang: str) -> str:
     return name + (colon + comma.join(parts) if parts else "")
 
 
-def _print_estimate(model: str, acc: str, fig: dict[str, Any], lang: str = "en") -> None:
+def _print_estimate(model: str, acc: str, fig: dict[str, Any], lang: str = "en", seq_len: int = 4096) -> None:
     lay = fig["layout"]
+    bands = fig.get("band") or {}
+
+    def fmt(name: str, spec: str, scale: float = 1.0, unit: str = "") -> str:
+        return band_num(fig[name], bands.get(name), spec, scale) + unit
     t = Table(title=tr("cli.est.title", lang, model=model, devices=lay["devices"], acc=acc),
               caption=tr("cli.est.caption", lang))
     t.add_column(tr("cli.est.figure", lang))
     t.add_column(tr("cli.est.value", lang), justify="right")
     t.add_row(tr("cli.est.layout", lang), f"tp{lay['tp']} pp{lay['pp']} dp{lay['dp']} cp{lay['cp']} ep{lay['ep']} "
               f"vpp{lay['vpp']} zero{lay['zero_stage']} mb{lay['micro_batch']} recompute={lay['recompute']}")
-    t.add_row(tr("cli.est.step_time", lang), f"{fig['step_time_s']:.3f} s")
+    t.add_row(tr("cli.est.step_time", lang), fmt("step_time_s", ".3f", unit=" s"))
     for k, v in fig["breakdown_s"].items():
         if v:
             t.add_row(f"  {tr('report.step.' + k, lang)}", f"{v:.3f} s ({v / fig['step_time_s']:.0%})")
     t.add_row(tr("cli.est.bottleneck", lang), bottleneck_text(fig["breakdown_s"], lang))
-    t.add_row(tr("cli.est.tokens_s", lang), f"{fig['tokens_per_s']:,.0f} ({fig['tokens_per_s_per_device']:,.0f})")
-    t.add_row(tr("cli.est.tflops", lang), f"{fig['tflops_per_device']:.1f}")
-    t.add_row(tr("cli.est.mfu", lang), f"{fig['mfu']:.1%} / {fig['hfu']:.1%}")
-    t.add_row(tr("cli.est.memory", lang), f"{fig['memory']['total_bytes'] / GIB:.1f} GiB")
+    t.add_row(tr("cli.est.tokens_s", lang), tr("cli.est.tokens_s_value", lang, total=fmt("tokens_per_s", ",.0f"),
+                                                per=fmt("tokens_per_s_per_device", ",.0f")))
+    t.add_row(tr("cli.est.tflops", lang), fmt("tflops_per_device", ".1f"))
+    t.add_row(tr("cli.est.mfu", lang), f"{fmt('mfu', '.1%')} / {fig['hfu']:.1%}")
+    t.add_row(tr("cli.est.memory", lang), band_num(fig["memory"]["total_bytes"], bands.get("memory.total_bytes"),
+                                                 ".1f", 1 / GIB) + " GiB")
+    t.add_row(tr("cli.est.global_batch", lang), tr("cli.est.global_batch_value", lang, n=lay["global_batch"],
+                                                   tokens=lay["global_batch"] * seq_len))
     t.add_row(tr("cli.est.framework", lang), framework_text(fig["assumptions"].get("framework") or {}, lay, lang))
     net = fig["assumptions"].get("network")
     if net:
@@ -201,20 +216,22 @@ def _print_estimate(model: str, acc: str, fig: dict[str, Any], lang: str = "en")
     if fig["time_to_train_s"]:
         camp = fig["campaign_efficiency"]
         t.add_row(tr("cli.est.campaign", lang), f"{camp['value']:.0%} (calibration campaign_efficiency)")
-        t.add_row(tr("cli.est.time", lang), tr("cli.est.time_value2", lang, time=duration_text(fig["time_to_train_s"],
-                                                                                             lang),
-                                               goodput=fig["reliability"]["goodput"], campaign=camp["value"]))
-        t.add_row(tr("cli.est.device_hours", lang), f"{fig['device_hours']:,.0f}")
+        t.add_row(tr("cli.est.time", lang), tr("cli.est.time_value2", lang, time=band_duration(
+            fig["time_to_train_s"], bands.get("time_to_train_s"), lang), goodput=fig["reliability"]["goodput"],
+            campaign=camp["value"]))
+        t.add_row(tr("cli.est.device_hours", lang), fmt("device_hours", ",.0f"))
         cost = fig["cost"]
-        for k in ("usd_on_demand", "usd_spot", "usd_monthly_commitment"):
+        for k in COST_KINDS:
             if cost.get(k):
                 kind = tr(f"report.tco.{k[4:].removesuffix('_commitment')}", lang)
-                t.add_row(tr("cli.est.cost", lang, kind=kind), f"${cost[k]:,.0f}")
+                t.add_row(tr("cli.est.cost", lang, kind=kind), "$" + band_cost(cost[k], bands.get(f"cost.{k}"), "-"))
     for name, term in fig["assumptions"]["calibration"].items():
         if str(term["source"]).startswith("gpuplan calibrate"):  # measured on this hardware (gpuplan calibrate)
             t.add_row(tr("cli.est.calibrated", lang, name=name),
                       tr("cli.est.measured", lang, value=f"{term['value']:g}"))
     console.print(t)
+    for line in trust_lines(fig, lang):  # how sure, and the classes the bands come from
+        console.print(line, highlight=False)
 
 
 def ranked_rows(plans: list[dict[str, Any]], top: int) -> list[dict[str, Any]]:
@@ -275,8 +292,8 @@ def plan_train(
         spec = load_model(model)
         cat = _catalog(catalog_dir)
         warn(seq_len_warning(spec, seq_len, language))
-        gb = global_batch or default_global_batch(seq_len)
-        job = training_job(method, seq_len, gb, precision, kernels=kernels or "auto", data_loading=data_loading,
+        job = training_job(method, seq_len, global_batch, precision, kernels=kernels or "auto",
+                           data_loading=data_loading,
                            framework=framework, recipe=recipe)
         cal = load_user_calibration()
         cons = plan_constraints(cat, float(count_params(spec).total), cal, method=method, framework=framework,

@@ -9,7 +9,7 @@ from gpuplan.estimate.calibration import Calibration
 from gpuplan.hardware import Catalog
 from gpuplan.search.train_search import PlanConstraints, choose_layout_family
 from gpuplan.validate.memory_cases import recipe_job_fields
-from gpuplan.workload.jobs import TrainingJob
+from gpuplan.workload.jobs import TrainingJob, default_global_batch
 
 __all__ = ["plan_constraints", "training_job"]
 
@@ -35,13 +35,20 @@ def plan_constraints(cat: Catalog, spec_params: float, cal: Calibration, *, meth
                            layout_family=family, layout_reason=why, accelerators=accelerators, trust=trust)
 
 
-def training_job(method: str, seq_len: int, global_batch: int, precision: str, micro_batch: int | None = None, *,
-                 kernels: str = "auto", data_loading: str = "pretokenized", framework: str | None = None,
-                 recipe: str = "") -> TrainingJob:
+def training_job(method: str, seq_len: int, global_batch: int | None, precision: str, micro_batch: int | None = None,
+                 *, kernels: str = "auto", data_loading: str = "pretokenized", framework: str | None = None,
+                 recipe: str = "", devices: int = 1) -> TrainingJob:
     """The job of a CLI or web request; a named framework brings its kernels unless `kernels` is given; `recipe`
-    sets the recipe facts in the case files' settings syntax (validate/memory_cases.recipe_job_fields)."""
+    sets the recipe facts in the case files' settings syntax (validate/memory_cases.recipe_job_fields).
+
+    A stated `global_batch` is a requirement (every layout runs exactly it); without one the ~4M-token default
+    (a multiple of `devices`) is a target that each layout rounds to a multiple of its data-parallel batch
+    (TrainingJob.global_batch_fixed)."""
     m = "full" if method in ("pretrain", "full_ft") else method
     fields = recipe_job_fields(recipe, method=m) if recipe.strip() else {}
+    fixed = global_batch is not None
+    global_batch = global_batch if global_batch is not None else default_global_batch(seq_len, devices)
     return TrainingJob.model_validate({"method": m, "seq_len": seq_len, "global_batch": global_batch,
+                                       "global_batch_fixed": fixed,
                                        "precision": precision, "micro_batch": micro_batch or 1, "kernels": kernels,
                                        "data_loading": data_loading, "framework": framework, **fields})

@@ -43,12 +43,32 @@ class StepBreakdown:
         return (self.gemm_compute_s + self.weight_read_s + self.dequant_s + self.attention_s + self.kv_read_s
                 + self.tp_comm_s + self.pp_comm_s + self.ep_comm_s + self.overhead_s)
 
+    def shares(self) -> dict[str, float]:
+        """The step split four ways (each a share of total_s): compute (GEMMs, dequantization, attention FLOPs),
+        memory (exposed weight and KV reads), communication (TP, PP, EP) and overhead (host and per-layer fixed
+        time: steps of small batches on engines with high launch cost are this, whatever the roofline says)."""
+        total = self.total_s
+        if total <= 0:
+            return {"compute": 0.0, "memory": 0.0, "communication": 0.0, "overhead": 0.0}
+        return {"compute": (self.gemm_compute_s + self.dequant_s + self.attention_s) / total,
+                "memory": (self.weight_read_s + self.kv_read_s) / total,
+                "communication": (self.tp_comm_s + self.pp_comm_s + self.ep_comm_s) / total,
+                "overhead": self.overhead_s / total}
+
+    @property
+    def dominant(self) -> str:
+        """The largest of the four shares: what the step waits on."""
+        sh = self.shares()
+        return max(sh, key=lambda k: sh[k])
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {k: getattr(self, k) for k in (
             "gemm_compute_s", "weight_read_s", "dequant_s", "attention_s", "kv_read_s", "tp_comm_s",
             "pp_comm_s", "ep_comm_s", "overhead_s")}
         out["total_s"] = self.total_s
         out["bound"] = self.bound
+        out["shares"] = self.shares()
+        out["dominant"] = self.dominant
         out["provenance"] = self.provenance
         out["terms"] = self.terms
         return out

@@ -88,7 +88,8 @@ def confidence_text(conf: Mapping[str, Any] | None, lang: str, short: bool = Tru
         if price is not None and price["confidence"] != "high":
             bits.append(tr("trust.price_short", lang))
         return tr("trust.short", lang, level=level, why=tr("trust.sep", lang).join(bits)) if bits else level
-    price_text = (tr("trust.price_none", lang) if price is None else
+    price_text = (tr("trust.price_not_costed" if conf.get("costed") is False else "trust.price_none", lang)
+                  if price is None else
                   tr("trust.price", lang, basis=tr(f"trust.basis.{price['basis']}", lang), source=price["source"],
                      as_of=price["as_of"], confidence=_level(price["confidence"], lang)))
     return tr("trust.sentence", lang, level=level, eff=eff_text, price=price_text)

@@ -69,8 +69,14 @@ class Candidates:
         return out
 
 
-def generate(spec: ModelSpec, choices: LayoutChoices, *, seq_len: int, global_batch: int) -> Candidates:
-    """All valid layouts for `spec` over the choice lists (vectorized masks)."""
+def generate(spec: ModelSpec, choices: LayoutChoices, *, seq_len: int, global_batch: int,
+             batch_fixed: bool = True) -> Candidates:
+    """All valid layouts for `spec` over the choice lists (vectorized masks).
+
+    `batch_fixed` (TrainingJob.global_batch_fixed): a layout runs exactly `global_batch` sequences per step, so its
+    data-parallel batch dp x micro_batch divides it (a cluster whose data-parallel batch exceeds it cannot run it).
+    Otherwise `global_batch` is a target and each layout runs the multiple of dp x micro_batch nearest to it (at
+    least one): the step's sequences are `microbatches` x dp x micro_batch either way (train_eval counts them)."""
     rc = [RECOMPUTE_CODES.index(r) for r in choices.recompute]
     ep_axis = choices.ep if spec.moe is not None else (1,)
     grids = np.meshgrid(
@@ -97,11 +103,13 @@ def generate(spec: ModelSpec, choices: LayoutChoices, *, seq_len: int, global_ba
         ok &= spec.moe.num_experts % ep == 0
         ok &= (dp * cp * tp) % ep == 0  # EP inside DP x CP (ETP = TP) or across TP too (ETP = 1)
     per_step = dp * mb
-    # micro-batches per pipeline per step; a global batch that dp x mb does not divide is
-    # rounded down (at least one micro-batch): the step then holds microbatches x dp x mb sequences
-    microbatches = np.maximum(global_batch // np.maximum(per_step, 1), 1)
+    safe = np.maximum(per_step, 1)
     ok &= per_step > 0
-    ok &= np.where(per_step <= global_batch, global_batch % np.maximum(per_step, 1) == 0, mb == 1)
+    if batch_fixed:  # micro-batches per pipeline per step: exactly the stated batch
+        microbatches = np.maximum(global_batch // safe, 1)
+        ok &= (per_step <= global_batch) & (global_batch % safe == 0)
+    else:  # the multiple of the data-parallel batch nearest the target
+        microbatches = np.maximum(np.floor(global_batch / safe + 0.5).astype(np.int64), 1)
     ok &= microbatches >= np.where(pp > 1, pp, 1)  # 1F1B needs at least pp micro-batches
     ok &= np.where(zero >= 2, pp == 1, True)  # ZeRO-2/3 with pipelining is not supported (Megatron, DeepSpeed)
     sel = np.nonzero(ok)[0]

@@ -23,11 +23,12 @@ from gpuplan.estimate.calibration import Calibration
 from gpuplan.estimate.uncertainty import EstimateClass, band, part_accuracy
 from gpuplan.hardware import Catalog, Price
 from gpuplan.search.offers import HardwareOption
-from gpuplan.search.pricing import used_price
+from gpuplan.search.pricing import DevicePrice, used_price
 from gpuplan.search.train_planner import HOURS_PER_MONTH, billed_by_month
 
-__all__ = ["HIGH_CV_APE", "LEVELS", "MIN_HIGH_ROWS", "MIN_HIGH_SOURCES", "confidence_level", "efficiency_provenance",
-           "meets_trust", "price_confidence", "thin_evidence", "training_bands", "training_confidence"]
+__all__ = ["HIGH_CV_APE", "LEVELS", "MIN_HIGH_ROWS", "MIN_HIGH_SOURCES", "confidence_level", "device_price_confidence",
+           "efficiency_provenance", "meets_trust", "price_confidence", "serving_efficiency", "thin_evidence",
+           "training_bands", "training_confidence"]
 
 LEVELS = ("low", "medium", "high")
 Arch = Literal["dense", "moe"]
@@ -90,14 +91,19 @@ def thin_evidence(rows: int, sources: int) -> bool:
 
 def price_confidence(catalog: Catalog, opt: HardwareOption) -> dict[str, Any] | None:
     """The catalog price behind an option's cost (on-demand, else monthly), None without a price."""
+    return device_price_confidence(catalog, opt.price)
+
+
+def device_price_confidence(catalog: Catalog, price: DevicePrice) -> dict[str, Any] | None:
+    """The catalog price behind a per-device price (on-demand, else monthly), None without a price."""
     for key, kind in _PRICE_KINDS:
-        inst_id = getattr(opt.price, f"{key}_instance")
+        inst_id = getattr(price, f"{key}_instance")
         if inst_id is None:
             continue
         p = used_price(catalog, catalog.instances[inst_id], kind)
         if p is None:
             continue
-        return _price_record(p, kind, inst_id, getattr(opt.price, key))
+        return _price_record(p, kind, inst_id, getattr(price, key))
     return None
 
 
@@ -174,17 +180,23 @@ def training_bands(fig: dict[str, Any], *, efficiency: str, moe: bool, nodes: in
     return out, basis
 
 
-def serving_confidence(catalog: Catalog, plan: dict[str, Any], engine_overridden: bool) -> dict[str, Any]:
-    """Confidence of a serving plan: the part's serving rows (engine terms measured when the user set them)
-    and the price of its instance."""
-    acc = part_accuracy("serve", plan["accelerator"])
+def serving_efficiency(accelerator: str, engine: str | None, engine_overridden: bool) -> dict[str, Any]:
+    """Where a serving estimate's per-step terms come from: the user's (measured), the part's serving rows
+    (validated: rows, sources, held-out median error) or the engine defaults."""
+    acc = part_accuracy("serve", accelerator)
     rows = int(acc["rows"]) if acc else 0
     sources = int(acc.get("sources", 0)) if acc else 0
     prov = "measured" if engine_overridden else "validated" if rows else "default"
-    eff = {"provenance": prov, "rows": rows, "sources": sources,
-           "cv_median_ape": acc.get("cv_median_ape") if acc else None, "term": f"engine {plan.get('engine')}",
-           "value": None, "source": "workload/data/engines.yaml",
-           "thin": prov == "validated" and thin_evidence(rows, sources)}
+    return {"provenance": prov, "rows": rows, "sources": sources,
+            "cv_median_ape": acc.get("cv_median_ape") if acc else None, "term": f"engine {engine}",
+            "value": None, "source": "workload/data/engines.yaml",
+            "thin": prov == "validated" and thin_evidence(rows, sources)}
+
+
+def serving_confidence(catalog: Catalog, plan: dict[str, Any], engine_overridden: bool) -> dict[str, Any]:
+    """Confidence of a serving plan: the part's serving rows (engine terms measured when the user set them)
+    and the price of its instance."""
+    eff = serving_efficiency(plan["accelerator"], plan.get("engine"), engine_overridden)
     price = None
     inst = catalog.instances.get(plan.get("instance", ""))
     p = used_price(catalog, inst, plan.get("price_kind", "on_demand_hourly")) if inst is not None else None

@@ -62,7 +62,8 @@ def best_layout(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, choices:
     if prepared is not None:
         c, mem = prepared
     else:
-        c = generate(spec, choices, seq_len=job.seq_len, global_batch=int(job.global_batch or 1))
+        c = generate(spec, choices, seq_len=job.seq_len, global_batch=int(job.global_batch or 1),
+                     batch_fixed=job.global_batch_fixed)
         mem = candidate_memory_bytes(spec, job, c, calibration=cal)
     rejected: dict[str, int] = {}
     if len(c) == 0:
@@ -196,6 +197,9 @@ def plan_figures(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Cand
         "hfu": hw_tflops / peak,
         "layout": {**layout.model_dump(), "micro_batch": row["micro_batch"], "recompute": row["recompute"],
                    "devices": n, "gpus_per_node": hw.gpus_per_node, "microbatches": row["microbatches"],
+                   # sequences per step the layout runs (the stated batch, or the default target rounded to a
+                   # multiple of dp x micro_batch: TrainingJob.global_batch_fixed)
+                   "global_batch": int(row["microbatches"]) * layout.dp * int(row["micro_batch"]),
                    "pp_cross_node_hops": (int(pp_cross_node_hops(c.take(slice(i, i + 1)), hw.gpus_per_node)[0])
                                           if hw.network else 0),
                    # the ranks one ZeRO shard spans (the memory and step model's; 1 without a sharded optimizer)

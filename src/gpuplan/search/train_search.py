@@ -188,7 +188,7 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
             group = shapes if key == 0 else [gpn]
             every = sorted({n for g in group for n in cluster_sizes(cons.min_devices, cons.max_devices, g)})
             c = generate(spec, family_choices(cons.layout_family, every, max(group)), seq_len=job.seq_len,
-                         global_batch=int(job.global_batch or 1))
+                         global_batch=int(job.global_batch or 1), batch_fixed=job.global_batch_fixed)
             nodes[key] = (c, candidate_memory_bytes(spec, job, c, calibration=cal))
         if (gpn, top) not in cut:
             c, mem = nodes[key]

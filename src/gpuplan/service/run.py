@@ -97,14 +97,12 @@ def plan_train_report(req: TrainPlanRequest) -> tuple[dict[str, Any], dict[str, 
     from gpuplan.render.plan_json import compact_plans
     from gpuplan.search.train_search import plan_training
     from gpuplan.service.uploads import calibration_for
-    from gpuplan.workload.jobs import default_global_batch
     from gpuplan.workload.params import count_params
 
     language = _lang()
     spec = check_plan_train(req)
     cat = catalog_for(req.user_catalog)
-    gb = req.global_batch or default_global_batch(req.seq_len)
-    job = training_job(req.method, req.seq_len, gb, req.precision, kernels=req.kernels or "auto",
+    job = training_job(req.method, req.seq_len, req.global_batch, req.precision, kernels=req.kernels or "auto",
                        data_loading=req.data_loading, framework=req.framework, recipe=req.recipe)
     cal = calibration_for(req.calibration)
     cons = plan_constraints(cat, float(count_params(spec).total), cal, method=req.method, framework=req.framework,
@@ -220,7 +218,6 @@ def run_compare(req: CompareRequest) -> dict[str, Any]:
     from gpuplan.cli.common import positives
     from gpuplan.cli.train_options import plan_constraints, training_job
     from gpuplan.hardware import load_catalog
-    from gpuplan.workload.jobs import default_global_batch
     from gpuplan.workload.params import count_params
 
     language = _lang()
@@ -243,7 +240,7 @@ def run_compare(req: CompareRequest) -> dict[str, Any]:
                               req=requirements(None, None), th=load_thresholds({}))
     if req.tokens is None:
         raise InputError(field="tokens", value=req.tokens, allowed="a positive number (or --qps for inference)")
-    job = training_job(req.method, req.seq_len, req.global_batch or default_global_batch(req.seq_len), req.precision,
+    job = training_job(req.method, req.seq_len, req.global_batch, req.precision,
                        framework=req.framework, recipe=req.recipe)
     cal = load_user_calibration()
     cons = plan_constraints(cat, float(count_params(spec).total), cal, method=req.method, framework=req.framework,

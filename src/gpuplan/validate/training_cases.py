@@ -64,8 +64,14 @@ def evaluate_training_row(row: Row, catalog: Catalog, calibration: Calibration |
     n = opt_int(row, "num_accels") or DEFAULT_DEVICES
     gpn = opt_int(row, "gpus_per_node") or min(8, n)
     gb = opt_int(row, "global_batch_seqs") or default_global_batch(seq, n)
+    # A row whose stated layout has more data-parallel ranks than its stated batch has sequences (NeMo's long-
+    # sequence table: 8 sequences at tp4 cp8 on 512 devices, dp 16) ran at least one sequence per rank: its
+    # batch is read as a target (one micro-batch per rank), not as a requirement no layout meets.
+    model_par = (opt_int(row, "tp") or 0) * (opt_int(row, "pp") or 1) * (opt_int(row, "cp") or 1)
+    fixed = not (opt_int(row, "global_batch_seqs") and model_par and n // model_par > gb)
     method = {"pretrain": "full", "full_ft": "full", "": "full"}.get(row.get("method", ""), row.get("method", ""))
-    job = TrainingJob(method=method, seq_len=seq, global_batch=gb, precision=row.get("precision") or "bf16",
+    job = TrainingJob(method=method, seq_len=seq, global_batch=gb, global_batch_fixed=fixed,
+                      precision=row.get("precision") or "bf16",
                       framework=prof.id if prof else None, attention=st.attention or "flash",
                       tp_comm_overlap=st.tp_comm_overlap, grad_reduce_overlap=st.grad_reduce_overlap,
                       recompute_early_stop=st.recompute_early_stop,

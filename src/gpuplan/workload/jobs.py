@@ -93,6 +93,11 @@ class TrainingJob(BaseModel):
     seq_len: int = Field(default=4096, gt=0, description="tokens per sequence")
     micro_batch: int = Field(default=1, gt=0, description="sequences per micro-batch per DP rank")
     global_batch: int | None = Field(default=None, gt=0, description="sequences per optimizer step")
+    global_batch_fixed: bool = Field(
+        default=True, description="the global batch is the team's requirement: a layout must run exactly it (its "
+        "data-parallel batch dp x micro_batch divides it). False: a target (the ~4M-token default when none is "
+        "stated), which each layout rounds to the nearest multiple of its data-parallel batch, as a team sizes "
+        "its batch to its cluster (a 288-device NVL72 cluster runs 1152 sequences, not 1024)")
     precision: TrainPrecision = "bf16"
     optimizer: str = "adamw"
     recompute: Recompute = "none"
