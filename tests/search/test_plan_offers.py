@@ -110,7 +110,11 @@ def test_without_prices_plans_rank_by_device_hours_and_never_round_to_zero_days(
         assert plan["devices"] <= 64, opt  # the same cluster rule as plan train, not 4096 devices
         assert plan["time_s"] > 3600  # hours, not "0.0 days"
     unpriced = [o for o in doc["options"] if o["plan"]["cost_usd"] is None]
-    assert unpriced and all(o["rule"]["measure"] == "device_hours" for o in unpriced)
+    # without a rental price: by what buying the cluster costs where the catalog has a list price for the part's
+    # server (Ascend 910B: Atlas 800T A2), else by device-hours
+    assert unpriced and all(o["rule"]["measure"] == ("purchase" if o["plan"].get("purchase_usd") else "device_hours")
+                            for o in unpriced)
+    assert any(o["rule"]["measure"] == "purchase" for o in unpriced)
 
 
 def test_recommendation_rule_is_the_rule_printed() -> None:

@@ -62,9 +62,12 @@ def recommend(plans: Sequence[dict[str, Any]], tolerance: float, target_days: fl
 
 def recommend_rule(plans: Sequence[dict[str, Any]], tolerance: float, target_days: float | None = None,
                    max_days: float | None = None, margin: float | None = None, *,
-                   deadline_days: float | None = None) -> tuple[dict[str, Any], dict[str, Any]] | None:
+                   deadline_days: float | None = None,
+                   _purchase_only: bool = False) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """(plan, rule as applied). Priced plans are measured by cost ("near-cheapest": within `tolerance`
-    of the lowest), plans without a price (own clusters) by device-hours:
+    of the lowest); without any, own clusters by what buying them costs (`purchase_usd`: whole servers at the
+    catalog list price) among the plans that have one, when one of them meets the target time (the rule names
+    the parts it could not compare, `not_compared`); else by device-hours:
 
     1. the smallest near-cheapest cluster that finishes within `target_days` (fewer devices are easier to
        rent and fail less often), counted in the devices it pays for (`billed_devices`: 4 cards of a rented
@@ -87,13 +90,24 @@ def recommend_rule(plans: Sequence[dict[str, Any]], tolerance: float, target_day
     if margin is None:
         margin = default_thresholds().value("recommend_dominance_margin")
     priced = [p for p in plans if p.get("cost_usd") is not None]
-    measure = "cost" if priced else "device_hours"
+    bought = [p for p in plans if p.get("cost_usd") is None and p.get("purchase_usd")]
+    if not priced and bought and not _purchase_only:
+        # own clusters only: compare what buying them costs (catalog list prices) where the catalog has one;
+        # device-hours of different parts are no cost (a GB200 hour is not an H100 hour). If no plan with a
+        # purchase price meets the target time, fall back to device-hours over every plan.
+        found = recommend_rule(bought, tolerance, target_days, max_days, margin, deadline_days=deadline_days,
+                               _purchase_only=True)
+        if found is not None and found[1]["outcome"] in ("smallest_within_target", "cheapest_within_target"):
+            found[1]["not_compared"] = sorted({p["accelerator"] for p in plans if p.get("purchase_usd") is None})
+            return found
+    measure = "cost" if priced else "purchase" if _purchase_only else "device_hours"
     own_to_deadline = not priced and deadline_days is not None
     if own_to_deadline:
         target_days = deadline_days
 
     def value(p: dict[str, Any]) -> float:
-        return float(p["cost_usd"] if measure == "cost" else p.get("device_hours") or 0.0)
+        key = {"cost": "cost_usd", "purchase": "purchase_usd"}.get(measure, "device_hours")
+        return float(p.get(key) or 0.0)
 
     # a plan that another beats on both cost and time is never the answer (a larger cluster that is
     # cheaper and faster wins over a smaller one, whatever the size preference below)
@@ -121,8 +135,14 @@ def recommend_rule(plans: Sequence[dict[str, Any]], tolerance: float, target_day
     if late:
         rule["outcome"] = "fastest_near_cheapest"
         return min(near(late), key=lambda p: (p["time_to_train_s"], value(p))), rule
-    unpriced = _undominated([p for p in plans if p.get("cost_usd") is None and p["time_to_train_s"] <= limit],
-                            lambda p: float(p.get("device_hours") or 0.0), margin)
+    unpriced = [p for p in plans if p.get("cost_usd") is None and p["time_to_train_s"] <= limit]
+    buy = [p for p in unpriced if p.get("purchase_usd")]
+    if buy:  # no offer meets the time: an own cluster does; the cheapest to buy where the catalog prices one
+        rule.update(outcome="unpriced_within_target", measure="purchase",
+                    not_compared=sorted({p["accelerator"] for p in unpriced if not p.get("purchase_usd")}))
+        return min(_undominated(buy, lambda p: float(p["purchase_usd"]), margin),
+                   key=lambda p: (float(p["purchase_usd"]), p["time_to_train_s"])), rule
+    unpriced = _undominated(unpriced, lambda p: float(p.get("device_hours") or 0.0), margin)
     if unpriced:  # no offer meets the time: an own cluster does (cost unknown)
         rule.update(outcome="unpriced_within_target", measure="device_hours")
         return min(unpriced, key=lambda p: (p.get("device_hours") or 0.0, p.get("devices", 0))), rule
@@ -176,7 +196,8 @@ def plan_summary(p: Mapping[str, Any]) -> dict[str, Any]:
             "offer": (p.get("hardware_option") or {}).get("offer"), "billed_by_month": billed_by_month(p),
             "hardware_option": p.get("hardware_option"),
             "provenance": _provenance(p), "band": p.get("band", {}), "band_basis": p.get("band_basis", {}),
-            "confidence": p.get("confidence")}
+            "confidence": p.get("confidence"), "purchase_usd": p.get("purchase_usd"),
+            "purchase": p.get("purchase")}
 
 
 def _provenance(p: Mapping[str, Any]) -> dict[str, str]:
@@ -184,10 +205,14 @@ def _provenance(p: Mapping[str, Any]) -> dict[str, str]:
     conf = p.get("confidence") or {}
     eff = (conf.get("efficiency") or {}).get("provenance", "default")
     price = conf.get("price")
-    cost = ("unknown: no price" if price is None else
+    buy = price is not None and price.get("kind") == "purchase"
+    cost = ("unknown: no price" if price is None or buy else
             f"estimated from a {str(price['basis']).replace('_', ' ')} ({price['confidence']} confidence)")
-    return {"days": f"estimated ({eff} efficiency)", "cost_usd": cost, "mfu": f"estimated ({eff} efficiency)",
-            "memory_gib": "estimated"}
+    out = {"days": f"estimated ({eff} efficiency)", "cost_usd": cost, "mfu": f"estimated ({eff} efficiency)",
+           "memory_gib": "estimated"}
+    if buy and price is not None:  # an own cluster: no rental cost, a purchase at the server's list price
+        out["purchase_usd"] = f"quoted: catalog list price of {price['instance']} ({price['confidence']} confidence)"
+    return out
 
 
 def _tco(facts: PlanFacts, catalog: Catalog, cal: Calibration, th: Thresholds,
@@ -314,7 +339,7 @@ def training_report(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: P
                     for p in runners[:runners_up]],
         pareto=[plan_summary(p) for p in res.pareto],
         plans=[{"accelerator": p["accelerator"], "devices": p["devices"], "days": p["time_to_train_s"] / 86400.0,
-                "cost_usd": p.get("cost_usd"), "mfu": p["mfu"],
+                "cost_usd": p.get("cost_usd"), "purchase_usd": p.get("purchase_usd"), "mfu": p["mfu"],
                 "band_days": (p.get("band") or {}).get("time_to_train_days"),
                 "band_cost_usd": (p.get("band") or {}).get("cost_usd"),
                 "confidence": (p.get("confidence") or {}).get("level")} for p in res.plans],

@@ -91,11 +91,16 @@ def caveats(rec: dict[str, Any], alt: dict[str, Any] | None, measure: str | None
     eff = conf.get("efficiency") or {}
     price = conf.get("price")
     by_cost = bool(measure == "cost" and alt is not None and rec.get("cost_usd") and alt.get("cost_usd"))
-    key = ("cost_usd" if by_cost else "device_hours" if measure == "device_hours" and alt is not None
-           and rec.get("device_hours") and alt.get("device_hours") else "time_to_train_s")
+    # own clusters chosen on what buying them costs: sized to the deadline, a cluster grows as its MFU falls, so
+    # the purchase ratio to the alternative bounds the MFU as a cost ratio does
+    by_purchase = bool(measure == "purchase" and alt is not None and rec.get("purchase_usd")
+                       and alt.get("purchase_usd"))
+    key = ("cost_usd" if by_cost else "purchase_usd" if by_purchase else "device_hours"
+           if measure == "device_hours" and alt is not None and rec.get("device_hours") and alt.get("device_hours")
+           else "time_to_train_s")
     # a choice made on cost has no cost break-even against an alternative without a price (times would not say
     # when the choice flips: the plan was not chosen for its time)
-    unpriced = bool(measure == "cost" and alt is not None and not by_cost)
+    unpriced = bool(measure in ("cost", "purchase") and alt is not None and not (by_cost or by_purchase))
     ratio = float(alt[key]) / float(rec[key]) if alt is not None and not unpriced else None
     out: list[dict[str, Any]] = []
     if _efficiency_unconfirmed(eff):
@@ -108,6 +113,14 @@ def caveats(rec: dict[str, Any], alt: dict[str, Any] | None, measure: str | None
                                                      "term_value": eff.get("value"), **_thin(eff)},
                     "break_even": be, "holds_while": "above" if be else None, "alternative_unpriced": unpriced,
                     "action": "bench", "accelerator": rec["accelerator"]})
+    buy = rec.get("purchase")
+    if price is not None and price.get("kind") == "purchase":  # an own cluster's list price: its own caveat
+        price = None
+        if buy and rec.get("purchase_usd") and buy.get("confidence") not in LEVELS[1:]:
+            out.append({"input": "purchase", "value": {**buy, "usd": rec["purchase_usd"]},
+                        "break_even": {"usd": float(alt["purchase_usd"])} if by_purchase and alt else None,
+                        "holds_while": "below" if by_purchase else None, "action": "quote",
+                        "accelerator": rec["accelerator"]})
     if price is not None and price.get("confidence") not in LEVELS[1:]:
         be = _quote(rec, catalog, ratio) if by_cost and ratio else None
         out.append({"input": "price", "value": {"usd_per_device_hour": price["usd_per_device_hour"],

@@ -387,7 +387,8 @@ def _print_plans(model: str, tokens: float, res: Any, doc: dict[str, Any], cons:
     if rec is not None:
         console.print(tr("cli.plan.recommended_on", language, devices=rec["devices"], acc=rec["accelerator"],
                          offer=offer_text(rec, language), time=duration_text(rec["time_s"], language),
-                         cost=f"{rec['cost_usd']:,.0f}" if rec["cost_usd"] else "-"), highlight=False)
+                         cost=f"{rec['cost_usd']:,.0f}" if rec["cost_usd"] else cost_text(rec, language)),
+                      highlight=False)
         opt = rec.get("hardware_option") or {}
         if opt:
             console.print(tr("cli.plan.option_basis", language, network=opt["network_basis"],

@@ -18,8 +18,8 @@ __all__ = ["SUMMARY_KEYS", "compact_plans", "plan_brief"]
 # top-level fields of a training plan that a summary keeps as they are
 SUMMARY_KEYS = (
     "accelerator", "devices", "billed_devices", "layout", "layout_family", "time_to_train_s", "time_to_train_days",
-    "device_hours", "cost_usd", "mfu", "hfu", "tokens_per_s", "tokens_per_s_per_device", "step_time_s",
-    "energy_mwh", "bottleneck", "breakdown_s", "band", "band_basis", "confidence",
+    "device_hours", "cost_usd", "purchase_usd", "purchase", "mfu", "hfu", "tokens_per_s", "tokens_per_s_per_device",
+    "step_time_s", "energy_mwh", "bottleneck", "breakdown_s", "band", "band_basis", "confidence",
 )
 
 

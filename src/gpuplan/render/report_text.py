@@ -56,6 +56,8 @@ PLAN_COLS = ("accelerator", "offer", "devices", "nodes", "layout", "time", "cost
 
 def cost_text(p: Mapping[str, Any], lang: str, no_price: str = "-", *, with_band: bool = True) -> str:
     """The plan's cost (with its band unless `with_band` is False), marked when the bill is whole months."""
+    if not p.get("cost_usd") and p.get("purchase_usd"):  # an own cluster the catalog prices to buy
+        return tr("report.buy_cost", lang, usd=f"{float(p['purchase_usd']):,.0f}")
     text = band_cost(p.get("cost_usd"), (p.get("band") or {}).get("cost_usd") if with_band else None, no_price)
     return text + " " + tr("report.billed_by_month", lang) if p.get("cost_usd") and billed_by_month(p) else text
 
@@ -191,6 +193,8 @@ def rule_line(rec: Mapping[str, Any], lang: str) -> str:
               measure=tr(f"report.rec.measure.{rule['measure']}", lang), target=target)
     if rule.get("own_to_deadline"):
         line += " " + tr("report.rec.own_to_deadline", lang)
+    if rule.get("not_compared"):
+        line += " " + tr("report.rec.not_compared", lang, parts=", ".join(rule["not_compared"]))
     if rule.get("dominated"):
         line += " " + tr("report.rec.dominated", lang, n=rule["dominated"], margin=rule["dominance_margin"])
     for ex in rule.get("excluded") or ():

@@ -115,8 +115,14 @@ def caveat_lines(rec: Mapping[str, Any], lang: str) -> list[str]:
                             safe=tr("trust.deadline_safe", lang, devices=safe["devices"], acc=safe["accelerator"],
                                     offer=_where(safe, lang), time=band_duration(
                                         safe.get("time_s"), (safe.get("band") or {}).get("time_to_train_s"), lang),
-                                    cost=_usd(safe.get("cost_usd"), lang))
+                                    cost=_usd(safe.get("cost_usd"), lang, safe.get("purchase_usd")))
                             if safe else tr("trust.deadline_none", lang)))
+        elif c["input"] == "purchase":
+            v = c["value"]
+            flip = (tr("trust.flip.purchase", lang, usd=f"{be['usd']:,.0f}") if be else tr("trust.flip.none", lang))
+            lines.append(tr("trust.caveat.purchase", lang, acc=c["accelerator"], servers=v["servers"],
+                            server=v["server"], usd=f"{float(v['usd']):,.0f}", confidence=_level(v["confidence"], lang),
+                            source=v["source"], as_of=v["as_of"], flip=flip))
         elif c["input"] == "efficiency":
             key = "capacity_requests_per_s_per_replica"
             flip = (tr("trust.flip.capacity", lang, rps=sig(be[key])) if be else tr("trust.flip.none", lang))
@@ -137,7 +143,7 @@ def caveat_lines(rec: Mapping[str, Any], lang: str) -> list[str]:
                             source=v["source"], as_of=v["as_of"], confidence=_level(v["confidence"], lang),
                             instance=v["instance"], flip=flip))
     alt = rec.get("confirmed_alternative")
-    if any(c["input"] in ("efficiency", "price") for c in rec.get("caveats") or []):
+    if any(c["input"] in ("efficiency", "price", "purchase") for c in rec.get("caveats") or []):
         if alt and "cost_usd_per_hour" in alt:
             lines.append(tr("trust.confirmed_fleet", lang, replicas=alt["replicas"], acc=alt["accelerator"],
                             instance=alt.get("instance") or "-", cost=f"{alt['cost_usd_per_hour']:,.2f}"))
@@ -155,7 +161,7 @@ def _alt_line(key: str, alt: Mapping[str, Any], lang: str) -> str:
     """One alternative training plan under the table: devices x part (offer), time with its band, cost."""
     return tr(key, lang, devices=alt["devices"], acc=alt["accelerator"], offer=_where(alt, lang),
               time=band_duration(alt.get("time_s"), (alt.get("band") or {}).get("time_to_train_s"), lang),
-              cost=_usd(alt.get("cost_usd"), lang))
+              cost=_usd(alt.get("cost_usd"), lang, alt.get("purchase_usd")))
 
 
 def market_lines(rec: Mapping[str, Any], lang: str) -> list[str]:
@@ -169,11 +175,13 @@ def market_lines(rec: Mapping[str, Any], lang: str) -> list[str]:
         if "cost_usd_per_hour" in p else
         tr("trust.market_item", lang, market=tr(f"trust.market.{m}", lang), devices=p["devices"],
            acc=p["accelerator"], offer=_where(p, lang), time=Duration(p["time_s"]).text(lang),
-           cost=_usd(p.get("cost_usd"), lang)) for m, p in per.items())
+           cost=_usd(p.get("cost_usd"), lang, p.get("purchase_usd"))) for m, p in per.items())
     return [tr("trust.per_market", lang, items=items)]
 
 
-def _usd(cost: float | None, lang: str) -> str:
+def _usd(cost: float | None, lang: str, purchase: float | None = None) -> str:
+    if not cost and purchase:  # an own cluster the catalog prices to buy
+        return tr("report.buy_cost", lang, usd=f"{purchase:,.0f}") + " USD"
     return tr("trust.usd", lang, usd=f"{cost:,.0f}") if cost else tr("cli.plan.no_price", lang)
 
 

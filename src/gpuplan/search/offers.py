@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuplan.estimate.calibration import Calibration
-from gpuplan.hardware import Accelerator, Catalog, Instance, Network, Server
+from gpuplan.hardware import Accelerator, Catalog, Instance, Network, Server, convert
 from gpuplan.search.cluster import usual_network, usual_server
 from gpuplan.search.pricing import DevicePrice, device_price, instance_price, price_label, used_price
 
@@ -48,6 +48,9 @@ class HardwareOption:
     price: DevicePrice
     price_basis: str
     billing_unit: int | None = None  # devices billed together (one instance); None: a whole node
+    # an own cluster's catalog purchase price (server_purchase): what buying it costs, to compare own clusters
+    # of different parts by (device-hours of different parts are not a cost); None: no list price
+    purchase: Purchase | None = None
 
     def billed_devices(self, devices: int) -> int:
         """Devices a plan of `devices` pays for: an offer bills whole instances (2 devices of an 8-GPU server
@@ -62,7 +65,47 @@ class HardwareOption:
                 "billing_unit": self.billing_unit or self.gpus_per_node,
                 "network": self.network, "nics_per_node": self.nics_per_node, "network_basis": self.network_basis,
                 "max_devices": self.max_devices, "capacity_basis": self.capacity_basis,
-                "price_basis": self.price_basis}
+                "price_basis": self.price_basis,
+                "purchase": self.purchase.to_json() if self.purchase is not None else None}
+
+
+@dataclass(frozen=True, slots=True)
+class Purchase:
+    """Buying whole servers of one kind at the catalog's list price (servers.yaml `list_price`)."""
+
+    server: str
+    devices_per_server: int
+    usd_per_server: float
+    amount: float  # in `currency`, as the catalog quotes it
+    currency: str
+    source: str
+    as_of: str
+    confidence: str
+
+    def servers(self, devices: int) -> int:
+        return -(-devices // self.devices_per_server)
+
+    def usd(self, devices: int) -> float:
+        """Whole servers holding `devices`, USD."""
+        return self.servers(devices) * self.usd_per_server
+
+    def to_json(self) -> dict[str, object]:
+        return {"server": self.server, "devices_per_server": self.devices_per_server,
+                "usd_per_server": self.usd_per_server, "amount": self.amount, "currency": self.currency,
+                "source": self.source, "as_of": self.as_of, "confidence": self.confidence}
+
+
+def server_purchase(catalog: Catalog, sv: Server | None) -> Purchase | None:
+    """The catalog list price of buying one `sv`, in USD with its source, date and confidence; None without one."""
+    lp = sv.list_price if sv is not None else None
+    if sv is None or lp is None or not lp.amount or not sv.accelerators_per_node:
+        return None
+    usd = convert(lp.amount, lp.currency, "USD", catalog.rates)
+    if not usd:
+        return None
+    return Purchase(server=sv.id, devices_per_server=sv.accelerators_per_node, usd_per_server=float(usd),
+                    amount=float(lp.amount), currency=lp.currency, source=lp.source, as_of=str(lp.as_of),
+                    confidence=lp.confidence)
 
 
 def _server_nics(sv: Server | None, net: Network, gpn: int) -> tuple[float, str]:
@@ -186,6 +229,7 @@ def hardware_options(catalog: Catalog, acc: Accelerator, cal: Calibration, *, ma
             accelerator=acc.id, kind="own", offer=None, gpus_per_node=usual_g, network=net_id,
             nics_per_node=own_nics, network_basis=f"own cluster on {net_id} ({why}), {nic_basis}",
             max_devices=None, capacity_basis="own cluster: no offer capacity applied", price=NO_PRICE,
+            purchase=server_purchase(catalog, sv) if gpus_per_node in (None, usual_g) else None,
             price_basis=("an own cluster has no rental price (its offers are separate options): cost the purchase "
                          "with `gpuplan tco`" if rented else
                          "no offer in the catalog prices this part"

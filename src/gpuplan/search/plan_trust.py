@@ -140,10 +140,21 @@ def meets_trust(confidence: dict[str, Any], trust: str) -> bool:
     return _rank(str(confidence["level"])) >= _rank(trust)
 
 
+def purchase_confidence(opt: HardwareOption) -> dict[str, Any] | None:
+    """The `confidence.price` of an own cluster the catalog prices to buy (`kind` "purchase": its list price per
+    server; a plan chosen on what buying it costs rests on it as a rental plan rests on its hourly price)."""
+    buy = opt.purchase
+    if buy is None:
+        return None
+    return {"confidence": buy.confidence, "source": buy.source, "as_of": buy.as_of, "basis": "list_price",
+            "kind": "purchase", "instance": buy.server, "distressed": False, "usd_per_device_hour": None,
+            "usd_per_server": buy.usd_per_server}
+
+
 def training_confidence(catalog: Catalog, cal: Calibration, accelerator: str, dtype: str,
                         opt: HardwareOption) -> dict[str, Any]:
     eff = efficiency_provenance(cal, accelerator, dtype)
-    price = price_confidence(catalog, opt)
+    price = price_confidence(catalog, opt) or purchase_confidence(opt)
     return {"level": confidence_level(eff, price), "efficiency": eff, "price": price}
 
 

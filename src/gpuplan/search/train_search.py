@@ -282,6 +282,9 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
                 fig["confidence"] = conf
                 fig["time_to_train_days"] = days
                 fig["cost_usd"] = cost
+                if cost is None and opt.purchase is not None:  # an own cluster: buying its servers (catalog)
+                    fig["purchase_usd"] = opt.purchase.usd(n)
+                    fig["purchase"] = {**opt.purchase.to_json(), "servers": opt.purchase.servers(n)}
                 fig["bottleneck"] = bottleneck(fig["breakdown_s"])
                 fig["hardware_option"] = opt.to_json()
                 fig["layout_family"] = {"family": cons.layout_family, "why": cons.layout_reason}

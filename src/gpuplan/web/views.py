@@ -12,13 +12,14 @@ from typing import Any
 from gpuplan.i18n import tr
 from gpuplan.render.report_text import (
     bottleneck_text,
+    cost_text,
     fleet_text,
     fleet_units_text,
     infer_rule_line,
     offer_text,
     rule_line,
 )
-from gpuplan.render.trust_text import band_cost, band_duration, band_num, confidence_text, pd_line, trust_lines
+from gpuplan.render.trust_text import band_duration, band_num, confidence_text, pd_line, trust_lines
 from gpuplan.units import GIB, sig
 
 __all__ = ["compare_view", "findings", "infer_chart", "infer_rows", "memory_parts", "pareto_chart", "plan_pair",
@@ -56,7 +57,7 @@ def train_rows(result: Mapping[str, Any], lang: str, top: int = 12) -> list[dict
             "accelerator": p["accelerator"], "where": where, "devices": p["devices"],
             "layout": _layout(p["layout"]),
             "time": band_duration(p["time_to_train_s"], band.get("time_to_train_s"), lang),
-            "cost": band_cost(p["cost_usd"], band.get("cost_usd"), tr("cli.plan.no_price", lang)),
+            "cost": cost_text(p, lang, tr("cli.plan.no_price", lang)),
             "mfu": f"{p['mfu']:.0%}", "confidence": confidence_text(p.get("confidence"), lang),
             "level": (p.get("confidence") or {}).get("level", "low"),
             "bottleneck": bottleneck_text(p["breakdown_s"], lang) if "breakdown_s" in p else str(p.get("bottleneck")),
@@ -115,7 +116,8 @@ def recommendation(result: Mapping[str, Any], lang: str, kind: str = "train") ->
     if kind == "train":
         head = tr("cli.plan.recommended_on", lang, devices=rec["devices"], acc=rec["accelerator"],
                   offer=offer_text(rec, lang), time=band_duration(rec["time_s"], (rec.get("band") or {}).get(
-                      "time_to_train_s"), lang), cost=f"{rec['cost_usd']:,.0f}" if rec["cost_usd"] else "-")
+                      "time_to_train_s"), lang),
+                  cost=f"{rec['cost_usd']:,.0f}" if rec["cost_usd"] else cost_text(rec, lang))
         return {"head": head, "rule": rule_line(rec, lang), "lines": trust_lines(rec, lang)}
     plans = result.get("plans") or []
     rule = infer_rule_line({"tenancy": plans[0]["advice"]["tenancy"], "utilization": plans[0]["utilization"],
