@@ -120,6 +120,7 @@ def caveats(rec: dict[str, Any], alt: dict[str, Any] | None, measure: str | None
             out.append({"input": "purchase", "value": {**buy, "usd": rec["purchase_usd"]},
                         "break_even": {"usd": float(alt["purchase_usd"])} if by_purchase and alt else None,
                         "holds_while": "below" if by_purchase else None, "action": "quote",
+                        "alternative_unpriced": bool(alt is not None and not by_purchase),
                         "accelerator": rec["accelerator"]})
     if price is not None and price.get("confidence") not in LEVELS[1:]:
         be = _quote(rec, catalog, ratio) if by_cost and ratio else None

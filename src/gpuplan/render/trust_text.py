@@ -119,7 +119,8 @@ def caveat_lines(rec: Mapping[str, Any], lang: str) -> list[str]:
                             if safe else tr("trust.deadline_none", lang)))
         elif c["input"] == "purchase":
             v = c["value"]
-            flip = (tr("trust.flip.purchase", lang, usd=f"{be['usd']:,.0f}") if be else tr("trust.flip.none", lang))
+            flip = (tr("trust.flip.purchase", lang, usd=f"{be['usd']:,.0f}") if be else
+                    tr("trust.flip.purchase_unpriced" if c.get("alternative_unpriced") else "trust.flip.none", lang))
             lines.append(tr("trust.caveat.purchase", lang, acc=c["accelerator"], servers=v["servers"],
                             server=v["server"], usd=f"{float(v['usd']):,.0f}", confidence=_level(v["confidence"], lang),
                             source=v["source"], as_of=v["as_of"], flip=flip))

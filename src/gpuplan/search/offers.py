@@ -225,15 +225,19 @@ def hardware_options(catalog: Catalog, acc: Accelerator, cal: Calibration, *, ma
                                else _server_nics(sv if sv is not None and sv.network == net_id else None,
                                                  catalog.network(net_id), usual_g))
         rented = bool(out)
+        buy = server_purchase(catalog, sv) if gpus_per_node in (None, usual_g) else None
+        bought = (f"; bought as whole {buy.server} at its catalog list price, {buy.amount:,.0f} {buy.currency} "
+                  f"({buy.source}, {buy.as_of}, {buy.confidence} confidence); running costs: `gpuplan tco`"
+                  if buy is not None else "")
         out.append(HardwareOption(
             accelerator=acc.id, kind="own", offer=None, gpus_per_node=usual_g, network=net_id,
             nics_per_node=own_nics, network_basis=f"own cluster on {net_id} ({why}), {nic_basis}",
             max_devices=None, capacity_basis="own cluster: no offer capacity applied", price=NO_PRICE,
-            purchase=server_purchase(catalog, sv) if gpus_per_node in (None, usual_g) else None,
-            price_basis=("an own cluster has no rental price (its offers are separate options): cost the purchase "
-                         "with `gpuplan tco`" if rented else
+            purchase=buy,
+            price_basis=("an own cluster has no rental price (its offers are separate options)"
+                         + (bought or ": cost the purchase with `gpuplan tco`") if rented else
                          "no offer in the catalog prices this part"
                          + (f" in market {market}" if market else "")
                          + ": add one with --catalog (see docs/catalog.md)"
-                         + _distressed_note(catalog, acc.id, market))))
+                         + _distressed_note(catalog, acc.id, market) + bought)))
     return out
