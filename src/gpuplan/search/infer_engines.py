@@ -77,7 +77,7 @@ def with_engine_hint(exc: InputError, asked: str, replan: Replan) -> InputError:
     if found is None:
         return exc
     eid, p = found
-    fleet = (f"{p['accelerator']} {layout_shape(p['layout'], 'en')} {p['weights']}, {p['replicas']} replicas on "
+    fleet = (f"{p['accelerator']} {layout_shape(p['layout'], 'en')} {p['weights']}, {p['replicas']} replica(s) on "
              f"{p['instances']} x {p['instance']}, {p['cost_usd_per_hour']:.2f} USD/h, p99 TTFT "
              f"{p['ttft_s']['p99']:.2f} s, TPOT {p['tpot_s']['p99'] * 1000:.0f} ms")
     hint = (exc.hint + "; " if exc.hint else "") + f"with --engine {eid} the SLO is met: {fleet}"
