@@ -90,6 +90,7 @@ def test_every_key_used_in_code_exists() -> None:
     used |= {f"web.validation.kind.{k}" for k in ("train", "serve", "memory")}  # the kinds of accuracy.json
     used |= {f"trust.group.{k}" for k in ("throughput", "campaign", "memory", "latency")}
     used |= {f"cli.einfer.part.{k}" for k in ("compute", "memory", "communication", "overhead")}  # decode_step
+    used |= {f"cli.pinfer.miss.{k}" for k in ("tpot", "ttft", "out_of_memory", "load")}  # parts_without_plan
     assert len(used) > 60
     missing = sorted(k for k in used if k not in messages())
     assert missing == []

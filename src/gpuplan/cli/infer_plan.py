@@ -19,7 +19,7 @@ from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import load_catalog
 from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.report_text import fleet_text, fleet_units_text, infer_rule_line
-from gpuplan.render.trust_text import band_num, confidence_text, pd_line, trust_lines
+from gpuplan.render.trust_text import band_num, confidence_text, misses_line, pd_line, trust_lines
 from gpuplan.units import sig
 from gpuplan.workload.jobs import SERVED_WEIGHTS
 from gpuplan.workload.presets import load_model
@@ -181,6 +181,9 @@ def plan_infer(
     pd_text = pd_line(run, language)
     if pd_text:
         console.print(pd_text, highlight=False)
+    missed = misses_line(run.get("parts_without_plan") or [], slo, language)
+    if missed:
+        console.print(missed, highlight=False)
     if doc is not None and doc.get("recommendation"):
         print_findings(doc["findings"], language)
 

@@ -12,7 +12,8 @@ from typing import Any
 from gpuplan.i18n import Duration, tr
 from gpuplan.units import sig
 
-__all__ = ["band_cost", "band_duration", "band_num", "caveat_lines", "confidence_text", "market_lines", "trust_lines"]
+__all__ = ["band_cost", "band_duration", "band_num", "caveat_lines", "confidence_text", "market_lines", "misses_line",
+           "trust_lines"]
 
 
 def _unit(seconds: float) -> tuple[float, str]:
@@ -223,3 +224,21 @@ def pd_line(result: Mapping[str, Any], lang: str) -> str:
     return tr("cli.pinfer.pd", lang, p=pd["prefill"]["devices"], d=pd["decode"]["devices"], acc=pd["accelerator"],
               usd=float(pd["usd_per_hour"]), diff=diff,
               how=tr("cli.pinfer.pd.simulated" if pd.get("simulated") else "cli.pinfer.pd.closed", lang))
+
+
+def misses_line(parts: Sequence[Mapping[str, Any]], slo: Any, lang: str) -> str:
+    """One line on the parts searched that have no fleet (`parts_without_plan`) and why; "" without any."""
+    if not parts:
+        return ""
+    items = []
+    for m in parts:
+        why = m["reason"]
+        if why == "tpot_slo":
+            text = tr("cli.pinfer.miss.tpot", lang, ms=float(m["tpot_s"]) * 1e3, limit=slo.tpot_p99_s * 1e3,
+                      on=m.get("tpot_on", ""))
+        elif why == "ttft_slo":
+            text = tr("cli.pinfer.miss.ttft", lang, s=float(m["ttft_s"]), limit=slo.ttft_p99_s, on=m.get("ttft_on", ""))
+        else:
+            text = tr(f"cli.pinfer.miss.{why}", lang)
+        items.append(f"{m['accelerator']} ({text})")
+    return tr("cli.pinfer.misses", lang, items=tr("trust.list_sep", lang).join(items))

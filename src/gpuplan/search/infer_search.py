@@ -35,6 +35,7 @@ from gpuplan.search.infer_engines import with_engine_hint
 from gpuplan.search.infer_fleet import Offer, advice, attention_groups, fleet_offers, price_layout, whole_groups
 from gpuplan.search.infer_layouts import placements
 from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms, slo_unit_warning
+from gpuplan.search.infer_misses import parts_without_plan
 from gpuplan.search.infer_pd_fleet import PdFleet, PdInput, pd_fleet
 from gpuplan.search.infer_pd_sim import simulate_pd
 from gpuplan.search.infer_size import size_fleet
@@ -99,6 +100,9 @@ class InferPlanResult:
     what_if_rdma: dict[str, Any] | None = None  # infer_whatif: the cheapest wide-EP fleet if an offer had RDMA
     what_if_rdma_all: list[dict[str, Any]] = field(default_factory=list)  # one per part, cheapest first
     what_if_pd_all: list[dict[str, Any]] = field(default_factory=list)  # infer_pd_fleet: disaggregated, per part
+    # each part searched that has no fleet in `plans`, and why: its best unloaded TTFT/TPOT against the SLO, else the
+    # load, memory or cost (`_without_plan`)
+    parts_without_plan: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -163,7 +167,8 @@ def plan_record(spec: ModelSpec, load: InferLoad, slo: InferSlo, res: InferPlanR
             "simulated": res.simulated, "plans": res.plans, "rejected": res.rejected,
             "hardware_considered": res.hardware_considered, "best_unloaded": res.best_unloaded,
             "what_if_rdma": res.what_if_rdma, "what_if_rdma_all": res.what_if_rdma_all,
-            "what_if_pd_all": res.what_if_pd_all, "terms": res.terms, "engine_terms": prof.used(),
+            "what_if_pd_all": res.what_if_pd_all, "parts_without_plan": res.parts_without_plan,
+            "terms": res.terms, "engine_terms": prof.used(),
             "kv_dtype": kv_dtype}
 
 
@@ -180,6 +185,7 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
     considered: list[str] = []
     cands: list[_Cand] = []
     best: dict[str, Any] = {}
+    per_part: dict[str, dict[str, Any]] = {}  # the same, per accelerator (parts_without_plan)
     largest: tuple[float, str] = (0.0, "")  # usable bytes of the largest allowed device
     evaluated = 0
     alts: list[dict[str, Any]] = []
@@ -236,6 +242,11 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
                                 headroom=headroom, tpot_p99_over_mean=ratio, need_tokens=need_tokens,
                                 max_devices=cons.max_devices, span=link is not None)
                 label = f"{acc.id} tp{lay.tp} pp{lay.pp} ep{lay.ep} {weights}"
+                mine = per_part.setdefault(acc.id, {})
+                if sz.ttft0 < mine.get("ttft_s", math.inf):
+                    mine.update(ttft_s=sz.ttft0, ttft_on=label)
+                if sz.tpot0 < mine.get("tpot_s", math.inf):
+                    mine.update(tpot_s=sz.tpot0, tpot_on=label)
                 if sz.ttft0 < best.get("ttft_s", math.inf):
                     best.update(ttft_s=sz.ttft0, ttft_on=label)
                 if sz.tpot0 < best.get("tpot_s", math.inf):
@@ -279,7 +290,9 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
     return InferPlanResult(plans=plans, candidates_evaluated=evaluated, simulated=simulated, rejected=rejected,
                            hardware_considered=considered, best_unloaded=best, terms=cal.used(*TERMS_USED),
                            what_if_rdma=cheapest, what_if_rdma_all=alts,
-                           what_if_pd_all=pd_records)
+                           what_if_pd_all=pd_records,
+                           parts_without_plan=parts_without_plan(considered, plans, per_part, slo))
+
 
 
 def _simulated_pd(pds: list[PdFleet], load: InferLoad, slo: InferSlo, cfg: EngineConfig, cal: Calibration,
