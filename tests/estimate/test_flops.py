@@ -116,6 +116,36 @@ def test_early_stop_checkpoint_skips_last_gemm_of_each_layer(name: str) -> None:
 
 
 @pytest.mark.torch
+def test_hf_trainer_profile_recomputes_as_the_installed_transformers_does() -> None:
+    """The Trainer calls gradient_checkpointing_enable() without kwargs unless told: whatever the installed
+    transformers then does (5.x: use_reentrant=False, so torch's default early stop; 4.x: reentrant, the whole layer)
+    is what the hf_trainer profile must count."""
+    pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    if int(transformers.__version__.split(".")[0]) < 5:
+        pytest.skip("the hf_trainer profile assumes transformers 5 (a 4.x run states recompute_early_stop=false)")
+    import warnings
+
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from gpuplan.validate.torch_probe import build_hf_model
+
+    spec, b, s = _specs()[DENSE[0]], 2, 64
+    model: Any = build_hf_model(spec, attn_implementation="eager", dtype="float32")
+    with warnings.catch_warnings():  # transformers 5 renames the method; the Trainer still calls this one
+        warnings.simplefilter("ignore", FutureWarning)
+        model.gradient_checkpointing_enable()
+    ids = torch.randint(0, spec.vocab_size, (b, s))
+    counter = FlopCounterMode(display=False)
+    with counter:
+        model(input_ids=ids, labels=ids, use_cache=False).loss.backward()
+    early = TrainingJob(framework="hf_trainer").recompute_early_stop_on()
+    assert counter.get_total_flops() == step_flops(spec, seq_len=s, tokens=b * s, recompute="full",
+                                                   early_stop=early).hardware_flops
+
+
+@pytest.mark.torch
 def test_early_stop_skips_the_plain_mlp_down_projection() -> None:
     """A plain (GELU) MLP has two matrices: early stop skips its second, half of the MLP (MPT, GPT-style blocks)."""
     torch = pytest.importorskip("torch")

@@ -56,12 +56,16 @@ def test_a_framework_searches_only_the_axes_it_offers() -> None:
 
 def test_only_pytorch_checkpoint_stacks_stop_recomputation_early_and_say_why() -> None:
     """Full recomputation skips each layer's down projection only under PyTorch's non-reentrant checkpoint (LLM Foundry,
-    torchtitan, torchtune); Megatron, NeMo, DeepSpeed and InternEvo rerun the whole layer; a job can state either."""
+    torchtitan, torchtune, the transformers 5 Trainer); Megatron, NeMo, DeepSpeed, InternEvo and LLaMA-Factory (its
+    use_reentrant_gc=True) rerun the whole layer; a job can state either."""
     on = {fid for fid, p in load_frameworks().items() if p.recompute_early_stop}
-    assert on == {"llmfoundry", "torchtitan", "torchtune"}
+    assert on == {"llmfoundry", "torchtitan", "torchtune", "hf_trainer"}
     for fid in on:
-        assert "NO_REENTRANT" in framework(fid).recompute_early_stop_source or "reentrant: false" in (
-            framework(fid).recompute_early_stop_source)
+        src = framework(fid).recompute_early_stop_source
+        assert "NO_REENTRANT" in src or "reentrant: false" in src or "'use_reentrant': False" in src
+    assert "use_reentrant_gc=True" in framework("llamafactory").recompute_early_stop_source
+    assert TrainingJob(framework="hf_trainer").recompute_early_stop_on()
+    assert not TrainingJob(framework="llamafactory").recompute_early_stop_on()
     assert TrainingJob(framework="llmfoundry").recompute_early_stop_on()
     assert not TrainingJob(framework="megatron").recompute_early_stop_on()
     assert not TrainingJob().recompute_early_stop_on()
