@@ -62,11 +62,10 @@ def recommend(plans: Sequence[dict[str, Any]], tolerance: float, target_days: fl
 
 def recommend_rule(plans: Sequence[dict[str, Any]], tolerance: float, target_days: float | None = None,
                    max_days: float | None = None, margin: float | None = None, *,
-                   deadline_days: float | None = None,
-                   _purchase_only: bool = False) -> tuple[dict[str, Any], dict[str, Any]] | None:
+                   deadline_days: float | None = None) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """(plan, rule as applied). Priced plans are measured by cost ("near-cheapest": within `tolerance`
     of the lowest); without any, own clusters by what buying them costs (`purchase_usd`: whole servers at the
-    catalog list price) among the plans that have one, when one of them meets the target time (the rule names
+    catalog list price) over the plans that have one, when one of them meets the target time (the rule names
     the parts it could not compare, `not_compared`); else by device-hours:
 
     1. the smallest near-cheapest cluster that finishes within `target_days` (fewer devices are easier to
@@ -76,9 +75,10 @@ def recommend_rule(plans: Sequence[dict[str, Any]], tolerance: float, target_day
     2. else the cheapest priced plan that finishes within `target_days` (paying more to meet the target);
     3. else, among priced plans that finish within `max_days` (the deadline, or `recommend_max_days`),
        the fastest near-cheapest one;
-    4. else the own cluster (no price) that finishes within `target_days` with the fewest device-hours;
+    4. else the own cluster (no price) that finishes within `target_days` and costs least to buy, else with the
+       fewest device-hours;
     5. else the fastest plan.
-    Without any priced plan, steps 1-3 run on device-hours, and the target time is the deadline
+    Without any priced plan, steps 1-3 run on the purchase (or device-hours), and the target time is the deadline
     (`deadline_days`) when one is given: the cost of an own cluster grows with its size, not with its
     device-hours, so a cluster larger than the deadline needs buys nothing but time (the 30-day target
     reasons from rentals, whose bill is device-hours). Without a target time, step 3 decides.
@@ -90,20 +90,16 @@ def recommend_rule(plans: Sequence[dict[str, Any]], tolerance: float, target_day
     if margin is None:
         margin = default_thresholds().value("recommend_dominance_margin")
     priced = [p for p in plans if p.get("cost_usd") is not None]
-    bought = [p for p in plans if p.get("cost_usd") is None and p.get("purchase_usd")]
-    if not priced and bought and not _purchase_only:
-        # own clusters only: compare what buying them costs (catalog list prices) where the catalog has one;
-        # device-hours of different parts are no cost (a GB200 hour is not an H100 hour). If no plan with a
-        # purchase price meets the target time, fall back to device-hours over every plan.
-        found = recommend_rule(bought, tolerance, target_days, max_days, margin, deadline_days=deadline_days,
-                               _purchase_only=True)
-        if found is not None and found[1]["outcome"] in ("smallest_within_target", "cheapest_within_target"):
-            found[1]["not_compared"] = sorted({p["accelerator"] for p in plans if p.get("purchase_usd") is None})
-            return found
-    measure = "cost" if priced else "purchase" if _purchase_only else "device_hours"
     own_to_deadline = not priced and deadline_days is not None
     if own_to_deadline:
         target_days = deadline_days
+    limit = (target_days if target_days is not None else -math.inf) * 86400.0  # no target: steps 1-2 skipped
+    # own clusters only: device-hours of different parts are no cost (a GB200 hour is not an H100 hour), so they
+    # are compared on what buying them costs where the catalog prices their server and one of those meets the target
+    bought = [p for p in plans if p.get("cost_usd") is None and p.get("purchase_usd")]
+    by_purchase = not priced and any(p["time_to_train_s"] <= limit for p in bought)
+    measure = "cost" if priced else "purchase" if by_purchase else "device_hours"
+    compared = priced or (bought if by_purchase else list(plans))
 
     def value(p: dict[str, Any]) -> float:
         key = {"cost": "cost_usd", "purchase": "purchase_usd"}.get(measure, "device_hours")
@@ -111,7 +107,7 @@ def recommend_rule(plans: Sequence[dict[str, Any]], tolerance: float, target_day
 
     # a plan that another beats on both cost and time is never the answer (a larger cluster that is
     # cheaper and faster wins over a smaller one, whatever the size preference below)
-    pool = _undominated(priced or list(plans), value, margin)
+    pool = _undominated(compared, value, margin)
 
     def near(ps: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         lowest = min(value(p) for p in ps)
@@ -119,8 +115,9 @@ def recommend_rule(plans: Sequence[dict[str, Any]], tolerance: float, target_day
 
     rule: dict[str, Any] = {"measure": measure, "recommend_cost_tolerance": tolerance, "target_days": target_days,
                             "max_days": max_days, "dominance_margin": margin,
-                            "dominated": len(priced or plans) - len(pool), "own_to_deadline": own_to_deadline}
-    limit = (target_days if target_days is not None else -math.inf) * 86400.0  # no target: steps 1-2 skipped
+                            "dominated": len(compared) - len(pool), "own_to_deadline": own_to_deadline}
+    if by_purchase:
+        rule["not_compared"] = sorted({p["accelerator"] for p in plans if not p.get("purchase_usd")})
     soon = [p for p in near(pool) if p["time_to_train_s"] <= limit]
     if soon:
         rule["outcome"] = "smallest_within_target"

@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from gpuplan.advise.findings import advise_data
 from gpuplan.errors import unknown_name
 from gpuplan.hardware import Catalog, Server
-from gpuplan.hardware.schema_base import convert
+from gpuplan.search.offers import server_purchase
 
 __all__ = ["BuyCase", "CostLine", "TcoInputs", "TcoResult", "break_even_utilization", "buy_wins_year",
            "cumulative_costs", "fleet_break_even", "inputs_with_overrides", "own_cost_per_year", "payback_years",
@@ -188,9 +188,10 @@ def tco(*, catalog: Catalog, accelerator: str, devices: int, gpus_per_node: int,
     even: dict[str, float | None] = {}
     price = inp.server_price_usd
     source = "user input"
-    if price is None and server is not None and server.list_price is not None and server.list_price.amount:
-        price = convert(server.list_price.amount, server.list_price.currency, "USD", catalog.rates)
-        source = f"catalog server {server.id}: {server.list_price.source} ({server.list_price.as_of})"
+    listed = server_purchase(catalog, server)  # the catalog list price in USD (search/offers.py)
+    if price is None and listed is not None:
+        price = listed.usd_per_server
+        source = f"catalog server {listed.server}: {listed.source} ({listed.as_of})"
     per_server = server.accelerators_per_node if server is not None else gpus_per_node
     if price is not None and node_power_kw is not None:
         fixed, energy = _fixed_and_energy(price, node_power_kw, inp)

@@ -41,7 +41,7 @@ from gpuplan.advise.tco import (
 )
 from gpuplan.errors import unknown_name
 from gpuplan.hardware import Accelerator, Catalog, Server
-from gpuplan.hardware.schema_base import convert
+from gpuplan.search.offers import server_purchase
 
 __all__ = ["CATALOG", "DEFAULT", "QUOTED", "USER", "FleetInputs", "FleetTco", "Quantity", "RentCase",
            "ServerChoice", "fleet_inputs", "fleet_tco", "own_lines", "rent_rates", "server_choice",
@@ -155,14 +155,11 @@ def server_choice(catalog: Catalog, acc: Accelerator, *, server_price_usd: float
         price = Quantity(value=server_price_usd, unit="USD", provenance=QUOTED, source="--server-price")
     elif inp.server_price_usd is not None:
         price = Quantity(value=inp.server_price_usd, unit="USD", provenance=USER, source="--tco server_price_usd")
-    elif server is not None and server.list_price is not None and server.list_price.amount is not None:
-        lp = server.list_price
-        usd = convert(lp.amount, lp.currency, "USD", catalog.rates)
-        assert usd is not None
-        rate = f", at {catalog.rates.cny_per_usd} CNY/USD" if lp.currency != "USD" else ""
-        price = Quantity(value=usd, unit="USD", provenance=CATALOG,
-                         source=f"catalog server {server.id}: {lp.currency} {lp.amount:,.0f}{rate}; {lp.source} "
-                                f"({lp.as_of}, confidence {lp.confidence})")
+    elif (listed := server_purchase(catalog, server)) is not None:  # the catalog list price in USD
+        rate = f", at {catalog.rates.cny_per_usd} CNY/USD" if listed.currency != "USD" else ""
+        price = Quantity(value=listed.usd_per_server, unit="USD", provenance=CATALOG,
+                         source=f"catalog server {listed.server}: {listed.currency} {listed.amount:,.0f}{rate}; "
+                                f"{listed.source} ({listed.as_of}, confidence {listed.confidence})")
     power: Quantity | None = None
     if fin.node_power_kw is not None:
         power = Quantity(value=fin.node_power_kw, unit="kW", provenance=USER, source="--tco node_power_kw")

@@ -113,22 +113,20 @@ def caveats(rec: dict[str, Any], alt: dict[str, Any] | None, measure: str | None
                                                      "term_value": eff.get("value"), **_thin(eff)},
                     "break_even": be, "holds_while": "above" if be else None, "alternative_unpriced": unpriced,
                     "action": "bench", "accelerator": rec["accelerator"]})
-    buy = rec.get("purchase")
-    if price is not None and price.get("kind") == "purchase":  # an own cluster's list price: its own caveat
-        price = None
-        if buy and rec.get("purchase_usd") and buy.get("confidence") not in LEVELS[1:]:
-            out.append({"input": "purchase", "value": {**buy, "usd": rec["purchase_usd"]},
+    if price is not None and price.get("confidence") not in LEVELS[1:]:
+        if price.get("kind") == "purchase":  # an own cluster bought at a list price: the purchase is the bet
+            out.append({"input": "purchase", "value": {**(rec.get("purchase") or {}), "usd": rec["purchase_usd"]},
                         "break_even": {"usd": float(alt["purchase_usd"])} if by_purchase and alt else None,
                         "holds_while": "below" if by_purchase else None, "action": "quote",
                         "alternative_unpriced": bool(alt is not None and not by_purchase),
                         "accelerator": rec["accelerator"]})
-    if price is not None and price.get("confidence") not in LEVELS[1:]:
-        be = _quote(rec, catalog, ratio) if by_cost and ratio else None
-        out.append({"input": "price", "value": {"usd_per_device_hour": price["usd_per_device_hour"],
-                                                "source": price["source"], "as_of": price["as_of"],
-                                                "confidence": price["confidence"], "instance": price["instance"]},
-                    "break_even": be, "holds_while": "below" if be else None, "action": "quote",
-                    "accelerator": rec["accelerator"]})
+        else:
+            be = _quote(rec, catalog, ratio) if by_cost and ratio else None
+            out.append({"input": "price", "value": {"usd_per_device_hour": price["usd_per_device_hour"],
+                                                    "source": price["source"], "as_of": price["as_of"],
+                                                    "confidence": price["confidence"], "instance": price["instance"]},
+                        "break_even": be, "holds_while": "below" if be else None, "action": "quote",
+                        "accelerator": rec["accelerator"]})
     return out
 
 

@@ -102,10 +102,9 @@ def estimate_infer(
         fail(exc, lang)
     note(alias_note(cat, accelerator, language))
     d = est.to_json()
-    lay = d["layout"]
     d.update(serving_estimate_trust(  # how sure: the confidence and 80% bands a serving plan carries
         d, accelerator=acc.id, engine=engine_id, engine_overridden=bool(term), moe=spec.moe is not None,
-        devices_per_replica=d["num_accels"] // max(int(d["replicas"]), 1) or lay["tp"] * lay["pp"]))
+        devices_per_replica=est.num_accels // est.replicas))
     if json_out:
         print_json(d)
         return

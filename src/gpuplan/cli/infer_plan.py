@@ -181,7 +181,7 @@ def plan_infer(
     pd_text = pd_line(run, language)
     if pd_text:
         console.print(pd_text, highlight=False)
-    missed = misses_line(run.get("parts_without_plan") or [], slo, language)
+    missed = misses_line(run.get("parts_without_plan") or [], slo.ttft_p99_s, slo.tpot_p99_s, language)
     if missed:
         console.print(missed, highlight=False)
     if doc is not None and doc.get("recommendation"):

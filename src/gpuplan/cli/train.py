@@ -144,12 +144,13 @@ def estimate_train(
                              + f" per {acc.id} at best", allowed="a layout within the usable memory",
                              hint=f"nearest feasible: more devices, --recompute full, --method qlora, or a "
                                   f"larger-memory part (layout needing least: {c.row(least)})")
-        fig = plan_figures(spec, job, hw, c, ev, best, catalog=cat, tokens=tokens, calibration=cal)
+        price = device_price(cat, acc.id)
+        fig = plan_figures(spec, job, hw, c, ev, best, catalog=cat, tokens=tokens, calibration=cal, price=price)
         fig["bottleneck"] = bottleneck(fig["breakdown_s"])
         fig["candidates_evaluated"] = len(c)
         fig["rejected"] = rejected
         fig.update(training_estimate_trust(  # how sure: the confidence and 80% bands a plan carries
-            cat, cal, fig, accelerator=acc.id, precision=job.precision, price=device_price(cat, acc.id),
+            cat, cal, fig, accelerator=acc.id, precision=job.precision, price=price,
             moe=spec.moe is not None, nodes=-(-num_accels // gpn), framework_stated=framework is not None))
         if formats:
             given = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vpp": vpp, "zero_stage": zero,

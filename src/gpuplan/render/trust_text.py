@@ -226,7 +226,7 @@ def pd_line(result: Mapping[str, Any], lang: str) -> str:
               how=tr("cli.pinfer.pd.simulated" if pd.get("simulated") else "cli.pinfer.pd.closed", lang))
 
 
-def misses_line(parts: Sequence[Mapping[str, Any]], slo: Any, lang: str) -> str:
+def misses_line(parts: Sequence[Mapping[str, Any]], ttft_limit_s: float, tpot_limit_s: float, lang: str) -> str:
     """One line on the parts searched that have no fleet (`parts_without_plan`) and why; "" without any."""
     if not parts:
         return ""
@@ -234,10 +234,10 @@ def misses_line(parts: Sequence[Mapping[str, Any]], slo: Any, lang: str) -> str:
     for m in parts:
         why = m["reason"]
         if why == "tpot_slo":
-            text = tr("cli.pinfer.miss.tpot", lang, ms=float(m["tpot_s"]) * 1e3, limit=slo.tpot_p99_s * 1e3,
+            text = tr("cli.pinfer.miss.tpot", lang, ms=float(m["tpot_s"]) * 1e3, limit=tpot_limit_s * 1e3,
                       on=m.get("tpot_on", ""))
         elif why == "ttft_slo":
-            text = tr("cli.pinfer.miss.ttft", lang, s=float(m["ttft_s"]), limit=slo.ttft_p99_s, on=m.get("ttft_on", ""))
+            text = tr("cli.pinfer.miss.ttft", lang, s=float(m["ttft_s"]), limit=ttft_limit_s, on=m.get("ttft_on", ""))
         else:
             text = tr(f"cli.pinfer.miss.{why}", lang)
         items.append(f"{m['accelerator']} ({text})")

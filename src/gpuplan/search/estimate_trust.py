@@ -8,7 +8,6 @@ statement of how sure it is.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from gpuplan.estimate.calibration import Calibration
@@ -16,13 +15,14 @@ from gpuplan.estimate.uncertainty import EstimateClass, band
 from gpuplan.hardware import Catalog
 from gpuplan.search.plan_trust import (
     confidence_level,
+    cost_band,
     device_price_confidence,
     efficiency_provenance,
+    serving_classes,
     serving_efficiency,
     training_bands,
 )
 from gpuplan.search.pricing import DevicePrice
-from gpuplan.search.train_planner import HOURS_PER_MONTH
 
 __all__ = ["COST_KINDS", "serving_estimate_trust", "training_estimate_trust"]
 
@@ -49,14 +49,8 @@ def training_estimate_trust(catalog: Catalog, cal: Calibration, fig: dict[str, A
     t, tb = fig.get("time_to_train_s"), bands.get("time_to_train_s")
     if t and tb:
         for k in COST_KINDS:
-            v = cost.get(k)
-            if not v:
-                continue
-            if k == "usd_monthly_commitment":  # whole months of every device (train_planner.cost_figures)
-                months = [math.ceil(x / 3600.0 / HOURS_PER_MONTH) for x in (*tb, t)]
-                bands[f"cost.{k}"] = [float(v) * months[0] / months[2], float(v) * months[1] / months[2]]
-            else:
-                bands[f"cost.{k}"] = [float(v) * tb[0] / t, float(v) * tb[1] / t]
+            if cost.get(k):
+                bands[f"cost.{k}"] = cost_band(float(cost[k]), float(t), tb, monthly=k == "usd_monthly_commitment")
     return {"confidence": conf, "band": bands, "band_basis": basis}
 
 
@@ -69,11 +63,7 @@ def serving_estimate_trust(fig: dict[str, Any], *, accelerator: str, engine: str
     (no price: an estimate of one deployment has no cost)."""
     eff = serving_efficiency(accelerator, engine, engine_overridden)
     conf = {"level": confidence_level(eff, None), "efficiency": eff, "price": None, "costed": False}
-    common: dict[str, Any] = {"kind": "serve", "efficiency": "default" if eff["provenance"] == "default"
-                              else "validated", "arch": "moe" if moe else "dense",
-                              "scale": "multi" if devices_per_replica > 8 else "single", "stack": "stated"}
-    lat = EstimateClass(family="latency", **common)
-    tput = EstimateClass(family="throughput", **common)
+    lat, tput = serving_classes(eff["provenance"], moe, devices_per_replica)
     bands: dict[str, list[float]] = {}
     basis: dict[str, Any] = {}
 

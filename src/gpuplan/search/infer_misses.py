@@ -16,7 +16,7 @@ __all__ = ["parts_without_plan"]
 
 
 def parts_without_plan(considered: list[str], plans: list[dict[str, Any]], per_part: dict[str, dict[str, Any]],
-                  slo: InferSlo) -> list[dict[str, Any]]:
+                       slo: InferSlo) -> list[dict[str, Any]]:
     """Each part searched that no fleet in `plans` uses, with the reason a buyer asks for: its best unloaded p99-prompt
     TTFT or TPOT over the SLO (`ttft_slo` / `tpot_slo`: no deployment of it is fast enough even alone), no layout
     that holds the model (`out_of_memory`), else `load` (fast enough alone, but no fleet of it met the SLO under the

@@ -101,7 +101,7 @@ class InferPlanResult:
     what_if_rdma_all: list[dict[str, Any]] = field(default_factory=list)  # one per part, cheapest first
     what_if_pd_all: list[dict[str, Any]] = field(default_factory=list)  # infer_pd_fleet: disaggregated, per part
     # each part searched that has no fleet in `plans`, and why: its best unloaded TTFT/TPOT against the SLO, else the
-    # load, memory or cost (`_without_plan`)
+    # load, memory or cost (infer_misses.parts_without_plan)
     parts_without_plan: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -292,7 +292,6 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
                            what_if_rdma=cheapest, what_if_rdma_all=alts,
                            what_if_pd_all=pd_records,
                            parts_without_plan=parts_without_plan(considered, plans, per_part, slo))
-
 
 
 def _simulated_pd(pds: list[PdFleet], load: InferLoad, slo: InferSlo, cfg: EngineConfig, cal: Calibration,

@@ -27,8 +27,8 @@ from gpuplan.search.pricing import DevicePrice, used_price
 from gpuplan.search.train_planner import HOURS_PER_MONTH, billed_by_month
 
 __all__ = ["HIGH_CV_APE", "LEVELS", "MIN_HIGH_ROWS", "MIN_HIGH_SOURCES", "confidence_level", "device_price_confidence",
-           "efficiency_provenance", "meets_trust", "price_confidence", "serving_efficiency", "thin_evidence",
-           "training_bands", "training_confidence"]
+           "cost_band", "efficiency_provenance", "meets_trust", "price_confidence", "serving_classes",
+           "serving_efficiency", "thin_evidence", "training_bands", "training_confidence"]
 
 LEVELS = ("low", "medium", "high")
 Arch = Literal["dense", "moe"]
@@ -158,6 +158,24 @@ def training_confidence(catalog: Catalog, cal: Calibration, accelerator: str, dt
     return {"level": confidence_level(eff, price), "efficiency": eff, "price": price}
 
 
+def cost_band(usd: float, time_s: float, time_band: list[float], *, monthly: bool) -> list[float]:
+    """80% band of a job's bill from its time band: an hourly bill moves with the time; a monthly commitment bills
+    whole months, so it moves only where the time band crosses a month (train_planner.cost_figures)."""
+    if monthly:
+        months = [math.ceil(t / 3600.0 / HOURS_PER_MONTH) for t in (*time_band, time_s)]
+        return [usd * months[0] / months[2], usd * months[1] / months[2]]
+    return [usd * time_band[0] / time_s, usd * time_band[1] / time_s]
+
+
+def serving_classes(efficiency: str, moe: bool, devices_per_replica: int) -> tuple[EstimateClass, EstimateClass]:
+    """(latency, throughput) classes of a serving estimate: a replica over more than 8 devices is multi-node; the
+    engine is always named (a stated serving stack)."""
+    common: dict[str, Any] = {"kind": "serve", "efficiency": "default" if efficiency == "default" else "validated",
+                              "arch": "moe" if moe else "dense",
+                              "scale": "multi" if devices_per_replica > 8 else "single", "stack": "stated"}
+    return EstimateClass(family="latency", **common), EstimateClass(family="throughput", **common)
+
+
 def training_bands(fig: dict[str, Any], *, efficiency: str, moe: bool, nodes: int,
                    framework_stated: bool = False) -> tuple[dict[str, list[float]], dict[str, Any]]:
     """80% bands of a training plan's figures (name as in the plan's JSON -> [low, high]) and their bases."""
@@ -179,9 +197,8 @@ def training_bands(fig: dict[str, Any], *, efficiency: str, moe: bool, nodes: in
             out[name] = b.as_list()
             basis["throughput" if cls is step else "campaign"] = b.basis
     if "cost_usd" in out and "time_to_train_s" in out and fig.get("time_to_train_s") and billed_by_month(fig):
-        # a monthly commitment bills whole months: the cost moves only where the time band crosses a month
-        months = [math.ceil(t / 3600.0 / HOURS_PER_MONTH) for t in (*out["time_to_train_s"], fig["time_to_train_s"])]
-        out["cost_usd"] = [float(fig["cost_usd"]) * m / months[2] for m in months[:2]]
+        out["cost_usd"] = cost_band(float(fig["cost_usd"]), float(fig["time_to_train_s"]), out["time_to_train_s"],
+                                    monthly=True)
     total = (fig.get("memory") or {}).get("total_bytes")
     mb = band(EstimateClass(kind="memory", efficiency="validated", family="train", arch=arch, scale=scale,
                             stack=stack), total, "rate")
@@ -222,12 +239,8 @@ def serving_bands(plan: dict[str, Any], *, efficiency: str, moe: bool) -> tuple[
     """80% bands of a serving plan: latency percentiles from the latency class; throughput, fleet size and
     cost from the throughput class (a replica serves proportionally to throughput, so the fleet and its
     cost scale inversely)."""
-    arch: Arch = "moe" if moe else "dense"
-    scale: Scale = "multi" if int(plan.get("devices") or 1) // max(int(plan.get("replicas") or 1), 1) > 8 else "single"
-    eff: Eff = "default" if efficiency == "default" else "validated"
-    # the fleet runs the engine the plan names: a stated serving stack
-    lat = EstimateClass(kind="serve", efficiency=eff, family="latency", arch=arch, scale=scale, stack="stated")
-    tput = EstimateClass(kind="serve", efficiency=eff, family="throughput", arch=arch, scale=scale, stack="stated")
+    lat, tput = serving_classes(efficiency, moe,
+                                int(plan.get("devices") or 1) // max(int(plan.get("replicas") or 1), 1))
     out: dict[str, list[float]] = {}
     basis: dict[str, Any] = {}
     for name, value, cls, orient in (
