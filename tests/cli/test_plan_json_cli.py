@@ -42,3 +42,15 @@ def test_plan_brief_keeps_the_offer_network_and_memory_total() -> None:
     assert b["offer"] == "x" and b["network"] == "ib" and b["memory"] == {"total_bytes": 5}
     assert b["band"] == p["band"] and b["confidence"] == p["confidence"] and b["detail"] == "summary"
     assert [q["detail"] for q in compact_plans([p, p, p], 0)] == ["summary"] * 3
+
+
+def test_a_summarized_own_cluster_still_names_its_fabric() -> None:
+    """The web app stores all but the first plans as summaries; its table printed "own cluster, -" for them (the
+    recommended 512 x H100 own cluster of a 70B month plan among them) because the summary dropped the option."""
+    from gpuplan.render.report_text import offer_text
+
+    p = {"accelerator": "h100-sxm5-80gb", "devices": 512, "assumptions": {"network": "ib-ndr-400"},
+         "hardware_option": {"kind": "own", "offer": None, "network": "ib-ndr-400", "network_basis": "long text"}}
+    b = plan_brief(p)
+    assert offer_text(b, "en") == offer_text(p, "en") and "ib-ndr-400" in offer_text(b, "en")
+    assert "network_basis" not in b["hardware_option"]

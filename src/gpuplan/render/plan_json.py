@@ -27,6 +27,8 @@ def plan_brief(p: Mapping[str, Any]) -> dict[str, Any]:
     """The summary form of one training plan."""
     out = {k: p[k] for k in SUMMARY_KEYS if k in p}
     opt = p.get("hardware_option") or {}
+    # where the cluster comes from, as render.report_text.offer_text reads it (own cluster on which fabric)
+    out["hardware_option"] = {k: opt.get(k) for k in ("kind", "offer", "network")}
     out["offer"] = opt.get("offer")
     out["network"] = (p.get("assumptions") or {}).get("network")
     mem = p.get("memory") or {}
