@@ -33,6 +33,17 @@ def test_each_part_without_a_fleet_is_named_with_its_reason() -> None:
     text = runner.invoke(app, ARGS, env={"COLUMNS": "200"})
     exited(text, 0)
     assert "No fleet on:" in text.output and "ascend-910b2 (best TPOT" in text.output
+    zh = runner.invoke(app, [*ARGS, "--lang", "zh"], env={"COLUMNS": "200"})
+    exited(zh, 0)
+    assert "以下型号无可行方案" in zh.output and "ascend-910b2（即使空载" in zh.output
+
+
+def test_the_web_recommendation_names_the_parts_without_a_fleet() -> None:
+    from gpuplan.web.views import recommendation
+
+    out = json.loads(runner.invoke(app, [*ARGS, "--json"]).stdout)
+    lines = recommendation(out, "en", "infer")["lines"]  # type: ignore[index]
+    assert any(ln.startswith("No fleet on:") and "ascend-910b2" in ln for ln in lines), lines
 
 
 def test_reasons_follow_the_slo() -> None:

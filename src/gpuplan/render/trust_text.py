@@ -240,5 +240,5 @@ def misses_line(parts: Sequence[Mapping[str, Any]], ttft_limit_s: float, tpot_li
             text = tr("cli.pinfer.miss.ttft", lang, s=float(m["ttft_s"]), limit=ttft_limit_s, on=m.get("ttft_on", ""))
         else:
             text = tr(f"cli.pinfer.miss.{why}", lang)
-        items.append(f"{m['accelerator']} ({text})")
+        items.append(tr("cli.pinfer.miss_item", lang, acc=m["accelerator"], why=text))
     return tr("cli.pinfer.misses", lang, items=tr("trust.list_sep", lang).join(items))

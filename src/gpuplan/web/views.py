@@ -19,7 +19,7 @@ from gpuplan.render.report_text import (
     offer_text,
     rule_line,
 )
-from gpuplan.render.trust_text import band_duration, band_num, confidence_text, pd_line, trust_lines
+from gpuplan.render.trust_text import band_duration, band_num, confidence_text, misses_line, pd_line, trust_lines
 from gpuplan.units import GIB, sig
 
 __all__ = ["compare_view", "findings", "infer_chart", "infer_rows", "memory_parts", "pareto_chart", "plan_pair",
@@ -124,7 +124,10 @@ def recommendation(result: Mapping[str, Any], lang: str, kind: str = "train") ->
                             "advice": plans[0]["advice"]}, lang) if plans else ""
     head = tr("cli.pinfer.recommended", lang, acc=rec["accelerator"], rule=rule)
     pd = pd_line(result, lang)  # the disaggregated fleet the advisor would name, as the CLI prints it
-    return {"head": head, "rule": "", "lines": [*trust_lines(rec, lang), *([pd] if pd else [])]}
+    slo = result.get("slo") or {}
+    missed = misses_line(result.get("parts_without_plan") or [], float(slo.get("ttft_p99_s") or 0.0),
+                         float(slo.get("tpot_p99_s") or 0.0), lang)  # the parts searched without a fleet, and why
+    return {"head": head, "rule": "", "lines": [*trust_lines(rec, lang), *(x for x in (pd, missed) if x)]}
 
 
 def findings(result: Mapping[str, Any], lang: str, limit: int = 12) -> list[dict[str, str]]:
