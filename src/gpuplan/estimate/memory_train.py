@@ -45,6 +45,7 @@ __all__ = [
     "GPTQ_BYTES_PER_PARAM",
     "NF4_BYTES_PER_PARAM",
     "RankGeometry",
+    "frozen_matrix_bytes",
     "estimate_training_memory",
     "expert_shard",
     "geometry",
@@ -207,8 +208,7 @@ def rank_terms(spec: ModelSpec, counts: ParamCounts, job: TrainingJob, cal: Cali
     grads: dict[str, Any] = {}
     optim: dict[str, Any] = {}
     master = 4.0 if (opt.fp32_master_weights and pbytes < 4) else 0.0
-    quant = (GPTQ_BYTES_PER_PARAM if job.quant_format == "gptq" else NF4_BYTES_PER_PARAM) \
-        if job.method == "qlora" else pbytes
+    quant = frozen_matrix_bytes(job)
     if job.method == "full":
         weights["trainable"] = sharded((dm + do) * pbytes, ex * pbytes, 3)
         grads["trainable"] = sharded((dm + do) * pbytes, ex * pbytes, 2)
@@ -352,6 +352,14 @@ def extra_trainable(counts: ParamCounts, job: TrainingJob, first: Any, last: Any
     if "head" in job.trainable_extra:
         n = n + np.where(last, (counts.lm_head or counts.embedding) / tp, 0.0)
     return n
+
+
+def frozen_matrix_bytes(job: TrainingJob) -> float:
+    """Bytes per parameter of a LoRA/QLoRA run's frozen layer matrices: the 16-bit (or fp32) weights, or the
+    packed 4-bit storage with its scales under QLoRA (NF4, or GPTQ with `quant_format=gptq`)."""
+    if job.method == "qlora":
+        return GPTQ_BYTES_PER_PARAM if job.quant_format == "gptq" else NF4_BYTES_PER_PARAM
+    return 4.0 if job.precision == "fp32" else 2.0
 
 
 def trainable_params(spec: ModelSpec, counts: ParamCounts, job: TrainingJob) -> int:

@@ -39,7 +39,7 @@ from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.estimate.flops import forward_flops
 from gpuplan.estimate.gemm_shape import expert_half_width
 from gpuplan.estimate.links import Link
-from gpuplan.estimate.memory_train import expert_shard, trainable_params
+from gpuplan.estimate.memory_train import expert_shard, frozen_matrix_bytes, trainable_params
 from gpuplan.search.candidates import Candidates
 from gpuplan.search.cluster import ClusterHardware, hbm_scale, measured_hardware
 from gpuplan.search.memory_vec import by_unique, candidate_memory_bytes
@@ -261,6 +261,18 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
         dp_exposed = dp_exposed + np.where((c.zero >= 1) & (dp_group > 1),
                                            _owner_broadcasts_s(dp_group, c.tp, shard_group, hw), 0.0)
     z3_bytes = local_params * e
+    if job.method != "full":
+        # ZeRO-3/FSDP shards the frozen base too (as the memory estimate does), and gathers each layer's frozen
+        # weights with its adapters, forward and backward, in their storage width: 16-bit, or packed 4-bit under
+        # QLoRA (FSDP-QLoRA stores the NF4 weights in a uniform dtype so FSDP can shard them: Answer.AI 2024,
+        # bitsandbytes `quant_storage`). Only the adapters' gradients are reduced.
+        split = expert_shard(c.tp, c.dp, c.cp, c.ep)
+        layer_matrices = counts.dense_layer.matrix * counts.num_dense_layers + (
+            counts.moe_layer.matrix * counts.num_moe_layers if counts.moe_layer else 0)
+        dense_matrices = layer_matrices - expert_params
+        frozen = ((dense_matrices / (c.tp * c.pp) + expert_params / (c.pp * split)) * frozen_matrix_bytes(job)
+                  + (counts.total - layer_matrices) / (c.tp * c.pp) * e)
+        z3_bytes = z3_bytes + frozen
     replicas = dp_group // shard_group
     # FSDP/ZeRO-3 gathers and reduces one wrapped layer at a time within the shard group: three collectives per
     # layer and micro-batch; with replicas, each step all-reduces the gradient shard across them (PyTorch FSDP
