@@ -311,3 +311,21 @@ def test_lora_zero3_gathers_the_frozen_base(method: str) -> None:
     local = evaluate_training(spec, job, cluster_hardware(CAT, "a800-sxm4-80gb", "eth-25-tcp"),
                               generate(spec, choices, seq_len=4096, global_batch=64), calibration=cal)
     assert local.breakdown_s["dp_comm"][0] < ev.breakdown_s["dp_comm"][0] / 5
+
+
+def test_qlora_dequantizes_its_weights_before_each_gemm() -> None:
+    """QLoRA's compute = LoRA's + one memory-bound pass per GEMM pass (forward, backward, full recompute's forward)
+    reading the packed NF4 weights and writing the 16-bit copy, at the HBM bandwidth (bitsandbytes MatMul4Bit)."""
+    spec = get_preset("llama3-70b").spec
+    choices = LayoutChoices(devices=[1], tp=[1], pp=[1], cp=[1], ep=[1], vpp=[1], zero=[0], micro_batch=[1],
+                            recompute=["full"])
+    c = generate(spec, choices, seq_len=4096, global_batch=8)
+    hw = cluster_hardware(CAT, "h100-sxm5-80gb", None)
+    cal = default_calibration()
+    lora, qlora = (evaluate_training(spec, TrainingJob(seq_len=4096, global_batch=8, method=m), hw, c,
+                                     calibration=cal) for m in ("lora", "qlora"))
+    matrices = count_params(spec).layer_matrices
+    nf4 = 0.5 + 1 / 64 + 4 / (64 * 256)
+    expected = 8 * 3 * matrices * (nf4 + 2.0) / 3350e9
+    assert qlora.breakdown_s["compute"][0] - lora.breakdown_s["compute"][0] == pytest.approx(expected, rel=1e-6)
+    assert 0.02 < expected / lora.breakdown_s["compute"][0] < 0.2  # a few percent at 4096 tokens per micro-batch

@@ -46,7 +46,7 @@ from gpuplan.search.memory_vec import by_unique, candidate_memory_bytes
 from gpuplan.workload.frameworks import framework as framework_profile
 from gpuplan.workload.jobs import Layout, TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
-from gpuplan.workload.params import count_params
+from gpuplan.workload.params import ParamCounts, count_params
 
 __all__ = ["BREAKDOWN_KEYS", "Evaluation", "data_loading_s", "evaluate_training", "framework_term",
            "pp_cross_node_hops", "tp_overlap_on"]
@@ -204,6 +204,8 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     per_token_s = passes * (gemm / (peak_g * eff_g) + experts / (peak_g * eff_g * moe_eff) + core_time)
     gemm_s = rc_scale * per_token_s * tokens_step / n / narrow
     compute = gemm_s + _elementwise_s(spec, job, hw, c, cal, rc_scale)
+    if job.method == "qlora":
+        compute = compute + _dequant_s(spec, job, hw, c, cal)
 
     # -- tensor parallel -----------------------------------------------------------------
     layers_rank = spec.num_layers / c.pp
@@ -266,12 +268,8 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
         # weights with its adapters, forward and backward, in their storage width: 16-bit, or packed 4-bit under
         # QLoRA (FSDP-QLoRA stores the NF4 weights in a uniform dtype so FSDP can shard them: Answer.AI 2024,
         # bitsandbytes `quant_storage`). Only the adapters' gradients are reduced.
-        split = expert_shard(c.tp, c.dp, c.cp, c.ep)
-        layer_matrices = counts.dense_layer.matrix * counts.num_dense_layers + (
-            counts.moe_layer.matrix * counts.num_moe_layers if counts.moe_layer else 0)
-        dense_matrices = layer_matrices - expert_params
-        frozen = ((dense_matrices / (c.tp * c.pp) + expert_params / (c.pp * split)) * frozen_matrix_bytes(job)
-                  + (counts.total - layer_matrices) / (c.tp * c.pp) * e)
+        frozen = (_local_matrices(counts, c) * frozen_matrix_bytes(job)
+                  + (counts.total - counts.layer_matrices) / (c.tp * c.pp) * e)
         z3_bytes = z3_bytes + frozen
     replicas = dp_group // shard_group
     # FSDP/ZeRO-3 gathers and reduces one wrapped layer at a time within the shard group: three collectives per
@@ -363,6 +361,29 @@ def _elementwise_s(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Ca
     bytes_mb = (dense_n * b[:, 0] + moe_n * b[:, 1]) * c.micro_batch * c.microbatches
     return rc_scale * framework_term(cal, job, "elementwise_passes") * bytes_mb / (acc.hbm_bandwidth_gbps * 1e9
                                                                     * hbm_scale(cal, acc.id))
+
+
+def _local_matrices(counts: ParamCounts, c: Candidates) -> Any:
+    """Layer projection weights on one rank: dense ones split by TP and PP, routed experts by PP and EP x TP."""
+    experts = counts.routed_experts
+    return (counts.layer_matrices - experts) / (c.tp * c.pp) + experts / (c.pp * expert_shard(c.tp, c.dp, c.cp, c.ep))
+
+
+def _dequant_s(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Candidates, cal: Calibration) -> Any:
+    """QLoRA's weight dequantization: a memory-bound pass over the rank's frozen matrices before each GEMM.
+
+    bitsandbytes' MatMul4Bit dequantizes the packed 4-bit weight to 16 bits in the forward and again for the input
+    gradient in the backward (`F.dequantize_4bit` in `MatMul4Bit.forward` and `.backward`; Dettmers et al. 2023
+    sec. 3), and a full recomputation reruns the forward: 2 or 3 passes per micro-batch, each reading the packed
+    weight with its scales and writing the 16-bit copy (the GEMM's own read of it is in the GEMM's time).
+    """
+    acc = hw.accelerator
+    if acc.hbm_bandwidth_gbps is None:
+        raise InputError(field="accelerator", value=acc.id, allowed="an accelerator with a known memory bandwidth",
+                         hint="add hbm_bandwidth_gbps to its catalog entry")
+    passes = 2.0 + (c.recompute == 2)
+    nbytes = c.microbatches * passes * _local_matrices(count_params(spec), c) * (frozen_matrix_bytes(job) + 2.0)
+    return nbytes / (acc.hbm_bandwidth_gbps * 1e9 * hbm_scale(cal, acc.id))
 
 
 def data_loading_s(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, tokens_step: Any, devices: Any,

@@ -70,6 +70,12 @@ class ParamCounts:
         return self.dense_layer.active * self.num_dense_layers + moe
 
     @property
+    def layer_matrices(self) -> int:
+        """Projection weights of all layers (what QLoRA quantizes; routed experts included)."""
+        moe = self.moe_layer.matrix * self.num_moe_layers if self.moe_layer else 0
+        return self.dense_layer.matrix * self.num_dense_layers + moe
+
+    @property
     def non_layer(self) -> int:
         return self.embedding + self.position_embedding + self.final_norm + self.lm_head
 
