@@ -267,6 +267,14 @@ def _hier_gather_like(
     size, nn, loc, nodes, bw_i, lat_i, bw_e, lat_e = _levels(size_bytes, n, local, intra, inter)
     b_i, a_i = _ring_parts(size, loc, bw_i, lat_i, 1.0, 1.0)
     b_e, a_e = _ring_parts(size / loc, nodes, bw_e, lat_e, 1.0, 1.0)
+    if pipelined:
+        # NCCL runs all-gather and reduce-scatter only as one ring through every rank (no tree; NVLS and CollNet
+        # aside): n - 1 steps, of which N - 1 cross the network, the other n - N stay on a node (NCCL
+        # src/graph/tuning.cc: nsteps = nRanks - 1, nInterSteps = nNodes - 1 for these two; latency =
+        # (nsteps - nInterSteps) x intraLat + nInterSteps x interLat), not the (l - 1) + (N - 1) steps of two levels
+        active = (size > 0) & (nn > 1)
+        a_i = np.where(active, (nn - nodes) * lat_i, 0.0)
+        a_e = np.where(active, (nodes - 1) * lat_e, 0.0)
     return _out(_compose((b_i, b_e), (a_i, a_e), pipelined), size_bytes, n, local, *_links_in(intra, inter))
 
 
