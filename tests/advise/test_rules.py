@@ -303,11 +303,13 @@ def test_tcp_that_costs_nothing_is_not_called_rdma_required() -> None:
     from gpuplan.workload.jobs import TrainingJob
     from gpuplan.workload.presets import get_preset
 
-    spec = get_preset("llama3-70b").spec
+    # LoRA under DDP/ZeRO-1 sends only the adapters' gradients between nodes
+    spec = get_preset("llama3-8b").spec
     job = TrainingJob(seq_len=4096, global_batch=1024, method="lora")
-    doc = compare_training(spec, job, load_catalog(use_user_dir=False), ["h200-sxm-141gb"],
-                           PlanConstraints(layout_family="data_parallel"), tokens=2e10)
+    doc = compare_training(spec, job, load_catalog(use_user_dir=False), ["h100-sxm5-80gb"],
+                           PlanConstraints(layout_family="data_parallel", min_devices=16), tokens=2e10)
     plan = doc["options"][0]["plan"]
+    assert plan["layout"].startswith("tp1 pp1 dp16") and "zero1" in plan["layout"]
     assert plan["devices"] > plan["hardware_option"]["gpus_per_node"]  # spans nodes
     assert "tcp" in plan["hardware_option"]["network"]  # on the offer's TCP network
     found = {f["id"]: f for f in doc["options"][0]["findings"]}
@@ -315,4 +317,22 @@ def test_tcp_that_costs_nothing_is_not_called_rdma_required() -> None:
     assert found["net.tcp_enough"]["severity"] == "info"
     loss = next(g["value"] for g in found["net.tcp_enough"]["figures"] if g["name"] == "tcp_loss")
     assert loss <= default_thresholds().value("tcp_negligible_loss")
+
+
+def test_lora_70b_sharded_over_nodes_is_not_planned_on_tcp() -> None:
+    """A 70B LoRA that ZeRO-3 shards over two H200 nodes gathers its 140 GB frozen base every micro-batch: the
+    offer's 25 GbE costs far more than its compute, so the plan is on InfiniBand (regression: only the adapters
+    were gathered, and this job was planned on TCP as if the network cost nothing)."""
+    from gpuplan.advise.report_train import compare_training
+    from gpuplan.search.train_search import PlanConstraints
+    from gpuplan.workload.jobs import TrainingJob
+    from gpuplan.workload.presets import get_preset
+
+    spec = get_preset("llama3-70b").spec
+    job = TrainingJob(seq_len=4096, global_batch=1024, method="lora")
+    doc = compare_training(spec, job, load_catalog(use_user_dir=False), ["h200-sxm-141gb"],
+                           PlanConstraints(layout_family="data_parallel"), tokens=2e10)
+    plan = doc["options"][0]["plan"]
+    assert "zero3" in plan["layout"] and plan["devices"] > plan["hardware_option"]["gpus_per_node"]
+    assert "tcp" not in plan["hardware_option"]["network"]
 
