@@ -53,3 +53,17 @@ def test_reasons_follow_the_slo() -> None:
     got = {m["accelerator"]: m["reason"] for m in parts_without_plan(["a", "b", "c", "d", "e"],
                                                                      [{"accelerator": "e"}], best, slo)}
     assert got == {"a": "tpot_slo", "b": "ttft_slo", "c": "load", "d": "out_of_memory"}
+
+
+def test_a_part_without_the_asked_weight_format_says_so() -> None:
+    """DeepSeek-V3 in FP8 for China: the A100/A800 and Ascend parts have no fp8 peak; they were listed as 'no layout
+    on its offers holds the model' (regression), which sent a buyer after memory instead of the weight format."""
+    slo = InferSlo(ttft_p99_s=3.0, tpot_p99_s=0.08)
+    got = parts_without_plan(["a100", "l20"], [], {}, slo, unsupported={"a100": ["fp8"]})
+    assert [(m["accelerator"], m["reason"], m.get("weights")) for m in got] == [
+        ("a100", "weights_unsupported", ["fp8"]), ("l20", "out_of_memory", None)]
+    res = runner.invoke(app, ["plan", "infer", "-m", "deepseek-v3", "--weights", "fp8", "--qps", "5", "--input-len",
+                              "2000", "--output-len", "500", "--ttft-p99", "3", "--tpot-p99", "0.08", "--market", "cn"],
+                        env={"COLUMNS": "200"})
+    exited(res, 0)
+    assert "a800-sxm4-80gb (it has no fp8 peak" in res.output

@@ -80,8 +80,9 @@ def emit_serve(t: ServeTarget, names: list[str]) -> dict[str, str]:
     files: dict[str, str] = {}
     if t.nodes_per_server > 1 and set(names) - MULTI_NODE_SERVE:
         raise InputError(field="emit", value=",".join(names), allowed=", ".join(sorted(MULTI_NODE_SERVE)),
-                         hint=f"this fleet's servers each span {t.nodes_per_server} instances (an expert-parallel "
-                              f"group of {t.devices_per_replica} devices); gpuplan writes the multi-node launch "
+                         hint=f"this fleet's servers each span {t.nodes_per_server} instances ("
+                              + ("an expert-parallel group" if t.ep > t.tp else "pipeline stages")
+                              + f" over {t.devices_per_replica} devices); gpuplan writes the multi-node launch "
                               "for these formats only")
     for n in names:
         if n == "k8s":

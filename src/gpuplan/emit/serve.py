@@ -153,9 +153,12 @@ def serve_files(t: ServeTarget, fmt: str) -> dict[str, str]:
     if fmt == "vllm":
         return {"vllm.sh": _cmd(t, fmt, 'vllm serve "${MODEL_PATH}"', vllm_args(t))}
     if fmt == "sglang":
+        how = ("the expert all-to-all runs over their RDMA fabric, DeepEP" if t.ep > t.tp else
+               "each pipeline stage keeps its tensor parallelism inside an instance and sends one hidden-state vector "
+               "per token to the next over the network")
         notes = ((f"One server spans {t.nodes_per_server} instances: run this script on each with NODE_RANK=0.."
-                  f"{t.nodes_per_server - 1} and MASTER_ADDR set to the rank-0 instance (the expert all-to-all "
-                  "runs over their RDMA fabric, DeepEP).",) if t.nodes_per_server > 1 else ())
+                  f"{t.nodes_per_server - 1} and MASTER_ADDR set to the rank-0 instance ({how}).",)
+                 if t.nodes_per_server > 1 else ())
         return {"sglang.sh": _cmd(t, fmt, "python -m sglang.launch_server", sglang_args(t), notes)}
     if fmt == "trtllm":
         opts = header(t, fmt) + yaml.safe_dump(trtllm_options(t), sort_keys=False)

@@ -119,9 +119,12 @@ def _check(spec: ModelSpec, layout: Layout, acc: Accelerator, scale_out: Link | 
     if acc.hbm_bandwidth_gbps is None:
         raise InputError(field="accelerator", value=acc.id, allowed="a part with a memory bandwidth in the catalog")
     node = node_devices(acc)
-    if layout.tp * layout.pp > node:
-        raise InputError(field="tp", value=layout.tp, allowed=f"tp x pp <= {node} (one node of {acc.id})",
-                         hint="an attention group stays inside one node; add replicas or attention data parallelism")
+    across = layout.pp > 1 and layout.tp <= node and (layout.tp * layout.pp) % node == 0 and scale_out is not None
+    if layout.tp * layout.pp > node and not across:
+        raise InputError(field="tp", value=layout.tp, allowed=f"tp x pp <= {node} (one node of {acc.id}), or "
+                         f"pipeline stages over whole nodes of {node} with the network between them",
+                         hint="an attention group stays inside one node; add replicas, attention data parallelism, or "
+                              "pipeline stages across nodes with a scale-out link")
     if layout.ep * layout.pp > node and scale_out is None:
         raise InputError(field="ep", value=layout.ep, allowed=f"ep x pp <= {node} without a scale-out network",
                          hint="an expert-parallel group across nodes needs the network its all-to-all crosses")
@@ -228,9 +231,11 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
     attn_rate = (p8 if attention_fp8 and p8 else p16) * e("attention_efficiency")
 
     # communication
-    # The replica's ranks share one node; bridged pairs (NVLink bridge, MLU-Link) fall back to PCIe
-    # for larger groups (links.node_link).
-    link = node_link(acc, tp * pp) if tp * pp > 1 else None
+    # The replica's ranks share one node, or its pipeline stages span whole nodes; bridged pairs (NVLink bridge,
+    # MLU-Link) fall back to PCIe for larger groups (links.node_link).
+    node = node_devices(acc)
+    local = min(tp * pp, node)
+    link = node_link(acc, local) if local > 1 else None
     if tp * pp > 1 and link is None:
         raise InputError(field="accelerator", value=acc.id, allowed="a part with a known intra-node link",
                          hint="tensor and pipeline parallelism need the GPU-to-GPU link speed")
@@ -250,8 +255,15 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
             ep_fixed = moe_n * 2 * (ep - 1) * alpha
             ep_tok = moe_n * 2 * (ep - 1) / ep * h * ACT_BYTES / link_bw
         if pp > 1:
-            pp_fixed = float(link.latency_s)
-            pp_tok = h * ACT_BYTES / link_bw
+            # of the pp - 1 sends a step makes between stages, tp x pp / node - 1 cross to the next node over the
+            # scale-out link (one hidden-state vector per token: vLLM/SGLang pipeline parallelism), the rest stay
+            # on the node's link; the two fields hold the mean send
+            cross = tp * pp // node - 1 if tp * pp > node and scale_out is not None else 0
+            sends = [(float(link.latency_s), link_bw, pp - 1 - cross)]
+            if cross and scale_out is not None:
+                sends.append((float(scale_out.latency_s), float(scale_out.bandwidth_gbyte_s) * GB, cross))
+            pp_fixed = sum(lat * n for lat, _, n in sends) / (pp - 1)
+            pp_tok = sum(h * ACT_BYTES / bw * n for _, bw, n in sends) / (pp - 1)
 
     a2a_link: Link | None = None
     ep_prefill_tok: float | None = None  # None: a prompt token moves as a decode token does
@@ -319,7 +331,12 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         "kv_dtype": job.kv_cache_dtype,
         "hardware_terms": sorted({str(t["scope"]) for t in used_terms.values() if t["scope"] != "engine"}),
         "notes": ["sliding windows are not applied to decode KV reads",
-                  "MoE routing assumed uniform: expected distinct experts E(1-(1-k/E)^T)"],
+                  "MoE routing assumed uniform: expected distinct experts E(1-(1-k/E)^T)"]
+        + (["pipeline stages run one batch at a time (a step crosses every stage in turn): the replica's capacity "
+            "is a lower bound where the engine keeps a batch per stage in flight (vLLM's batch queue, SGLang's "
+            "pipeline micro-batches)"] if pp > 1 else []),
+        "pp_link": (scale_out.label if tp * pp > node and scale_out is not None else link.label if link else None)
+        if pp > 1 else None,
     }
     return StepCostModel(
         dense_compute_per_token=dense_compute * (1.0 + dq),

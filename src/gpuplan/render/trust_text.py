@@ -238,6 +238,8 @@ def misses_line(parts: Sequence[Mapping[str, Any]], ttft_limit_s: float, tpot_li
                       on=m.get("tpot_on", ""))
         elif why == "ttft_slo":
             text = tr("cli.pinfer.miss.ttft", lang, s=float(m["ttft_s"]), limit=ttft_limit_s, on=m.get("ttft_on", ""))
+        elif why == "weights_unsupported":
+            text = tr("cli.pinfer.miss.weights_unsupported", lang, weights=", ".join(m.get("weights") or []))
         else:
             text = tr(f"cli.pinfer.miss.{why}", lang)
         items.append(tr("cli.pinfer.miss_item", lang, acc=m["accelerator"], why=text))

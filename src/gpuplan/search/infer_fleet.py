@@ -13,10 +13,11 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gpuplan.estimate.calibration import Calibration
+from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.estimate.links import Link, inter_node_link
 from gpuplan.hardware import Catalog, Instance
 from gpuplan.i18n import tr
+from gpuplan.search.offers import tcp_network_for
 from gpuplan.workload.jobs import Layout
 
 __all__ = ["Offer", "advice", "attention_groups", "fleet_offers", "layout_shape", "price_fleet", "price_layout",
@@ -32,6 +33,7 @@ class Offer:
     tenancy: str
     scale_out: Link | None = None  # one device's share of the instance's RDMA NICs; None: no RDMA fabric
     cards_per_host: int | None = None  # a per-card rental: up to this many cards of one host per rental
+    hop_link: Link | None = None  # one device's share of the link between two instances: RDMA, else TCP over the VPC
 
     @property
     def host_devices(self) -> int:
@@ -55,9 +57,19 @@ def fleet_offers(catalog: Catalog, accelerator: str, *, market: str | None = Non
             if usd is not None:
                 out.append(Offer(instance=inst.id, accelerator_count=int(inst.accelerator_count), usd_per_hour=usd,
                                  kind=kind, tenancy=inst.tenancy, scale_out=_rdma_link(catalog, inst),
-                                 cards_per_host=catalog.host_cards(inst)))
+                                 cards_per_host=catalog.host_cards(inst), hop_link=_hop_link(catalog, inst)))
                 break
     return out
+
+
+def _hop_link(catalog: Catalog, inst: Instance) -> Link:
+    """One device's share of the network between two of this offer's instances: its RDMA fabric, else TCP over its
+    VPC bandwidth (the same default a training plan on the offer assumes: offers.tcp_network_for)."""
+    rdma = _rdma_link(catalog, inst)
+    if rdma is not None:
+        return rdma
+    net, nics, _ = tcp_network_for(inst, default_calibration())
+    return inter_node_link(catalog.network(net), nics_per_node=nics, gpus_per_node=int(inst.accelerator_count))
 
 
 def _rdma_link(catalog: Catalog, inst: Instance) -> Link | None:

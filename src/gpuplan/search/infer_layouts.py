@@ -4,7 +4,8 @@ Inside one node: every tensor-parallel degree that divides the heads (with exper
 group for MoE models), pipeline stages where TP cannot grow, and attention data parallelism over the node's
 devices (ep > tp). Across instances: attention data parallelism with the experts over 16-64 devices, on whole
 instances of an offer whose catalog entry states an RDMA fabric (DeepEP's all-to-all needs RDMA), each timed
-on that offer's link.
+on that offer's link. A model no node holds: pipeline stages over whole instances, each hop over the offer's
+network.
 """
 
 from __future__ import annotations
@@ -36,13 +37,15 @@ def layouts(spec: ModelSpec, max_node: int) -> list[Layout]:
     return out
 
 
-def placements(spec: ModelSpec, max_node: int, offers: list[Offer]
-                ) -> list[tuple[Layout, list[Offer], Link | None]]:
+def placements(spec: ModelSpec, max_node: int, offers: list[Offer], *, node: int | None = None
+               ) -> list[tuple[Layout, list[Offer], Link | None]]:
     """(layout, the offers that can host it, the scale-out link its expert all-to-all takes): every layout inside
     one node on every offer; for MoE models also attention data parallelism with the experts over 16-64 devices,
     across whole instances of one offer with an RDMA fabric (SGLang/RTP-LLM wide EP; DeepEP needs RDMA), each
     with that offer's link."""
     out: list[tuple[Layout, list[Offer], Link | None]] = [(lay, offers, None) for lay in layouts(spec, max_node)]
+    if node is not None:
+        out += _pipelines_across(spec, node, offers)
     if spec.moe is None:
         return out
     for o in offers:
@@ -51,4 +54,26 @@ def placements(spec: ModelSpec, max_node: int, offers: list[Offer]
         for e in (16, 32, 64):
             if e > max_node and e % o.accelerator_count == 0 and spec.moe.num_experts % e == 0:
                 out.append((serving_layout(tp=1, ep=e), [o], o.scale_out))
+    return out
+
+
+def _pipelines_across(spec: ModelSpec, node: int, offers: list[Offer]
+                      ) -> list[tuple[Layout, list[Offer], Link | None]]:
+    """Pipeline stages over whole instances of one offer, for a model no node holds: each stage keeps its tensor
+    parallelism inside an instance and passes one activation per token to the next over the offer's network
+    (vLLM --pipeline-parallel-size over a Ray cluster, SGLang --pp-size with --nnodes; RDMA or TCP: the traffic is
+    h values per token). Only offers whose instance is a whole node of `node` devices (the step model's node); per-card
+    rentals are left out: their cards of one replica share a host."""
+    out: list[tuple[Layout, list[Offer], Link | None]] = []
+    for o in offers:
+        if o.cards_per_host is not None or o.hop_link is None or o.accelerator_count != node:
+            continue
+        tps = [t for t in (1, 2, 4, 8) if t <= o.accelerator_count and spec.num_heads % t == 0]
+        if not tps:
+            continue
+        tp = tps[-1]
+        eps = [1, tp] if spec.moe is not None and tp > 1 and spec.moe.num_experts % tp == 0 else [1]
+        for pp in (2, 4):
+            if tp * pp > node and (tp * pp) % node == 0 and pp <= spec.num_layers:
+                out += [(Layout(tp=tp, pp=pp, ep=ep), [o], o.hop_link) for ep in eps]
     return out

@@ -16,17 +16,22 @@ __all__ = ["parts_without_plan"]
 
 
 def parts_without_plan(considered: list[str], plans: list[dict[str, Any]], per_part: dict[str, dict[str, Any]],
-                       slo: InferSlo) -> list[dict[str, Any]]:
+                       slo: InferSlo, *, unsupported: dict[str, list[str]] | None = None) -> list[dict[str, Any]]:
     """Each part searched that no fleet in `plans` uses, with the reason a buyer asks for: its best unloaded p99-prompt
     TTFT or TPOT over the SLO (`ttft_slo` / `tpot_slo`: no deployment of it is fast enough even alone), no layout
-    that holds the model (`out_of_memory`), else `load` (fast enough alone, but no fleet of it met the SLO under the
-    load within --max-devices, or it was dearer than the fleets kept)."""
+    that holds the model (`out_of_memory`), no weight format asked for that the part runs (`weights_unsupported`:
+    fp8 on a part without an fp8 peak; `unsupported` lists them per part), else `load` (fast enough alone, but no
+    fleet of it met the SLO under the load within --max-devices, or it was dearer than the fleets kept)."""
     used = {p["accelerator"] for p in plans}
     out: list[dict[str, Any]] = []
     for acc in considered:
         if acc in used:
             continue
         b = per_part.get(acc, {})
+        skipped = (unsupported or {}).get(acc, [])
+        if not b and skipped:
+            out.append({"accelerator": acc, "reason": "weights_unsupported", "weights": sorted(set(skipped))})
+            continue
         if not b:
             reason = "out_of_memory"
         elif b["tpot_s"] > slo.tpot_p99_s:

@@ -186,6 +186,7 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
     cands: list[_Cand] = []
     best: dict[str, Any] = {}
     per_part: dict[str, dict[str, Any]] = {}  # the same, per accelerator (parts_without_plan)
+    unsupported: dict[str, list[str]] = {}  # weight formats a part cannot run (no fp8 peak), per accelerator
     largest: tuple[float, str] = (0.0, "")  # usable bytes of the largest allowed device
     evaluated = 0
     alts: list[dict[str, Any]] = []
@@ -219,9 +220,12 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
         for weights in cons.weights:
             if weights == "fp8" and acc.dense_tflops("fp8") is None:
                 _bump(rejected, "weights_unsupported")
+                unsupported.setdefault(acc.id, []).append(weights)
                 continue
             mb = matrix_bytes_per_param(spec, InferenceJob(weights=weights))
-            for lay, lay_offers, link in placements(spec, max_node, offers):
+            for lay, lay_offers, link in placements(spec, max_node, offers, node=node):
+                if lay.tp * lay.pp > node and counts.total * mb / node <= mem:
+                    continue  # a node holds the weights: pipeline stages across nodes only add devices and hops
                 evaluated += 1
                 if max(lay.tp, lay.ep) * lay.pp > cons.max_devices:
                     _bump(rejected, "max_devices")
@@ -291,7 +295,8 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
                            hardware_considered=considered, best_unloaded=best, terms=cal.used(*TERMS_USED),
                            what_if_rdma=cheapest, what_if_rdma_all=alts,
                            what_if_pd_all=pd_records,
-                           parts_without_plan=parts_without_plan(considered, plans, per_part, slo))
+                           parts_without_plan=parts_without_plan(considered, plans, per_part, slo,
+                                                                 unsupported=unsupported))
 
 
 def _simulated_pd(pds: list[PdFleet], load: InferLoad, slo: InferSlo, cfg: EngineConfig, cal: Calibration,

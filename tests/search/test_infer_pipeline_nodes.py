@@ -1,0 +1,83 @@
+"""Serving a model no node holds: pipeline stages over whole instances (vLLM --pipeline-parallel-size over a Ray
+cluster, SGLang --pp-size with --nnodes). Regression of a gap found by asking the planner what a team serving
+Llama-3.1-405B in BF16 on H100s asks: it answered 'no layout on its offers holds the model' for the H100, whose
+standard deployment is two 8-GPU nodes, tensor parallel inside each and two pipeline stages across them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from cli_result import exited
+from gpuplan.cli.main import app
+from gpuplan.errors import InputError
+from gpuplan.estimate.infer_step import step_cost_model
+from gpuplan.estimate.links import Link
+from gpuplan.hardware import load_catalog
+from gpuplan.search.infer_fleet import fleet_offers
+from gpuplan.search.infer_layouts import placements
+from gpuplan.workload.engines import engine
+from gpuplan.workload.jobs import Layout
+from gpuplan.workload.presets import get_preset
+
+CAT = load_catalog(use_user_dir=False)
+SPEC = get_preset("llama3.1-405b").spec
+runner = CliRunner()
+
+
+def test_pipeline_stages_across_nodes_send_over_the_network() -> None:
+    acc = CAT.accelerator("h100-sxm5-80gb")
+    net = Link(3.0, 30e-6, label="tcp")
+    lay = Layout(tp=8, pp=2)
+    cm = step_cost_model(SPEC, accelerator=acc, layout=lay, weights="bf16", kv_dtype="bf16", engine=engine("vllm"),
+                         scale_out=net)
+    # one send between the two stages, across the nodes: its latency and one hidden vector of 16-bit values per token
+    assert cm.pp_stages == 2
+    assert cm.pp_comm_fixed == pytest.approx(30e-6)
+    assert cm.pp_comm_per_token == pytest.approx(SPEC.hidden_size * 2 / 3.0e9)
+    assert cm.assumptions["pp_link"] == "tcp"
+    assert any("lower bound" in n for n in cm.assumptions["notes"])
+    with pytest.raises(InputError, match="pipeline stages over whole nodes"):
+        step_cost_model(SPEC, accelerator=acc, layout=lay, weights="bf16", kv_dtype="bf16", engine=engine("vllm"))
+
+
+def test_placements_span_whole_instances_only_when_asked() -> None:
+    offers = [o for o in fleet_offers(CAT, "h100-sxm5-80gb", market="global") if o.cards_per_host is None]
+    assert offers
+    inside = placements(SPEC, 8, offers)
+    assert all(lay.tp * lay.pp <= 8 for lay, _, _ in inside)
+    across = [(lay, offs, link) for lay, offs, link in placements(SPEC, 8, offers, node=8) if lay.tp * lay.pp > 8]
+    assert {(lay.tp, lay.pp) for lay, _, _ in across} == {(8, 2), (8, 4)}
+    assert all(len(offs) == 1 and offs[0].accelerator_count == 8 and link is offs[0].hop_link
+               for _, offs, link in across)
+
+
+def test_405b_bf16_is_planned_on_two_h100_nodes() -> None:
+    res = runner.invoke(app, ["plan", "infer", "-m", "llama3.1-405b", "--weights", "bf16", "--qps", "1",
+                              "--input-len", "1000", "--output-len", "300", "--ttft-p99", "5", "--tpot-p99", "0.1",
+                              "--market", "global", "--json"])
+    exited(res, 0)
+    out = json.loads(res.stdout)
+    h100 = [p for p in out["plans"] if p["accelerator"] == "h100-sxm5-80gb"]
+    assert h100, [m for m in out["parts_without_plan"] if m["accelerator"] == "h100-sxm5-80gb"]
+    best = h100[0]
+    assert best["layout"]["tp"] == 8 and best["layout"]["pp"] == 2
+    assert best["devices"] == 16 and best["instances"] == 2
+    assert best["tpot_s"]["p99"] <= 0.1
+
+
+def test_the_emitted_launch_spans_the_two_instances(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    args = ["plan", "infer", "-m", "llama3.1-405b", "--weights", "bf16", "--qps", "1", "--input-len", "1000",
+            "--output-len", "300", "--ttft-p99", "5", "--tpot-p99", "0.1", "--market", "global", "--vendor", "nvidia"]
+    out = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
+    pick = next(i for i, p in enumerate(out["plans"], 1) if p["layout"]["pp"] == 2)
+    res = runner.invoke(app, [*args, "--emit", "sglang", "--pick", str(pick), "--out", str(tmp_path)])
+    exited(res, 0)
+    text = (tmp_path / "sglang.sh").read_text(encoding="utf-8")
+    assert "--tp-size 8" in text and "--pp-size 2" in text and "--nnodes 2" in text
+    assert "pipeline stage" in text and "DeepEP" not in text
+    vllm = runner.invoke(app, [*args, "--emit", "vllm", "--pick", str(pick), "--out", str(tmp_path / "v")])
+    exited(vllm, 2)
+    assert "pipeline stages over 16 devices" in vllm.output
