@@ -38,7 +38,7 @@ def test_pipeline_stages_across_nodes_send_over_the_network() -> None:
     assert cm.pp_comm_fixed == pytest.approx(30e-6)
     assert cm.pp_comm_per_token == pytest.approx(SPEC.hidden_size * 2 / 3.0e9)
     assert cm.assumptions["pp_link"] == "tcp"
-    assert any("lower bound" in n for n in cm.assumptions["notes"])
+    assert any("batches in flight" in n for n in cm.assumptions["notes"])
     with pytest.raises(InputError, match="pipeline stages over whole nodes"):
         step_cost_model(SPEC, accelerator=acc, layout=lay, weights="bf16", kv_dtype="bf16", engine=engine("vllm"))
 
@@ -81,3 +81,29 @@ def test_the_emitted_launch_spans_the_two_instances(tmp_path) -> None:  # type: 
     vllm = runner.invoke(app, [*args, "--emit", "vllm", "--pick", str(pick), "--out", str(tmp_path / "v")])
     exited(vllm, 2)
     assert "pipeline stages over 16 devices" in vllm.output
+
+
+def test_a_pipeline_replica_keeps_a_batch_per_stage_in_flight() -> None:
+    """vLLM runs pipeline_parallel_size batches at once (max_concurrent_batches): a pp-2 replica serves as two
+    engines, each with half its KV cache and running-request cap, at the full step latency; its SLO-bound capacity
+    is twice one such engine's (it was counted as one batch at a time, half the throughput)."""
+    from gpuplan.search.infer_capacity import capacity, length_moments, pipeline_batch
+    from gpuplan.simulate.engine_sim import EngineConfig
+    from gpuplan.simulate.lengths import parse_length_dist
+
+    acc = CAT.accelerator("h100-sxm5-80gb")
+    cm = step_cost_model(SPEC, accelerator=acc, layout=Layout(tp=8, pp=2), weights="bf16", kv_dtype="bf16",
+                         engine=engine("vllm"), scale_out=Link(47.0, 5e-6))
+    cfg = EngineConfig(max_num_seqs=256)
+    one, one_cfg = pipeline_batch(cm, cfg, 2)
+    assert one.kv_capacity_tokens == cm.kv_capacity_tokens // 2 and one_cfg.max_num_seqs == 128
+    assert one.step_s(prefill_tokens=0, prefill_attn_pairs=0.0, decode_seqs=8, decode_kv_tokens=8000) == \
+        cm.step_s(prefill_tokens=0, prefill_attn_pairs=0.0, decode_seqs=8, decode_kv_tokens=8000)
+    assert pipeline_batch(cm, cfg, 1) == (cm, cfg)
+    m = length_moments(parse_length_dist("fixed:1000"), parse_length_dist("fixed:300"))
+    seq = capacity(cm, cfg, m, 0.1)
+    half = capacity(one, one_cfg, m, 0.1)
+    # the TPOT limit binds well before the KV cache here: each half-engine serves what the replica served one batch
+    # at a time, so the replica (two of them) serves twice that
+    assert seq.limited_by == "tpot" and half.limited_by == "tpot"
+    assert half.requests_per_s == pytest.approx(seq.requests_per_s, rel=0.05)

@@ -332,9 +332,8 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         "hardware_terms": sorted({str(t["scope"]) for t in used_terms.values() if t["scope"] != "engine"}),
         "notes": ["sliding windows are not applied to decode KV reads",
                   "MoE routing assumed uniform: expected distinct experts E(1-(1-k/E)^T)"]
-        + (["pipeline stages run one batch at a time (a step crosses every stage in turn): the replica's capacity "
-            "is a lower bound where the engine keeps a batch per stage in flight (vLLM's batch queue, SGLang's "
-            "pipeline micro-batches)"] if pp > 1 else []),
+        + (["a step crosses every stage in turn; the planner keeps pp batches in flight, one per stage (vLLM "
+            "max_concurrent_batches = pipeline_parallel_size), each with 1/pp of the KV cache"] if pp > 1 else []),
         "pp_link": (scale_out.label if tp * pp > node and scale_out is not None else link.label if link else None)
         if pp > 1 else None,
     }

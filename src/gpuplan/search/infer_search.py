@@ -30,7 +30,7 @@ from gpuplan.estimate.infer_step_model import StepCostModel
 from gpuplan.estimate.memory_infer import matrix_bytes_per_param
 from gpuplan.hardware import Accelerator, Catalog
 from gpuplan.search import progress
-from gpuplan.search.infer_capacity import Capacity, length_moments
+from gpuplan.search.infer_capacity import Capacity, length_moments, pipeline_batch
 from gpuplan.search.infer_engines import with_engine_hint
 from gpuplan.search.infer_fleet import Offer, advice, attention_groups, fleet_offers, price_layout, whole_groups
 from gpuplan.search.infer_layouts import placements
@@ -338,13 +338,16 @@ def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfi
     def sim(c: _Cand, r: int, factor: float) -> SimMetrics:
         nonlocal simulated
         simulated += 1
-        w = load.replica_workload(r, load_factor=factor, num_requests=n_sim)
+        # a pipeline-parallel replica serves as pp batches in flight (infer_capacity.pipeline_batch): one is simulated
+        pp = c.layout.pp
+        w = load.replica_workload(r * pp, load_factor=factor, num_requests=n_sim)
+        batch_cost, batch_cfg = pipeline_batch(c.cost, cfg, pp)
         # attention groups of one expert group step together: the others' prefills stretch this one's steps
-        cost = lockstep_cost(c.cost, groups=attention_groups(c.layout), group_qps=load.qps * factor / r,
+        cost = lockstep_cost(batch_cost, groups=attention_groups(c.layout), group_qps=load.qps * factor / (r * pp),
                              input_len_mean=load.input_len.mean, output_len_mean=load.output_len.mean,
                              max_batched_tokens=cfg.max_batched_tokens,
                              chunked_prefill=cfg.chunked_prefill)
-        return summarize(simulate_engine(w, cost, cfg), sim_slo, warmup_fraction=warm)
+        return summarize(simulate_engine(w, cost, batch_cfg), sim_slo, warmup_fraction=warm)
 
     for c in cands:
         if tried >= finalists or len(plans) >= wanted or (plans and simulated >= max_sims):

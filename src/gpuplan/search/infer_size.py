@@ -14,10 +14,10 @@ the same steps on a per-step cost model; this is them, once:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpuplan.estimate.infer_step_model import StepCostModel
-from gpuplan.search.infer_capacity import Capacity, LengthMoments, capacity, unloaded_latency
+from gpuplan.search.infer_capacity import Capacity, LengthMoments, capacity, pipeline_batch, unloaded_latency
 from gpuplan.search.infer_fleet import Offer, priced_groups, whole_groups
 from gpuplan.search.infer_load import InferSlo
 from gpuplan.simulate.engine_sim import EngineConfig
@@ -52,7 +52,10 @@ def size_fleet(cm: StepCostModel, layout: Layout, offers: list[Offer], *, cfg: E
     ttft0, tpot0 = unloaded_latency(cm, cfg, moments)
     if ttft0 > slo.ttft_p99_s:
         return Sized("ttft_slo", ttft0, tpot0)
-    cap = capacity(cm, cfg, moments, slo.tpot_p99_s, tpot_p99_over_mean=tpot_p99_over_mean)
+    # a pipeline-parallel replica serves as pp batches in flight (infer_capacity.pipeline_batch)
+    batch_cost, batch_cfg = pipeline_batch(cm, cfg, layout.pp)
+    cap = capacity(batch_cost, batch_cfg, moments, slo.tpot_p99_s, tpot_p99_over_mean=tpot_p99_over_mean)
+    cap = replace(cap, requests_per_s=cap.requests_per_s * layout.pp)
     if tpot0 > slo.tpot_p99_s or cap.requests_per_s <= 0:
         return Sized("tpot_slo", ttft0, tpot0, cap)
     needed = qps * (1.0 + headroom) / cap.requests_per_s
