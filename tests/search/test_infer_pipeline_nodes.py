@@ -87,9 +87,10 @@ def test_a_pipeline_replica_keeps_a_batch_per_stage_in_flight() -> None:
     """vLLM runs pipeline_parallel_size batches at once (max_concurrent_batches): a pp-2 replica serves as two
     engines, each with half its KV cache and running-request cap, at the full step latency; its SLO-bound capacity
     is twice one such engine's (it was counted as one batch at a time, half the throughput)."""
-    from gpuplan.search.infer_capacity import capacity, length_moments, pipeline_batch
+    from gpuplan.search.infer_capacity import capacity, length_moments
     from gpuplan.simulate.engine_sim import EngineConfig
     from gpuplan.simulate.lengths import parse_length_dist
+    from gpuplan.simulate.pipeline import pipeline_batch
 
     acc = CAT.accelerator("h100-sxm5-80gb")
     cm = step_cost_model(SPEC, accelerator=acc, layout=Layout(tp=8, pp=2), weights="bf16", kv_dtype="bf16",
@@ -107,3 +108,24 @@ def test_a_pipeline_replica_keeps_a_batch_per_stage_in_flight() -> None:
     # at a time, so the replica (two of them) serves twice that
     assert seq.limited_by == "tpot" and half.limited_by == "tpot"
     assert half.requests_per_s == pytest.approx(seq.requests_per_s, rel=0.05)
+
+
+def test_estimate_infer_counts_the_batches_in_flight_as_the_planner_does() -> None:
+    """`estimate infer --pp 2` over two nodes: offline throughput is that of two batch engines, each with half the
+    KV cache and request cap (it was one batch at a time, half what the planner sizes the same replica for)."""
+    from gpuplan.estimate.infer_estimate import estimate_inference
+    from gpuplan.estimate.infer_perf import offline_perf
+
+    acc = CAT.accelerator("h100-sxm5-80gb")
+    link = Link(47.0, 5e-6)
+    eng = engine("vllm")
+    est = estimate_inference(SPEC, accelerator=acc, engine=eng, input_len=1000, output_len=300, tp=8, pp=2,
+                             weights="bf16", catalog=CAT, scale_out=link)
+    cm = step_cost_model(SPEC, accelerator=acc, layout=Layout(tp=8, pp=2), weights="bf16", kv_dtype="bf16",
+                         engine=eng, scale_out=link)
+    one_at_a_time = offline_perf(cm, input_len=1000, output_len=300, max_num_seqs=eng.max_num_seqs,
+                                 max_batched_tokens=eng.max_batched_tokens, scheduling=eng.scheduling,
+                                 chunked_prefill=eng.chunked_prefill, kv_block_tokens=eng.kv_block_tokens)
+    assert est.perf.replicas == 1 and est.perf.devices_per_replica == 16
+    assert est.perf.output_tokens_per_s > 1.6 * one_at_a_time.output_tokens_per_s
+    assert est.perf.batch <= eng.max_num_seqs

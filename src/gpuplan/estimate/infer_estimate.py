@@ -15,7 +15,7 @@ or a larger part from the catalog). All figures are estimates.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
 import numpy as np
@@ -225,13 +225,19 @@ def estimate_inference(spec: ModelSpec, *, accelerator: Accelerator, engine: Eng
                                 devices_per_replica=per_replica, max_batched_tokens=engine.max_batched_tokens,
                                 chunked_prefill=engine.chunked_prefill)
     elif qps is not None:
-        perf, percentiles, simulation = _simulate(model, engine, qps / replicas, input_len, output_len,
-                                                  num_requests, seed, replicas, per_replica, groups=layout.dp)
+        # a pipeline-parallel replica keeps pp batches in flight (simulate.pipeline): one of them is simulated
+        batch_model, seqs = _pipeline_batch(model, engine, pp)
+        perf, percentiles, simulation = _simulate(batch_model, engine, qps / (replicas * pp), input_len, output_len,
+                                                  num_requests, seed, replicas * pp, per_replica // pp,
+                                                  groups=layout.dp, max_num_seqs=seqs)
+        perf = _whole_replicas(perf, pp, replicas, per_replica)
     else:
-        perf = offline_perf(model, input_len=input_len, output_len=output_len, max_num_seqs=engine.max_num_seqs,
+        batch_model, seqs = _pipeline_batch(model, engine, pp)
+        perf = offline_perf(batch_model, input_len=input_len, output_len=output_len, max_num_seqs=seqs,
                             max_batched_tokens=engine.max_batched_tokens, scheduling=engine.scheduling,
                             chunked_prefill=engine.chunked_prefill, kv_block_tokens=engine.kv_block_tokens,
-                            replicas=replicas, devices_per_replica=per_replica)
+                            replicas=replicas * pp, devices_per_replica=per_replica // pp)
+        perf = _whole_replicas(perf, pp, replicas, per_replica)
     in_flight = perf.batch if perf.batch else 1
     cal = load_calibration({"runtime_context_gib": engine.runtime_overhead_gib,
                             "inference_workspace_tokens": float(engine.max_batched_tokens)})
@@ -251,8 +257,25 @@ def estimate_inference(spec: ModelSpec, *, accelerator: Accelerator, engine: Eng
                              memory=mem, percentiles=percentiles, simulation=simulation, assumptions=assumptions)
 
 
+def _pipeline_batch(model: StepCostModel, eng: EngineProfile, pp: int) -> tuple[StepCostModel, int]:
+    """(the step model of one of the pp batches a pipeline-parallel replica keeps in flight, its running-request cap):
+    simulate.pipeline.pipeline_batch on the engine's scheduler settings."""
+    from gpuplan.simulate import EngineConfig
+    from gpuplan.simulate.pipeline import pipeline_batch
+
+    one, cfg = pipeline_batch(model, EngineConfig.from_profile(eng), pp)
+    return one, cfg.max_num_seqs
+
+
+def _whole_replicas(perf: InferencePerf, pp: int, replicas: int, per_replica: int) -> InferencePerf:
+    """`perf` of replicas x pp batch engines told per replica: the totals stay, the sequences in flight add up."""
+    if pp <= 1:
+        return perf
+    return replace(perf, replicas=replicas, devices_per_replica=per_replica, batch=perf.batch * pp)
+
+
 def _simulate(model: StepCostModel, eng: EngineProfile, qps: float, input_len: int, output_len: int, n: int,
-              seed: int, replicas: int, per_replica: int, groups: int = 1
+              seed: int, replicas: int, per_replica: int, groups: int = 1, max_num_seqs: int | None = None
               ) -> tuple[InferencePerf, dict[str, dict[str, float]], dict[str, Any]]:
     """One attention group at `qps` (of `groups` in lock-step when attention runs data-parallel)."""
     from gpuplan.simulate import EngineConfig, LengthDist, poisson_workload, simulate_engine, summarize
@@ -264,7 +287,8 @@ def _simulate(model: StepCostModel, eng: EngineProfile, qps: float, input_len: i
                           output_len=LengthDist.fixed(output_len), seed=seed)
     cost = lockstep_cost(model, groups=groups, group_qps=qps, input_len_mean=input_len, output_len_mean=output_len,
                          max_batched_tokens=eng.max_batched_tokens, chunked_prefill=eng.chunked_prefill)
-    run = simulate_engine(wl, cost, EngineConfig.from_profile(eng))
+    cfg = EngineConfig.from_profile(eng)
+    run = simulate_engine(wl, cost, cfg if max_num_seqs is None else replace(cfg, max_num_seqs=max_num_seqs))
     m = summarize(run, warmup_fraction=0.1)
     over = model.request_overhead
 

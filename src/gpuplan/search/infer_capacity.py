@@ -14,33 +14,22 @@
   its KV within the cache gives the replica's SLO-bound capacity lambda_max.
 * The cost split between input and output tokens follows the step time: the prompt share
   is (s(b) - s_decode_only(b)) / s(b) at the operating point.
-* A pipeline-parallel replica keeps pp batches in flight, one per stage (vLLM: "PP requires PP-size concurrent
-  batches to fill the pipeline", `max_concurrent_batches` = pipeline_parallel_size, `EngineCore.step_with_batch_queue`):
-  each batch crosses every stage in a step's time, so the replica serves as pp engines that share its KV cache and
-  its running-request cap (`pipeline_batch`), each at the full step latency.
+* A pipeline-parallel replica keeps pp batches in flight, one per stage: it is sized as pp engines that share its KV
+  cache and running-request cap, each at the full step latency (`simulate.pipeline.pipeline_batch`).
 All estimated; the simulator checks the finalists.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
-from gpuplan.estimate.infer_step_model import StepCostModel
 from gpuplan.simulate.engine_sim import EngineConfig, StepCost
 from gpuplan.simulate.lengths import LengthDist
 
-__all__ = ["Capacity", "LengthMoments", "capacity", "length_moments", "pipeline_batch", "unloaded_latency"]
+__all__ = ["Capacity", "LengthMoments", "capacity", "length_moments", "unloaded_latency"]
 
-
-def pipeline_batch(cost: StepCostModel, cfg: EngineConfig, pp: int) -> tuple[StepCostModel, EngineConfig]:
-    """One of the pp batches a pipeline-parallel replica keeps in flight (module docstring): its share of the KV
-    cache and of the running-request cap, at the replica's step latency. pp = 1: the replica itself."""
-    if pp <= 1:
-        return cost, cfg
-    return (replace(cost, kv_capacity_tokens=cost.kv_capacity_tokens // pp),
-            replace(cfg, max_num_seqs=max(1, cfg.max_num_seqs // pp)))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

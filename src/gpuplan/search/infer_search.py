@@ -30,7 +30,7 @@ from gpuplan.estimate.infer_step_model import StepCostModel
 from gpuplan.estimate.memory_infer import matrix_bytes_per_param
 from gpuplan.hardware import Accelerator, Catalog
 from gpuplan.search import progress
-from gpuplan.search.infer_capacity import Capacity, length_moments, pipeline_batch
+from gpuplan.search.infer_capacity import Capacity, length_moments
 from gpuplan.search.infer_engines import with_engine_hint
 from gpuplan.search.infer_fleet import Offer, advice, attention_groups, fleet_offers, price_layout, whole_groups
 from gpuplan.search.infer_layouts import placements
@@ -46,6 +46,7 @@ from gpuplan.search.train_search import PlanConstraints, policy_rejection
 from gpuplan.simulate.engine_sim import EngineConfig, simulate_engine
 from gpuplan.simulate.lockstep import lockstep_cost
 from gpuplan.simulate.metrics import SimMetrics, Slo, summarize
+from gpuplan.simulate.pipeline import pipeline_batch
 from gpuplan.units import GIB
 from gpuplan.workload.engines import EngineProfile, engine
 from gpuplan.workload.jobs import SERVED_WEIGHTS, InferenceJob, Layout
@@ -338,7 +339,7 @@ def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfi
     def sim(c: _Cand, r: int, factor: float) -> SimMetrics:
         nonlocal simulated
         simulated += 1
-        # a pipeline-parallel replica serves as pp batches in flight (infer_capacity.pipeline_batch): one is simulated
+        # a pipeline-parallel replica serves as pp batches in flight (simulate.pipeline): one is simulated
         pp = c.layout.pp
         w = load.replica_workload(r * pp, load_factor=factor, num_requests=n_sim)
         batch_cost, batch_cfg = pipeline_batch(c.cost, cfg, pp)

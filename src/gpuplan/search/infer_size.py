@@ -17,10 +17,11 @@ import math
 from dataclasses import dataclass, replace
 
 from gpuplan.estimate.infer_step_model import StepCostModel
-from gpuplan.search.infer_capacity import Capacity, LengthMoments, capacity, pipeline_batch, unloaded_latency
+from gpuplan.search.infer_capacity import Capacity, LengthMoments, capacity, unloaded_latency
 from gpuplan.search.infer_fleet import Offer, priced_groups, whole_groups
 from gpuplan.search.infer_load import InferSlo
 from gpuplan.simulate.engine_sim import EngineConfig
+from gpuplan.simulate.pipeline import pipeline_batch
 from gpuplan.workload.jobs import Layout
 
 __all__ = ["Sized", "size_fleet"]
@@ -52,7 +53,7 @@ def size_fleet(cm: StepCostModel, layout: Layout, offers: list[Offer], *, cfg: E
     ttft0, tpot0 = unloaded_latency(cm, cfg, moments)
     if ttft0 > slo.ttft_p99_s:
         return Sized("ttft_slo", ttft0, tpot0)
-    # a pipeline-parallel replica serves as pp batches in flight (infer_capacity.pipeline_batch)
+    # a pipeline-parallel replica serves as pp batches in flight (simulate.pipeline.pipeline_batch)
     batch_cost, batch_cfg = pipeline_batch(cm, cfg, layout.pp)
     cap = capacity(batch_cost, batch_cfg, moments, slo.tpot_p99_s, tpot_p99_over_mean=tpot_p99_over_mean)
     cap = replace(cap, requests_per_s=cap.requests_per_s * layout.pp)
