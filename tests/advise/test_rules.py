@@ -336,3 +336,35 @@ def test_lora_70b_sharded_over_nodes_is_not_planned_on_tcp() -> None:
     assert "zero3" in plan["layout"] and plan["devices"] > plan["hardware_option"]["gpus_per_node"]
     assert "tcp" not in plan["hardware_option"]["network"]
 
+
+
+def test_qlora_needs_4bit_kernels_on_the_stack() -> None:
+    """QLoRA runs its base through bitsandbytes' NF4 kernels: none for CANN (critical, so not recommended), only
+    experimental for ROCm (warn), official for CUDA (nothing). Regression: QLoRA of Qwen2.5-7B in China was
+    recommended on a single Ascend 910B2 rental."""
+    on_ascend = ids(plan_facts("llama3-8b", "ascend-910b2", 1, method="qlora", tokens=5e7))
+    assert on_ascend["method.qlora_none"].severity == "critical"
+    assert "method.qlora_none" not in ids(plan_facts("llama3-8b", "ascend-910b2", 1, method="lora", tokens=5e7))
+    assert ids(plan_facts("llama3-8b", "mi300x-192gb", 1, method="qlora", tokens=5e7))[
+        "method.qlora_experimental"].severity == "warn"
+    assert not {"method.qlora_none", "method.qlora_experimental"} & set(
+        ids(plan_facts("llama3-8b", H100, 1, method="qlora", tokens=5e7)))
+
+
+def test_a_qlora_plan_is_not_recommended_where_it_cannot_run() -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from cli_result import exited
+    from gpuplan.cli.main import app
+
+    res = CliRunner().invoke(app, ["plan", "train", "-m", "qwen2.5-7b", "--tokens", "5e7", "--method", "qlora",
+                                   "--deadline", "3", "--market", "cn", "--json"])
+    exited(res, 0)
+    out = json.loads(res.stdout)
+    acc = {"ascend-910b2", "ascend-910b", "ascend-910b3", "ascend-910c"}
+    assert out["recommended"]["accelerator"] not in acc
+    assert any(p["accelerator"] in acc for p in out["plans"])  # still listed, marked
+    assert all(out["not_recommended"].get(a) == "method.qlora_none"
+               for a in {p["accelerator"] for p in out["plans"]} & acc)

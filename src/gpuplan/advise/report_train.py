@@ -156,7 +156,7 @@ def _undominated(plans: Sequence[dict[str, Any]], value: Any, margin: float) -> 
 
 # A critical finding of these rules (export control, residency, compliance for the requested market)
 # removes a plan from the recommendation; the plan stays listed, marked.
-BLOCKING_FINDINGS = ("market.export", "market.residency", "market.compliance")
+BLOCKING_FINDINGS = ("market.export", "market.residency", "market.compliance", "method.qlora_none")
 
 
 def _blocking(findings: Sequence[Any]) -> list[Any]:

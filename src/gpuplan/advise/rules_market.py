@@ -13,7 +13,7 @@ from gpuplan.advise.findings import Figure, Finding, Provenance, Severity, Thres
 from gpuplan.advise.rules_work import _ds, _est, _th
 from gpuplan.i18n import Duration, tr
 
-__all__ = ["MARKET_RULES", "effective_market", "node_power_kw"]
+__all__ = ["MARKET_RULES", "effective_market", "node_power_kw", "qlora_kernels"]
 
 _ECO = "advise/data/ecosystem.yaml"
 _COMP = "advise/data/compliance.yaml"
@@ -37,6 +37,23 @@ def ecosystem(f: PlanFacts, th: Thresholds) -> list[Finding]:
                          caveat=data["caveat"], weeks=data["poc_weeks"],
                          risk_en=tr(f"report.risk.{data['risk']}", "en"),
                          risk_zh=tr(f"report.risk.{data['risk']}", "zh"))]
+
+
+def qlora_kernels(f: PlanFacts, th: Thresholds) -> list[Finding]:
+    """QLoRA runs its frozen base through bitsandbytes' 4-bit (NF4) kernels: on a stack where they do not exist the
+    plan cannot run as planned (critical: not recommended), where they are experimental it is a risk (warn)."""
+    if f.method != "qlora":
+        return []
+    stacks = advise_data("ecosystem")["stacks"]
+    stack = f.accelerator.software_stack
+    data = stacks.get(stack, stacks["other"])
+    support = data.get("qlora_4bit", "none")
+    if support == "official":
+        return []
+    sev: Severity = "critical" if support == "none" else "warn"
+    figs = (_data("qlora_4bit_support", support, "", f"{_ECO}: {data.get('qlora_4bit_source', '')}"),)
+    return [make_finding(f"method.qlora_{support}", sev, figs, (), acc=f.accelerator.id, stack=stack,
+                         detail=f.accelerator.software_stack_detail or stack)]
 
 
 def effective_market(f: PlanFacts) -> str:
@@ -189,4 +206,4 @@ def growth(f: PlanFacts, th: Thresholds) -> list[Finding]:
     return out
 
 
-MARKET_RULES = (ecosystem, export, residency, compliance, ecc, cooling, power, checkpoint, growth)
+MARKET_RULES = (ecosystem, qlora_kernels, export, residency, compliance, ecc, cooling, power, checkpoint, growth)
