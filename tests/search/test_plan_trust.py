@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from gpuplan.advise.report_train import compare_training, training_report
-from gpuplan.advise.trust import caveats, deadline_caveat, is_confirmed
+from gpuplan.advise.trust import caveats, deadline_caveat, is_confirmed, memory_caveat
 from gpuplan.errors import InputError
 from gpuplan.estimate.calibration import CalibrationTerm, default_calibration, load_calibration
 from gpuplan.estimate.uncertainty import EstimateClass, accuracy_data, band, class_stats
@@ -325,6 +325,28 @@ def test_a_band_past_the_deadline_gets_a_caveat_naming_a_plan_whose_band_meets_i
     if far_rec["band"]["time_to_train_s"][1] <= 60 * 86400:
         assert not [c for c in far_rec["caveats"] if c["input"] == "deadline"]
     assert deadline_caveat(rec, res.plans, None, lambda pool: None, dict) is None
+
+
+def test_a_memory_band_past_the_device_gets_a_caveat_naming_a_plan_whose_band_fits() -> None:
+    """Regression: full fine-tuning Llama 3 8B recommended one B200 at 152 GiB of its 179 while the cross-validated
+    memory band of its class reached 193 GiB; the plan said nothing of it. The caveat names the plan the same rule
+    picks among those whose band top fits their device."""
+    job = TrainingJob(seq_len=4096, global_batch=1024, method="full")
+    cons = PlanConstraints(deadline_days=7, market="global", layout_family="data_parallel")
+    res = plan_training(SPEC, job, CAT, cons, tokens=5e9)
+    rec = training_report(SPEC, job, CAT, cons, tokens=5e9, result=res)["recommendation"]
+    device = float(CAT.accelerator(rec["accelerator"]).memory_gib or 0) * 2**30
+    tight = [c for c in rec["caveats"] if c["input"] == "memory"]
+    assert rec["band"]["memory.total_bytes"][1] > device >= rec["memory_gib"] * 2**30
+    assert len(tight) == 1 and tight[0]["value"]["device_gib"] == pytest.approx(device / 2**30)
+    safe = tight[0]["safe_alternative"]
+    assert safe is not None
+    safe_device = float(CAT.accelerator(safe["accelerator"]).memory_gib or 0) * 2**30
+    assert safe["band"]["memory.total_bytes"][1] <= safe_device
+    text = " ".join(caveat_lines(rec, "en"))
+    assert "top of its 80% band" in text and "GiB" in text
+    assert "显存" in " ".join(caveat_lines(rec, "zh"))
+    assert memory_caveat({**rec, "band": {}}, res.plans, CAT, lambda pool: None, dict) is None
 
 
 def test_a_recommendation_critical_for_cross_node_tcp_names_the_best_plan_without_it() -> None:

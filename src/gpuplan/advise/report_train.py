@@ -33,7 +33,7 @@ from gpuplan.advise.findings import Thresholds, advise_data, default_thresholds
 from gpuplan.advise.rules_market import node_power_kw
 from gpuplan.advise.sources import plan_sources
 from gpuplan.advise.tco import tco, tco_inputs
-from gpuplan.advise.trust import caveats, deadline_caveat, is_confirmed, split_by_market
+from gpuplan.advise.trust import caveats, deadline_caveat, is_confirmed, memory_caveat, split_by_market
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.hardware import Catalog
 from gpuplan.search.cluster import ClusterHardware, cluster_hardware, usual_network
@@ -389,12 +389,14 @@ def _with_trust(best: dict[str, Any], rule: dict[str, Any], plans: Sequence[dict
             if chosen is not None:
                 per_market[market] = plan_summary(chosen)
     late = deadline_caveat(best, plans, cons.deadline_days, pick, plan_summary)
+    tight = memory_caveat(best, plans, catalog, pick, plan_summary)
     rdma_alt = None
     if any(f.severity == "critical" and f.id in _TCP_CRITICAL for f in findings):
         rdma_alt = pick([p for p in plans if _without_tcp_risk(p, catalog)])
     return {**plan_summary(best), "rule": rule,
             "rdma_alternative": plan_summary(rdma_alt) if rdma_alt is not None else None,
-            "caveats": caveats(best, alt, rule.get("measure"), catalog, cons.deadline_days) + ([late] if late else []),
+            "caveats": caveats(best, alt, rule.get("measure"), catalog, cons.deadline_days)
+            + [c for c in (late, tight) if c],
             "confirmed_alternative": plan_summary(alt) if alt is not None else None,
             "best_per_market": per_market}
 

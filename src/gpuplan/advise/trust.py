@@ -26,9 +26,10 @@ from typing import Any
 
 from gpuplan.hardware import Catalog
 from gpuplan.search.plan_trust import LEVELS
+from gpuplan.units import GIB
 
-__all__ = ["caveats", "deadline_caveat", "is_confirmed", "plan_markets", "serving_caveats", "serving_recommendation",
-           "split_by_market"]
+__all__ = ["caveats", "deadline_caveat", "is_confirmed", "memory_caveat", "plan_markets", "serving_caveats",
+           "serving_recommendation", "split_by_market"]
 
 Chooser = Callable[[Sequence[dict[str, Any]]], dict[str, Any] | None]
 
@@ -146,6 +147,36 @@ def deadline_caveat(rec: dict[str, Any], plans: Sequence[dict[str, Any]], deadli
     return {"input": "deadline", "value": {"days": float(rec["time_to_train_s"]) / 86400.0,
                                            "band_high_days": high / 86400.0, "deadline_days": deadline_days},
             "break_even": None, "holds_while": None, "action": "margin", "accelerator": rec["accelerator"],
+            "safe_alternative": summary(safe) if safe is not None else None}
+
+
+def _memory_high(plan: Mapping[str, Any]) -> float | None:
+    band = (plan.get("band") or {}).get("memory.total_bytes")
+    return float(band[1]) if band else None
+
+
+def _device_bytes(plan: Mapping[str, Any], catalog: Catalog) -> float | None:
+    gib = catalog.accelerator(str(plan["accelerator"])).memory_gib
+    return float(gib) * GIB if gib else None
+
+
+def memory_caveat(rec: dict[str, Any], plans: Sequence[dict[str, Any]], catalog: Catalog, choose: Chooser,
+                  summary: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any] | None:
+    """A caveat when the recommendation's memory fits the device but the top of its 80% band does not (the
+    cross-validated memory errors of its class: a run of that class may need that much), with the plan the same
+    rule picks among those whose band top fits their device (None: no such plan)."""
+    high, device = _memory_high(rec), _device_bytes(rec, catalog)
+    if high is None or device is None or high <= device:
+        return None
+
+    def fits(p: dict[str, Any]) -> bool:
+        h, d = _memory_high(p), _device_bytes(p, catalog)
+        return h is not None and d is not None and h <= d
+
+    safe = choose([p for p in plans if fits(p)])
+    return {"input": "memory", "value": {"gib": float(rec["memory"]["total_bytes"]) / GIB, "band_high_gib": high / GIB,
+                                         "device_gib": device / GIB},
+            "break_even": None, "holds_while": None, "action": "probe", "accelerator": rec["accelerator"],
             "safe_alternative": summary(safe) if safe is not None else None}
 
 

@@ -118,6 +118,15 @@ def caveat_lines(rec: Mapping[str, Any], lang: str) -> list[str]:
                                         safe.get("time_s"), (safe.get("band") or {}).get("time_to_train_s"), lang),
                                     cost=_usd(safe.get("cost_usd"), lang, safe.get("purchase_usd")))
                             if safe else tr("trust.deadline_none", lang)))
+        elif c["input"] == "memory":
+            v, safe = c["value"], c.get("safe_alternative")
+            lines.append(tr("trust.caveat.memory", lang, acc=c["accelerator"], gib=f"{v['gib']:.1f}",
+                            high=f"{v['band_high_gib']:.1f}", device=f"{v['device_gib']:.1f}",
+                            safe=tr("trust.memory_safe", lang, devices=safe["devices"], acc=safe["accelerator"],
+                                    offer=_where(safe, lang), time=band_duration(
+                                        safe.get("time_s"), (safe.get("band") or {}).get("time_to_train_s"), lang),
+                                    cost=_usd(safe.get("cost_usd"), lang, safe.get("purchase_usd")))
+                            if safe else tr("trust.memory_none", lang)))
         elif c["input"] == "purchase":
             v = c["value"]
             flip = (tr("trust.flip.purchase", lang, usd=f"{be['usd']:,.0f}") if be else
