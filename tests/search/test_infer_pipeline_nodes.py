@@ -33,10 +33,11 @@ def test_pipeline_stages_across_nodes_send_over_the_network() -> None:
     lay = Layout(tp=8, pp=2)
     cm = step_cost_model(SPEC, accelerator=acc, layout=lay, weights="bf16", kv_dtype="bf16", engine=engine("vllm"),
                          scale_out=net)
-    # one send between the two stages, across the nodes: its latency and one hidden vector of 16-bit values per token
+    # one send between the two stages, across the nodes: its latency, and per token the hidden state and residual
+    # (2 x h 16-bit values), each of the 8 TP ranks sending its eighth over its share of the link
     assert cm.pp_stages == 2
     assert cm.pp_comm_fixed == pytest.approx(30e-6)
-    assert cm.pp_comm_per_token == pytest.approx(SPEC.hidden_size * 2 / 3.0e9)
+    assert cm.pp_comm_per_token == pytest.approx(2 * SPEC.hidden_size * 2 / 8 / 3.0e9)
     assert cm.assumptions["pp_link"] == "tcp"
     assert any("batches in flight" in n for n in cm.assumptions["notes"])
     with pytest.raises(InputError, match="pipeline stages over whole nodes"):

@@ -256,14 +256,15 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
             ep_tok = moe_n * 2 * (ep - 1) / ep * h * ACT_BYTES / link_bw
         if pp > 1:
             # of the pp - 1 sends a step makes between stages, tp x pp / node - 1 cross to the next node over the
-            # scale-out link (one hidden-state vector per token: vLLM/SGLang pipeline parallelism), the rest stay
-            # on the node's link; the two fields hold the mean send
+            # scale-out link, the rest stay on the node's link; the two fields hold the mean send. A stage passes
+            # the hidden state and the residual, 2 x h values per token, each TP rank sending its 1/tp slice over
+            # its own link share (vLLM send_tensor_dict(..., all_gather_group=get_tp_group()))
             cross = tp * pp // node - 1 if tp * pp > node and scale_out is not None else 0
             sends = [(float(link.latency_s), link_bw, pp - 1 - cross)]
             if cross and scale_out is not None:
                 sends.append((float(scale_out.latency_s), float(scale_out.bandwidth_gbyte_s) * GB, cross))
             pp_fixed = sum(lat * n for lat, _, n in sends) / (pp - 1)
-            pp_tok = sum(h * ACT_BYTES / bw * n for _, bw, n in sends) / (pp - 1)
+            pp_tok = sum(2 * h * ACT_BYTES / tp / bw * n for _, bw, n in sends) / (pp - 1)
 
     a2a_link: Link | None = None
     ep_prefill_tok: float | None = None  # None: a prompt token moves as a decode token does
