@@ -96,6 +96,15 @@ def confidence_text(conf: Mapping[str, Any] | None, lang: str, short: bool = Tru
     return tr("trust.sentence", lang, level=level, eff=eff_text, price=price_text)
 
 
+def _safe_text(safe: Mapping[str, Any] | None, margin: str, lang: str) -> str:
+    """The plan a margin caveat (`deadline`, `memory`) names, or what to do when there is none."""
+    if not safe:
+        return tr(f"trust.{margin}_none", lang)
+    return tr(f"trust.{margin}_safe", lang, devices=safe["devices"], acc=safe["accelerator"], offer=_where(safe, lang),
+              time=band_duration(safe.get("time_s"), (safe.get("band") or {}).get("time_to_train_s"), lang),
+              cost=_usd(safe.get("cost_usd"), lang, safe.get("purchase_usd")))
+
+
 def caveat_lines(rec: Mapping[str, Any], lang: str) -> list[str]:
     """One line per caveat of the recommendation, then the best plan on confirmed inputs."""
     lines = []
@@ -110,23 +119,15 @@ def caveat_lines(rec: Mapping[str, Any], lang: str) -> list[str]:
                             term=c["value"].get("term") or "", flip=flip, rows=c["value"].get("rows", 0),
                             sources=c["value"].get("sources", 0)))
         elif c["input"] == "deadline":
-            v, safe = c["value"], c.get("safe_alternative")
+            v = c["value"]
             lines.append(tr("trust.caveat.deadline", lang, acc=c["accelerator"], days=f"{v['days']:.1f}",
                             high=f"{v['band_high_days']:.1f}", deadline=f"{v['deadline_days']:g}",
-                            safe=tr("trust.deadline_safe", lang, devices=safe["devices"], acc=safe["accelerator"],
-                                    offer=_where(safe, lang), time=band_duration(
-                                        safe.get("time_s"), (safe.get("band") or {}).get("time_to_train_s"), lang),
-                                    cost=_usd(safe.get("cost_usd"), lang, safe.get("purchase_usd")))
-                            if safe else tr("trust.deadline_none", lang)))
+                            safe=_safe_text(c.get("safe_alternative"), "deadline", lang)))
         elif c["input"] == "memory":
-            v, safe = c["value"], c.get("safe_alternative")
+            v = c["value"]
             lines.append(tr("trust.caveat.memory", lang, acc=c["accelerator"], gib=f"{v['gib']:.1f}",
                             high=f"{v['band_high_gib']:.1f}", device=f"{v['device_gib']:.1f}",
-                            safe=tr("trust.memory_safe", lang, devices=safe["devices"], acc=safe["accelerator"],
-                                    offer=_where(safe, lang), time=band_duration(
-                                        safe.get("time_s"), (safe.get("band") or {}).get("time_to_train_s"), lang),
-                                    cost=_usd(safe.get("cost_usd"), lang, safe.get("purchase_usd")))
-                            if safe else tr("trust.memory_none", lang)))
+                            safe=_safe_text(c.get("safe_alternative"), "memory", lang)))
         elif c["input"] == "purchase":
             v = c["value"]
             flip = (tr("trust.flip.purchase", lang, usd=f"{be['usd']:,.0f}") if be else
