@@ -62,8 +62,8 @@ def _pipelines_across(spec: ModelSpec, node: int, offers: list[Offer]
     """Pipeline stages over whole instances of one offer, for a model no node holds: each stage keeps its tensor
     parallelism inside an instance and passes each token's hidden state and residual to the next over the offer's
     network (vLLM --pipeline-parallel-size over a Ray cluster, SGLang --pp-size with --nnodes; RDMA or TCP: 2 x h
-    values per token, a 1/tp slice from each TP rank). Only offers whose instance is a whole node of `node` devices (the step model's node); per-card
-    rentals are left out: their cards of one replica share a host."""
+    values per token, a 1/tp slice from each TP rank). Only offers whose instance is a whole node of `node` devices
+    (the step model's node); per-card rentals are left out: their cards of one replica share a host."""
     out: list[tuple[Layout, list[Offer], Link | None]] = []
     for o in offers:
         if o.cards_per_host is not None or o.hop_link is None or o.accelerator_count != node:
