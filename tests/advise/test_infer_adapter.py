@@ -221,3 +221,19 @@ def test_serve_engine_rule_names_a_cheaper_engine_on_the_same_part_and_stays_qui
     assert "--engine mindie" in x.fix["en"] and "便宜 33%" in x.message["zh"]
     assert {f.name for f in x.figures} >= {"engine_devices", "engine_usd_per_hour", "engine_what_if_min_saving"}
     assert "serve.engine_alternative" not in with_alt(0.9 * now)  # 10% is inside the bands: silent
+
+
+def test_a_per_card_fleet_sizes_its_hosts_per_replica_pod() -> None:
+    """A per-card rental serves each replica from its own pod of the replica's cards: host CPU and RAM are sized for
+    that pod, not for the provider's 8-card host (regression: four single-card H100 replicas were told to plan
+    640-2560 GiB of host RAM per node)."""
+    r = run("h100-sxm5-80gb")
+    per_card = [p for p in r["plans"] if p.get("per_card")]
+    assert per_card, [p["instance"] for p in r["plans"]]
+    p = per_card[0]
+    f = inference_facts(r, p, catalog=catalog())
+    replica = max(p["layout"]["tp"], p["layout"].get("ep", 1)) * p["layout"]["pp"]
+    assert f.gpus_per_node == replica
+    ram = next(x for x in advise(f) if x.id.startswith("host.ram"))
+    node = next(g for g in ram.figures if g.name == "accelerator_memory_per_node")
+    assert float(node.value) == pytest.approx(replica * 80 * 1e9 / 2**30, rel=0.1)  # type: ignore[arg-type]
