@@ -79,9 +79,16 @@ def test_the_emitted_launch_spans_the_two_instances(tmp_path) -> None:  # type: 
     text = (tmp_path / "sglang.sh").read_text(encoding="utf-8")
     assert "--tp-size 8" in text and "--pp-size 2" in text and "--nnodes 2" in text
     assert "pipeline stage" in text and "DeepEP" not in text
+    # vLLM spans the instances as a Ray cluster (its multi-node recipe): workers join the head, which serves
     vllm = runner.invoke(app, [*args, "--emit", "vllm", "--pick", str(pick), "--out", str(tmp_path / "v")])
-    exited(vllm, 2)
-    assert "pipeline stages over 16 devices" in vllm.output
+    exited(vllm, 0)
+    script = (tmp_path / "v" / "vllm.sh").read_text(encoding="utf-8")
+    assert "ray start --head" in script and 'ray start --address="${MASTER_ADDR:?}:6379"' in script
+    assert "--tensor-parallel-size 8" in script and "--pipeline-parallel-size 2" in script
+    assert "--distributed-executor-backend ray" in script
+    import subprocess
+
+    assert subprocess.run(["bash", "-n", str(tmp_path / "v" / "vllm.sh")], check=False).returncode == 0
 
 
 def test_a_pipeline_replica_keeps_a_batch_per_stage_in_flight() -> None:

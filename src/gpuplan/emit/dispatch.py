@@ -78,8 +78,10 @@ def _fits(t: TrainTarget, name: str) -> bool:
 def emit_serve(t: ServeTarget, names: list[str]) -> dict[str, str]:
     """{file name: text} for the serving formats `names`."""
     files: dict[str, str] = {}
-    if t.nodes_per_server > 1 and set(names) - MULTI_NODE_SERVE:
-        raise InputError(field="emit", value=",".join(names), allowed=", ".join(sorted(MULTI_NODE_SERVE)),
+    # vLLM spans instances with a Ray cluster for pipeline stages (its multi-node recipe), not for a DeepEP group
+    multi = MULTI_NODE_SERVE | ({"vllm"} if t.ep <= t.tp else set())
+    if t.nodes_per_server > 1 and set(names) - multi:
+        raise InputError(field="emit", value=",".join(names), allowed=", ".join(sorted(multi)),
                          hint=f"this fleet's servers each span {t.nodes_per_server} instances ("
                               + ("an expert-parallel group" if t.ep > t.tp else "pipeline stages")
                               + f" over {t.devices_per_replica} devices); gpuplan writes the multi-node launch "

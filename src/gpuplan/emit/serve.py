@@ -148,9 +148,29 @@ def _cmd(t: ServeTarget, fmt: str, entry: str, args: list[Arg], notes: tuple[str
             f"exec {entry} \\\n    {words} \"$@\"\n")
 
 
+def _vllm_ray(t: ServeTarget) -> str:
+    """vLLM over several instances (pipeline stages): a Ray cluster of the instances, then one server on its head
+    (vLLM docs, parallelism and scaling: tensor_parallel_size = GPUs per node, pipeline_parallel_size = nodes,
+    `ray start --head` on one node and `ray start --address` on the others)."""
+    args = [*vllm_args(t), ("--distributed-executor-backend", "ray")]
+    words = " \\\n    ".join(k + (f" {v}" if v is not None else "") for k, v in args)
+    notes = (f"One server spans {t.nodes_per_server} instances as {t.pp} pipeline stages: run this script on each "
+             f"with NODE_RANK=0..{t.nodes_per_server - 1} and MASTER_ADDR set to the rank-0 instance; rank 0 starts "
+             "the Ray head and the server once the others have joined.",)
+    return ("#!/usr/bin/env bash\n" + header(t, "vllm", notes=notes + _quant_note(t)) + "set -euo pipefail\n"
+            'if [ "${NODE_RANK:?}" != "0" ]; then\n'
+            '  exec ray start --address="${MASTER_ADDR:?}:6379" --block\n'
+            "fi\n"
+            "ray start --head --port=6379\n"
+            f"until [ \"$(ray status 2>/dev/null | grep -c 'node_')\" -ge {t.nodes_per_server} ]; do sleep 5; done\n"
+            f'exec vllm serve "${{MODEL_PATH}}" \\\n    {words} "$@"\n')
+
+
 def serve_files(t: ServeTarget, fmt: str) -> dict[str, str]:
     """The files of one serving format."""
     if fmt == "vllm":
+        if t.nodes_per_server > 1:
+            return {"vllm.sh": _vllm_ray(t)}
         return {"vllm.sh": _cmd(t, fmt, 'vllm serve "${MODEL_PATH}"', vllm_args(t))}
     if fmt == "sglang":
         how = ("the expert all-to-all runs over their RDMA fabric, DeepEP" if t.ep > t.tp else
