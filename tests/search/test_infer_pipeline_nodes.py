@@ -86,6 +86,11 @@ def test_the_emitted_launch_spans_the_two_instances(tmp_path) -> None:  # type: 
     assert "ray start --head" in script and 'ray start --address="${MASTER_ADDR:?}:6379"' in script
     assert "--tensor-parallel-size 8" in script and "--pipeline-parallel-size 2" in script
     assert "--distributed-executor-backend ray" in script
+    from gpuplan.emit.flags import unknown
+    from gpuplan.emit.serve import command_words
+
+    words = command_words(script)
+    assert words[:3] == ["exec", "vllm", "serve"] and unknown(["vllm"], [w for w in words if w.startswith("--")]) == []
     import subprocess
 
     assert subprocess.run(["bash", "-n", str(tmp_path / "v" / "vllm.sh")], check=False).returncode == 0

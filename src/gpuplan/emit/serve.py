@@ -198,6 +198,6 @@ def serve_files(t: ServeTarget, fmt: str) -> dict[str, str]:
 
 
 def command_words(text: str) -> list[str]:
-    """The words of the exec line of an emitted serving script (tests parse them back)."""
-    body = text[text.index("exec "):].replace("\\\n", " ")
+    """The words of the server's exec line of an emitted serving script, the last one (tests parse them back)."""
+    body = text[text.rindex("exec "):].replace("\\\n", " ")
     return shlex.split(body.splitlines()[0])
