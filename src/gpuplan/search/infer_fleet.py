@@ -55,19 +55,17 @@ def fleet_offers(catalog: Catalog, accelerator: str, *, market: str | None = Non
         for kind in ("on_demand_hourly", "monthly"):
             usd = inst.hourly("USD", catalog.rates, kind, distressed=catalog.pricing.use_distressed)
             if usd is not None:
+                rdma = _rdma_link(catalog, inst)
                 out.append(Offer(instance=inst.id, accelerator_count=int(inst.accelerator_count), usd_per_hour=usd,
-                                 kind=kind, tenancy=inst.tenancy, scale_out=_rdma_link(catalog, inst),
-                                 cards_per_host=catalog.host_cards(inst), hop_link=_hop_link(catalog, inst)))
+                                 kind=kind, tenancy=inst.tenancy, scale_out=rdma,
+                                 cards_per_host=catalog.host_cards(inst), hop_link=rdma or _tcp_link(catalog, inst)))
                 break
     return out
 
 
-def _hop_link(catalog: Catalog, inst: Instance) -> Link:
-    """One device's share of the network between two of this offer's instances: its RDMA fabric, else TCP over its
-    VPC bandwidth (the same default a training plan on the offer assumes: offers.tcp_network_for)."""
-    rdma = _rdma_link(catalog, inst)
-    if rdma is not None:
-        return rdma
+def _tcp_link(catalog: Catalog, inst: Instance) -> Link:
+    """One device's share of TCP between two instances without RDMA, over their VPC bandwidth (the same default a
+    training plan on the offer assumes: offers.tcp_network_for)."""
     net, nics, _ = tcp_network_for(inst, default_calibration())
     return inter_node_link(catalog.network(net), nics_per_node=nics, gpus_per_node=int(inst.accelerator_count))
 

@@ -204,8 +204,9 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     per_token_s = passes * (gemm / (peak_g * eff_g) + experts / (peak_g * eff_g * moe_eff) + core_time)
     gemm_s = rc_scale * per_token_s * tokens_step / n / narrow
     compute = gemm_s + _elementwise_s(spec, job, hw, c, cal, rc_scale)
+    counts = count_params(spec)
     if job.method == "qlora":
-        compute = compute + _dequant_s(spec, job, hw, c, cal)
+        compute = compute + _dequant_s(counts, job, hw, c, cal)
 
     # -- tensor parallel -----------------------------------------------------------------
     layers_rank = spec.num_layers / c.pp
@@ -217,7 +218,6 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
                   * (1 - tp_hidden), 0.0)
 
     # -- data parallel -------------------------------------------------------------------
-    counts = count_params(spec)
     expert_params = counts.routed_experts
     dense_params = counts.total - expert_params
     if job.method == "full":
@@ -369,7 +369,7 @@ def _local_matrices(counts: ParamCounts, c: Candidates) -> Any:
     return (counts.layer_matrices - experts) / (c.tp * c.pp) + experts / (c.pp * expert_shard(c.tp, c.dp, c.cp, c.ep))
 
 
-def _dequant_s(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Candidates, cal: Calibration) -> Any:
+def _dequant_s(counts: ParamCounts, job: TrainingJob, hw: ClusterHardware, c: Candidates, cal: Calibration) -> Any:
     """QLoRA's weight dequantization: a memory-bound pass over the rank's frozen matrices before each GEMM.
 
     bitsandbytes' MatMul4Bit dequantizes the packed 4-bit weight to 16 bits in the forward and again for the input
@@ -382,7 +382,7 @@ def _dequant_s(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Candid
         raise InputError(field="accelerator", value=acc.id, allowed="an accelerator with a known memory bandwidth",
                          hint="add hbm_bandwidth_gbps to its catalog entry")
     passes = 2.0 + (c.recompute == 2)
-    nbytes = c.microbatches * passes * _local_matrices(count_params(spec), c) * (frozen_matrix_bytes(job) + 2.0)
+    nbytes = c.microbatches * passes * _local_matrices(counts, c) * (frozen_matrix_bytes(job) + 2.0)
     return nbytes / (acc.hbm_bandwidth_gbps * 1e9 * hbm_scale(cal, acc.id))
 
 
