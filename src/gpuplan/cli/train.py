@@ -388,7 +388,7 @@ def _print_plans(model: str, tokens: float, res: Any, doc: dict[str, Any], cons:
     if rec is not None:
         console.print(tr("cli.plan.recommended_on", language, devices=rec["devices"], acc=rec["accelerator"],
                          offer=offer_text(rec, language), time=duration_text(rec["time_s"], language),
-                         cost=f"{rec['cost_usd']:,.0f}" if rec["cost_usd"] else cost_text(rec, language)),
+                         cost=cost_text(rec, language, with_band=False)),
                       highlight=False)
         opt = rec.get("hardware_option") or {}
         if opt:

@@ -117,7 +117,7 @@ def recommendation(result: Mapping[str, Any], lang: str, kind: str = "train") ->
         head = tr("cli.plan.recommended_on", lang, devices=rec["devices"], acc=rec["accelerator"],
                   offer=offer_text(rec, lang), time=band_duration(rec["time_s"], (rec.get("band") or {}).get(
                       "time_to_train_s"), lang),
-                  cost=f"{rec['cost_usd']:,.0f}" if rec["cost_usd"] else cost_text(rec, lang))
+                  cost=cost_text(rec, lang, with_band=False))
         return {"head": head, "rule": rule_line(rec, lang), "lines": trust_lines(rec, lang)}
     plans = result.get("plans") or []
     rule = infer_rule_line({"tenancy": plans[0]["advice"]["tenancy"], "utilization": plans[0]["utilization"],
