@@ -11,8 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuplan.errors import InputError
-from gpuplan.estimate.infer_step import StepCostModel, step_cost_model
+from gpuplan.estimate.infer_step import CUSTOM_AR_STEPS, StepCostModel, step_cost_model
 from gpuplan.estimate.kv_cache import kv_bytes_per_token
+from gpuplan.estimate.links import node_link
 from gpuplan.hardware import load_catalog
 from gpuplan.workload.engines import engine
 from gpuplan.workload.jobs import Layout
@@ -122,20 +123,48 @@ def test_moe_reads_only_touched_experts() -> None:
 def test_tensor_parallel_adds_latency_bound_all_reduces() -> None:
     m1, m8 = _model("llama3.1-8b"), _model("llama3.1-8b", tp=8)
     assert m1.tp_comm_fixed == 0
-    # 2 all-reduces per layer x 32 layers, 2(n-1) ring steps of the NVLink alpha (3.4 us) x the engine factor
-    assert m8.tp_comm_fixed == pytest.approx(64 * 2 * 7 * 3.4e-6 * engine("vllm").value("allreduce_latency_factor"))
+    # 2 all-reduces per layer x 32 layers; vLLM's one-shot kernel on a full NVLink group: CUSTOM_AR_STEPS steps of
+    # the NVLink alpha (3.4 us) x the engine factor, whatever the group size
+    steps = CUSTOM_AR_STEPS * engine("vllm").value("allreduce_latency_factor")
+    assert m8.tp_comm_fixed == pytest.approx(64 * steps * 3.4e-6)
+    assert _model("llama3.1-8b", tp=4).tp_comm_fixed == pytest.approx(m8.tp_comm_fixed)
 
+
+def test_one_shot_all_reduce_needs_its_stack_and_a_full_link() -> None:
+    """Regression: TP all-reduces were costed as NCCL rings (2(n-1) steps) scaled by a per-engine factor, and MI300X
+    got a factor of its own set by its one batch-1 row (G2I043, 7.4 ms per token at TP8), which held out came out 36%
+    slow. vLLM, SGLang and TensorRT-LLM all-reduce a TP group of 2, 4, 6 or 8 fully linked devices with a one-shot
+    kernel over peer memory (vLLM CustomAllreduce): a fixed number of steps. PCIe-only groups, engines without such
+    a kernel (LMDeploy's TurboMind: NCCL) and stacks it does not ship on (vllm-ascend: HCCL) keep the ring."""
+    cat = CAT
+    vllm = engine("vllm")
+    assert vllm.custom_allreduce_on(cat.accelerator("mi300x-192gb"), 8)  # full xGMI mesh, ROCm
+    assert vllm.custom_allreduce_on(cat.accelerator("h100-sxm5-80gb"), 4)
+    assert not vllm.custom_allreduce_on(cat.accelerator("h100-sxm5-80gb"), 3)  # world sizes 2, 4, 6, 8 only
+    assert not vllm.custom_allreduce_on(cat.accelerator("l40s-48gb"), 2)  # PCIe only
+    assert not vllm.custom_allreduce_on(cat.accelerator("ascend-910b"), 8)  # HCCL on CANN
+    assert not engine("lmdeploy").custom_allreduce_on(cat.accelerator("a100-sxm4-80gb"), 4)
+    ring = _model("llama3.1-8b", tp=8, eng="lmdeploy")
+    assert ring.tp_comm_fixed == pytest.approx(64 * 2 * 7 * 3.4e-6)
+    l40s = cat.accelerator("l40s-48gb")
+    l40 = step_cost_model(get_preset("llama3.1-8b").spec, accelerator=l40s, layout=Layout(tp=2), weights="bf16",
+                          kv_dtype="bf16", engine=vllm)
+    link = node_link(l40s, 2)
+    assert link is not None and l40.tp_comm_fixed == pytest.approx(64 * 2 * float(link.latency_s))
 
 
 def test_turbomind_all_reduces_at_nccl_ring_latency() -> None:
-    """Regression: LMDeploy inherited the custom one-shot all-reduce factor of vLLM/TensorRT-LLM kernels (0.5), but
-    TurboMind all-reduces over NCCL (enable_custom_all_reduce=0 before v0.7.2, communicator 'nccl' by default since):
-    its TP4 rows of Llama-2-70B (I071-I073) were all predicted too fast. Its TP step pays the ring's full latency,
-    twice what SGLang's custom kernel pays."""
+    """Regression: LMDeploy inherited the custom one-shot all-reduce of vLLM/TensorRT-LLM kernels, but TurboMind
+    all-reduces over NCCL (enable_custom_all_reduce=0 before v0.7.2, communicator 'nccl' by default since): its TP4
+    rows of Llama-2-70B (I071-I073) were all predicted too fast. Its TP step pays the ring's 2(n-1) steps, more
+    than SGLang's one-shot kernel at TP8."""
     lm, sg = _model("llama3.1-8b", tp=8, eng="lmdeploy"), _model("llama3.1-8b", tp=8, eng="sglang")
-    assert engine("lmdeploy").value("allreduce_latency_factor") == 1.0
+    assert not engine("lmdeploy").custom_allreduce_stacks
     assert lm.tp_comm_fixed == pytest.approx(64 * 2 * 7 * 3.4e-6)
-    assert lm.tp_comm_fixed == pytest.approx(2 * sg.tp_comm_fixed)
+    assert sg.tp_comm_fixed == pytest.approx(64 * CUSTOM_AR_STEPS * engine("sglang").value("allreduce_latency_factor")
+                                             * 3.4e-6)
+    assert lm.tp_comm_fixed > sg.tp_comm_fixed
+
 
 @settings(max_examples=40, deadline=None)
 @given(p=st.integers(0, 4096), d=st.integers(0, 512), ctx=st.integers(1, 4096))

@@ -90,21 +90,25 @@ def test_a_row_that_states_static_batching_is_simulated_with_static_batches() ->
 def test_a_stated_nccl_all_reduce_reaches_the_tp_step() -> None:
     """TensorRT-LLM 0.5/0.6.1's performance page builds Llama-2-70B TP4 without --use_custom_all_reduce (opt-in in
     that release's build scripts): its all-reduces ran over NCCL. Stated (custom_all_reduce=false), the row pays the
-    ring's full latency: a 128-token first token on 4 H100s (I018, 26 ms) comes out slower, nearer the measurement;
-    an unstated row keeps the engine's custom-kernel default; TP1 rows have nothing to all-reduce."""
+    ring's 2(n-1) steps instead of the one-shot kernel's fixed few: at TP8 on H100 the first token comes out slower;
+    an unstated row keeps the engine's custom kernel; TP1 rows have nothing to all-reduce."""
+    from gpuplan.estimate.infer_step import CUSTOM_AR_STEPS
     from gpuplan.hardware import load_catalog
     from gpuplan.validate.inference_cases import evaluate_inference_row
+    from gpuplan.workload.engines import engine
 
     assert "custom_all_reduce=false" in _overlay()["I018"]["settings"]
     assert parse_settings("custom_all_reduce=false").custom_all_reduce is False
     cat = load_catalog(use_user_dir=False)
-    row = {"id": "X1", "model": "llama2-70b", "accelerator": "h100-sxm5-80gb", "num_accels": "4", "tp": "4",
+    row = {"id": "X1", "model": "llama2-70b", "accelerator": "h100-sxm5-80gb", "num_accels": "8", "tp": "8",
            "engine": "trtllm", "weight_precision": "fp8", "kv_precision": "fp8", "input_len": "128", "output_len": "1",
            "batch": "1", "scenario": "fixed_batch", "metric": "ttft_ms", "value": "26", "confidence": "high"}
     custom = evaluate_inference_row(row, cat).predicted
     nccl = evaluate_inference_row({**row, "settings": "custom_all_reduce=false"}, cat).predicted
-    # 2 all-reduces x 80 layers x 2(4-1) ring steps x the NVLink alpha (3.4 us) x (1 - 0.5)
-    assert nccl - custom == pytest.approx(160 * 6 * 3.4e-6 * 0.5 * 1e3, rel=0.05)
+    # 2 all-reduces x 80 layers x (2(8-1) ring steps - the one-shot kernel's) x the NVLink alpha (3.4 us), in ms
+    one_shot = CUSTOM_AR_STEPS * engine("trtllm").value("allreduce_latency_factor")
+    assert nccl - custom == pytest.approx(160 * (14 - one_shot) * 3.4e-6 * 1e3, rel=0.05)
+    assert nccl > custom
     one = {**row, "num_accels": "1", "tp": "1", "model": "llama2-7b"}
     assert evaluate_inference_row({**one, "settings": "custom_all_reduce=false"}, cat).predicted == pytest.approx(
         evaluate_inference_row(one, cat).predicted)

@@ -92,6 +92,7 @@ __all__ = ["StepBreakdown", "StepCostModel", "node_devices", "step_cost_model", 
 ACT_BYTES = 2.0  # activations travel in 16 bits between layers and ranks
 NODE_DEVICES = 8  # devices per node the catalog assumes (docs/catalog.md)
 WEIGHT_FORMATS = get_args(WeightFormat)
+CUSTOM_AR_STEPS = 3  # latency steps of a one-shot all-reduce: the start barrier, then the reads of all peers
 KV_DTYPES = get_args(KVDtype)  # formats always dequantized to 16 bits inside the GEMM
 
 
@@ -243,10 +244,15 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
     tp_fixed = tp_tok = ep_fixed = ep_tok = pp_fixed = pp_tok = 0.0
     if link is not None:
         link_bw = float(link.bandwidth_gbyte_s) * GB
-        alpha = float(link.latency_s) * e("allreduce_latency_factor")
+        alpha = float(link.latency_s)
         if tp > 1:
             ar_calls = 2 * n_layers - (moe_n if ep > 1 else 0)
-            tp_fixed = ar_calls * 2 * (tp - 1) * alpha
+            # NCCL's ring steps 2(tp - 1) times; an engine's one-shot kernel (vLLM custom_all_reduce.cuh
+            # cross_device_reduce_1stage) signals every peer, reads all their buffers at once and signals again:
+            # CUSTOM_AR_STEPS whatever the group size, each `allreduce_latency_factor` x the link's alpha
+            steps = CUSTOM_AR_STEPS * e("allreduce_latency_factor") if engine.custom_allreduce_on(acc, tp) \
+                else 2 * (tp - 1)
+            tp_fixed = ar_calls * steps * alpha
             tp_tok = ar_calls * 2 * (tp - 1) / tp * h * ACT_BYTES / link_bw
         if 1 < ep <= tp and spec.moe is not None:
             # Tokens are replicated over the TP group after attention, so dispatch is an all-gather
@@ -311,6 +317,8 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
     skip |= {"moe_expert_half_width"} if spec.moe is None else set()
     skip |= {"gemm_efficiency_8bit"} if rate_label == "bf16" else set()
     skip |= {"gemv_bytes_per_sm_cycle", "gemm_bytes_per_sm_cycle"} if not acc.sm_count else set()
+    one_shot = tp > 1 and engine.custom_allreduce_on(acc, tp)
+    skip |= {"allreduce_latency_factor"} if not one_shot else set()
     used_terms = {k: v for k, v in terms.items() if k not in skip}
     assumptions = {
         "engine": engine.id,
@@ -319,6 +327,8 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         "hbm_bandwidth_gbps": acc.hbm_bandwidth_gbps,
         "weight_stream_gbps": {"gemm": stream / GB, "one_token": stream / gemv_factor / GB},
         "tp_link": link.label if link is not None else None,
+        # the TP all-reduce's latency: the engine's one-shot kernel (fixed steps) or the ring (2(tp - 1) steps)
+        "tp_all_reduce": None if tp == 1 else "one-shot kernel" if one_shot else "ring",
         "attention_groups": groups,
         "attention_peak": "fp8" if attention_fp8 else "bf16",
         "ep_link": a2a_link.label if a2a_link is not None else None,

@@ -21,7 +21,6 @@ from gpuplan.estimate.infer_step import step_cost_model
 from gpuplan.estimate.infer_step_model import StepCostModel
 from gpuplan.hardware import Catalog
 from gpuplan.search.cluster import cluster_hardware, usual_network
-from gpuplan.terms import override_terms
 from gpuplan.validate.cases import Row, model_for_row, opt_int
 from gpuplan.validate.inference_workloads import Dataset, dataset, simulate_row
 from gpuplan.validate.memory_cases import CaseResult
@@ -192,14 +191,15 @@ def evaluate_inference_row(row: Row, catalog: Catalog,
     spec = model_for_row(row)
     acc = catalog.accelerator(row["accelerator"])
     eng = (engine_for or engine)(_engine_id(row, st))
+    if st.framework == "nemo":  # NeMo's exporter builds its TensorRT-LLM engines with the custom all-reduce plugin
+        # (NVIDIA/NeMo nemo/export/trt_llm/tensorrt_llm_build.py: build_and_save_engine(use_custom_all_reduce=True))
+        eng = eng.model_copy(update={"custom_allreduce_stacks": ("cuda",)})
     if st.batching == "static":  # the engine of the run batched statically (gptSessionBenchmark, 2023 engines)
         eng = eng.model_copy(update={"scheduling": "static"})
     if st.engine_version:  # the engine as that version ran it (its decode attention kernel: engines.yaml)
         eng = eng.at_version(st.engine_version)
     if st.custom_all_reduce is False:  # built without the custom kernel: NCCL's ring latency on every all-reduce
-        eng = eng.model_copy(update={"terms": override_terms(
-            eng.terms, {"allreduce_latency_factor": 1.0}, label="engine term",
-            source="the row's build ran without the custom all-reduce kernel (NCCL ring)")})
+        eng = eng.model_copy(update={"custom_allreduce_stacks": ()})
     weights = row.get("weight_precision") or "bf16"
     kv = row.get("kv_precision") or _default_kv(weights)
     input_len, output_len, dataset = _lengths(row, st)

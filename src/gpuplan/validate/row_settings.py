@@ -20,8 +20,8 @@ tensor-parallel collectives with the GEMMs: Transformer Engine userbuffers, Mega
 runs before it existed did not) and `zero_group` (the ranks one ZeRO shard group spans: InternEvo's zero1=8 shards
 within 8 ranks and replicates across the groups; zero1=-1, the whole data-parallel group, states nothing) and
 `custom_all_reduce` (serving: `false` when the engine was built or run without its custom one-shot all-reduce
-kernel, so its tensor-parallel all-reduces ran over NCCL: the engine term `allreduce_latency_factor` at 1, the
-ring's full latency; TensorRT-LLM's build scripts before trtllm-build made the kernel opt-in) and
+kernel, so its tensor-parallel all-reduces ran over NCCL's ring, 2(n - 1) latency steps instead of the kernel's
+fixed few; TensorRT-LLM's build scripts before trtllm-build made the kernel opt-in) and
 `grad_reduce_overlap` (training: `false` when the data-parallel gradient reduction ran after the backward instead of
 overlapping it: TrainingJob.grad_reduce_overlap) and `recompute_early_stop` (training: whether full recomputation
 stopped before each dense layer's MLP down projection, as PyTorch's non-reentrant checkpoint does from torch 2.1;

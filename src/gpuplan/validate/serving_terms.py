@@ -27,7 +27,7 @@ from gpuplan.workload.engines import EngineProfile, EngineTerm, engine, hardware
 __all__ = ["SHARED", "engine_for", "serving_calibration", "serving_evaluator"]
 
 SHARED = ("gemm_efficiency", "memory_bw_efficiency", "gemv_bytes_per_sm_cycle", "gemm_bytes_per_sm_cycle",
-          "request_overhead_s")
+          "request_overhead_s", "allreduce_latency_factor")
 _FRACTIONS = ("gemm_efficiency", "gemm_efficiency_8bit", "memory_bw_efficiency", "kv_read_efficiency",
               "attention_efficiency")
 

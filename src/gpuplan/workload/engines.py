@@ -151,6 +151,10 @@ class EngineProfile(BaseModel):
     baseline: bool = Field(default=False, description="a modelling baseline, not a product a team deploys: never "
                            "suggested in place of the engine asked")
     terms: dict[str, EngineTerm]
+    custom_allreduce_stacks: tuple[StackKind, ...] = Field(
+        default=(), description="stacks on which the engine all-reduces its tensor-parallel group with its own "
+                                "one-shot kernel over peer memory instead of NCCL/RCCL/HCCL's ring")
+    custom_allreduce_source: str = ""
     min_cuda_capability: float | None = Field(
         default=None, ge=3.0, description="lowest NVIDIA compute capability the engine runs on (None: no floor known)")
     min_cuda_capability_source: str = ""
@@ -241,6 +245,14 @@ class EngineProfile(BaseModel):
         raise InputError(field="engine", value=self.id,
                          allowed=f"an engine that runs on {accelerator.id} ({accelerator.software_stack}): "
                                  + ", ".join(able), hint=hint)
+
+    def custom_allreduce_on(self, accelerator: Accelerator, tp: int) -> bool:
+        """Whether a TP group of `tp` devices of `accelerator` all-reduces with the engine's one-shot kernel: the
+        engine ships one for the part's stack, and the group is 2, 4, 6 or 8 devices that all reach each other
+        over the fast link (vLLM CustomAllreduce: _SUPPORTED_WORLD_SIZES = [2, 4, 6, 8]; more than two devices
+        need full NVLink/xGMI connectivity, PCIe-only groups fall back to NCCL)."""
+        return (accelerator.software_stack in self.custom_allreduce_stacks and tp in (2, 4, 6, 8)
+                and tp <= (accelerator.fully_connected_domain or 1))
 
     def settings(self) -> dict[str, object]:
         """The scheduler and memory settings (everything but the terms and the sources)."""
