@@ -57,6 +57,7 @@ __all__ = ["InferConstraints", "InferPlanResult", "plan_inference", "plan_record
 
 WEIGHTS = SERVED_WEIGHTS
 PD_SIMULATED = 2  # disaggregated fleets simulated per pool (the cheapest in closed form); the rest stay closed forms
+PD_SIMULATED_MAX = 5  # ... and the closed forms cheaper than every simulated one, up to this many simulations
 KV_DTYPES = ("bf16", "fp16", "fp8", "int8")
 TERMS_USED = ("load_headroom", "tpot_p99_over_mean", "max_simulations", "dedicated_utilization",
               "dedicated_p99_growth", "sim_requests", "sim_warmup_fraction", "finalists", "plans_wanted",
@@ -303,11 +304,14 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
 def _simulated_pd(pds: list[PdFleet], load: InferLoad, slo: InferSlo, cfg: EngineConfig, cal: Calibration,
                   max_devices: int) -> list[dict[str, Any]]:
     """The disaggregated fleets, cheapest first: the `PD_SIMULATED` cheapest in closed form simulated per pool (one
-    that misses the SLO in simulation is dropped), the rest as closed forms."""
+    that misses the SLO in simulation is dropped), and after them any closed form still cheaper than every simulated
+    fleet, up to `PD_SIMULATED_MAX` in all (a simulated pool grows to its SLO, so a closed form left unsimulated
+    would otherwise head the list on an unchecked figure); the rest as closed forms."""
     out: list[dict[str, Any]] = []
     tried = 0
     for f in sorted(pds, key=lambda f: f.record["usd_per_hour"]):
-        if tried < PD_SIMULATED:
+        cheapest_sim = min((r["usd_per_hour"] for r in out if r.get("simulated")), default=math.inf)
+        if tried < PD_SIMULATED or (tried < PD_SIMULATED_MAX and f.record["usd_per_hour"] < cheapest_sim):
             tried += 1
             sim = simulate_pd(f, load=load, slo=slo, cfg=cfg, cal=cal, max_devices=max_devices)
             if sim is not None:
