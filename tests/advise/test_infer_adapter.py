@@ -237,3 +237,37 @@ def test_a_per_card_fleet_sizes_its_hosts_per_replica_pod() -> None:
     ram = next(x for x in advise(f) if x.id.startswith("host.ram"))
     node = next(g for g in ram.figures if g.name == "accelerator_memory_per_node")
     assert float(node.value) == pytest.approx(replica * 80 * 1e9 / 2**30, rel=0.1)  # type: ignore[arg-type]
+
+
+def test_a_quantized_recommendation_says_what_wider_weights_cost_on_its_part() -> None:
+    """Buyer check: DeepSeek-V3 at 5 req/s in China was recommended on 32 x H20 with int4 weights, with only a note to
+    check quality; the planner keeps the cheapest fleets, all int4 there, so nothing said that the checkpoint's fp8
+    needs twice the cards. The report re-plans the part with the wider formats the run allowed and names the fleet."""
+    from gpuplan.advise.report_infer import serve_wider
+
+    cat = load_catalog(use_user_dir=False)
+    load = InferLoad(qps=5.0, input_len=parse_length_dist("2000", field="input-len"),
+                     output_len=parse_length_dist("800", field="output-len"))
+    slo = InferSlo(ttft_p99_s=3.0, tpot_p99_s=0.08)
+    cons = InferConstraints(market="cn", accelerators=("h20-96gb",))
+    res = plan_inference(load_model("deepseek-v3"), load, slo, cat, cons)
+    best = res.plans[0]
+    assert best["weights"] == "int4"
+    run_ = {"model": "deepseek-v3", "load": load.to_json(), "slo": {"ttft_p99_s": 3.0, "tpot_p99_s": 0.08},
+            "engine": "vllm", "plans": res.plans, "terms": res.terms}
+    wide = serve_wider(run_, best, cat, load=load, constraints=cons)
+    assert wide is not None and wide["weights"] in ("fp8", "int8", "bf16")
+    assert wide["usd_per_hour"] > best["cost_usd_per_hour"] and wide["devices"] > best["devices"]
+    direct = plan_inference(load_model("deepseek-v3"), load, slo, cat,
+                            InferConstraints(market="cn", accelerators=("h20-96gb",), weights=("bf16", "fp8", "int8")))
+    assert wide["usd_per_hour"] == pytest.approx(direct.plans[0]["cost_usd_per_hour"])
+    f = inference_facts(run_, best, catalog=cat, wider=wide)
+    found = {x.id: x for x in advise(f)}
+    assert "precision.quantized_vs" in found and "precision.quantized" not in found
+    msg = found["precision.quantized_vs"].message["en"]
+    assert f"{wide['devices']} devices at {wide['usd_per_hour']:,.2f} USD/hour" in msg and "h20-96gb" in msg
+    assert f"--weights {wide['weights']}" in found["precision.quantized_vs"].fix["zh"]
+    # the run allowed int4 only: nothing wider to compare with, the plain note stays
+    assert serve_wider(run_, best, cat, load=load, constraints=InferConstraints(market="cn", weights=("int4",))) is None
+    none = {x.id for x in advise(inference_facts(run_, best, catalog=cat, wider={"weights": None}))}
+    assert "precision.quantized_only" in none

@@ -408,3 +408,21 @@ def test_sglang_and_tensorrt_llm_are_never_planned_below_compute_capability_8() 
                          InferConstraints(market="cn", accelerators=("v100-sxm2-32gb", "a100-sxm4-80gb")),
                          engine_profile=engine("sglang"))
     assert sgl.plans and all(p["accelerator"] != "v100-sxm2-32gb" for p in sgl.plans)
+
+
+def test_every_part_that_can_serve_shows_its_cheapest_fleet() -> None:
+    """Buyer check: Llama-3.1-70B at 20 req/s worldwide listed ten fleets on five parts and said of the MI300X, the
+    L40S and others only that they were 'fast enough alone, but ... or its fleets cost more than those listed': the
+    search stopped at the plans wanted. Each part with a candidate fleet now has its cheapest ones tried, so the
+    buyer sees its price, or that it failed under the load."""
+    cat = load_catalog(use_user_dir=False)
+    load = InferLoad(qps=20.0, input_len=LengthDist.fixed(2000), output_len=LengthDist.fixed(400))
+    res = plan_inference(load_model("llama3.1-70b"), load, InferSlo(ttft_p99_s=2.0, tpot_p99_s=0.05), cat,
+                         InferConstraints(market="global"))
+    parts = {p["accelerator"] for p in res.plans}
+    assert {"mi300x-192gb", "l40s-48gb"} <= parts
+    assert len(res.plans) > planner_terms().value("plans_wanted")
+    missing = {m["accelerator"]: m["reason"] for m in res.parts_without_plan}
+    assert not parts & set(missing)
+    costs = [p["cost_usd_per_hour"] for p in res.plans]
+    assert costs == sorted(costs)

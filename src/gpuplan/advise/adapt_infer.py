@@ -25,12 +25,13 @@ from gpuplan.workload.presets import load_model
 
 __all__ = ["inference_facts"]
 
-
 def inference_facts(run: Mapping[str, Any], plan: Mapping[str, Any], *, catalog: Catalog,
                     calibration: Calibration | None = None, requirements: Requirements | None = None,
-                    growth: Mapping[str, Any] | None = None, what_if: Mapping[str, Any] | None = None) -> PlanFacts:
+                    growth: Mapping[str, Any] | None = None, what_if: Mapping[str, Any] | None = None,
+                    wider: Mapping[str, Any] | None = None) -> PlanFacts:
     """PlanFacts of one inference plan; `run` is the whole `plan infer --json` object (model, load, slo, engine).
-    `growth` is the re-plan at the grown load (report_infer.serve_growth), read by the growth rule."""
+    `growth` is the re-plan at the grown load (report_infer.serve_growth), read by the growth rule; `wider` the
+    re-plan with wider weights on the same part (report_infer.serve_wider), read by the precision rule."""
     cal = calibration or default_calibration()
     acc = catalog.accelerator(plan["accelerator"])
     inst = catalog.instances[plan["instance"]]
@@ -71,5 +72,6 @@ def inference_facts(run: Mapping[str, Any], plan: Mapping[str, Any], *, catalog:
                  "utilization": float(plan["utilization"]), "replicas": int(plan["replicas"]),
                  "engine": str(run.get("engine", "")), "memory_fraction": fraction,
                  "billed_devices": billed, **({"growth": dict(growth)} if growth else {}),
-                 **({"what_if_rdma": dict(what_if)} if what_if else {})},
+                 **({"what_if_rdma": dict(what_if)} if what_if else {}),
+                 **({"wider_weights": dict(wider)} if wider is not None else {})},
     )

@@ -25,7 +25,7 @@ FINDING_IDS = (
     "net.rdma_required", "net.rdma_required_unquantified", "net.tcp_enough", "net.roce_lossless", "net.nics",
     "net.rail",
     "net.oversubscription", "precision.fp32", "precision.fp16", "precision.no_bf16", "precision.fp8",
-    "precision.quantized",
+    "precision.quantized", "precision.quantized_vs", "precision.quantized_only",
     "ecosystem.porting", "method.qlora_none", "method.qlora_experimental",
     "market.export", "market.residency", "market.compliance",
     "reliability.ecc", "reliability.cooling", "reliability.power", "reliability.power_serve", "reliability.checkpoint",

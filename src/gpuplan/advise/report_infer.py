@@ -162,6 +162,45 @@ def serve_growth(run: Mapping[str, Any], plan: Mapping[str, Any], catalog: Catal
     return out
 
 
+_WEIGHT_BITS = {"bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
+
+
+def serve_wider(run: Mapping[str, Any], plan: Mapping[str, Any], catalog: Catalog, *, load: InferLoad | None = None,
+                max_devices: int = 1024, constraints: InferConstraints | None = None) -> dict[str, Any] | None:
+    """Re-plan the same load on the plan's accelerator with the weight formats (of those the run allowed) that keep
+    more bits than the plan's: what the quantization saves. `{"weights": None}` when none of them meets the SLO
+    there; None for a 16-bit plan, when no wider format was allowed, or when the load is unknown."""
+    from dataclasses import replace
+
+    from gpuplan.search.infer_load import InferSlo, planner_terms
+    from gpuplan.search.infer_search import InferConstraints, plan_inference
+    from gpuplan.workload.jobs import SERVED_WEIGHTS
+
+    bits = _WEIGHT_BITS.get(str(plan["weights"]), 16)
+    allowed = constraints.weights if constraints is not None else SERVED_WEIGHTS
+    wider = tuple(w for w in allowed if _WEIGHT_BITS.get(w, 16) > bits)
+    base = load or _load_of(run)
+    if bits >= 16 or not wider or base is None:
+        return None
+    try:
+        cons = replace(constraints or InferConstraints(kv_dtype=str(run.get("kv_dtype") or "bf16"),
+                                                       max_devices=max_devices),
+                       accelerators=(str(plan["accelerator"]),), weights=wider)
+        res = plan_inference(load_model(str(run["model"])), base,
+                             InferSlo(ttft_p99_s=float(run["slo"]["ttft_p99_s"]),
+                                      tpot_p99_s=float(run["slo"]["tpot_p99_s"])), catalog, cons,
+                             engine_profile=engine(str(run.get("engine") or "vllm")),
+                             terms=planner_terms({k: float(v["value"]) for k, v in run.get("terms", {}).items()}),
+                             alternatives=False)
+    except GpuplanError:
+        return {"weights": None}
+    if not res.plans:
+        return {"weights": None}
+    best = res.plans[0]
+    return {"weights": str(best["weights"]), "devices": int(best["devices"]),
+            "usd_per_hour": float(best["cost_usd_per_hour"]), "instance": str(best["instance"])}
+
+
 def _tco(facts: PlanFacts, catalog: Catalog, th: Thresholds) -> dict[str, Any]:
     cal = default_calibration()
     kw, _ = node_power_kw(facts, th)
@@ -294,7 +333,9 @@ def inference_report(run: Mapping[str, Any], catalog: Catalog, *, thresholds: Th
             runners.append(p)
     grow = serve_growth(run, best, catalog, factor=th.value("growth_factor"), load=infer_load,
                         max_devices=max_devices, constraints=constraints) if growth else None
-    facts = inference_facts(run, best, catalog=catalog, requirements=requirements, growth=grow)
+    wide = serve_wider(run, best, catalog, load=infer_load, max_devices=max_devices,
+                       constraints=constraints) if growth else None
+    facts = inference_facts(run, best, catalog=catalog, requirements=requirements, growth=grow, wider=wide)
     alt = rdma_alternative(run, facts, catalog, th)
     if alt is not None:
         facts = replace(facts, serving={**facts.serving, "what_if_rdma": alt})

@@ -8,7 +8,7 @@ loss = step(variant) / step(plan) - 1; extra days = time to train x loss.
 from __future__ import annotations
 
 from gpuplan.advise.facts import PlanFacts
-from gpuplan.advise.findings import Finding, Severity, Thresholds, advise_data, make_finding
+from gpuplan.advise.findings import Figure, Finding, Severity, Thresholds, advise_data, make_finding
 from gpuplan.advise.rules_work import _ds, _est, _th
 from gpuplan.i18n import Duration
 from gpuplan.units import GIB
@@ -83,9 +83,20 @@ def precision(f: PlanFacts, th: Thresholds) -> list[Finding]:
     out: list[Finding] = []
     if f.kind == "infer" and f.precision in ("int8", "int4", "fp8"):
         saving = 1 - {"int8": 1.0, "fp8": 1.0, "int4": 0.5}[f.precision] / 2.0
-        qfigs = (_ds("weights", f.precision, "", "inference plan"),
+        qfigs: tuple[Figure, ...] = (_ds("weights", f.precision, "", "inference plan"),
                  _est("weight_memory_saving_vs_bf16", saving, "fraction", "bytes per parameter (scales excluded)"))
-        out.append(make_finding("precision.quantized", "info", qfigs, (), weights=f.precision, saving=saving))
+        wide = f.serving.get("wider_weights") or {}
+        key, extra = "precision.quantized", {}
+        usd_h = float(f.serving.get("usd_per_hour") or 0.0)
+        if wide.get("weights") and usd_h and wide["usd_per_hour"] > usd_h:  # the same part, wider weights: the saving
+            key = "precision.quantized_vs"
+            qfigs += (_est("wider_usd_per_hour", wide["usd_per_hour"], "USD/h", "inference plan, same part"),)
+            extra = {"acc": f.accelerator.id, "wide": wide["weights"], "wide_devices": wide["devices"],
+                     "wide_usd_h": wide["usd_per_hour"],
+                     "more": wide["usd_per_hour"] / usd_h - 1.0}
+        elif "weights" in wide:  # no wider fleet of this part met the SLO: quantization is what makes it fit
+            key, extra = "precision.quantized_only", {"acc": f.accelerator.id}
+        out.append(make_finding(key, "info", qfigs, (), weights=f.precision, saving=saving, **extra))
     if f.precision in ("fp32", "fp16"):
         out.append(make_finding(f"precision.{f.precision}", "warn",
                                 (_ds("precision", f.precision, "", "plan input"),), (), acc=f.accelerator.id))

@@ -2,8 +2,9 @@
 
 `plan infer` searches every part the policy allows; a part may end with no fleet because no deployment of it meets
 the SLO even alone (its best unloaded TTFT or TPOT is over the limit), because no layout holds the model, or because
-its fleets failed under the load or cost more than those kept. `plan infer --json` lists each such part with its best
-unloaded latencies and the layout that reached them (`parts_without_plan`); the CLI prints one line.
+its fleets failed under the load (every part with a candidate fleet has its cheapest tried, past the plans
+wanted). `plan infer --json` lists each such part with its best unloaded latencies and the layout that reached them
+(`parts_without_plan`); the CLI prints one line.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ def parts_without_plan(considered: list[str], plans: list[dict[str, Any]], per_p
     TTFT or TPOT over the SLO (`ttft_slo` / `tpot_slo`: no deployment of it is fast enough even alone), no layout
     that holds the model (`out_of_memory`), no weight format asked for that the part runs (`weights_unsupported`:
     fp8 on a part without an fp8 peak; `unsupported` lists them per part), else `load` (fast enough alone, but no
-    fleet of it met the SLO under the load within --max-devices, or it was dearer than the fleets kept)."""
+    fleet of it met the SLO under the load within --max-devices)."""
     used = {p["accelerator"] for p in plans}
     out: list[dict[str, Any]] = []
     for acc in considered:

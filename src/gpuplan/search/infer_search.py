@@ -58,6 +58,7 @@ __all__ = ["InferConstraints", "InferPlanResult", "plan_inference", "plan_record
 WEIGHTS = SERVED_WEIGHTS
 PD_SIMULATED = 2  # disaggregated fleets simulated per pool (the cheapest in closed form); the rest stay closed forms
 PD_SIMULATED_MAX = 5  # ... and the closed forms cheaper than every simulated one, up to this many simulations
+PART_TRIES = 2  # candidates tried per part that has no plan after the plans wanted (its cheapest fleet)
 KV_DTYPES = ("bf16", "fp16", "fp8", "int8")
 TERMS_USED = ("load_headroom", "tpot_p99_over_mean", "max_simulations", "dedicated_utilization",
               "dedicated_p99_growth", "sim_requests", "sim_warmup_fraction", "finalists", "plans_wanted",
@@ -354,23 +355,13 @@ def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfi
                              chunked_prefill=cfg.chunked_prefill)
         return summarize(simulate_engine(w, cost, batch_cfg), sim_slo, warmup_fraction=warm)
 
-    for c in cands:
-        if tried >= finalists or len(plans) >= wanted or (plans and simulated >= max_sims):
-            break
-        if per_acc.get(c.acc.id, 0) >= 2:  # variety: at most two plans per accelerator
-            continue
-        # formats with the same speed and size on a part (e.g. fp8 and int8 on H200) give one fleet
-        key = (c.acc.id, c.layout, c.replicas, round(c.usd_per_hour, 6), round(c.cap.requests_per_s, 9),
-               round(c.ttft0, 12), round(c.tpot0, 12))
-        if key in seen:
-            continue
-        seen.add(key)
-        tried += 1
+    def verify(c: _Cand) -> bool:
+        """Simulate `c`, grow it to the SLO and price it; True when it became a plan."""
+        tried_sims: dict[int, SimMetrics] = {}
 
-        def run(r: int, c: _Cand = c) -> SimMetrics:
+        def run(r: int) -> SimMetrics:
             return sim(c, r, 1.0 + headroom)
 
-        tried_sims: dict[int, SimMetrics] = {}
         floor = min_fleet(load.qps, c.cap.requests_per_s)
         found = min_replicas(run, max(c.replicas, floor), slo, seen=tried_sims, floor=floor,
                               queue_growth_max=growth_max)
@@ -382,24 +373,50 @@ def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfi
             if how_far < near_miss.get("score", math.inf):
                 near_miss.update(score=how_far, on=f"{r_max} x {_label(c)}", ttft_p99_s=m_max.ttft_s.p99,
                                  tpot_p99_s=m_max.tpot_s.p99)
-            continue
+            return False
         r, m_head = found
         if whole_groups(r, c.layout) != r:  # attention groups come in whole expert-parallel groups
             r = whole_groups(r, c.layout)
             m_head = run(r)
         if load.qps / (r * c.cap.requests_per_s) > 1.0:  # over 100% utilization: never a plan
             _bump(rejected, "over_capacity")
-            continue
+            return False
         if r * c.layout.tp * c.layout.pp > max_devices:
             _bump(rejected, "max_devices")
-            continue
+            return False
         priced = price_layout(c.offers, r, c.layout, span=c.spans)
         if priced is None:  # pragma: no cover - more replicas fit the same offers
-            continue
+            return False
         usd, offer, n_inst = priced
         m = sim(c, r, 1.0)
         per_acc[c.acc.id] = per_acc.get(c.acc.id, 0) + 1
         plans.append(_plan_record(c, r, usd, offer, n_inst, m, m_head, load, cal, prof))
+        return True
+
+    def fresh(c: _Cand) -> bool:
+        # formats with the same speed and size on a part (e.g. fp8 and int8 on H200) give one fleet
+        key = (c.acc.id, c.layout, c.replicas, round(c.usd_per_hour, 6), round(c.cap.requests_per_s, 9),
+               round(c.ttft0, 12), round(c.tpot0, 12))
+        if key in seen:
+            return False
+        seen.add(key)
+        return True
+
+    for c in cands:
+        if tried >= finalists or len(plans) >= wanted or (plans and simulated >= max_sims):
+            break
+        if per_acc.get(c.acc.id, 0) >= 2 or not fresh(c):  # variety: at most two plans per accelerator
+            continue
+        tried += 1
+        verify(c)
+    # every part that has candidates shows its cheapest fleet, even past the plans wanted: a buyer compares parts
+    # (a domestic part at twice the price is an answer, not a miss); its PART_TRIES cheapest candidates are tried
+    extra: dict[str, int] = {}
+    for c in cands:
+        if c.acc.id in per_acc or extra.get(c.acc.id, 0) >= PART_TRIES or not fresh(c):
+            continue
+        extra[c.acc.id] = extra.get(c.acc.id, 0) + 1
+        verify(c)
     return plans, simulated, near_miss
 
 
