@@ -40,6 +40,7 @@ from gpuplan.estimate.flops import forward_flops
 from gpuplan.estimate.gemm_shape import expert_half_width
 from gpuplan.estimate.links import Link
 from gpuplan.estimate.memory_train import expert_shard, frozen_matrix_bytes, trainable_params
+from gpuplan.estimate.pipeline_split import stage_imbalance
 from gpuplan.search.candidates import Candidates
 from gpuplan.search.cluster import ClusterHardware, hbm_scale, measured_hardware
 from gpuplan.search.memory_vec import by_unique, candidate_memory_bytes
@@ -204,6 +205,9 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     per_token_s = passes * (gemm / (peak_g * eff_g) + experts / (peak_g * eff_g * moe_eff) + core_time)
     gemm_s = rc_scale * per_token_s * tokens_step / n / narrow
     compute = gemm_s + _elementwise_s(spec, job, hw, c, cal, rc_scale)
+    if job.pp_partition != "balanced":  # the pipeline runs at its heaviest stage's pace (estimate/pipeline_split.py)
+        factors = {int(p): stage_imbalance(spec, int(s), int(p), job.pp_partition) for p in np.unique(c.pp)}
+        compute = compute * np.vectorize(factors.__getitem__, otypes=[float])(c.pp)
     counts = count_params(spec)
     if job.method == "qlora":
         compute = compute + _dequant_s(counts, job, hw, c, cal)

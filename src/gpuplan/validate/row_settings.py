@@ -25,7 +25,9 @@ fixed few; TensorRT-LLM's build scripts before trtllm-build made the kernel opt-
 `grad_reduce_overlap` (training: `false` when the data-parallel gradient reduction ran after the backward instead of
 overlapping it: TrainingJob.grad_reduce_overlap) and `recompute_early_stop` (training: whether full recomputation
 stopped before each dense layer's MLP down projection, as PyTorch's non-reentrant checkpoint does from torch 2.1;
-`false` for a run on an older torch or a reentrant checkpoint: TrainingJob.recompute_early_stop).
+`false` for a run on an older torch or a reentrant checkpoint: TrainingJob.recompute_early_stop) and `pp_partition`
+(training: how the run split its pipeline stages, `layers` or `layers_and_embeddings`, when its source says:
+TrainingJob.pp_partition).
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ class RowSettings(BaseModel):
     custom_all_reduce: bool | None = None
     grad_reduce_overlap: bool | None = None
     recompute_early_stop: bool | None = None
+    pp_partition: Literal["balanced", "layers", "layers_and_embeddings"] | None = None
 
 
 _LISTS = ("trainable_extra", "lora_targets")

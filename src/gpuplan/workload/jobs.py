@@ -149,6 +149,13 @@ class TrainingJob(BaseModel):
         "each dense layer's MLP down projection (PyTorch non-reentrant checkpoint, torch >= 2.1: Composer/LLM Foundry, "
         "torchtitan, torchtune); False: the whole layer reruns (Megatron, DeepSpeed, reentrant checkpoint, "
         "torch < 2.1); None: the framework's default")
+    pp_partition: Literal["balanced", "layers", "layers_and_embeddings"] = Field(
+        default="balanced", description="how pipeline stages split the model (estimate/pipeline_split.py): "
+        "balanced (each stage 1/pp of the work: uneven stage sizes, Megatron-Core "
+        "account_for_embedding/loss_in_pipeline_split), "
+        "layers (equal layers, the LM head on the last stage: Megatron-LM, DeepSpeed type:transformer) or "
+        "layers_and_embeddings (the embedding and the head count as a layer each: DeepSpeed "
+        "type:transformer|embedding, Llama 3's one layer fewer on the first and last stages)")
     sequence_parallel: bool | None = Field(
         default=None, description="Megatron sequence parallelism with TP (--sequence-parallel): norms, dropout and "
         "residual activations split over the TP ranks; False: every TP rank holds and computes them whole "
