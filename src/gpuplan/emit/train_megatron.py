@@ -10,6 +10,7 @@ import yaml
 
 from gpuplan.emit.context import TrainTarget, header
 from gpuplan.errors import InputError
+from gpuplan.estimate.pipeline_split import balanced_split
 
 __all__ = ["Arg", "array_lines", "megatron_args", "megatron_files", "mindspeed_args", "mindspeed_files", "nemo_files",
            "nemo_overrides"]
@@ -33,6 +34,10 @@ def megatron_args(t: TrainTarget, *, ascend: bool = False) -> list[Arg]:
                     ("--expert-model-parallel-size", str(t.deg("ep")))]
     if t.deg("vpp") > 1:
         a.append(("--num-layers-per-virtual-pipeline-stage", str(max(1, s.num_layers // (t.deg("pp") * t.deg("vpp"))))))
+    elif (split := balanced_split(s, t.seq_len, t.deg("pp"))) is not None:
+        # the plan times balanced stages (estimate/pipeline_split.py): fewer layers beside the LM head
+        a += [("--decoder-first-pipeline-num-layers", str(split[0])),
+              ("--decoder-last-pipeline-num-layers", str(split[1]))]
     if t.deg("tp") > 1 and lay.get("seq_parallel", True):
         a.append(("--sequence-parallel", None))
     zero = t.deg("zero_stage") if lay.get("zero_stage") else 0
@@ -138,6 +143,8 @@ def nemo_overrides(t: TrainTarget) -> dict[str, dict[str, object]]:
         "bf16": t.precision in ("bf16", "fp8"), "fp16": t.precision == "fp16"}
     if t.deg("vpp") > 1:
         model["virtual_pipeline_model_parallel_size"] = t.deg("vpp")
+    elif (split := balanced_split(t.spec, t.seq_len, t.deg("pp"))) is not None:  # balanced stages, as planned
+        model.update(num_layers_in_first_pipeline_stage=split[0], num_layers_in_last_pipeline_stage=split[1])
     if t.precision == "fp8":
         model["fp8"] = "hybrid"
     rc = lay.get("recompute", "none")

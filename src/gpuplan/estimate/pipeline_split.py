@@ -25,7 +25,7 @@ from typing import Literal
 from gpuplan.estimate.flops import forward_flops
 from gpuplan.workload.model_spec import ModelSpec
 
-__all__ = ["PP_PARTITIONS", "PpPartition", "stage_imbalance"]
+__all__ = ["PP_PARTITIONS", "PpPartition", "balanced_split", "stage_imbalance"]
 
 PpPartition = Literal["balanced", "layers", "layers_and_embeddings"]
 PP_PARTITIONS: tuple[str, ...] = ("balanced", "layers", "layers_and_embeddings")
@@ -55,3 +55,32 @@ def stage_imbalance(spec: ModelSpec, seq_len: int, pp: int, partition: str) -> f
         loads[-1] -= layer
     loads[-1] += fw.lm_head
     return max(max(loads) / ((layers * layer + fw.lm_head) / pp), 1.0)
+
+
+def balanced_split(spec: ModelSpec, seq_len: int, pp: int) -> tuple[int, int] | None:
+    """Layers on the first and the last pipeline stage that bring the heaviest stage nearest the mean, the middle
+    stages splitting the rest evenly (Megatron-Core `--decoder-first-pipeline-num-layers` and
+    `--decoder-last-pipeline-num-layers`); None when the equal split is as good (or pp < 2)."""
+    if pp < 2:
+        return None
+    fw = forward_flops(spec, seq_len, causal=True)
+    layers = spec.num_layers
+    head = fw.lm_head / ((fw.total - fw.lm_head) / layers)  # the LM head in layers of work
+    best: tuple[float, int, int] | None = None
+    for last in range(1, layers):
+        for first in range(1, layers - last + 1):
+            rest = layers - first - last
+            if pp == 2 and rest:
+                continue
+            if pp > 2 and (rest < pp - 2 or rest % (pp - 2)):
+                continue
+            mid = rest // (pp - 2) if pp > 2 else 0
+            load = max(first, last + head, mid)
+            if best is None or load < best[0] - 1e-9:
+                best = (load, first, last)
+    if best is None:
+        return None
+    equal = max(max(_uniform(layers, pp)[:-1], default=0), _uniform(layers, pp)[-1] + head)
+    if best[0] >= equal * 0.99:  # under 1% better than the equal split: leave Megatron's default
+        return None
+    return best[1], best[2]
