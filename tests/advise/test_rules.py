@@ -98,6 +98,17 @@ def test_host_cpu_of_a_serving_fleet_speaks_of_serving() -> None:
     assert "host.cpu" not in ids(serve)
 
 
+def test_a_fraction_of_a_tokenizer_core_is_not_printed_as_zero() -> None:
+    """Buyer check: 'plus 0 for the API server to tokenize 21,667 tokens/s per node'; the cores a node needs are
+    whole cores (rounded up) and the tokenizer's share prints its tenths."""
+    f = plan_facts("llama3-8b", H100, 8)
+    serve = replace(f, kind="infer", server=None, tokenize_cores_per_node=0.3)
+    x = ids(serve)["host.cpu_serve_unknown"]
+    assert "plus 0.3 for the API server" in x.message["en"] and "另需 0.3 核" in x.message["zh"]
+    assert fig(x, "cores_needed_per_node") == float(int(fig(x, "cores_needed_per_node")))
+    assert fig(x, "cores_needed_per_node") > fig(x, "tokenizer_cores_per_node")
+
+
 def test_host_ram_ratio() -> None:
     f = plan_facts("llama3-8b", H100, 8)  # dgx-h100: 2048 GiB for 8 x 80 GiB = 3.2x
     assert not any(k.startswith("host.ram") for k in ids(f))

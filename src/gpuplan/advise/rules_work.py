@@ -13,6 +13,8 @@ advise/data/thresholds.yaml. Formulas:
 
 from __future__ import annotations
 
+import math
+
 from gpuplan.advise.facts import PlanFacts
 from gpuplan.advise.findings import Figure, Finding, Thresholds, make_finding
 from gpuplan.i18n import Duration
@@ -76,7 +78,7 @@ def _serve_stage(f: PlanFacts) -> list[Finding]:
 def host_cpu(f: PlanFacts, th: Thresholds) -> list[Finding]:
     base = th.value("host_cores_per_device_base") * f.gpus_per_node
     tok = f.tokenize_cores_per_node or 0.0
-    need = base + tok
+    need = float(math.ceil(base + tok - 1e-9))  # whole cores
     have = f.server.cpu_cores if f.server else None
     rate = f.tokens_per_s / f.nodes
     figs: tuple[Figure, ...] = (
