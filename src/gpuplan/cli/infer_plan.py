@@ -18,7 +18,7 @@ from gpuplan.emit import SERVE_FORMATS
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import load_catalog
 from gpuplan.i18n import help_text, resolve_lang, tr
-from gpuplan.render.report_text import fleet_text, fleet_units_text, infer_rule_line
+from gpuplan.render.report_text import fleet_text, fleet_units_text, recommended_rule_line
 from gpuplan.render.trust_text import band_num, confidence_text, misses_line, pd_line, trust_lines
 from gpuplan.units import sig
 from gpuplan.workload.jobs import SERVED_WEIGHTS
@@ -213,9 +213,6 @@ def _table(name: str, load: InferLoad, slo: InferSlo, plans: list[dict[str, Any]
                   + band_num(p["tpot_s"]["p99"], (p.get("band") or {}).get("tpot_s.p99"), ".0f", 1e3) + " ms",
                   confidence_text(p.get("confidence"), lang), _tenancy(p["advice"]["tenancy"], lang))
     console.print(t)
-    best = next((p for p in plans if recommended is not None and (p["accelerator"], p["instance"], p["replicas"])
-                 == (recommended["accelerator"], recommended["instance"], recommended["replicas"])), None)
-    if best is not None:
-        rec = {"tenancy": best["advice"]["tenancy"], "utilization": best["utilization"], "advice": best["advice"]}
-        console.print(tr("cli.pinfer.recommended", lang, acc=best["accelerator"], rule=infer_rule_line(rec, lang)),
-                      highlight=False)
+    rule = recommended_rule_line(plans, recommended, lang)
+    if rule and recommended is not None:
+        console.print(tr("cli.pinfer.recommended", lang, acc=recommended["accelerator"], rule=rule), highlight=False)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gpuplan.i18n import Duration, tr
@@ -14,7 +14,7 @@ from gpuplan.units import sig
 __all__ = ["INFER_COLS", "bottleneck_text", "finding_rows", "fleet_units_text", "fmt", "fmt_sig", "growth_line",
            "infer_job_lines",
            "infer_memory_rows", "infer_rows", "infer_rule_line", "job_lines", "plan_rows", "prov", "rel_line",
-           "rule_line", "tco_lines", "tco_rows", "cost_text", "duration_text", "offer_text"]
+           "recommended_rule_line", "rule_line", "tco_lines", "tco_rows", "cost_text", "duration_text", "offer_text"]
 
 
 def fmt(value: Any, spec: str = ",.1f") -> str:
@@ -222,6 +222,20 @@ def infer_rule_line(rec: Mapping[str, Any], lang: str) -> str:
     label = tr(f"report.tenancy.{tenancy}", lang) if tenancy in ("dedicated", "shared") else tenancy
     return tr("report.rec.infer_rule", lang, tenancy=label, util=float(adv.get("utilization", rec["utilization"])),
               growth=float(adv.get("p99_growth_at_headroom", 0.0)))
+
+
+def recommended_rule_line(plans: Sequence[Mapping[str, Any]], recommended: Mapping[str, Any] | None,
+                          lang: str) -> str:
+    """The rule line of the recommended serving fleet, from its own plan record (its tenancy, utilization and growth);
+    "" when no plan is the recommended one. The recommendation may skip cheaper plans (a blocking finding)."""
+    if not recommended:
+        return ""
+    keys = ("accelerator", "instance", "replicas", "layout", "weights")
+    best = next((p for p in plans if all(p.get(k) == recommended.get(k) for k in keys)), None)
+    if best is None:
+        return ""
+    return infer_rule_line({"tenancy": best["advice"]["tenancy"], "utilization": best["utilization"],
+                            "advice": best["advice"]}, lang)
 
 
 def infer_memory_rows(mem: Mapping[str, Any], lang: str) -> tuple[list[str], list[list[str]], str]:

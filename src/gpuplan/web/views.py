@@ -15,8 +15,8 @@ from gpuplan.render.report_text import (
     cost_text,
     fleet_text,
     fleet_units_text,
-    infer_rule_line,
     offer_text,
+    recommended_rule_line,
     rule_line,
 )
 from gpuplan.render.trust_text import band_duration, band_num, confidence_text, misses_line, pd_line, trust_lines
@@ -119,9 +119,7 @@ def recommendation(result: Mapping[str, Any], lang: str, kind: str = "train") ->
                       "time_to_train_s"), lang),
                   cost=cost_text(rec, lang, with_band=False))
         return {"head": head, "rule": rule_line(rec, lang), "lines": trust_lines(rec, lang)}
-    plans = result.get("plans") or []
-    rule = infer_rule_line({"tenancy": plans[0]["advice"]["tenancy"], "utilization": plans[0]["utilization"],
-                            "advice": plans[0]["advice"]}, lang) if plans else ""
+    rule = recommended_rule_line(result.get("plans") or [], rec, lang)  # the recommended fleet's own, not plans[0]
     head = tr("cli.pinfer.recommended", lang, acc=rec["accelerator"], rule=rule)
     pd = pd_line(result, lang)  # the disaggregated fleet the advisor would name, as the CLI prints it
     slo = result.get("slo") or {}
