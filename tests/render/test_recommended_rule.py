@@ -27,3 +27,14 @@ def test_the_rule_line_is_the_recommended_fleets_own() -> None:
     assert head is not None and "h20-96gb" in head["head"] and "utilization 75%" in head["head"]
     assert "96%" not in head["head"]
     assert recommended_rule_line([blocked], rec, "zh") == ""
+
+
+def test_the_layout_line_says_when_the_model_is_sharded() -> None:
+    """Buyer check: Llama-3.1-70B LoRA on 4 x H100 80 GB read 'tp1 pp1 dp4 rc=full' in the CLI and web tables, a layout
+    that cannot hold a 141 GB frozen base per card; the plan shards it (ZeRO-3). The short line now names the stage
+    (and vpp), as the report's long line did."""
+    from gpuplan.render.report_text import layout_text
+
+    lay = {"tp": 1, "pp": 1, "dp": 4, "cp": 1, "ep": 1, "vpp": 1, "zero_stage": 3, "recompute": "full"}
+    assert layout_text(lay) == "tp1 pp1 dp4 z3 rc=full"
+    assert layout_text({**lay, "zero_stage": 0, "pp": 4, "vpp": 2, "cp": 2}) == "tp1 pp4 dp4 cp2 vpp2 rc=full"

@@ -24,7 +24,7 @@ from gpuplan.hardware import Catalog, load_catalog
 from gpuplan.hardware.query import alias_note
 from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.plan_json import compact_plans
-from gpuplan.render.report_text import bottleneck_text, cost_text, duration_text, offer_text, rule_line
+from gpuplan.render.report_text import bottleneck_text, cost_text, duration_text, layout_text, offer_text, rule_line
 from gpuplan.render.trust_text import band_cost, band_duration, band_num, confidence_text, trust_lines
 from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices, offered, offered_choice
 from gpuplan.search.cluster import cluster_hardware, usual_network
@@ -367,8 +367,7 @@ def _print_plans(model: str, tokens: float, res: Any, doc: dict[str, Any], cons:
         if p["accelerator"] in blocked:
             where += "; " + tr("report.not_recommended", language, finding=blocked[p["accelerator"]])
         t.add_row(f"{p['accelerator']}\n({where})", str(p["devices"]),
-                  " ".join([f"tp{lay['tp']} pp{lay['pp']} dp{lay['dp']}",
-                            *(f"{k}{lay[k]}" for k in ("cp", "ep") if lay[k] > 1), f"rc={lay['recompute']}"]),
+                  layout_text(lay),
                   band_duration(p["time_to_train_s"], (p.get("band") or {}).get("time_to_train_s"), language),
                   cost_text(p, language, tr("cli.plan.no_price", language)),
                   f"{p['mfu']:.0%}", confidence_text(p.get("confidence"), language),

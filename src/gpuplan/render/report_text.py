@@ -14,7 +14,8 @@ from gpuplan.units import sig
 __all__ = ["INFER_COLS", "bottleneck_text", "finding_rows", "fleet_units_text", "fmt", "fmt_sig", "growth_line",
            "infer_job_lines",
            "infer_memory_rows", "infer_rows", "infer_rule_line", "job_lines", "plan_rows", "prov", "rel_line",
-           "recommended_rule_line", "rule_line", "tco_lines", "tco_rows", "cost_text", "duration_text", "offer_text"]
+           "layout_text", "recommended_rule_line", "rule_line", "tco_lines", "tco_rows", "cost_text", "duration_text",
+           "offer_text"]
 
 
 def fmt(value: Any, spec: str = ",.1f") -> str:
@@ -222,6 +223,15 @@ def infer_rule_line(rec: Mapping[str, Any], lang: str) -> str:
     label = tr(f"report.tenancy.{tenancy}", lang) if tenancy in ("dedicated", "shared") else tenancy
     return tr("report.rec.infer_rule", lang, tenancy=label, util=float(adv.get("utilization", rec["utilization"])),
               growth=float(adv.get("p99_growth_at_headroom", 0.0)))
+
+
+def layout_text(lay: Mapping[str, Any]) -> str:
+    """A training layout in one short line: tp, pp, dp, then cp, ep, vpp and the ZeRO stage where they are in use
+    (a 70B LoRA on four 80 GB cards reads 'dp4 z3': the frozen base is sharded, not replicated), and recompute."""
+    extra = [f"{k}{lay[k]}" for k in ("cp", "ep", "vpp") if int(lay.get(k, 1) or 1) > 1]
+    zero = int(lay.get("zero_stage") or 0)
+    return " ".join([f"tp{lay['tp']} pp{lay['pp']} dp{lay['dp']}", *extra, *([f"z{zero}"] if zero else []),
+                     f"rc={lay['recompute']}"])
 
 
 def recommended_rule_line(plans: Sequence[Mapping[str, Any]], recommended: Mapping[str, Any] | None,

@@ -15,6 +15,7 @@ from gpuplan.render.report_text import (
     cost_text,
     fleet_text,
     fleet_units_text,
+    layout_text,
     offer_text,
     recommended_rule_line,
     rule_line,
@@ -29,11 +30,6 @@ KINDS = ("train", "serve", "memory")
 
 MEMORY_KEYS = ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "kv_cache_bytes",
                "other_bytes")
-
-
-def _layout(lay: Mapping[str, Any]) -> str:
-    return " ".join([f"tp{lay['tp']} pp{lay['pp']} dp{lay['dp']}",
-                     *(f"{k}{lay[k]}" for k in ("cp", "ep") if lay.get(k, 1) > 1), f"rc={lay['recompute']}"])
 
 
 def _is_rec(p: Mapping[str, Any], rec: Mapping[str, Any] | None) -> bool:
@@ -55,7 +51,7 @@ def train_rows(result: Mapping[str, Any], lang: str, top: int = 12) -> list[dict
         where = str(p.get("offer")) if p.get("detail") == "summary" and p.get("offer") else offer_text(p, lang)
         rows.append({
             "accelerator": p["accelerator"], "where": where, "devices": p["devices"],
-            "layout": _layout(p["layout"]),
+            "layout": layout_text(p["layout"]),
             "time": band_duration(p["time_to_train_s"], band.get("time_to_train_s"), lang),
             "cost": cost_text(p, lang, tr("cli.plan.no_price", lang)),
             "mfu": f"{p['mfu']:.0%}", "confidence": confidence_text(p.get("confidence"), lang),
