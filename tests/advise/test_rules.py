@@ -134,8 +134,23 @@ def test_host_ram_low_not_on_vendor_reference_nodes() -> None:
 
 def test_host_nvme() -> None:
     assert "host.nvme" not in ids(plan_facts("llama3-8b", H100, 8))  # 30.7 TB
-    x = ids(plan_facts("llama3-8b", "ascend-910b", 64))["host.nvme"]  # Atlas 800T A2: 0.96 TB
+    # 1e13 tokens of int32 ids (vocabulary 128k) over 8 Atlas 800T A2 nodes: 5 TB each against 0.96 TB
+    x = ids(plan_facts("llama3-8b", "ascend-910b", 64, tokens=1e13))["host.nvme"]
     assert fig(x, "local_nvme") == pytest.approx(0.96)
+    assert fig(x, "dataset_share_per_node") == pytest.approx(1e13 * 4 / 8 / 1e12)
+
+
+def test_local_nvme_is_what_the_job_stages_and_caches() -> None:
+    """Buyer check: Qwen2.5-7B on 2e12 tokens over 32 Atlas 800T A2 nodes warned that each node 'needs 3.84 TB' of NVMe
+    (a floor copied from DGX H100's data cache) although its two checkpoint shards are 7 GB and its share of the
+    tokenized dataset 0.25 TB: the need is now those two figures, and 0.96 TB is enough."""
+    f = plan_facts("llama3-8b", "ascend-910b", 64, tokens=1e12)
+    assert f.server is not None and f.server.local_nvme_tb == pytest.approx(0.96)
+    assert "host.nvme" not in ids(f)
+    found = ids(replace(f, server=None))["host.nvme_unknown"]
+    need = fig(found, "two_checkpoint_shards_per_node") + fig(found, "dataset_share_per_node")
+    assert need < 0.96 and fig(found, "dataset_share_per_node") == pytest.approx(1e12 * 4 / 8 / 1e12)
+    assert "tokenized dataset" in found.message["en"] and "已分词数据" in found.message["zh"]
 
 
 def test_storage_read_and_iops() -> None:

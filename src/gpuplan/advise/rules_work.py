@@ -17,8 +17,10 @@ import math
 
 from gpuplan.advise.facts import PlanFacts
 from gpuplan.advise.findings import Figure, Finding, Thresholds, make_finding
+from gpuplan.errors import GpuplanError
 from gpuplan.i18n import Duration
 from gpuplan.units import DTYPE_BYTES, GIB, sig
+from gpuplan.workload.presets import load_model
 
 __all__ = ["WORK_RULES"]
 
@@ -117,22 +119,33 @@ def host_ram(f: PlanFacts, th: Thresholds) -> list[Finding]:
     return []
 
 
+def _token_bytes(model: str) -> int:
+    """Bytes per token id of the pre-tokenized dataset: Megatron's indexed dataset stores uint16 ids below a vocabulary
+    of 65,500 and int32 ids above (megatron/core/datasets/indexed_dataset.py, DType.optimal_dtype)."""
+    try:
+        return 2 if load_model(model).vocab_size < 65500 else 4
+    except GpuplanError:
+        return 4
+
+
 def host_nvme(f: PlanFacts, th: Thresholds) -> list[Finding]:
+    """Local NVMe a training node uses: two checkpoint shards staged before they drain to shared storage (the one
+    being written and the last good one) and its share of the tokenized dataset, cached locally (each node reads
+    1/nodes of the samples per pass)."""
     if f.checkpoint_bytes is None:
         return []
     shard_tb = 2 * f.checkpoint_bytes / f.nodes / 1e12
-    need = max(th.value("local_nvme_tb_per_node_min"), shard_tb)
-    figs: tuple[Figure, ...] = (
-        _est("two_checkpoint_shards_per_node", shard_tb, "TB"), _th(th, "local_nvme_tb_per_node_min"))
+    data_tb = (f.tokens or 0.0) * _token_bytes(f.model) / f.nodes / 1e12
+    need = shard_tb + data_tb
+    figs: tuple[Figure, ...] = (_est("two_checkpoint_shards_per_node", shard_tb, "TB"),
+                                _est("dataset_share_per_node", data_tb, "TB"))
     have = f.server.local_nvme_tb if f.server else None
     if have is None:
-        return [make_finding("host.nvme_unknown", "info", figs, ("local_nvme_tb_per_node_min",), need=need,
-                             shard=shard_tb)]
+        return [make_finding("host.nvme_unknown", "info", figs, (), need=need, shard=shard_tb, data=data_tb)]
     if have >= need:
         return []
     figs += (_ds("local_nvme", have, "TB", f"catalog server {f.server.id if f.server else ''}"),)
-    return [make_finding("host.nvme", "warn", figs, ("local_nvme_tb_per_node_min",), need=need, shard=shard_tb,
-                         have=have)]
+    return [make_finding("host.nvme", "warn", figs, (), need=need, shard=shard_tb, data=data_tb, have=have)]
 
 
 def storage_read(f: PlanFacts, th: Thresholds) -> list[Finding]:
