@@ -224,3 +224,26 @@ def test_fleet_inputs_by_market_and_unknown_names() -> None:
     with pytest.raises(InputError) as err:
         split_overrides({"storage_tib": 1})
     assert err.value.field == "tco" and "storage_tib_per_device" in err.value.hint
+
+
+def test_a_cluster_is_compared_with_rents_that_can_stand_in_for_it() -> None:
+    """Buyer check: 64 x H100 owned for 3 years (8 DGX with a 3,200 Gbit/s fabric) was compared with the cheapest
+    rent of any H100 offer, a single community-cloud card (2.69 USD/h), and a 3-year rate derived from it (1.16):
+    'renting is cheaper'. A rent that stands in for the cluster is one with an RDMA fabric beyond one server (here
+    CoreWeave's InfiniBand nodes), and for one server an instance of at least its devices; where none has a rate,
+    the cheapest of all, and its source says it is not like for like."""
+    from gpuplan.search.pricing import device_price
+
+    cat = load_catalog(())
+    _, rates, _, _ = _run("h100-sxm5-80gb", devices=64, years=3.0, utilization=0.7, market="global")
+    od = dict(rates)["on_demand"]
+    cheapest_rdma = device_price(cat, "h100-sxm5-80gb", market="global", keep=lambda i: i.rdma_network is not None)
+    assert od.value == pytest.approx(cheapest_rdma.on_demand)
+    inst = cat.instances[cheapest_rdma.on_demand_instance or ""]
+    assert inst.rdma_network and inst.id in od.source
+    assert od.value > (device_price(cat, "h100-sxm5-80gb", market="global").on_demand or 0)
+    one = dict(_run("h100-sxm5-80gb", devices=8, years=3.0, utilization=0.7, market="global")[1])["on_demand"]
+    assert cat.instances[one.source.split()[2].rstrip(":")].accelerator_count >= 8
+    # no A800 offer in China has an RDMA fabric: the per-card market rate, said to be no like-for-like cluster
+    a800 = dict(_run("a800-sxm4-80gb", devices=64, years=3.0, utilization=0.7, market="cn")[1])
+    assert "not a like-for-like cluster" in a800["on_demand"].source

@@ -6,9 +6,10 @@ this module gathers their inputs and says where each number comes from:
   brought: --server-price, --rent), "user input" (--devices, --years, --utilization, --tco NAME=VALUE) and
   "default" (advise/data/tco.yaml, the calibration's PUE, the advisor's thresholds); a number computed from
   several of them lists each (e.g. "catalog + default").
-* rent kinds: on demand and monthly from the catalog's cheapest instance (search/pricing.device_price); yearly
-  from the catalog (tco.yearly_device_price), else monthly x (1 - yearly_discount_vs_monthly); multi-year reserved
-  = yearly x (1 - multi_year_discount_vs_yearly), else on demand x (1 - multi_year_discount_vs_on_demand).
+* rent kinds: on demand and monthly from the catalog's cheapest instance that can stand in for the cluster (with
+  an RDMA fabric beyond one server, else at least the cluster's devices in one instance; search/pricing.device_price);
+  yearly from the catalog (tco.yearly_device_price), else monthly x (1 - yearly_discount_vs_monthly); multi-year
+  reserved = yearly x (1 - multi_year_discount_vs_yearly), else on demand x (1 - multi_year_discount_vs_on_demand).
   --rent replaces them all with one quoted rate.
 * owning N devices: nodes = ceil(N / devices per server) whole servers; lines servers (capex), fabric (capex,
   only with more than one node: node scale-out Gbit/s x USD per Gbit/s), power (kW x PUE x tariff x 8760, the
@@ -179,21 +180,34 @@ def _label(inp_overridden: tuple[str, ...], name: str) -> str:
 
 
 def rent_rates(catalog: Catalog, accelerator: str, *, market: str | None, inp: TcoInputs, fin: FleetInputs,
-               rent_usd_per_device_hour: float | None) -> tuple[tuple[str, Quantity], ...]:
-    """(kind, USD per device-hour) for every rent kind that has a rate; --rent replaces them all."""
+               rent_usd_per_device_hour: float | None, devices: int = 1,
+               devices_per_server: int = 1) -> tuple[tuple[str, Quantity], ...]:
+    """(kind, USD per device-hour) for every rent kind that has a rate; --rent replaces them all.
+
+    The rent compared with owning is that of offers that can stand in for the cluster: for more devices than one
+    server holds, instances with a scale-out RDMA fabric (the owned cluster pays for one); for one server, instances
+    of at least that many devices. Where no such offer publishes a rate, the cheapest of all, and its source says so.
+    """
     from gpuplan.search.pricing import device_price, price_label
 
     unit = "USD per device-hour"
     if rent_usd_per_device_hour is not None:
         return (("quoted", Quantity(value=rent_usd_per_device_hour, unit=unit, provenance=QUOTED, source="--rent")),)
-    dp = device_price(catalog, accelerator, market=market)
+    multi = devices > devices_per_server
+    like = ("an RDMA fabric" if multi else f"{devices} devices or more in one instance")
+    dp = device_price(catalog, accelerator, market=market, keep=(
+        (lambda i: i.rdma_network is not None) if multi else (lambda i: i.accelerator_count >= devices)))
+    caveat = ""
+    if dp.on_demand is None and dp.monthly is None:  # no comparable offer: the cheapest of all, said so
+        dp = device_price(catalog, accelerator, market=market)
+        caveat = f" (no catalog offer with {like} has a rate: a single instance's, not a like-for-like cluster)"
     out: list[tuple[str, Quantity]] = []
 
     def inst_source(inst_id: str | None, kind: str) -> str:
         if inst_id is None:
             return ""
         p = catalog.instance(inst_id).price(kind, distressed=catalog.pricing.use_distressed)
-        return f"catalog instance {inst_id}" + (f": {price_label(p)}" if p is not None else "")
+        return f"catalog instance {inst_id}" + (f": {price_label(p)}" if p is not None else "") + caveat
 
     od = None
     if dp.on_demand is not None:
@@ -406,5 +420,6 @@ def tco_for(catalog: Catalog, accelerator: Accelerator, *, devices: int, years: 
     choice = server_choice(catalog, accelerator, server_price_usd=server_price_usd, inp=inp, fin=fin,
                            node_power_per_tdp=node_power_per_tdp)
     rates = rent_rates(catalog, accelerator.id, market=market, inp=inp, fin=fin,
-                       rent_usd_per_device_hour=rent_usd_per_device_hour)
+                       rent_usd_per_device_hour=rent_usd_per_device_hour, devices=devices,
+                       devices_per_server=int(choice.devices_per_server.value))
     return choice, rates, inp, fin

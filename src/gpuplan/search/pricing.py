@@ -7,6 +7,7 @@ price's kind of source honestly: "list price (source, date)" or "market quote (c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpuplan.hardware import Catalog, Instance, Price
@@ -37,14 +38,16 @@ class DevicePrice:
 
 
 def device_price(catalog: Catalog, accelerator: str, *, market: str | None = None,
-                 provider: str | None = None) -> DevicePrice:
+                 provider: str | None = None, keep: Callable[[Instance], bool] | None = None) -> DevicePrice:
     """The cheapest per-device-hour rate of each kind over the offers of this part (market and
-    provider filters applied); each kind names the instance it came from."""
+    provider filters applied, and `keep` when given); each kind names the instance it came from."""
     best: dict[str, tuple[float, str]] = {}
     for inst in catalog.instances.values():
         if catalog.server(inst.server).accelerator != accelerator or inst.accelerator_count <= 0:
             continue
         if (market and inst.market != market) or (provider and inst.provider != provider):
+            continue
+        if keep is not None and not keep(inst):
             continue
         one = instance_price(catalog, inst)
         for key, rate in (("on_demand", one.on_demand), ("spot", one.spot), ("monthly", one.monthly)):
