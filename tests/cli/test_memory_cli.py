@@ -122,11 +122,28 @@ def test_usable_memory_rule_matches_the_planner() -> None:
     assert out["usable_memory_fraction"] == 0.95
     assert out["usable_memory_bytes"] == round(24 * 2**30 * 0.95)
     assert out["fits"] is False
-    assert out["nearest_fix"]["flags"] == "--method qlora" and out["nearest_fix"]["fits"] is True
+    # the nearest fix keeps the model's numerics (recomputation) before it quantizes the base (QLoRA)
+    assert out["nearest_fix"]["flags"] == "--recompute full" and out["nearest_fix"]["fits"] is True
     table = runner.invoke(app, ["memory", "train", "-m", "llama3-8b", "--method", "lora", "--seq-len", "940",
                                 "--accelerator", "rtx4090"])
     assert table.exit_code == 0 and table.exception is None
-    assert "23.7 GiB needed, 22.8 GiB usable (95% of 24). --method qlora fits: 14.0 GiB" in table.stdout
+    assert "23.7 GiB needed, 22.8 GiB usable (95% of 24). --recompute full fits: 18.0 GiB" in table.stdout
+
+
+def test_the_memory_fix_keeps_the_models_numerics_first() -> None:
+    """Buyer check: a LoRA of Qwen2.5-7B at 4096 tokens on an RTX 4090 (47.9 GiB) was told '--method qlora
+    --recompute full fits', quantizing the base to 4 bits, although recomputation with a chunked loss fits in bf16
+    (21.5 GiB); a full fine-tune that nothing fits was shown a QLoRA figure, another method. The suggestion now runs
+    recomputation, a chunked loss, both, ZeRO, then QLoRA for a LoRA job only; the flags it prints run as given."""
+    args = ["memory", "train", "-m", "qwen2.5-7b", "--method", "lora", "--seq-len", "4096", "--micro-batch", "1",
+            "--accelerator", "rtx4090", "--json"]
+    out = json.loads(runner.invoke(app, args).stdout)
+    assert out["nearest_fix"]["flags"] == "--recompute full --loss chunked" and out["nearest_fix"]["fits"]
+    again = json.loads(runner.invoke(app, [*args, "--recompute", "full", "--loss", "chunked"]).stdout)
+    assert again["fits"] is True and again["total_bytes"] == out["nearest_fix"]["total_bytes"]
+    full = json.loads(runner.invoke(app, ["memory", "train", "-m", "llama3.1-70b", "--method", "full",
+                                          "--accelerator", "h100-sxm5-80gb", "--json"]).stdout)
+    assert full["nearest_fix"]["fits"] is False and "qlora" not in full["nearest_fix"]["flags"]
 
 
 def test_memory_fix_recompute_first_when_qlora_is_set() -> None:

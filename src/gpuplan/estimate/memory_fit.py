@@ -122,20 +122,30 @@ def _first_fit(tries: Iterable[tuple[str, Callable[[], float]]], limit: float) -
 
 
 def _changes(job: TrainingJob, layout: Layout) -> list[tuple[str, TrainingJob, Layout]]:
+    """Single changes, those that keep the model's numerics first: recomputation, a chunked loss (torchtune
+    CEWithChunkedOutputLoss: one chunk of fp32 logits at a time), both, more ZeRO sharding; then QLoRA, which
+    quantizes the frozen base to 4 bits (a quality trade-off the user should choose knowingly)."""
     out: list[tuple[str, TrainingJob, Layout]] = []
-    if job.method != "qlora":
-        out.append(("--method qlora", job.model_copy(update={"method": "qlora"}), layout))
     if job.recompute != "full":
         out.append(("--recompute full", job.model_copy(update={"recompute": "full"}), layout))
+    if job.loss == "full":
+        chunked = "--loss chunked"
+        out.append((chunked, job.model_copy(update={"loss": "chunked"}), layout))
+        if job.recompute != "full":
+            out.append((f"--recompute full {chunked}", job.model_copy(update={"loss": "chunked",
+                                                                                "recompute": "full"}), layout))
     if layout.dp * layout.cp > 1:  # ZeRO shards over dp*cp: nothing to gain on one replica
         for stage in range(layout.zero_stage + 1, 4):
             out.append((f"--zero {stage}", job, layout.model_copy(update={"zero_stage": stage})))
+    if job.method == "lora":  # QLoRA keeps LoRA's adapters over a 4-bit base
+        out.append(("--method qlora", job.model_copy(update={"method": "qlora"}), layout))
     return out
 
 
 def nearest_train_fix(spec: ModelSpec, job: TrainingJob, layout: Layout, device_bytes: float,
                       calibration: Calibration | None = None) -> MemoryFix | None:
-    """The first single change (--method qlora, --recompute full, more ZeRO sharding) that fits the device.
+    """The first single change that fits the device (`_changes`: recomputation, a chunked loss, more ZeRO sharding,
+    then QLoRA for a LoRA job).
 
     When none does alone, all of them together (fits or not: the least memory reachable this way);
     None when there is nothing to change."""
@@ -147,11 +157,22 @@ def nearest_train_fix(spec: ModelSpec, job: TrainingJob, layout: Layout, device_
         return found
     if not changes:
         return None
-    flags = " ".join(dict.fromkeys(f for f, _, _ in changes if not f.startswith("--zero")))
-    j = job.model_copy(update={"method": "qlora", "recompute": "full"})
+    parts: list[str] = []
+    update: dict[str, object] = {}
+    if job.recompute != "full":
+        parts.append("--recompute full")
+        update["recompute"] = "full"
+    if job.method == "lora":
+        parts.append("--method qlora")
+        update["method"] = "qlora"
+    if job.loss == "full":
+        parts.append("--loss chunked")
+        update["loss"] = "chunked"
+    j = job.model_copy(update=update)
     lay = layout.model_copy(update={"zero_stage": 3}) if layout.dp * layout.cp > 1 else layout
     if lay is not layout:
-        flags = f"{flags} --zero 3".strip()
+        parts.append("--zero 3")
+    flags = " ".join(parts)
     try:
         need = estimate_training_memory(spec, j, lay, calibration=calibration).total_bytes
     except (GpuplanError, ValidationError):
