@@ -26,39 +26,31 @@ from typing import Any
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.estimate.infer_step import node_devices, step_cost_model
-from gpuplan.estimate.infer_step_model import StepCostModel
 from gpuplan.estimate.memory_infer import matrix_bytes_per_param
-from gpuplan.hardware import Accelerator, Catalog
+from gpuplan.hardware import Catalog
 from gpuplan.search import progress
-from gpuplan.search.infer_capacity import Capacity, length_moments
+from gpuplan.search.infer_capacity import length_moments
 from gpuplan.search.infer_engines import with_engine_hint
-from gpuplan.search.infer_fleet import Offer, advice, attention_groups, fleet_offers, price_layout, whole_groups
+from gpuplan.search.infer_finalists import Candidate, bump, simulated_pd, verify_candidates
+from gpuplan.search.infer_fleet import fleet_offers
 from gpuplan.search.infer_layouts import placements
 from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms, slo_unit_warning
 from gpuplan.search.infer_misses import parts_without_plan
 from gpuplan.search.infer_pd_fleet import PdFleet, PdInput, pd_fleet
-from gpuplan.search.infer_pd_sim import simulate_pd
 from gpuplan.search.infer_size import size_fleet
-from gpuplan.search.infer_verify import min_fleet, min_replicas, score
 from gpuplan.search.infer_whatif import rdma_what_if
 from gpuplan.search.plan_trust import meets_trust, serving_bands, serving_confidence
 from gpuplan.search.train_search import PlanConstraints, policy_rejection
-from gpuplan.simulate.engine_sim import EngineConfig, simulate_engine
-from gpuplan.simulate.lockstep import lockstep_cost
-from gpuplan.simulate.metrics import SimMetrics, Slo, summarize
-from gpuplan.simulate.pipeline import pipeline_batch
+from gpuplan.simulate.engine_sim import EngineConfig
 from gpuplan.units import GIB
 from gpuplan.workload.engines import EngineProfile, engine
-from gpuplan.workload.jobs import SERVED_WEIGHTS, InferenceJob, Layout
+from gpuplan.workload.jobs import SERVED_WEIGHTS, InferenceJob
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
 __all__ = ["InferConstraints", "InferPlanResult", "plan_inference", "plan_record"]
 
 WEIGHTS = SERVED_WEIGHTS
-PD_SIMULATED = 2  # disaggregated fleets simulated per pool (the cheapest in closed form); the rest stay closed forms
-PD_SIMULATED_MAX = 5  # ... and the closed forms cheaper than every simulated one, up to this many simulations
-PART_TRIES = 2  # candidates tried per part that has no plan after the plans wanted (its cheapest fleet)
 KV_DTYPES = ("bf16", "fp16", "fp8", "int8")
 TERMS_USED = ("load_headroom", "tpot_p99_over_mean", "max_simulations", "dedicated_utilization",
               "dedicated_p99_growth", "sim_requests", "sim_warmup_fraction", "finalists", "plans_wanted",
@@ -106,35 +98,6 @@ class InferPlanResult:
     # each part searched that has no fleet in `plans`, and why: its best unloaded TTFT/TPOT against the SLO, else the
     # load, memory or cost (infer_misses.parts_without_plan)
     parts_without_plan: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass(slots=True, kw_only=True)
-class _Cand:
-    acc: Accelerator
-    layout: Layout
-    weights: str
-    cost: StepCostModel
-    cap: Capacity
-    ttft0: float
-    tpot0: float
-    replicas: int
-    usd_per_hour: float
-    offer: Offer
-    instances: int
-    offers: list[Offer]
-    spans: bool = False  # its expert group spans instances (timed on their RDMA link)
-
-
-def _label(c: _Cand) -> str:
-    lay = c.layout
-    return f"{c.acc.id} tp{lay.tp} pp{lay.pp} ep{lay.ep} {c.weights}"
-
-
-def _bump(rejected: dict[str, int], why: str, n: int = 1) -> None:
-    rejected[why] = rejected.get(why, 0) + n
-
-
-
 
 
 def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog,
@@ -186,7 +149,7 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
     need_tokens = load.max_request_tokens
     rejected: dict[str, int] = {}
     considered: list[str] = []
-    cands: list[_Cand] = []
+    cands: list[Candidate] = []
     best: dict[str, Any] = {}
     per_part: dict[str, dict[str, Any]] = {}  # the same, per accelerator (parts_without_plan)
     unsupported: dict[str, list[str]] = {}  # weight formats a part cannot run (no fp8 peak), per accelerator
@@ -198,14 +161,14 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
     for acc in progress.each(catalog.accelerators.values()):
         why = policy_rejection(acc, policy)
         if why:
-            _bump(rejected, why)
+            bump(rejected, why)
             continue
         if not prof.runs_on(acc):  # TensorRT-LLM on Ascend, MindIE on NVIDIA, SGLang on a V100: no such fleet
-            _bump(rejected, "engine_unsupported")
+            bump(rejected, "engine_unsupported")
             continue
         offers = fleet_offers(catalog, acc.id, market=cons.market, provider=cons.provider)
         if not offers:
-            _bump(rejected, "no_price")
+            bump(rejected, "no_price")
             continue
         considered.append(acc.id)
         alt = rdma_what_if(spec, acc, offers, weights=cons.weights, kv_dtype=cons.kv_dtype, engine=prof, cfg=cfg,
@@ -222,7 +185,7 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
         pd_inputs: list[PdInput] = []
         for weights in cons.weights:
             if weights == "fp8" and acc.dense_tflops("fp8") is None:
-                _bump(rejected, "weights_unsupported")
+                bump(rejected, "weights_unsupported")
                 unsupported.setdefault(acc.id, []).append(weights)
                 continue
             mb = matrix_bytes_per_param(spec, InferenceJob(weights=weights))
@@ -231,18 +194,18 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
                     continue  # a node holds the weights: pipeline stages across nodes only add devices and hops
                 evaluated += 1
                 if max(lay.tp, lay.ep) * lay.pp > cons.max_devices:
-                    _bump(rejected, "max_devices")
+                    bump(rejected, "max_devices")
                     continue
                 split = max(lay.tp, lay.ep) * lay.pp
                 lower = counts.total * mb / split  # weights per device can be no less
                 if lower > mem:
-                    _bump(rejected, "out_of_memory")
+                    bump(rejected, "out_of_memory")
                     continue
                 try:
                     cm = step_cost_model(spec, accelerator=acc, layout=lay, weights=weights, kv_dtype=cons.kv_dtype,
                                          engine=prof, catalog=catalog, scale_out=link)
                 except GpuplanError as exc:  # an incomplete catalog entry, or a layout the model cannot split
-                    _bump(rejected, "missing_data" if getattr(exc, "field", "") == "accelerator" else "layout_invalid")
+                    bump(rejected, "missing_data" if getattr(exc, "field", "") == "accelerator" else "layout_invalid")
                     continue
                 pd_inputs.append(PdInput(weights=weights, layout=lay, offers=lay_offers, link=link, cost=cm))
                 sz = size_fleet(cm, lay, lay_offers, cfg=cfg, moments=moments, slo=slo, qps=load.qps,
@@ -263,9 +226,9 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
                     if "devices_needed" not in best or devices < best["devices_needed"][0]:
                         best["devices_needed"] = (devices, label)
                 if sz.rejected is not None or sz.cap is None or sz.offer is None:
-                    _bump(rejected, sz.rejected or "no_instance_fits")
+                    bump(rejected, sz.rejected or "no_instance_fits")
                     continue
-                cands.append(_Cand(acc=acc, layout=lay, weights=weights, cost=cm, cap=sz.cap, ttft0=sz.ttft0,
+                cands.append(Candidate(acc=acc, layout=lay, weights=weights, cost=cm, cap=sz.cap, ttft0=sz.ttft0,
                                    tpot0=sz.tpot0, replicas=sz.replicas, usd_per_hour=sz.usd_per_hour,
                                    offer=sz.offer, instances=sz.instances, offers=lay_offers,
                                    spans=link is not None))
@@ -275,12 +238,12 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
             alternatives and engine("sglang").runs_on(acc)) else None
         if pd is not None:
             pds.append(pd)
-    pd_records = _simulated_pd(pds, load, slo, cfg, cal, cons.max_devices)
+    pd_records = simulated_pd(pds, load, slo, cfg, cal, cons.max_devices)
     if not cands:
         int4_bytes = counts.total * matrix_bytes_per_param(spec, InferenceJob(weights="int4"))
         _no_plan(spec, slo, cons, rejected, best, int4_bytes, largest, considered, prof)
     cands.sort(key=lambda c: (c.usd_per_hour, c.replicas * c.layout.tp * c.layout.pp, c.tpot0))
-    plans, simulated, near = _verify(cands, load, slo, cfg, cal, prof, rejected, cons.max_devices)
+    plans, simulated, near = verify_candidates(cands, load, slo, cfg, cal, prof, rejected, cons.max_devices)
     if not plans:
         closest = (f"the closest simulated fleet, {near['on']}, reached p99 TTFT {near['ttft_p99_s']:.3f} s and "
                    f"TPOT {near['tpot_p99_s']:.4f} s at the headroom load" if near else "no fleet fit --max-devices")
@@ -302,162 +265,6 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
                                                                  unsupported=unsupported))
 
 
-def _simulated_pd(pds: list[PdFleet], load: InferLoad, slo: InferSlo, cfg: EngineConfig, cal: Calibration,
-                  max_devices: int) -> list[dict[str, Any]]:
-    """The disaggregated fleets, cheapest first: the `PD_SIMULATED` cheapest in closed form simulated per pool (one
-    that misses the SLO in simulation is dropped), and after them any closed form still cheaper than every simulated
-    fleet, up to `PD_SIMULATED_MAX` in all (a simulated pool grows to its SLO, so a closed form left unsimulated
-    would otherwise head the list on an unchecked figure); the rest as closed forms."""
-    out: list[dict[str, Any]] = []
-    tried = 0
-    for f in sorted(pds, key=lambda f: f.record["usd_per_hour"]):
-        cheapest_sim = min((r["usd_per_hour"] for r in out if r.get("simulated")), default=math.inf)
-        if tried < PD_SIMULATED or (tried < PD_SIMULATED_MAX and f.record["usd_per_hour"] < cheapest_sim):
-            tried += 1
-            sim = simulate_pd(f, load=load, slo=slo, cfg=cfg, cal=cal, max_devices=max_devices)
-            if sim is not None:
-                out.append(sim)
-            continue
-        out.append(f.record)
-    return sorted(out, key=lambda r: r["usd_per_hour"])
-
-
-def _verify(cands: list[_Cand], load: InferLoad, slo: InferSlo, cfg: EngineConfig, cal: Calibration,
-            prof: EngineProfile, rejected: dict[str, int],
-            max_devices: int) -> tuple[list[dict[str, Any]], int, dict[str, Any]]:
-    """Simulate the cheapest candidates; add replicas where the p99 SLO is missed."""
-    headroom = cal.value("load_headroom")
-    n_sim = int(cal.value("sim_requests"))
-    warm = cal.value("sim_warmup_fraction")
-    finalists = int(cal.value("finalists"))
-    wanted = int(cal.value("plans_wanted"))
-    max_sims = int(cal.value("max_simulations"))
-    growth_max = cal.value("queue_growth_max")
-    sim_slo = Slo(ttft_s=slo.ttft_p99_s, tpot_s=slo.tpot_p99_s)
-    plans: list[dict[str, Any]] = []
-    per_acc: dict[str, int] = {}
-    seen: set[tuple[object, ...]] = set()
-    near_miss: dict[str, Any] = {}
-    simulated = 0
-    tried = 0
-
-    def sim(c: _Cand, r: int, factor: float) -> SimMetrics:
-        nonlocal simulated
-        simulated += 1
-        # a pipeline-parallel replica serves as pp batches in flight (simulate.pipeline): one is simulated
-        pp = c.layout.pp
-        w = load.replica_workload(r * pp, load_factor=factor, num_requests=n_sim)
-        batch_cost, batch_cfg = pipeline_batch(c.cost, cfg, pp)
-        # attention groups of one expert group step together: the others' prefills stretch this one's steps
-        cost = lockstep_cost(batch_cost, groups=attention_groups(c.layout), group_qps=load.qps * factor / (r * pp),
-                             input_len_mean=load.input_len.mean, output_len_mean=load.output_len.mean,
-                             max_batched_tokens=cfg.max_batched_tokens,
-                             chunked_prefill=cfg.chunked_prefill)
-        return summarize(simulate_engine(w, cost, batch_cfg), sim_slo, warmup_fraction=warm)
-
-    def verify(c: _Cand) -> bool:
-        """Simulate `c`, grow it to the SLO and price it; True when it became a plan."""
-        tried_sims: dict[int, SimMetrics] = {}
-
-        def run(r: int) -> SimMetrics:
-            return sim(c, r, 1.0 + headroom)
-
-        floor = min_fleet(load.qps, c.cap.requests_per_s)
-        found = min_replicas(run, max(c.replicas, floor), slo, seen=tried_sims, floor=floor,
-                              queue_growth_max=growth_max)
-        if found is None:
-            _bump(rejected, "simulated_slo")
-            r_max = max(tried_sims)
-            m_max = tried_sims[r_max]
-            how_far = score(m_max, slo, growth_max)
-            if how_far < near_miss.get("score", math.inf):
-                near_miss.update(score=how_far, on=f"{r_max} x {_label(c)}", ttft_p99_s=m_max.ttft_s.p99,
-                                 tpot_p99_s=m_max.tpot_s.p99)
-            return False
-        r, m_head = found
-        if whole_groups(r, c.layout) != r:  # attention groups come in whole expert-parallel groups
-            r = whole_groups(r, c.layout)
-            m_head = run(r)
-        if load.qps / (r * c.cap.requests_per_s) > 1.0:  # over 100% utilization: never a plan
-            _bump(rejected, "over_capacity")
-            return False
-        if r * c.layout.tp * c.layout.pp > max_devices:
-            _bump(rejected, "max_devices")
-            return False
-        priced = price_layout(c.offers, r, c.layout, span=c.spans)
-        if priced is None:  # pragma: no cover - more replicas fit the same offers
-            return False
-        usd, offer, n_inst = priced
-        m = sim(c, r, 1.0)
-        per_acc[c.acc.id] = per_acc.get(c.acc.id, 0) + 1
-        plans.append(_plan_record(c, r, usd, offer, n_inst, m, m_head, load, cal, prof))
-        return True
-
-    def fresh(c: _Cand) -> bool:
-        # formats with the same speed and size on a part (e.g. fp8 and int8 on H200) give one fleet
-        key = (c.acc.id, c.layout, c.replicas, round(c.usd_per_hour, 6), round(c.cap.requests_per_s, 9),
-               round(c.ttft0, 12), round(c.tpot0, 12))
-        if key in seen:
-            return False
-        seen.add(key)
-        return True
-
-    for c in cands:
-        if tried >= finalists or len(plans) >= wanted or (plans and simulated >= max_sims):
-            break
-        if per_acc.get(c.acc.id, 0) >= 2 or not fresh(c):  # variety: at most two plans per accelerator
-            continue
-        tried += 1
-        verify(c)
-    # every part that has candidates shows its cheapest fleet, even past the plans wanted: a buyer compares parts
-    # (a domestic part at twice the price is an answer, not a miss); its PART_TRIES cheapest candidates are tried
-    extra: dict[str, int] = {}
-    for c in cands:
-        if c.acc.id in per_acc or extra.get(c.acc.id, 0) >= PART_TRIES or not fresh(c):
-            continue
-        extra[c.acc.id] = extra.get(c.acc.id, 0) + 1
-        verify(c)
-    return plans, simulated, near_miss
-
-
-
-def _plan_record(c: _Cand, r: int, usd: float, offer: Offer, n_inst: int, m: SimMetrics, m_head: SimMetrics,
-                 load: InferLoad, cal: Calibration, prof: EngineProfile) -> dict[str, Any]:
-    lay = c.layout
-    util = load.qps / (r * c.cap.requests_per_s)
-    in_h = load.qps * load.input_len.mean * 3600.0
-    out_h = load.qps * load.output_len.mean * 3600.0
-    share_in = c.cap.prefill_share
-    growth = m_head.e2e_s.p99 / m.e2e_s.p99 - 1.0 if m.e2e_s.p99 > 0 else 0.0
-    pct = {"mean": 0.0, "p50": 0.0, "p90": 0.0, "p99": 0.0}
-
-    def p(x: Any) -> dict[str, float]:
-        return {k: float(getattr(x, k)) for k in pct}
-
-    return {
-        "accelerator": c.acc.id, "instance": offer.instance, "instances": n_inst, "instance_tenancy": offer.tenancy,
-        "per_card": offer.cards_per_host is not None,
-        "price_kind": offer.kind, "devices": r * lay.tp * lay.pp, "replicas": r,
-        "layout": {"tp": lay.tp, "pp": lay.pp, "ep": lay.ep}, "weights": c.weights, "engine": prof.id,
-        "cost_usd_per_hour": usd,
-        "cost_usd_per_million_input_tokens": usd * share_in / in_h * 1e6,
-        "cost_usd_per_million_output_tokens": usd * (1.0 - share_in) / out_h * 1e6,
-        "cost_usd_per_million_tokens": usd / (in_h + out_h) * 1e6,
-        "utilization": util,
-        "capacity_requests_per_s_per_replica": c.cap.requests_per_s, "capacity_limited_by": c.cap.limited_by,
-        "kv_capacity_tokens_per_replica": c.cost.kv_capacity_tokens,
-        "unloaded": {"ttft_p99_prompt_s": c.ttft0, "tpot_s": c.tpot0},
-        "ttft_s": p(m.ttft_s), "tpot_s": p(m.tpot_s), "e2e_s": p(m.e2e_s), "queue_s_mean": m.queue_s.mean,
-        "goodput_fraction": m.goodput_fraction, "kv_used_mean_fraction": m.kv_used_mean_fraction,
-        "batch_mean": m.batch_mean, "preemptions": m.preemptions,
-        "at_headroom": {"qps": load.qps * (1.0 + cal.value("load_headroom")), "ttft_p99_s": m_head.ttft_s.p99,
-                        "tpot_p99_s": m_head.tpot_s.p99, "e2e_p99_s": m_head.e2e_s.p99},
-        "advice": advice(util, growth, offer, cal),
-        "provenance": "estimated: per-step cost model + discrete-event simulation per replica; "
-                      "prices from the catalog (see the instance's source)",
-    }
-
-
 def _with_trust(plans: list[dict[str, Any]], catalog: Catalog, prof: EngineProfile, spec: ModelSpec,
                 cons: InferConstraints, rejected: dict[str, int]) -> list[dict[str, Any]]:
     """Each fleet with its confidence and 80% bands (search/plan_trust.py); fleets below --trust are dropped."""
@@ -466,7 +273,7 @@ def _with_trust(plans: list[dict[str, Any]], catalog: Catalog, prof: EngineProfi
     for p in plans:
         p["confidence"] = serving_confidence(catalog, p, overridden)
         if not meets_trust(p["confidence"], cons.trust):
-            _bump(rejected, "trust")
+            bump(rejected, "trust")
             continue
         p["band"], p["band_basis"] = serving_bands(p, efficiency=p["confidence"]["efficiency"]["provenance"],
                                                    moe=spec.moe is not None)

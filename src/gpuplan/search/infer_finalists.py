@@ -1,0 +1,218 @@
+"""The finalists of a serving plan: the cheapest candidate fleets simulated into plans.
+
+`plan_inference` (search/infer_search.py) sizes candidate fleets in closed form; this module simulates the cheapest
+of them per replica, grows each to the p99 SLO (search/infer_verify.py), prices it and writes its plan record, and
+simulates the cheapest disaggregated fleets per pool (search/infer_pd_sim.py). Past the plans wanted, every part
+that has candidates gets its `PART_TRIES` cheapest tried, so a buyer sees each part's price or why it failed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from gpuplan.estimate.calibration import Calibration
+from gpuplan.estimate.infer_step_model import StepCostModel
+from gpuplan.hardware import Accelerator
+from gpuplan.search.infer_capacity import Capacity
+from gpuplan.search.infer_fleet import Offer, advice, attention_groups, price_layout, whole_groups
+from gpuplan.search.infer_load import InferLoad, InferSlo
+from gpuplan.search.infer_pd_fleet import PdFleet
+from gpuplan.search.infer_pd_sim import simulate_pd
+from gpuplan.search.infer_verify import min_fleet, min_replicas, score
+from gpuplan.simulate.engine_sim import EngineConfig, simulate_engine
+from gpuplan.simulate.lockstep import lockstep_cost
+from gpuplan.simulate.metrics import SimMetrics, Slo, summarize
+from gpuplan.simulate.pipeline import pipeline_batch
+from gpuplan.workload.engines import EngineProfile
+from gpuplan.workload.jobs import Layout
+
+__all__ = ["PART_TRIES", "PD_SIMULATED", "PD_SIMULATED_MAX", "Candidate", "bump", "candidate_label",
+           "plan_record_of", "simulated_pd", "verify_candidates"]
+
+PD_SIMULATED = 2  # disaggregated fleets simulated per pool (the cheapest in closed form); the rest stay closed forms
+PD_SIMULATED_MAX = 5  # ... and the closed forms cheaper than every simulated one, up to this many simulations
+PART_TRIES = 2  # candidates tried per part that has no plan after the plans wanted (its cheapest fleet)
+
+
+@dataclass(slots=True, kw_only=True)
+class Candidate:
+    acc: Accelerator
+    layout: Layout
+    weights: str
+    cost: StepCostModel
+    cap: Capacity
+    ttft0: float
+    tpot0: float
+    replicas: int
+    usd_per_hour: float
+    offer: Offer
+    instances: int
+    offers: list[Offer]
+    spans: bool = False  # its expert group spans instances (timed on their RDMA link)
+
+
+def candidate_label(c: Candidate) -> str:
+    lay = c.layout
+    return f"{c.acc.id} tp{lay.tp} pp{lay.pp} ep{lay.ep} {c.weights}"
+
+
+def bump(rejected: dict[str, int], why: str, n: int = 1) -> None:
+    rejected[why] = rejected.get(why, 0) + n
+
+
+def simulated_pd(pds: list[PdFleet], load: InferLoad, slo: InferSlo, cfg: EngineConfig, cal: Calibration,
+                  max_devices: int) -> list[dict[str, Any]]:
+    """The disaggregated fleets, cheapest first: the `PD_SIMULATED` cheapest in closed form simulated per pool (one
+    that misses the SLO in simulation is dropped), and after them any closed form still cheaper than every simulated
+    fleet, up to `PD_SIMULATED_MAX` in all (a simulated pool grows to its SLO, so a closed form left unsimulated
+    would otherwise head the list on an unchecked figure); the rest as closed forms."""
+    out: list[dict[str, Any]] = []
+    tried = 0
+    for f in sorted(pds, key=lambda f: f.record["usd_per_hour"]):
+        cheapest_sim = min((r["usd_per_hour"] for r in out if r.get("simulated")), default=math.inf)
+        if tried < PD_SIMULATED or (tried < PD_SIMULATED_MAX and f.record["usd_per_hour"] < cheapest_sim):
+            tried += 1
+            sim = simulate_pd(f, load=load, slo=slo, cfg=cfg, cal=cal, max_devices=max_devices)
+            if sim is not None:
+                out.append(sim)
+            continue
+        out.append(f.record)
+    return sorted(out, key=lambda r: r["usd_per_hour"])
+
+
+def verify_candidates(cands: list[Candidate], load: InferLoad, slo: InferSlo, cfg: EngineConfig, cal: Calibration,
+            prof: EngineProfile, rejected: dict[str, int],
+            max_devices: int) -> tuple[list[dict[str, Any]], int, dict[str, Any]]:
+    """Simulate the cheapest candidates; add replicas where the p99 SLO is missed."""
+    headroom = cal.value("load_headroom")
+    n_sim = int(cal.value("sim_requests"))
+    warm = cal.value("sim_warmup_fraction")
+    finalists = int(cal.value("finalists"))
+    wanted = int(cal.value("plans_wanted"))
+    max_sims = int(cal.value("max_simulations"))
+    growth_max = cal.value("queue_growth_max")
+    sim_slo = Slo(ttft_s=slo.ttft_p99_s, tpot_s=slo.tpot_p99_s)
+    plans: list[dict[str, Any]] = []
+    per_acc: dict[str, int] = {}
+    seen: set[tuple[object, ...]] = set()
+    near_miss: dict[str, Any] = {}
+    simulated = 0
+    tried = 0
+
+    def sim(c: Candidate, r: int, factor: float) -> SimMetrics:
+        nonlocal simulated
+        simulated += 1
+        # a pipeline-parallel replica serves as pp batches in flight (simulate.pipeline): one is simulated
+        pp = c.layout.pp
+        w = load.replica_workload(r * pp, load_factor=factor, num_requests=n_sim)
+        batch_cost, batch_cfg = pipeline_batch(c.cost, cfg, pp)
+        # attention groups of one expert group step together: the others' prefills stretch this one's steps
+        cost = lockstep_cost(batch_cost, groups=attention_groups(c.layout), group_qps=load.qps * factor / (r * pp),
+                             input_len_mean=load.input_len.mean, output_len_mean=load.output_len.mean,
+                             max_batched_tokens=cfg.max_batched_tokens,
+                             chunked_prefill=cfg.chunked_prefill)
+        return summarize(simulate_engine(w, cost, batch_cfg), sim_slo, warmup_fraction=warm)
+
+    def verify(c: Candidate) -> bool:
+        """Simulate `c`, grow it to the SLO and price it; True when it became a plan."""
+        tried_sims: dict[int, SimMetrics] = {}
+
+        def run(r: int) -> SimMetrics:
+            return sim(c, r, 1.0 + headroom)
+
+        floor = min_fleet(load.qps, c.cap.requests_per_s)
+        found = min_replicas(run, max(c.replicas, floor), slo, seen=tried_sims, floor=floor,
+                              queue_growth_max=growth_max)
+        if found is None:
+            bump(rejected, "simulated_slo")
+            r_max = max(tried_sims)
+            m_max = tried_sims[r_max]
+            how_far = score(m_max, slo, growth_max)
+            if how_far < near_miss.get("score", math.inf):
+                near_miss.update(score=how_far, on=f"{r_max} x {candidate_label(c)}", ttft_p99_s=m_max.ttft_s.p99,
+                                 tpot_p99_s=m_max.tpot_s.p99)
+            return False
+        r, m_head = found
+        if whole_groups(r, c.layout) != r:  # attention groups come in whole expert-parallel groups
+            r = whole_groups(r, c.layout)
+            m_head = run(r)
+        if load.qps / (r * c.cap.requests_per_s) > 1.0:  # over 100% utilization: never a plan
+            bump(rejected, "over_capacity")
+            return False
+        if r * c.layout.tp * c.layout.pp > max_devices:
+            bump(rejected, "max_devices")
+            return False
+        priced = price_layout(c.offers, r, c.layout, span=c.spans)
+        if priced is None:  # pragma: no cover - more replicas fit the same offers
+            return False
+        usd, offer, n_inst = priced
+        m = sim(c, r, 1.0)
+        per_acc[c.acc.id] = per_acc.get(c.acc.id, 0) + 1
+        plans.append(plan_record_of(c, r, usd, offer, n_inst, m, m_head, load, cal, prof))
+        return True
+
+    def fresh(c: Candidate) -> bool:
+        # formats with the same speed and size on a part (e.g. fp8 and int8 on H200) give one fleet
+        key = (c.acc.id, c.layout, c.replicas, round(c.usd_per_hour, 6), round(c.cap.requests_per_s, 9),
+               round(c.ttft0, 12), round(c.tpot0, 12))
+        if key in seen:
+            return False
+        seen.add(key)
+        return True
+
+    for c in cands:
+        if tried >= finalists or len(plans) >= wanted or (plans and simulated >= max_sims):
+            break
+        if per_acc.get(c.acc.id, 0) >= 2 or not fresh(c):  # variety: at most two plans per accelerator
+            continue
+        tried += 1
+        verify(c)
+    # every part that has candidates shows its cheapest fleet, even past the plans wanted: a buyer compares parts
+    # (a domestic part at twice the price is an answer, not a miss); its PART_TRIES cheapest candidates are tried
+    extra: dict[str, int] = {}
+    for c in cands:
+        if c.acc.id in per_acc or extra.get(c.acc.id, 0) >= PART_TRIES or not fresh(c):
+            continue
+        extra[c.acc.id] = extra.get(c.acc.id, 0) + 1
+        verify(c)
+    return plans, simulated, near_miss
+
+
+
+def plan_record_of(c: Candidate, r: int, usd: float, offer: Offer, n_inst: int, m: SimMetrics, m_head: SimMetrics,
+                 load: InferLoad, cal: Calibration, prof: EngineProfile) -> dict[str, Any]:
+    lay = c.layout
+    util = load.qps / (r * c.cap.requests_per_s)
+    in_h = load.qps * load.input_len.mean * 3600.0
+    out_h = load.qps * load.output_len.mean * 3600.0
+    share_in = c.cap.prefill_share
+    growth = m_head.e2e_s.p99 / m.e2e_s.p99 - 1.0 if m.e2e_s.p99 > 0 else 0.0
+    pct = {"mean": 0.0, "p50": 0.0, "p90": 0.0, "p99": 0.0}
+
+    def p(x: Any) -> dict[str, float]:
+        return {k: float(getattr(x, k)) for k in pct}
+
+    return {
+        "accelerator": c.acc.id, "instance": offer.instance, "instances": n_inst, "instance_tenancy": offer.tenancy,
+        "per_card": offer.cards_per_host is not None,
+        "price_kind": offer.kind, "devices": r * lay.tp * lay.pp, "replicas": r,
+        "layout": {"tp": lay.tp, "pp": lay.pp, "ep": lay.ep}, "weights": c.weights, "engine": prof.id,
+        "cost_usd_per_hour": usd,
+        "cost_usd_per_million_input_tokens": usd * share_in / in_h * 1e6,
+        "cost_usd_per_million_output_tokens": usd * (1.0 - share_in) / out_h * 1e6,
+        "cost_usd_per_million_tokens": usd / (in_h + out_h) * 1e6,
+        "utilization": util,
+        "capacity_requests_per_s_per_replica": c.cap.requests_per_s, "capacity_limited_by": c.cap.limited_by,
+        "kv_capacity_tokens_per_replica": c.cost.kv_capacity_tokens,
+        "unloaded": {"ttft_p99_prompt_s": c.ttft0, "tpot_s": c.tpot0},
+        "ttft_s": p(m.ttft_s), "tpot_s": p(m.tpot_s), "e2e_s": p(m.e2e_s), "queue_s_mean": m.queue_s.mean,
+        "goodput_fraction": m.goodput_fraction, "kv_used_mean_fraction": m.kv_used_mean_fraction,
+        "batch_mean": m.batch_mean, "preemptions": m.preemptions,
+        "at_headroom": {"qps": load.qps * (1.0 + cal.value("load_headroom")), "ttft_p99_s": m_head.ttft_s.p99,
+                        "tpot_p99_s": m_head.tpot_s.p99, "e2e_p99_s": m_head.e2e_s.p99},
+        "advice": advice(util, growth, offer, cal),
+        "provenance": "estimated: per-step cost model + discrete-event simulation per replica; "
+                      "prices from the catalog (see the instance's source)",
+    }
