@@ -34,7 +34,7 @@ from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import default_calibration, load_calibration
 from gpuplan.estimate.memory_infer import estimate_inference_memory
 from gpuplan.hardware import Catalog
-from gpuplan.units import GIB
+from gpuplan.units import DTYPE_BYTES, GIB
 from gpuplan.workload.engines import engine
 from gpuplan.workload.jobs import InferenceJob, serving_layout
 from gpuplan.workload.presets import load_model
@@ -162,9 +162,6 @@ def serve_growth(run: Mapping[str, Any], plan: Mapping[str, Any], catalog: Catal
     return out
 
 
-_WEIGHT_BITS = {"bf16": 16, "fp16": 16, "fp8": 8, "int8": 8, "int4": 4}
-
-
 def serve_wider(run: Mapping[str, Any], plan: Mapping[str, Any], catalog: Catalog, *, load: InferLoad | None = None,
                 max_devices: int = 1024, constraints: InferConstraints | None = None) -> dict[str, Any] | None:
     """Re-plan the same load on the plan's accelerator with the weight formats (of those the run allowed) that keep
@@ -176,11 +173,11 @@ def serve_wider(run: Mapping[str, Any], plan: Mapping[str, Any], catalog: Catalo
     from gpuplan.search.infer_search import InferConstraints, plan_inference
     from gpuplan.workload.jobs import SERVED_WEIGHTS
 
-    bits = _WEIGHT_BITS.get(str(plan["weights"]), 16)
+    width = DTYPE_BYTES.get(str(plan["weights"]), 2.0)
     allowed = constraints.weights if constraints is not None else SERVED_WEIGHTS
-    wider = tuple(w for w in allowed if _WEIGHT_BITS.get(w, 16) > bits)
+    wider = tuple(w for w in allowed if DTYPE_BYTES.get(w, 2.0) > width)
     base = load or _load_of(run)
-    if bits >= 16 or not wider or base is None:
+    if width >= 2.0 or not wider or base is None:
         return None
     try:
         cons = replace(constraints or InferConstraints(kv_dtype=str(run.get("kv_dtype") or "bf16"),

@@ -11,7 +11,7 @@ from gpuplan.advise.facts import PlanFacts
 from gpuplan.advise.findings import Figure, Finding, Severity, Thresholds, advise_data, make_finding
 from gpuplan.advise.rules_work import _ds, _est, _th
 from gpuplan.i18n import Duration
-from gpuplan.units import GIB
+from gpuplan.units import DTYPE_BYTES, GIB
 
 __all__ = ["NET_RULES"]
 
@@ -82,7 +82,7 @@ def oversubscription(f: PlanFacts, th: Thresholds) -> list[Finding]:
 def precision(f: PlanFacts, th: Thresholds) -> list[Finding]:
     out: list[Finding] = []
     if f.kind == "infer" and f.precision in ("int8", "int4", "fp8"):
-        saving = 1 - {"int8": 1.0, "fp8": 1.0, "int4": 0.5}[f.precision] / 2.0
+        saving = 1 - DTYPE_BYTES[f.precision] / DTYPE_BYTES["bf16"]
         qfigs: tuple[Figure, ...] = (_ds("weights", f.precision, "", "inference plan"),
                  _est("weight_memory_saving_vs_bf16", saving, "fraction", "bytes per parameter (scales excluded)"))
         wide = f.serving.get("wider_weights") or {}

@@ -242,6 +242,7 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
                          hint="tensor and pipeline parallelism need the GPU-to-GPU link speed")
     h = spec.hidden_size
     tp_fixed = tp_tok = ep_fixed = ep_tok = pp_fixed = pp_tok = 0.0
+    one_shot = tp > 1 and engine.custom_allreduce_on(acc, tp)  # the engine's one-shot all-reduce, else NCCL's ring
     if link is not None:
         link_bw = float(link.bandwidth_gbyte_s) * GB
         alpha = float(link.latency_s)
@@ -250,8 +251,7 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
             # NCCL's ring steps 2(tp - 1) times; an engine's one-shot kernel (vLLM custom_all_reduce.cuh
             # cross_device_reduce_1stage) signals every peer, reads all their buffers at once and signals again:
             # CUSTOM_AR_STEPS whatever the group size, each `allreduce_latency_factor` x the link's alpha
-            steps = CUSTOM_AR_STEPS * e("allreduce_latency_factor") if engine.custom_allreduce_on(acc, tp) \
-                else 2 * (tp - 1)
+            steps = CUSTOM_AR_STEPS * e("allreduce_latency_factor") if one_shot else 2 * (tp - 1)
             tp_fixed = ar_calls * steps * alpha
             tp_tok = ar_calls * 2 * (tp - 1) / tp * h * ACT_BYTES / link_bw
         if 1 < ep <= tp and spec.moe is not None:
@@ -317,7 +317,6 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
     skip |= {"moe_expert_half_width"} if spec.moe is None else set()
     skip |= {"gemm_efficiency_8bit"} if rate_label == "bf16" else set()
     skip |= {"gemv_bytes_per_sm_cycle", "gemm_bytes_per_sm_cycle"} if not acc.sm_count else set()
-    one_shot = tp > 1 and engine.custom_allreduce_on(acc, tp)
     skip |= {"allreduce_latency_factor"} if not one_shot else set()
     used_terms = {k: v for k, v in terms.items() if k not in skip}
     assumptions = {
