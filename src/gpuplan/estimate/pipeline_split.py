@@ -20,15 +20,15 @@ Work is forward FLOPs per token (`estimate.flops.forward_flops`): the mean layer
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import get_args
 
 from gpuplan.estimate.flops import forward_flops
+from gpuplan.workload.jobs import PpPartition
 from gpuplan.workload.model_spec import ModelSpec
 
 __all__ = ["PP_PARTITIONS", "PpPartition", "balanced_split", "stage_imbalance"]
 
-PpPartition = Literal["balanced", "layers", "layers_and_embeddings"]
-PP_PARTITIONS: tuple[str, ...] = ("balanced", "layers", "layers_and_embeddings")
+PP_PARTITIONS: tuple[str, ...] = get_args(PpPartition)
 
 
 def _uniform(items: int, parts: int) -> list[int]:

@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuplan.errors import InputError
 from gpuplan.validate.cases import Row
+from gpuplan.workload.jobs import PpPartition
 
 __all__ = ["RowSettings", "parse_settings", "resolve_row"]
 
@@ -82,7 +83,7 @@ class RowSettings(BaseModel):
     custom_all_reduce: bool | None = None
     grad_reduce_overlap: bool | None = None
     recompute_early_stop: bool | None = None
-    pp_partition: Literal["balanced", "layers", "layers_and_embeddings"] | None = None
+    pp_partition: PpPartition | None = None
 
 
 _LISTS = ("trainable_extra", "lora_targets")

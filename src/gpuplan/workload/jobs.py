@@ -84,6 +84,9 @@ def serving_layout(tp: int = 1, pp: int = 1, ep: int = 1) -> Layout:
     return Layout(tp=tp, pp=pp, ep=ep, dp=max(ep // tp, 1))
 
 
+PpPartition = Literal["balanced", "layers", "layers_and_embeddings"]  # how pipeline stages split a model
+
+
 class TrainingJob(BaseModel):
     """One training step's shape and the choices that set its memory."""
 
@@ -149,7 +152,7 @@ class TrainingJob(BaseModel):
         "each dense layer's MLP down projection (PyTorch non-reentrant checkpoint, torch >= 2.1: Composer/LLM Foundry, "
         "torchtitan, torchtune); False: the whole layer reruns (Megatron, DeepSpeed, reentrant checkpoint, "
         "torch < 2.1); None: the framework's default")
-    pp_partition: Literal["balanced", "layers", "layers_and_embeddings"] = Field(
+    pp_partition: PpPartition = Field(
         default="balanced", description="how pipeline stages split the model (estimate/pipeline_split.py): "
         "balanced (each stage 1/pp of the work: uneven stage sizes, Megatron-Core "
         "account_for_embedding/loss_in_pipeline_split), "
