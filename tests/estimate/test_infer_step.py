@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -12,6 +11,7 @@ from hypothesis import strategies as st
 
 from gpuplan.errors import InputError
 from gpuplan.estimate.infer_step import CUSTOM_AR_STEPS, StepCostModel, step_cost_model
+from gpuplan.estimate.infer_step_model import roofline, roofline_array
 from gpuplan.estimate.kv_cache import kv_bytes_per_token
 from gpuplan.estimate.links import node_link
 from gpuplan.hardware import load_catalog
@@ -44,14 +44,20 @@ def test_tiny_dense_model_by_hand() -> None:
     # KV per token: 2 layers x K and V x 8 heads x 128 dims x 2 bytes, read at kv_read_efficiency
     assert m.kv_bytes_per_token == 2 * 2 * 8 * 128 * 2
     assert m.decode_kv_read_per_token == pytest.approx(m.kv_bytes_per_token / (3350e9 * 0.65))
-    # one decode token over 100 cached tokens: GEMM groups combine as sqrt(c^2 + m^2), attention is the
-    # larger of its KV reads and its FLOPs
+    # one decode token over 100 cached tokens: GEMM groups combine as (c^p + m^p)^(1/p) (p the engine's
+    # roofline_overlap_exponent), attention is the larger of its KV reads and its FLOPs
     # a one-token step streams 16-bit weights through GEMV kernels, capped by the SMs: 132 SMs x 1.98 GHz x
     # 9.5 bytes per SM-cycle = 2.48 TB/s, under the 0.8 x 3.35 TB/s a tiled GEMM reaches
     assert m.gemv_read_factor == pytest.approx(bw / (132 * 1.98e9 * 9.5))
     f = m.gemv_read_factor
-    expect = (math.hypot(m.dense_compute_per_token, m.dense_read * f)
-              + math.hypot(m.head_compute_per_row, m.head_read * f)
+    p = prof.terms["roofline_overlap_exponent"].value
+    assert m.overlap_exponent == p
+
+    def gm(c: float, r: float) -> float:
+        return float((c ** p + r ** p) ** (1 / p))
+
+    expect = (gm(m.dense_compute_per_token, m.dense_read * f)
+              + gm(m.head_compute_per_row, m.head_read * f)
               + 100 * max(m.decode_kv_read_per_token, m.decode_attn_flops_per_token))
     step = m.step_s(prefill_tokens=0, prefill_attn_pairs=0, decode_seqs=1, decode_kv_tokens=100)
     assert step == pytest.approx(expect)
@@ -295,3 +301,21 @@ def test_an_old_engines_per_head_decode_kernel_reads_each_kv_head_once_per_query
     assert reads("trtllm", "0.6.1", "fp8", "llama2-7b") == pytest.approx(mha)
     with pytest.raises(InputError):
         engine("trtllm").at_version("latest")
+
+
+@pytest.mark.parametrize("p", [1.0, 1.8, 2.0, 4.0])
+def test_roofline_combines_compute_and_reads_by_its_exponent(p: float) -> None:
+    c, r = 3e-3, 4e-3
+    assert roofline(c, r, p) == pytest.approx((c ** p + r ** p) ** (1 / p))
+    assert roofline(c, c, p) == pytest.approx(c * 2 ** (1 / p))  # at the ridge point: 2^(1/p) x max(c, m)
+    assert max(c, r) <= roofline(c, r, p) <= c + r
+    arr = roofline_array(np.array([c, 0.0, 0.0]), np.array([r, 5e-3, 0.0]), p)
+    assert arr == pytest.approx([roofline(c, r, p), 5e-3, 0.0])
+    assert roofline(0.0, 0.0, p) == 0.0
+
+
+def test_roofline_exponent_two_is_the_hypot_and_a_lower_one_is_slower_near_the_ridge() -> None:
+    assert roofline(3.0, 4.0, 2.0) == pytest.approx(5.0)
+    assert roofline(3.0, 4.0, 1.0) == pytest.approx(7.0)
+    assert roofline(1.0, 1.0, 1.8) > roofline(1.0, 1.0, 2.0)
+    assert roofline(1.0, 100.0, 1.8) == pytest.approx(100.0, rel=1e-3)  # far from the ridge: the larger one

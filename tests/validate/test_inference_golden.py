@@ -15,6 +15,7 @@ from __future__ import annotations
 import pytest
 from golden_gates import ROW_BOUND, check_excluded, check_skips, family, gate, outside_row_bound
 
+from gpuplan.validate.cases import read_rows
 from gpuplan.validate.row_notes import unmodelled
 from gpuplan.validate.run import ValidationReport, validate_file
 from ground_truth import case_file
@@ -40,6 +41,10 @@ SKIPPED = {
 # Rows more than 3x off, excluded by hand: the modelling that would explain them is missing. The reasons live in
 # validate/data/row_notes.yaml (`unmodelled`), which also keeps these rows out of every refit of terms.
 EXCLUDED = unmodelled()
+# Latencies measured at a stated request rate (MLPerf Server runs at 94-97% of the same system's Offline
+# throughput): queueing outcomes near saturation, gated on their own (they tune no term: refit.fit_weight).
+SERVER_LATENCY = frozenset(r["id"] for r in read_rows(CASES) if r.get("scenario") == "server"
+                           and r.get("metric") in ("ttft_ms", "tpot_ms", "e2e_latency_s"))
 THROUGHPUT = ("output_tokens_per_s_per_device", "output_tokens_per_s", "total_tokens_per_s", "requests_per_s")
 
 
@@ -103,13 +108,23 @@ def test_no_row_more_than_3x_off(report: ValidationReport) -> None:
 
 
 def test_ttft_family(report: ValidationReport) -> None:
-    """TTFT, 12 rows (I055 excluded): observed median 6.0%, p90 19.9%."""
-    gate(family(report, ("ttft_ms",), skip=EXCLUDED), 12, median=0.075, spread=0.215)
+    """TTFT at a fixed batch, 13 rows: observed median 5.6%, p90 12.9%."""
+    gate(family(report, ("ttft_ms",), skip=EXCLUDED.keys() | SERVER_LATENCY), 13, median=0.075, spread=0.16)
 
 
 def test_tpot_family(report: ValidationReport) -> None:
-    """TPOT, 3 rows (I056 excluded): observed median 12.7%, max 22.3%."""
-    gate(family(report, ("tpot_ms",), skip=EXCLUDED), 3, median=0.145, spread=0.24, use_max=True)
+    """TPOT at a fixed batch, 2 rows: observed median 3.5%, max 4.8%."""
+    gate(family(report, ("tpot_ms",), skip=EXCLUDED.keys() | SERVER_LATENCY), 2, median=0.06, spread=0.08,
+         use_max=True)
+
+
+def test_server_latency_family(report: ValidationReport) -> None:
+    """Latencies of MLPerf Server runs at their stated rate (I055 TTFT, I060 TPOT; I056 beyond 3x is excluded):
+    predicted at 0.39-0.46 of the measured times in sample (APE 55% and 61%): the simulator reaches the arrival
+    rate at a smaller batch than the runs did (docs/validation.md). A gate on the state, not a target: it fails if
+    they drift further; the rows weigh nothing in refits."""
+    cases = family(report, ("ttft_ms", "tpot_ms", "e2e_latency_s"), skip=EXCLUDED)
+    gate([c for c in cases if c.id in SERVER_LATENCY], 2, median=0.65, spread=0.70, use_max=True)
 
 
 def test_e2e_latency_family(report: ValidationReport) -> None:

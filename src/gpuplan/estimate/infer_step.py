@@ -5,12 +5,12 @@ tokens. Per device of the heaviest pipeline stage (docs/inference.md has the der
 
 * Linear layers, a roofline per group of GEMMs (Williams et al. 2009, "Roofline", CACM
   52(4)) with compute time c = FLOPs / (peak x gemm_efficiency) and weight-read time
-  m = weight bytes / (HBM bw x memory_bw_efficiency), combined as sqrt(c^2 + m^2): the
-  larger of the two far from the ridge point, up to 1.41 x max(c, m) at it, where a GEMM
-  overlaps its loads and its math only partly (cuBLAS sweeps over M at fixed N, K run
-  1.3-1.5x above the sharp roofline near M = peak / bandwidth; Yuan et al. 2024,
-  "LLM Inference Unveiled: Survey and Roofline Model Insights"). FLOPs = 2 x T x
-  weights / tp; weights are read once per step.
+  m = weight bytes / (HBM bw x memory_bw_efficiency), combined as (c^p + m^p)^(1/p) with p the
+  engine's `roofline_overlap_exponent` (1.8): the larger of the two far from the ridge point,
+  up to 2^(1/p) = 1.47 x max(c, m) at it, where a GEMM overlaps its loads and its math only
+  partly (cuBLAS sweeps over M at fixed N, K run 1.3-1.5x above the sharp roofline near
+  M = peak / bandwidth; Yuan et al. 2024, "LLM Inference Unveiled: Survey and Roofline Model
+  Insights"). FLOPs = 2 x T x weights / tp; weights are read once per step.
   Weights stream at min(HBM bw x memory_bw_efficiency, SMs x clock x bytes per SM-cycle): by
   Little's law a kernel reaches the bandwidth only with enough bytes in flight, and each SM keeps
   a bounded amount; a one-token 16-bit GEMV keeps less than a tiled GEMM (`gemv_bytes_per_sm_cycle`
@@ -373,6 +373,7 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         seq_overhead=e("seq_overhead_s"),
         request_overhead=e("request_overhead_s"),
         gemv_read_factor=gemv_factor,
+        overlap_exponent=e("roofline_overlap_exponent"),
         kv_capacity_tokens=fit.max_tokens,
         kv_bytes_per_token=kv_bytes_layer_token * heavy_layers,
         weights_bytes_per_device=mem.weights_bytes,

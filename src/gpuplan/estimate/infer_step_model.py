@@ -14,7 +14,32 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["StepBreakdown", "StepCostModel"]
+__all__ = ["StepBreakdown", "StepCostModel", "roofline", "roofline_array"]
+
+
+def roofline(c: float, m: float, p: float) -> float:
+    """A GEMM group's time from its compute time c and weight-read time m: (c^p + m^p)^(1/p).
+
+    p = 2 (hypot) is 1.41 x max(c, m) at the ridge point, p = 1 no overlap of loads and math at all, a large
+    p the sharp roofline max(c, m) (Williams et al. 2009); the engines' `roofline_overlap_exponent`."""
+    if p == 2.0:
+        return hypot(c, m)
+    hi = max(c, m)
+    if hi <= 0.0:
+        return 0.0
+    return float(hi * ((c / hi) ** p + (m / hi) ** p) ** (1.0 / p))
+
+
+def roofline_array(c: npt.ArrayLike, m: npt.ArrayLike, p: float) -> npt.NDArray[np.float64]:
+    """`roofline` over numpy arrays (broadcast together)."""
+    ca = np.asarray(c, dtype=np.float64)
+    ma = np.asarray(m, dtype=np.float64)
+    if p == 2.0:
+        return np.asarray(np.hypot(ca, ma), dtype=np.float64)
+    hi = np.maximum(ca, ma)
+    safe = np.where(hi > 0.0, hi, 1.0)
+    out = hi * ((ca / safe) ** p + (ma / safe) ** p) ** (1.0 / p)
+    return np.asarray(np.where(hi > 0.0, out, 0.0), dtype=np.float64)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,6 +132,7 @@ class StepCostModel:
     seq_overhead: float  # per sequence in the step (decodes, plus one for the prefill)
     request_overhead: float  # added once to each request's time to first token (not part of a step)
     gemv_read_factor: float  # weight reads of a one-token step take this times longer (SM-bound GEMV, >= 1)
+    overlap_exponent: float  # p of the GEMM roofline's (c^p + m^p)^(1/p): 2 a hypot, 1 no overlap at all
     # memory
     kv_capacity_tokens: int
     kv_bytes_per_token: float  # per device, all layers of the heaviest stage
@@ -126,11 +152,12 @@ class StepCostModel:
             return 0.0
         rows = decode_seqs + (1 if prefill_tokens > 0 else 0)
         f = self.gemv_read_factor if t == 1 else 1.0
-        stage = hypot(self.dense_compute_per_token * t, self.dense_read * f)
+        q = self.overlap_exponent
+        stage = roofline(self.dense_compute_per_token * t, self.dense_read * f, q)
         if self.moe_read_all:
-            stage += hypot(self.moe_compute_per_token * t,
-                           self.moe_read_all * f * (1.0 - self.moe_untouched_base ** t))
-        stage += hypot(self.head_compute_per_row * rows, self.head_read * f)
+            stage += roofline(self.moe_compute_per_token * t,
+                              self.moe_read_all * f * (1.0 - self.moe_untouched_base ** t), q)
+        stage += roofline(self.head_compute_per_row * rows, self.head_read * f, q)
         stage += self.prefill_attn_per_pair * prefill_attn_pairs
         stage += max(self.decode_kv_read_per_token, self.decode_attn_flops_per_token) * decode_kv_tokens
         stage += self.tp_comm_fixed + self.tp_comm_per_token * t
@@ -150,11 +177,12 @@ class StepCostModel:
         t = p + d
         rows = d + (p > 0)
         f = np.where(t == 1, self.gemv_read_factor, 1.0)
-        stage = np.hypot(self.dense_compute_per_token * t, self.dense_read * f)
+        q = self.overlap_exponent
+        stage = roofline_array(self.dense_compute_per_token * t, self.dense_read * f, q)
         if self.moe_read_all:
-            stage = stage + np.hypot(self.moe_compute_per_token * t,
-                                     self.moe_read_all * f * (1.0 - self.moe_untouched_base ** t))
-        stage = stage + np.hypot(self.head_compute_per_row * rows, self.head_read * f)
+            stage = stage + roofline_array(self.moe_compute_per_token * t,
+                                           self.moe_read_all * f * (1.0 - self.moe_untouched_base ** t), q)
+        stage = stage + roofline_array(self.head_compute_per_row * rows, self.head_read * f, q)
         stage = stage + self.prefill_attn_per_pair * a
         stage = stage + max(self.decode_kv_read_per_token, self.decode_attn_flops_per_token) * k
         stage = stage + self.tp_comm_fixed + self.tp_comm_per_token * t
@@ -184,7 +212,7 @@ class StepCostModel:
         ]
         compute = sum(c - dq for c, dq, _ in groups)
         dequant = sum(dq for _, dq, _ in groups)
-        exposed_read = sum(hypot(c, m) - c for c, _, m in groups)
+        exposed_read = sum(roofline(c, m, self.overlap_exponent) - c for c, _, m in groups)
         kv_bytes_s = self.decode_kv_read_per_token * decode_kv_tokens
         kv_flops_s = self.decode_attn_flops_per_token * decode_kv_tokens
         attention = self.prefill_attn_per_pair * prefill_attn_pairs + kv_flops_s

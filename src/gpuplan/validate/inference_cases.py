@@ -6,7 +6,7 @@ team would: every tensor-parallel degree (pp = 1; ep = 1 or ep = tp for MoE mode
 replica fits on the row's devices is tried and the best for the row's metric kept (the
 most throughput, or the least latency). `num_accels` is the whole deployment: it holds
 num_accels / (tp x pp) replicas. Rows measured on a dataset without stated lengths take
-that dataset's mean lengths (`DATASETS`, named by the row's `settings`: dataset=, num_prompts=). One set of
+that dataset's lengths (`data/datasets.yaml`, named by the row's `settings`: dataset=, num_prompts=). One set of
 calibration terms per engine serves every row; nothing is fitted per row.
 """
 

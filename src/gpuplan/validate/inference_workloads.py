@@ -1,11 +1,12 @@
 """Request streams for inference rows measured on a dataset: length distributions and runs.
 
-Rows that state no lengths were measured on a public dataset named in their notes
-(ShareGPT, the MLPerf OpenOrca subsets). Their lengths are modelled as truncated
-exponential distributions with the dataset's mean prompt and output lengths (conversation
-lengths are heavy-tailed, roughly exponential: Zheng et al. 2023, LMSYS-Chat-1M,
-fig. 3), cut where the benchmark tools cut them (vLLM's benchmark drops ShareGPT prompts
-over 1024 tokens; MLPerf caps llama2-70b prompts and outputs at 1024 tokens). A finite
+Rows that state no lengths were measured on a public dataset named in their settings
+(`dataset=`: ShareGPT, the MLPerf datasets). Their lengths come from `data/datasets.yaml`:
+the dataset's own quantiles where its token counts are public (the MLPerf prompts), else a
+truncated exponential with the published mean (conversation lengths are heavy-tailed,
+roughly exponential: Zheng et al. 2023, LMSYS-Chat-1M, fig. 3), cut where the benchmark
+tools cut them (vLLM's benchmark drops ShareGPT prompts over 1024 tokens; MLPerf caps
+llama2-70b prompts and outputs at 1024 tokens). A finite
 offline run (N prompts all queued at t = 0) and a server run (Poisson arrivals at the
 row's rate) go through the load simulator (`gpuplan.simulate`), so that the tail (the
 longest outputs finishing alone) and the queueing are counted, not only the mean.
@@ -15,19 +16,74 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
+from importlib import resources
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from gpuplan import yamlio
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.infer_step_model import StepCostModel
 from gpuplan.simulate import EngineConfig, LengthDist, SimMetrics, Workload, simulate_engine, summarize
 from gpuplan.workload.engines import EngineProfile
 
-__all__ = ["DATASETS", "Dataset", "dataset", "simulate_row", "truncated_exponential"]
+__all__ = ["Dataset", "dataset", "quantile_hist", "simulate_row", "truncated_exponential"]
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
 
 SEED = 0
 SERVER_REQUESTS = 3000  # Poisson arrivals simulated for a server row
 OFFLINE_REQUESTS = 3000  # prompts of an offline row that does not say how many
+
+
+class _Side(BaseModel):
+    """One side (prompts or outputs) of a dataset's lengths: published quantiles, else a mean and a cap."""
+
+    model_config = _STRICT
+
+    mean_tokens: float = Field(gt=0)
+    quantile_tokens: tuple[int, ...] | None = None
+    cap_tokens: int | None = Field(default=None, ge=1)
+    source: str = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> _Side:
+        if (self.quantile_tokens is None) == (self.cap_tokens is None):
+            raise ValueError("give quantile_tokens or cap_tokens (one of them)")
+        q = self.quantile_tokens
+        if q is not None and (q[0] < 1 or any(b < a for a, b in zip(q, q[1:], strict=False))):
+            raise ValueError("quantile_tokens must rise from at least 1")
+        return self
+
+
+class _DatasetEntry(BaseModel):
+    model_config = _STRICT
+
+    key: str = Field(min_length=1)
+    source: str = Field(min_length=1)
+    input: _Side
+    output: _Side
+
+
+class _DatasetsFile(BaseModel):
+    model_config = _STRICT
+
+    schema_version: int
+    as_of: str
+    probabilities: tuple[float, ...] = Field(min_length=2)
+    datasets: tuple[_DatasetEntry, ...]
+
+    @model_validator(mode="after")
+    def _grid(self) -> _DatasetsFile:
+        p = self.probabilities
+        if p[0] != 0.0 or p[-1] != 1.0 or any(b <= a for a, b in zip(p, p[1:], strict=False)):
+            raise ValueError("probabilities must rise from 0 to 1")
+        for d in self.datasets:
+            for side in (d.input, d.output):
+                if side.quantile_tokens is not None and len(side.quantile_tokens) != len(p):
+                    raise ValueError(f"{d.key}: one quantile per probability ({len(p)})")
+        return self
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,33 +91,44 @@ class Dataset:
     key: str  # the `dataset=` value of a row's settings
     input_mean: float
     output_mean: float
-    input_max: int
-    output_max: int
+    input_lengths: LengthDist
+    output_lengths: LengthDist
     source: str
 
+    @property
+    def input_max(self) -> int:
+        return self.input_lengths.max
 
-DATASETS = (
-    # MLPerf mixtral-8x7b mixes OpenOrca, GSM8K and MBXP (5k samples each): shorter answers.
-    Dataset("mlperf_mixtral", 300.0, 145.0, 2048, 1024,
-            "MLPerf mixtral-8x7b dataset (OpenOrca + GSM8K + MBXP); output cap 1024"),
-    # LMDeploy's ShareGPT request-throughput tables give requests/s, output tokens/s and total
-    # tokens/s per run: 3210.3 / 12.611 = 255 output and 6619.4 / 12.611 - 255 = 270 prompt tokens
-    # per request (v0.1.0), 233 and 247 (v0.2.0): means 260 and 245 with the Llama-2 tokenizer.
-    Dataset("sharegpt", 260.0, 245.0, 1024, 1024,
-            "LMDeploy ShareGPT benchmark tables (total tokens / requests); vLLM benchmark drops prompts > 1024"),
-    # MLPerf llama2-70b (OpenOrca): tokens/s / samples/s of the v4.1 submissions = 290 output tokens
-    # per sample; prompts and outputs are capped at 1024 tokens (MLCommons llama2-70b reference).
-    Dataset("mlperf_openorca", 300.0, 290.0, 1024, 1024,
-            "MLPerf llama2-70b OpenOrca: tokens/s over samples/s; 1024-token caps"),
-)
+
+def quantile_hist(quantiles: tuple[int, ...], probabilities: tuple[float, ...], label: str) -> LengthDist:
+    """Bins between consecutive quantiles, each weighted by the probability between them."""
+    w = tuple(b - a for a, b in zip(probabilities, probabilities[1:], strict=False))
+    return LengthDist(kind="hist", low=quantiles[:-1], high=quantiles[1:], weight=w, label=label)
+
+
+def _side(s: _Side, probabilities: tuple[float, ...], what: str) -> LengthDist:
+    if s.quantile_tokens is not None:
+        return quantile_hist(s.quantile_tokens, probabilities, f"{what} quantiles")
+    assert s.cap_tokens is not None
+    return truncated_exponential(s.mean_tokens, s.cap_tokens)
+
+
+@cache
+def _datasets() -> tuple[Dataset, ...]:
+    path = resources.files("gpuplan.validate") / "data" / "datasets.yaml"
+    f = _DatasetsFile.model_validate(yamlio.safe_load(path.read_text(encoding="utf-8")))
+    return tuple(Dataset(key=d.key, input_mean=d.input.mean_tokens, output_mean=d.output.mean_tokens,
+                         input_lengths=_side(d.input, f.probabilities, f"{d.key} prompt"),
+                         output_lengths=_side(d.output, f.probabilities, f"{d.key} output"), source=d.source)
+                 for d in f.datasets)
 
 
 def dataset(key: str) -> Dataset:
-    """The dataset a row's settings name (`dataset=`)."""
-    for d in DATASETS:
+    """The dataset a row's settings name (`dataset=`), from `data/datasets.yaml`."""
+    for d in _datasets():
         if d.key == key:
             return d
-    raise GpuplanError(f"unknown dataset {key!r}; known: {', '.join(d.key for d in DATASETS)}")
+    raise GpuplanError(f"unknown dataset {key!r}; known: {', '.join(d.key for d in _datasets())}")
 
 
 def truncated_exponential(mean: float, cap: int, *, bins: int = 48, low: int = 4) -> LengthDist:
@@ -87,9 +154,7 @@ def truncated_exponential(mean: float, cap: int, *, bins: int = 48, low: int = 4
 
 
 def _lengths(d: Dataset, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
-    inp = truncated_exponential(d.input_mean, d.input_max).sample(rng, n)
-    out = truncated_exponential(d.output_mean, d.output_max).sample(rng, n)
-    return inp, out
+    return d.input_lengths.sample(rng, n), d.output_lengths.sample(rng, n)
 
 
 def simulate_row(model: StepCostModel, eng: EngineProfile, d: Dataset, *, scenario: str, rate_or_cap: int | None,

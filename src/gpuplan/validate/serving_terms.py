@@ -27,12 +27,14 @@ from gpuplan.workload.engines import EngineProfile, EngineTerm, engine, hardware
 __all__ = ["SHARED", "engine_for", "serving_calibration", "serving_evaluator"]
 
 SHARED = ("gemm_efficiency", "memory_bw_efficiency", "gemv_bytes_per_sm_cycle", "gemm_bytes_per_sm_cycle",
-          "request_overhead_s", "allreduce_latency_factor")
+          "request_overhead_s", "allreduce_latency_factor", "roofline_overlap_exponent")
 _FRACTIONS = ("gemm_efficiency", "gemm_efficiency_8bit", "memory_bw_efficiency", "kv_read_efficiency",
               "attention_efficiency")
 
 
 def _bounds(name: str, value: float) -> tuple[float, float]:
+    if name == "roofline_overlap_exponent":
+        return (1.0, 4.0)  # from no overlap of loads and math to nearly the sharp roofline
     hi = value * 3.0
     return (value / 3.0, min(hi, 1.0) if name in _FRACTIONS else hi)
 

@@ -53,6 +53,7 @@ ENGINE_TERMS = (
     "moe_expert_half_width",
     "request_overhead_s",
     "mtp_acceptance",
+    "roofline_overlap_exponent",
 )
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
