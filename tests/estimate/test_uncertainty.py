@@ -82,19 +82,13 @@ def test_shipped_cross_validation_matches_todays_estimates() -> None:
 
 
 @pytest.mark.parametrize(("kind", "median", "p90"), [
-    # leave-one-source-out figures of the shipped accuracy.json (2026-12-03, fold refits on the truncated mean of
-    # |log ratio|, validate/refit.py FIT_CAP): 8.4% / 21.2% training (8.7% / 21.2% before PyTorch checkpoint's early
-    # stop was modelled; 8.1% / 21.4% while Korthikanti et al.'s 530B
-    # rows were validated on a searched layout instead of the paper's, docs/validation.md; 11.5% / 25.1% with
-    # median refits; 8.1% /
-    # 22.2% before InternEvo's per-owner parameter broadcasts were modelled, 8.05% / 21.2% before its TP ran without
-    # sequence parallelism, 7.8% / 21.4% before the optimizer update was sharded over its zero1 group);
-    # 9.2% / 30.4% serving (88 rows; 9.6% / 30.3% before TurboMind's and TensorRT-LLM 0.5/0.6.1's TP4 builds
-    # all-reduced over NCCL; latencies at a stated request rate no longer fitted, validate/refit.py fit_weight,
-    # and a part keeps the terms its remaining rows pin: 10.4% / 36.5% before);
-    # 4.6% / 23.2% memory (27.7% before torch.compile, which torchtune's three rows state, was modelled). The gates
-    # keep them from getting worse unnoticed.
-    ("train", 0.09, 0.22), ("serve", 0.10, 0.33), ("memory", 0.06, 0.25),
+    # The targets of issue 13, held out by source, on the shipped accuracy.json (2026-12-03; fold refits on the
+    # truncated mean of |log ratio|, validate/refit.py FIT_CAP): training 7.87% / 21.23% (8.43% / 21.04% before the
+    # pipeline's stage split was modelled), serving 8.54% / 29.83% (9.33% / 30.65% before the MLPerf rows took their
+    # datasets' own prompt lengths and the roofline its overlap exponent), memory 4.61% / 23.19% (27.7% before
+    # torch.compile, which torchtune's three rows state, was modelled). Two sit within a few tenths of their
+    # targets (docs/validation.md reads them as +- 0.3 and +- 0.5): a change that crosses one says so here.
+    ("train", 0.08, 0.22), ("serve", 0.10, 0.30), ("memory", 0.10, 0.25),
 ])
 def test_cross_validated_accuracy_does_not_regress(kind: str, median: float, p90: float) -> None:
     errs = [abs(1.0 / e["cv_ratio"] - 1.0) for e in accuracy_data()["entries"]
