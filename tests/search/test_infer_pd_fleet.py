@@ -66,7 +66,7 @@ def test_each_part_with_an_rdma_offer_gets_a_disaggregated_fleet_that_meets_the_
         else:
             # closed form: the decode pool serves qps x (1 + headroom) = groups x batch / (output x TPOT)
             groups = d["devices"] // (d["layout"]["tp"] * d["layout"]["pp"])
-            assert groups * d["batch"] / (500 * d["tpot_s"]) >= 20.0 * 1.2 - 1e-9
+            assert groups * d["batches_in_flight"] * d["batch"] / (500 * d["tpot_s"]) >= 20.0 * 1.2 - 1e-9
             assert d["tpot_s"] * ratio <= SLO.tpot_p99_s and "not simulated" in a["basis"]
 
 
@@ -123,3 +123,32 @@ def test_the_pd_finding_names_a_wide_ep_pool_in_each_language() -> None:
     found = {x.id: x for x in advise(cheap)}["serve.pd_disaggregation"]
     assert "DP8 attention, EP8" in found.message["en"] and "注意力 DP8，EP8" in found.message["zh"]
     assert "attention" not in found.message["zh"]
+
+
+@cache
+def _pipelined() -> InferPlanResult:
+    """Llama-3.1-405B in bf16: 810 GB of weights, so on 80 GB parts each replica pipelines over two nodes."""
+    load = InferLoad(qps=5.0, input_len=LengthDist.fixed(1500), output_len=LengthDist.fixed(300))
+    return plan_inference(load_model("llama3.1-405b"), load, InferSlo(ttft_p99_s=3.0, tpot_p99_s=0.1), CAT,
+                          InferConstraints(market="global", weights=("bf16",)))
+
+
+def test_pipelined_pd_pools_count_the_batches_they_keep_in_flight() -> None:
+    """Regression: a disaggregated pool of pipeline-parallel groups (TP8 x PP2 on H100 for 405B in bf16) was sized as
+    if each group ran one batch at a time, where vLLM keeps pp batches in flight (simulate.pipeline): the H100 fleet
+    came out at 48 devices and 295 USD/h instead of 32 and 197. A pool in closed form is the fewest groups that carry
+    the load with pp batches (decode) or pp prompts (prefill) in flight per group."""
+    load = 5.0 * (1.0 + planner_terms().value("load_headroom"))
+    pipelined = [a for a in _pipelined().what_if_pd_all if a["decode"]["layout"]["pp"] > 1]
+    assert pipelined, "some 80 GB part pipelines the 405B model in a disaggregated fleet"
+    for a in pipelined:
+        p, d = a["prefill"], a["decode"]
+        assert d["batches_in_flight"] == d["layout"]["pp"] and p["batches_in_flight"] == p["layout"]["pp"]
+        if a["simulated"]:
+            continue
+        lanes = d["groups"] * d["batches_in_flight"]
+        per_lane = d["batch"] / (300 * d["tpot_s"])
+        assert lanes * per_lane >= load - 1e-9
+        whole = d["devices"] // d["groups"]  # devices per group; a smaller pool would have one group less
+        assert (d["groups"] - 1) * d["batches_in_flight"] * per_lane < load or whole < 8
+        assert p["utilization"] == pytest.approx(load * p["prefill_s"] / (p["groups"] * p["batches_in_flight"]))

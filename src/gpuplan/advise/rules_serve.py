@@ -99,7 +99,8 @@ def serve_pd(f: PlanFacts, th: Thresholds) -> list[Finding]:
                          p_devices=p["devices"], p_layout_en=layout_shape(p["layout"], "en"),
                          p_layout_zh=layout_shape(p["layout"], "zh"), p_util=p["utilization"],
                          d_devices=d["devices"], d_layout_en=layout_shape(d["layout"], "en"),
-                         d_layout_zh=layout_shape(d["layout"], "zh"), batch=d["batch"],
+                         d_layout_zh=layout_shape(d["layout"], "zh"),
+                         batch=d["batch"] * int(d.get("batches_in_flight", 1)),  # pp batches in flight per group
                          alt_usd_h=w["usd_per_hour"], saving=1.0 - w["usd_per_hour"] / usd_h,
                          link=w["kv_link"], ttft=float(w.get("ttft_p99_s") or 0.0),
                          tpot_ms=float(w.get("tpot_p99_s") or 0.0) * 1e3,

@@ -15,6 +15,9 @@ same weights on the same part, each on its own cheapest layout:
   Kleinrock, Queueing Systems vol. 1, sec. 5.6); the largest utilization rho whose TTFT, request overhead +
   W99 + the p99 prompt's prefill + its KV transfer, meets the TTFT SLO sizes the pool at
   qps x (1 + headroom) x S / rho attention groups.
+* a pipeline-parallel layout (stages over nodes, for weights no node holds) keeps pp batches in flight
+  (simulate.pipeline.pipeline_batch): a decode group serves pp batches of B, each within 1/pp of the KV cache, and
+  a prefill group pp prompts at once.
 
 It is never a plan: the cheapest fleets are then simulated per pool (search/infer_pd_sim.py), and the advisor
 names one (`serve.pd_disaggregation`) only when it saves enough against the recommended colocated fleet.
@@ -35,6 +38,7 @@ from gpuplan.search.infer_capacity import LengthMoments
 from gpuplan.search.infer_fleet import Offer, priced_groups
 from gpuplan.search.infer_load import InferSlo
 from gpuplan.simulate.engine_sim import EngineConfig
+from gpuplan.simulate.pipeline import pipeline_batch
 from gpuplan.workload.jobs import Layout
 
 __all__ = ["PdFleet", "PdInput", "kingman_wait_p99", "pd_fleet", "pool_price"]
@@ -67,9 +71,11 @@ def pool_price(x: PdInput, needed: float, max_devices: int) -> tuple[int, float,
 
 def _decode_pool(x: PdInput, *, moments: LengthMoments, slo: InferSlo, qps: float, cfg: EngineConfig,
                  tpot_p99_over_mean: float, max_devices: int) -> tuple[dict[str, Any], PdInput] | None:
-    cm, lay = x.cost, x.layout
+    lay, pp = x.layout, max(x.layout.pp, 1)
+    # a pipeline-parallel group keeps pp batches in flight, each with 1/pp of the KV cache (simulate.pipeline)
+    cm, lane_cfg = pipeline_batch(x.cost, cfg, pp)
     context = moments.in_mean + moments.out_mean / 2.0
-    fits = min(int(cm.kv_capacity_tokens // (moments.in_p99 + moments.out_p99)), cfg.max_num_seqs)
+    fits = min(int(cm.kv_capacity_tokens // (moments.in_p99 + moments.out_p99)), lane_cfg.max_num_seqs)
 
     def ok(b: int) -> bool:
         return verify_step_s(cm, b, context, 0) * tpot_p99_over_mean <= slo.tpot_p99_s
@@ -81,20 +87,20 @@ def _decode_pool(x: PdInput, *, moments: LengthMoments, slo: InferSlo, qps: floa
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if ok(mid) else (lo, mid - 1)
     tpot = verify_step_s(cm, lo, context, 0)
-    per_group = lo / (moments.out_mean * tpot)
+    per_group = pp * lo / (moments.out_mean * tpot)
     priced = pool_price(x, qps / per_group, max_devices)
     if priced is None:
         return None
     groups, usd, offer, instances = priced
     return {"layout": {"tp": lay.tp, "pp": lay.pp, "ep": lay.ep}, "groups": groups, "batch": lo,
-            "devices": groups * lay.tp * lay.pp, "tpot_s": tpot, "instance": offer.instance, "instances": instances,
-            "usd_per_hour": usd}, x
+            "batches_in_flight": pp, "devices": groups * lay.tp * lay.pp, "tpot_s": tpot, "instance": offer.instance,
+            "instances": instances, "usd_per_hour": usd}, x
 
 
 def _prefill_pool(x: PdInput, rdma: Link, *, moments: LengthMoments, slo: InferSlo, qps: float, cfg: EngineConfig,
                   max_devices: int) -> tuple[dict[str, Any], PdInput] | None:
-    cm, lay = x.cost, x.layout
-    if cm.kv_capacity_tokens < moments.in_p99:
+    cm, lay, pp = x.cost, x.layout, max(x.layout.pp, 1)
+    if cm.kv_capacity_tokens // pp < moments.in_p99:  # each of the pp prompts in flight holds its own KV cache
         return None
     service = prefill_s(cm, 1, moments.in_mean, cfg.max_batched_tokens, cfg.chunked_prefill)
     fixed = (cm.request_overhead + prefill_s(cm, 1, moments.in_p99, cfg.max_batched_tokens, cfg.chunked_prefill)
@@ -108,12 +114,13 @@ def _prefill_pool(x: PdInput, rdma: Link, *, moments: LengthMoments, slo: InferS
     rho = lo
     if rho <= 0.0:
         return None
-    priced = pool_price(x, qps * service / rho, max_devices)
+    # a pipeline-parallel group prefills pp prompts at once, one per stage: pp servers of S each
+    priced = pool_price(x, qps * service / rho / pp, max_devices)
     if priced is None:
         return None
     groups, usd, offer, instances = priced
-    util = qps * service / groups
-    return {"layout": {"tp": lay.tp, "pp": lay.pp, "ep": lay.ep}, "groups": groups,
+    util = qps * service / (groups * pp)
+    return {"layout": {"tp": lay.tp, "pp": lay.pp, "ep": lay.ep}, "groups": groups, "batches_in_flight": pp,
             "devices": groups * lay.tp * lay.pp, "prefill_s": service, "utilization": util,
             "ttft_p99_s": fixed + kingman_wait_p99(util, service), "instance": offer.instance,
             "instances": instances, "usd_per_hour": usd}, x

@@ -29,6 +29,7 @@ from gpuplan.simulate.arrivals import Workload
 from gpuplan.simulate.decode_instance import DecodeInstanceCost
 from gpuplan.simulate.engine_sim import EngineConfig, StepCost, simulate_engine
 from gpuplan.simulate.metrics import SimMetrics, Slo, summarize
+from gpuplan.simulate.pipeline import pipeline_batch
 from gpuplan.units import GB
 
 __all__ = ["simulate_pd"]
@@ -36,13 +37,16 @@ __all__ = ["simulate_pd"]
 
 def _pool(x: PdInput, cost: StepCost, groups0: int, slo: InferSlo, *, load: InferLoad, cfg: EngineConfig,
           cal: Calibration, one_token: bool) -> tuple[int, SimMetrics] | None:
+    """The fewest groups of `x`'s layout that meet `slo`, simulated; `cost` and `cfg` are those of one of the pp
+    batches a pipeline-parallel group keeps in flight (simulate.pipeline), which takes 1/pp of a group's load."""
+    lanes = max(x.layout.pp, 1)
     headroom = cal.value("load_headroom")
     n_sim = int(cal.value("sim_requests"))
     warm = cal.value("sim_warmup_fraction")
     sim_slo = Slo(ttft_s=slo.ttft_p99_s, tpot_s=slo.tpot_p99_s)
 
     def run(groups: int) -> SimMetrics:
-        w = load.replica_workload(groups, load_factor=1.0 + headroom, num_requests=n_sim)
+        w = load.replica_workload(groups * lanes, load_factor=1.0 + headroom, num_requests=n_sim)
         if one_token:  # a prefill instance hands each request on with its first token
             w = Workload(arrival_s=w.arrival_s, input_len=w.input_len, output_len=np.ones_like(w.output_len),
                          label=f"{w.label} (prefill only)")
@@ -61,8 +65,9 @@ def simulate_pd(f: PdFleet, *, load: InferLoad, slo: InferSlo, cfg: EngineConfig
     """`f`'s record with both pools simulated and re-sized to the SLO; None when a pool cannot meet it."""
     rec = f.record
     link_bw = float(f.kv_link.bandwidth_gbyte_s) * GB
-    dec_cost = DecodeInstanceCost(f.decode.cost, transfer_s_per_token=f.decode.cost.kv_bytes_per_token / link_bw)
-    dec = _pool(f.decode, dec_cost, int(rec["decode"]["groups"]), slo, load=load, cfg=cfg, cal=cal,
+    dec_lane, dec_cfg = pipeline_batch(f.decode.cost, cfg, f.decode.layout.pp)
+    dec_cost = DecodeInstanceCost(dec_lane, transfer_s_per_token=f.decode.cost.kv_bytes_per_token / link_bw)
+    dec = _pool(f.decode, dec_cost, int(rec["decode"]["groups"]), slo, load=load, cfg=dec_cfg, cal=cal,
                 one_token=False)
     if dec is None:
         return None
@@ -71,8 +76,10 @@ def simulate_pd(f: PdFleet, *, load: InferLoad, slo: InferSlo, cfg: EngineConfig
     budget = slo.ttft_p99_s - transfer - m_dec.ttft_s.p99
     if budget <= 0.0:
         return None
-    pre = _pool(f.prefill, f.prefill.cost, int(rec["prefill"]["groups"]),
-                InferSlo(ttft_p99_s=budget, tpot_p99_s=slo.tpot_p99_s), load=load, cfg=cfg, cal=cal, one_token=True)
+    pre_lane, pre_cfg = pipeline_batch(f.prefill.cost, cfg, f.prefill.layout.pp)
+    pre = _pool(f.prefill, pre_lane, int(rec["prefill"]["groups"]),
+                InferSlo(ttft_p99_s=budget, tpot_p99_s=slo.tpot_p99_s), load=load, cfg=pre_cfg, cal=cal,
+                one_token=True)
     if pre is None:
         return None
     g_pre, m_pre = pre
@@ -82,8 +89,8 @@ def simulate_pd(f: PdFleet, *, load: InferLoad, slo: InferSlo, cfg: EngineConfig
     pools = {}
     for name, x, priced, m in (("prefill", f.prefill, p_priced, m_pre), ("decode", f.decode, d_priced, m_dec)):
         groups, usd, offer, instances = priced
-        extra = ({"utilization": load.qps * (1.0 + cal.value("load_headroom")) * rec[name]["prefill_s"] / groups}
-                 if name == "prefill" else {})
+        extra = ({"utilization": load.qps * (1.0 + cal.value("load_headroom")) * rec[name]["prefill_s"]
+                  / (groups * max(x.layout.pp, 1))} if name == "prefill" else {})
         pools[name] = {**rec[name], **extra, "groups": groups, "devices": groups * x.layout.tp * x.layout.pp,
                        "instance": offer.instance, "instances": instances, "usd_per_hour": usd,
                        "simulated": ({"ttft_p99_s": m.ttft_s.p99} if name == "prefill" else
