@@ -28,7 +28,7 @@ from typing import Any
 
 OUT = Path(__file__).parent / "images"
 TRAIN = {"model": "llama3-8b", "tokens": 1e12, "deadline": 30, "top": 5}
-# a China-market serving load: the export-controlled part is listed, marked not recommended
+# a China-market serving load: rentals of export-controlled parts run on cards already in China (a warning)
 INFER = {"model": "qwen2.5-7b", "qps": 5, "ttft_p99": 2, "tpot_p99": 0.05, "market": "cn"}
 COMPARE = ("/compare?job=train&model=llama3-8b&accelerators=h100-sxm5-80gb&accelerators=ascend-910b"
            "&accelerators=h20-96gb&tokens=1e12&deadline=30")

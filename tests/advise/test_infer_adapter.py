@@ -185,11 +185,15 @@ def test_a_serving_fleet_gets_serving_storage_and_power_advice() -> None:
     assert "storage.model_load" not in {x.id for x in advise(f)}
 
 
-def test_every_listed_part_is_checked_for_blocking_findings() -> None:
-    """Regression: choose_fleet stopped at the first clear part, so a blocked part listed below it (an
-    export-restricted H800 in China) showed no mark while one above it did."""
+def test_every_listed_part_is_checked_for_blocking_findings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression: choose_fleet stopped at the first clear part, so a blocked part listed below it showed no mark
+    while one above it did. Renting H800s already in China draws only a warning now (the export rule stops new
+    supply), so a rule that also blocks rentals stands in: the shipped note without its `rented` override."""
     from gpuplan.advise.findings import default_thresholds
     from gpuplan.advise.report_infer import choose_fleet
+    from strict_rules import block_rentals_too
+
+    block_rentals_too(monkeypatch)
 
     spec = load_model("llama3-8b")
     load = InferLoad(qps=5.0, input_len=parse_length_dist(512), output_len=parse_length_dist(128))
@@ -271,3 +275,20 @@ def test_a_quantized_recommendation_says_what_wider_weights_cost_on_its_part() -
     assert serve_wider(run_, best, cat, load=load, constraints=InferConstraints(market="cn", weights=("int4",))) is None
     none = {x.id for x in advise(inference_facts(run_, best, catalog=cat, wider={"weights": None}))}
     assert "precision.quantized_only" in none
+
+
+def test_renting_h800s_in_china_draws_a_warning_not_a_block() -> None:
+    """The shipped rule: a serving fleet rents, so an H800 fleet in China runs on cards already there."""
+    from gpuplan.advise.findings import default_thresholds
+    from gpuplan.advise.report_infer import choose_fleet
+
+    spec = load_model("llama3-8b")
+    load = InferLoad(qps=5.0, input_len=parse_length_dist(512), output_len=parse_length_dist(128))
+    res = plan_inference(spec, load, InferSlo(ttft_p99_s=2.0, tpot_p99_s=0.05), catalog(),
+                         InferConstraints(market="cn", accelerators=("h800-sxm5-80gb",)))
+    r = {"model": spec.name, "load": load.to_json(), "slo": {"ttft_p99_s": 2.0, "tpot_p99_s": 0.05},
+         "engine": "vllm", "plans": res.plans}
+    best, blocked = choose_fleet(r, res.plans, catalog(), default_thresholds(), None)
+    assert best is not None and best["accelerator"] == "h800-sxm5-80gb" and blocked == {}
+    found = {x.id: x for x in advise(inference_facts(r, best, catalog=catalog()))}
+    assert found["market.export"].severity == "warn"

@@ -86,6 +86,17 @@ def test_host_cpu() -> None:
     assert x.severity == "warn" and fig(x, "cores_needed_per_node") > 16
 
 
+def test_host_cpu_does_not_round_a_trace_of_tokenizing_up_to_a_core() -> None:
+    """Regression: 256 A100s pretraining a 7B tokenize 30,605 tokens/s per node online, 0.03 of a core, and the
+    finding said 'size the node for 33 cores (32 for loaders ... plus 0.0 to tokenize online)'."""
+    f = plan_facts("llama3-8b", H100, 8)
+    assert f.server is not None
+    for tok, need in ((0.03, 32.0), (0.45, 33.0), (1.2, 34.0)):
+        x = ids(replace(f, tokenize_cores_per_node=tok, server=None))["host.cpu_unknown"]
+        assert fig(x, "cores_needed_per_node") == need
+        assert f"{need:.0f} cores" in x.message["en"]
+
+
 def test_host_cpu_of_a_serving_fleet_speaks_of_serving() -> None:
     """A serving plan's host-CPU finding had told a fleet to 'pre-tokenize the data offline' and counted 'loaders'."""
     f = plan_facts("llama3-8b", H100, 8)

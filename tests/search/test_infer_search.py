@@ -344,10 +344,14 @@ def test_an_expert_group_spans_instances_only_where_it_was_timed_on_their_link()
     assert price_layout([four], 16, lay, span=True) == (40.0, four, 4)
 
 
-def test_the_rdma_advice_never_names_a_blocked_part() -> None:
-    """Regression: the RDMA what-if for DeepSeek-V3 in China named 32 x H800 (84% cheaper), a part the export rule
-    removes from every recommendation there; the advisor now names only parts it could recommend."""
+def test_the_rdma_advice_never_names_a_blocked_part(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression: the RDMA what-if for DeepSeek-V3 in China named 32 x H800 (84% cheaper), a part a blocking rule
+    removed from every recommendation there; the advisor names only parts it could recommend. (Renting H800s
+    already in China draws only a warning now: the export rule as it read then stands in, blocking rentals too.)"""
     from gpuplan.advise.report_infer import inference_report
+    from strict_rules import block_rentals_too
+
+    block_rentals_too(monkeypatch)
 
     spec = load_model("deepseek-v3")
     load = InferLoad(qps=30.0, input_len=LengthDist.fixed(2000), output_len=LengthDist.fixed(500))

@@ -182,15 +182,39 @@ def test_the_smallest_cluster_is_counted_in_the_devices_it_pays_for() -> None:
 
 
 def test_compare_shows_a_blocked_part_with_its_plan_marked() -> None:
-    """Regression: `compare --market cn` showed '-' for every figure of A100 and H800 rentals (the rule rules them
-    out: market.export), while `plan train` lists them with their time and cost, marked. Both now show the plan."""
+    """Regression: `compare --market cn` showed '-' for every figure of a part the rule rules out (market.export),
+    while `plan train` lists it with its time and cost, marked. Both now show the plan. For a pretraining run China
+    has no H800 cluster to rent (the catalog's H800 rentals are single servers): the plan buys one, which the
+    2023-10 rule blocks."""
     spec = get_preset("llama3-8b").spec
-    doc = compare_training(spec, _job(), CAT, ["a100-sxm4-80gb", "ascend-910b2"], PlanConstraints(market="cn"),
-                           tokens=2e10)
-    a100, ascend = doc["options"]
-    assert a100["plan"] is not None and a100["plan"]["time_s"] > 0 and a100["not_recommended"] == "market.export"
-    assert any(f["id"] == "market.export" and f["severity"] == "critical" for f in a100["findings"])
+    doc = compare_training(spec, _job(), CAT, ["h800-sxm5-80gb", "ascend-910b2"],
+                           PlanConstraints(market="cn", deadline_days=30), tokens=1e12)
+    h800, ascend = doc["options"]
+    assert h800["plan"] is not None and h800["plan"]["time_s"] > 0 and h800["not_recommended"] == "market.export"
+    assert h800["plan"]["offer"] is None  # an own cluster
+    assert any(f["id"] == "market.export" and f["severity"] == "critical" for f in h800["findings"])
     assert ascend["plan"] is not None and ascend["not_recommended"] is None
+
+
+def test_renting_cards_already_in_china_is_not_blocked_by_export_rules() -> None:
+    """Regression: a Chinese team pretraining a 7B in 30 days was recommended 256 Ascend 910B to buy (9.5M USD) while
+    an A100 InfiniBand cluster for rent in China (155k USD) was 'not recommended: market.export'. The rule stops new
+    shipments, not renting the installed base (the catalog's A100 note: 'installed base still rented in Chinese
+    clouds'): the rental now draws a warning that the pool cannot grow, and only buying the part is blocked."""
+    spec = get_preset("llama3-8b").spec
+    cons = PlanConstraints(market="cn", deadline_days=30)
+    doc = compare_training(spec, _job(), CAT, ["a100-sxm4-80gb", "ascend-910b2"], cons, tokens=1e12)
+    a100 = doc["options"][0]
+    assert a100["plan"]["offer"] == "cn-rental-a100-80gb-ib-cluster" and a100["not_recommended"] is None
+    export = [f for f in a100["findings"] if f["id"] == "market.export"]
+    assert len(export) == 1 and export[0]["severity"] == "warn"
+    assert "installed base" in export[0]["message"]["en"] and "存量" in export[0]["message"]["zh"]
+    report = training_report(spec, _job(), CAT, cons, tokens=1e12)
+    rec = report["recommendation"]
+    assert rec["accelerator"] == "a100-sxm4-80gb" and rec["offer"] == "cn-rental-a100-80gb-ib-cluster"
+    # buying the same part stays ruled out: its own clusters are marked under the part's key, not the rental's
+    assert report["not_recommended"].get("a100-sxm4-80gb") == "market.export"
+    assert "a100-sxm4-80gb (cn-rental-a100-80gb-ib-cluster)" not in report["not_recommended"]
 
 
 def test_a_critical_export_finding_removes_the_part_from_the_recommendation() -> None:
@@ -216,13 +240,17 @@ def test_network_option_plans_every_part_on_that_fabric(net: str, nics: float) -
 def test_every_listed_training_part_is_checked_for_blocking_findings() -> None:
     """Regression: `plan train -m llama3-8b --tokens 2e10 --market cn` listed A100 and H800 rentals unmarked below
     the recommended Ascend plan (the rule stopped at its pick), while `compare` of the same parts marked them
-    not recommended (market.export). Every listed part is judged, wherever the pick falls."""
+    not recommended (market.export). Every listed part is judged, wherever the pick falls: its own clusters and its
+    rentals apart, since the rule stops buying new A100/H800 in China, not renting the cards already there."""
     spec = get_preset("llama3-8b").spec
     parts = ("ascend-910b2", "a100-sxm4-80gb", "h800-sxm5-80gb")
     doc = training_report(spec, _job(), CAT, PlanConstraints(market="cn", accelerators=parts), tokens=2e10)
     assert doc["recommendation"] is not None and doc["recommendation"]["accelerator"] == "ascend-910b2"
+    # buying either is ruled out (keyed by the part: its own clusters) ...
     assert doc["not_recommended"] == {"a100-sxm4-80gb": "market.export", "h800-sxm5-80gb": "market.export"}
-    assert {r["accelerator"]: r["not_recommended"] for r in doc["runners_up"]} == doc["not_recommended"]
+    # ... renting them in China is not (the runners-up are rentals, unmarked; their export finding is a warning)
+    assert {r["accelerator"] for r in doc["runners_up"]} == {"a100-sxm4-80gb", "h800-sxm5-80gb"}
+    assert all(r["offer"] and r["not_recommended"] is None for r in doc["runners_up"])
     # the same parts in the global market draw no export finding: nothing is marked
     glob = training_report(spec, _job(), CAT, PlanConstraints(market="global", accelerators=parts[1:]), tokens=2e10)
     assert glob["not_recommended"] == {}

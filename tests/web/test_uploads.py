@@ -329,31 +329,47 @@ def test_form_upload_errors(fresh: Any, data: bytes, status: int, needle: str) -
     assert needle in _text(r.text, "form-error")
 
 
-# -- serving: parts blocking findings rule out --------------------------------------------------------------
-def test_serving_plan_marks_not_recommended_parts(client: Any) -> None:
+# -- serving: parts blocking findings rule out; rentals in China run on the installed base ---------------------
+def test_serving_in_china_rents_the_installed_base(client: Any) -> None:
+    """Regression: every A100/A800/H800 fleet in China was 'not recommended: market.export', though a serving fleet
+    rents cards already there and the rule stops new shipments; the A800 rental is the cheapest plan now and carries
+    a warning, in both languages."""
     r = client.post("/api/v1/plan/infer", json={**INFER, "market": "cn"})
     out = r.json()
-    # every listed part under China's export rules is marked, those ranked below the recommendation too
-    assert out["not_recommended"]["a800-sxm4-80gb"] == "market.export"
-    assert set(out["not_recommended"].values()) == {"market.export"}
-    assert all(p.startswith(("a100-", "a800-", "h800-", "h100-")) for p in out["not_recommended"])
+    assert "market.export" not in out["not_recommended"].values()
+    assert out["recommended"]["accelerator"].startswith(("a800-", "a100-", "h800-"))
     en = client.get(f"/p/{out['plan_id']}?lang=en").text
+    assert not re.findall(r'<tr class="[^"]*blocked">', en)
+    assert "rented from cards already in China" in en
+    assert "已在中国境内的存量卡" in client.get(f"/p/{out['plan_id']}?lang=zh").text
+
+
+def test_serving_plan_page_marks_a_part_a_blocking_finding_rules_out(client: Any) -> None:
+    """The page marks every listed plan of a part in `not_recommended` (here set in an imported result: no shipped
+    rule blocks a rented fleet now) and never as the recommended row."""
+    out = client.post("/api/v1/plan/infer", json={**INFER, "market": "cn"}).json()
+    doc = client.get(f"/api/v1/plans/{out['plan_id']}", params={"download": "1"}).json()
+    part = next(p["accelerator"] for p in doc["plans"] if p["accelerator"] != doc["recommended"]["accelerator"])
+    doc["not_recommended"] = {part: "market.export"}
+    r = client.post("/api/v1/plans/import", json=doc)
+    assert r.status_code == 201, r.text
+    pid = r.json()["plan_id"]
+    en = client.get(f"/p/{pid}?lang=en").text
     rows = re.findall(r"<tr class=\"[^\"]*blocked\"><td>(.*?)</td>", en, re.S)
-    assert rows and all(any(p in r for p in out["not_recommended"]) and "not recommended: market.export" in r
-                        for r in rows)
-    assert not any("a800-sxm4-80gb" in r for r in re.findall(r'<tr class="recommended">(.*?)</tr>', en, re.S))
-    zh = client.get(f"/p/{out['plan_id']}?lang=zh").text
-    assert "不予推荐：market.export" in zh
+    assert rows and all(part in row and "not recommended: market.export" in row for row in rows)
+    assert not any(part in row for row in re.findall(r'<tr class="recommended">(.*?)</tr>', en, re.S))
+    assert "不予推荐：market.export" in client.get(f"/p/{pid}?lang=zh").text
 
 
-def test_serving_compare_marks_not_recommended_parts(fresh: Any) -> None:
-    q = ("/compare?lang=en&job=serve&model=llama3.1-8b&accelerators=a800-sxm4-80gb&accelerators=h20-96gb"
-         "&market=cn&qps=5&ttft_p99=2&tpot_p99=0.05")
+def test_training_compare_marks_not_recommended_parts(fresh: Any) -> None:
+    """Buying H800s in China for a pretraining run (no H800 cluster to rent there) is ruled out and marked;
+    the Ascend part is not."""
+    q = ("/compare?lang=en&job=train&model=llama3-8b&accelerators=h800-sxm5-80gb&accelerators=ascend-910b2"
+         "&market=cn&tokens=1e12&deadline=30")
     html = fresh.get(q).text
     table = _text(html, "options")
-    assert "a800-sxm4-80gb (not recommended: market.export)" in table
-    assert "h20-96gb (not" not in table
-    assert "not recommended: market.export" in _text(html, "option-notes")
+    h800, ascend = table.split("h800-sxm5-80gb own cluster", 1)[1].split("ascend-910b2 own cluster", 1)
+    assert "not recommended: market.export" in h800 and "not recommended" not in ascend
 
 
 def test_a_serving_plan_page_names_the_disaggregated_fleet_as_the_cli_does(client: Any) -> None:

@@ -137,6 +137,12 @@ def _growth(spec: ModelSpec, job: TrainingJob, catalog: Catalog, hw: ClusterHard
                   data_time_s=data_time)
 
 
+def _offer_market(catalog: Catalog, offer: object) -> str | None:
+    """The catalog market of a rented offer (where its cards are), None for none."""
+    inst = catalog.instances.get(offer) if isinstance(offer, str) else None
+    return inst.market if inst is not None else None
+
+
 def training_facts(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, fig: Mapping[str, Any], *,
                    catalog: Catalog, tokens: float | None, calibration: Calibration | None = None,
                    thresholds: Thresholds | None = None, deadline_days: float | None = None,
@@ -206,7 +212,7 @@ def training_facts(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, fig: 
         memory_fp8_bytes=variants.get("fp8_mem"),
         growth=_growth(spec, job, catalog, hw, fig, tokens, th.value("growth_factor"), cal) if growth else None,
         deadline_s=deadline_days * 86400.0 if deadline_days else None, market=market, provider=provider,
-        hosting=hosting,
+        hosting=hosting, hosting_market=_offer_market(catalog, offer),
         requirements=requirements or Requirements(),
         calibration=fig.get("assumptions", {}).get("calibration", {}),
     )

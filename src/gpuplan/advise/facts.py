@@ -88,6 +88,7 @@ class PlanFacts:
     # who houses the servers: "rented" (a provider's offer: it powers and cools the racks), "owned" (the team buys
     # and hosts them), None (not known: findings about racks and power speak conditionally)
     hosting: Literal["rented", "owned"] | None = None
+    hosting_market: str | None = None  # where a rented offer's cards are (its catalog market)
     requirements: Requirements = field(default_factory=Requirements)
     calibration: Mapping[str, Any] = field(default_factory=dict)
     # inference: devices of one replica (the unit that talks over the network) and serving figures

@@ -44,8 +44,9 @@ from gpuplan.workload.jobs import TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
-__all__ = ["BLOCKING_FINDINGS", "REPORT_SCHEMA", "choose", "compare_training", "plan_hardware", "plan_summary",
-           "max_days", "recommend", "recommend_rule", "target_days", "training_report"]
+__all__ = ["BLOCKING_FINDINGS", "REPORT_SCHEMA", "blocked_finding", "choose", "compare_training", "max_days",
+           "option_key", "plan_hardware", "plan_summary", "recommend", "recommend_rule", "target_days",
+           "training_report"]
 
 REPORT_SCHEMA = "gpuplan.report/1"
 MEMORY_PARTS = ("weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes", "kv_cache_bytes",
@@ -252,6 +253,21 @@ def _facts_for(plan: dict[str, Any], spec: ModelSpec, job: TrainingJob, catalog:
                           growth=not light, fabric_variants=not light)
 
 
+def option_key(plan: Mapping[str, Any]) -> str:
+    """What a blocked plan is listed under in `not_recommended`: its accelerator, and for a rental also the offer.
+    A rule can read where the cards are (export control: renting stock already in a market is not buying new), so a
+    blocked own cluster of a part does not rule out that part's rentals, nor a blocked rental the part's clusters."""
+    option = plan.get("hardware_option")
+    # a plan carries its hardware option; a plan_summary only the offer it rents (None for an own cluster)
+    offer = (option.get("offer") if option.get("kind") == "offer" else None) if option else plan.get("offer")
+    return f"{plan['accelerator']} ({offer})" if offer else str(plan["accelerator"])
+
+
+def blocked_finding(plan: Mapping[str, Any], blocked: Mapping[str, str]) -> str | None:
+    """The blocking finding that rules `plan`'s hardware option out (`not_recommended`), or None."""
+    return blocked.get(option_key(plan))
+
+
 def choose(plans: Sequence[dict[str, Any]], spec: ModelSpec, job: TrainingJob, catalog: Catalog, cal: Calibration,
            th: Thresholds, cons: PlanConstraints, tokens: float, requirements: Requirements | None,
            light: bool = False, skip_blocked: bool = True
@@ -263,7 +279,7 @@ def choose(plans: Sequence[dict[str, Any]], spec: ModelSpec, job: TrainingJob, c
     marked, for a part the rule rules out)."""
     tol = th.value("recommend_cost_tolerance")
     target = target_days(cons, th)
-    excluded: dict[str, str] = {}
+    excluded: dict[str, tuple[str, str]] = {}  # option_key -> (accelerator, finding)
     pool = list(plans)
     while pool:
         picked = recommend_rule(pool, tol, target, max_days(cons, th), th.value("recommend_dominance_margin"),
@@ -276,13 +292,14 @@ def choose(plans: Sequence[dict[str, Any]], spec: ModelSpec, job: TrainingJob, c
         blocks = _blocking(findings)
         if not blocks or not skip_blocked:
             rule["deadline_days"] = cons.deadline_days
-            rule["excluded"] = [{"accelerator": a, "finding": f} for a, f in excluded.items()]
+            rule["excluded"] = [{"accelerator": a, "option": k, "finding": f} for k, (a, f) in excluded.items()]
             return best, rule, facts, findings
-        excluded[best["accelerator"]] = blocks[0].id
-        pool = [p for p in pool if p["accelerator"] != best["accelerator"]]
+        key = option_key(best)
+        excluded[key] = (best["accelerator"], blocks[0].id)
+        pool = [p for p in pool if option_key(p) != key]
     rule = {"measure": None, "recommend_cost_tolerance": tol, "target_days": target, "outcome": "none",
             "deadline_days": cons.deadline_days,
-            "excluded": [{"accelerator": a, "finding": f} for a, f in excluded.items()]}
+            "excluded": [{"accelerator": a, "option": k, "finding": f} for k, (a, f) in excluded.items()]}
     return None, rule, None, []
 
 
@@ -297,7 +314,7 @@ def training_report(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: P
     tol = th.value("recommend_cost_tolerance")
     target = target_days(cons, th)
     best, rule, facts, findings = choose(res.plans, spec, job, catalog, cal, th, cons, tokens, requirements)
-    blocked = {e["accelerator"]: e["finding"] for e in rule["excluded"]}
+    blocked = {e["option"]: e["finding"] for e in rule["excluded"]}
     doc: dict[str, Any] = {"schema": REPORT_SCHEMA, "kind": "train", "generated": dt.date.today().isoformat(),
                            "gpuplan_version": __version__, "job": _job(spec, job, tokens, cons),
                            "candidates_evaluated": res.candidates_evaluated, "rejected": res.rejected,
@@ -313,14 +330,21 @@ def training_report(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: P
                                      deadline_days=cons.deadline_days)
                            for v in others.values()) if r is not None]
     runners.sort(key=lambda p: (p.get("cost_usd") is None, p.get("cost_usd") or 0.0, p["time_to_train_s"]))
-    # every listed part is judged as the recommendation is, not only those the rule reached before its pick: a
-    # part whose own best plan draws a blocking finding is marked wherever it is listed (the same mark compare shows)
-    for r in runners:
-        if r["accelerator"] not in blocked:
-            hits = _blocking(advise(_facts_for(r, spec, job, catalog, cal, th, cons, tokens, requirements,
-                                               light=True), th))
-            if hits:
-                blocked[r["accelerator"]] = hits[0].id
+    # every listed part is judged as the recommendation is, not only those the rule reached before its pick: the best
+    # plan of each part's own clusters and of its rentals (a rule can read where the cards are: option_key) is
+    # checked, and a blocked one is marked wherever that option is listed (the same mark compare shows)
+    options: dict[tuple[str, bool], list[dict[str, Any]]] = {}
+    for p in res.plans:
+        options.setdefault((p["accelerator"], option_key(p) != p["accelerator"]), []).append(p)
+    for group in options.values():
+        r = recommend(group, tol, target, max_days(cons, th), th.value("recommend_dominance_margin"),
+                      deadline_days=cons.deadline_days)
+        if r is None or option_key(r) in blocked or option_key(r) == option_key(best):
+            continue
+        hits = _blocking(advise(_facts_for(r, spec, job, catalog, cal, th, cons, tokens, requirements, light=True),
+                                th))
+        if hits:
+            blocked[option_key(r)] = hits[0].id
     scaling = [plan_summary(p) for p in sorted(
         (p for p in res.plans if p["accelerator"] == best["accelerator"]), key=lambda p: p["devices"])]
     if len(scaling) < 3:  # deadline or budget cut the curve: re-run the planner for this part alone
@@ -332,7 +356,7 @@ def training_report(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: P
     doc.update(
         recommendation=_with_trust(best, rule, res.plans, spec, job, catalog, cal, th, cons, tokens, requirements,
                                    findings),
-        runners_up=[{**plan_summary(p), "not_recommended": blocked.get(p["accelerator"])}
+        runners_up=[{**plan_summary(p), "not_recommended": blocked_finding(p, blocked)}
                     for p in runners[:runners_up]],
         pareto=[plan_summary(p) for p in res.pareto],
         plans=[{"accelerator": p["accelerator"], "devices": p["devices"], "days": p["time_to_train_s"] / 86400.0,

@@ -71,9 +71,12 @@ def export(f: PlanFacts, th: Thresholds) -> list[Finding]:
     for note in advise_data("compliance")["export_notes"]:
         if market not in note["markets"] or not any(f.accelerator.id.startswith(p) for p in note["applies_to"]):
             continue
+        # a rental in the market runs on the provider's cards already there: the rule limits new supply, not that
+        rented = note.get("rented") if f.hosting == "rented" and f.hosting_market == market else None
+        text = rented or note
         figs = (_data("date", note["date"], "", f"{_COMP}: {note['source']}"),)
-        out.append(make_finding("market.export", note["severity"], figs, (), acc=f.accelerator.id, market=market,
-                                note_en=note["en"], note_zh=note["zh"], date=note["date"]))
+        out.append(make_finding("market.export", text["severity"], figs, (), acc=f.accelerator.id, market=market,
+                                note_en=text["en"], note_zh=text["zh"], date=note["date"]))
     return out
 
 

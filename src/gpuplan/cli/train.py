@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from gpuplan.advise.findings import load_thresholds
-from gpuplan.advise.report_train import training_report
+from gpuplan.advise.report_train import blocked_finding, training_report
 from gpuplan.bench.calibrate import load_user_calibration
 from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_report, save_report_quiet
 from gpuplan.cli.common import console, fail, flag, note, positives, print_json, warn
@@ -364,8 +364,8 @@ def _print_plans(model: str, tokens: float, res: Any, doc: dict[str, Any], cons:
         where = offer_text(p, language)
         if is_rec(p):
             where += "; " + tr("cli.plan.recommended_mark", language)
-        if p["accelerator"] in blocked:
-            where += "; " + tr("report.not_recommended", language, finding=blocked[p["accelerator"]])
+        if (hit := blocked_finding(p, blocked)) is not None:
+            where += "; " + tr("report.not_recommended", language, finding=hit)
         t.add_row(f"{p['accelerator']}\n({where})", str(p["devices"]),
                   layout_text(lay),
                   band_duration(p["time_to_train_s"], (p.get("band") or {}).get("time_to_train_s"), language),

@@ -199,7 +199,7 @@ def rule_line(rec: Mapping[str, Any], lang: str) -> str:
     if rule.get("dominated"):
         line += " " + tr("report.rec.dominated", lang, n=rule["dominated"], margin=rule["dominance_margin"])
     for ex in rule.get("excluded") or ():
-        line += " " + tr("report.rec.excluded", lang, acc=ex["accelerator"], finding=ex["finding"])
+        line += " " + tr("report.rec.excluded", lang, acc=ex.get("option") or ex["accelerator"], finding=ex["finding"])
     return line
 
 
