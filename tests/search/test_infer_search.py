@@ -430,3 +430,19 @@ def test_every_part_that_can_serve_shows_its_cheapest_fleet() -> None:
     assert not parts & set(missing)
     costs = [p["cost_usd_per_hour"] for p in res.plans]
     assert costs == sorted(costs)
+
+
+def test_a_quantized_fleet_is_not_chosen_over_a_16_bit_one_at_the_same_price() -> None:
+    """Regression: Qwen2.5-7B at 5 req/s in China was recommended on one A800 with int4 weights, while the same card
+    at the same price serves it in bf16 within the SLO (the tie went to the faster int4 step, and bf16 was cut from
+    the part's tries): quantizing that saves nothing only costs quality."""
+    from gpuplan.units import DTYPE_BYTES
+
+    load = InferLoad(qps=5.0, input_len=LengthDist.fixed(512), output_len=LengthDist.fixed(256))
+    res = plan_inference(load_model("qwen2.5-7b"), load, InferSlo(ttft_p99_s=2.0, tpot_p99_s=0.05), _catalog(),
+                         InferConstraints(market="cn"))
+    best = res.plans[0]
+    assert best["weights"] == "bf16"
+    for a, b in zip(res.plans, res.plans[1:], strict=False):
+        if (a["cost_usd_per_hour"], a["devices"]) == (b["cost_usd_per_hour"], b["devices"]):
+            assert DTYPE_BYTES[a["weights"]] >= DTYPE_BYTES[b["weights"]]

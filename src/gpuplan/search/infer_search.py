@@ -42,7 +42,7 @@ from gpuplan.search.infer_whatif import rdma_what_if
 from gpuplan.search.plan_trust import meets_trust, serving_bands, serving_confidence
 from gpuplan.search.train_search import PlanConstraints, policy_rejection
 from gpuplan.simulate.engine_sim import EngineConfig
-from gpuplan.units import GIB
+from gpuplan.units import DTYPE_BYTES, GIB
 from gpuplan.workload.engines import EngineProfile, engine
 from gpuplan.workload.jobs import SERVED_WEIGHTS, InferenceJob
 from gpuplan.workload.model_spec import ModelSpec
@@ -242,7 +242,9 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
     if not cands:
         int4_bytes = counts.total * matrix_bytes_per_param(spec, InferenceJob(weights="int4"))
         _no_plan(spec, slo, cons, rejected, best, int4_bytes, largest, considered, prof)
-    cands.sort(key=lambda c: (c.usd_per_hour, c.replicas * c.layout.tp * c.layout.pp, c.tpot0))
+    # at one price and size, the widest weights first: quantizing that saves nothing only costs quality
+    cands.sort(key=lambda c: (c.usd_per_hour, c.replicas * c.layout.tp * c.layout.pp, -DTYPE_BYTES[c.weights],
+                              c.tpot0))
     plans, simulated, near = verify_candidates(cands, load, slo, cfg, cal, prof, rejected, cons.max_devices)
     if not plans:
         closest = (f"the closest simulated fleet, {near['on']}, reached p99 TTFT {near['ttft_p99_s']:.3f} s and "
@@ -251,7 +253,7 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
                          allowed="an SLO that a simulated fleet meets under the load",
                          hint=f"nearest feasible: {closest}; unloaded, the best p99-prompt TTFT is "
                               f"{best.get('ttft_s', math.nan):.3f} s on {best.get('ttft_on')}; relax the SLO")
-    plans.sort(key=lambda p: (p["cost_usd_per_hour"], p["devices"]))
+    plans.sort(key=lambda p: (p["cost_usd_per_hour"], p["devices"], -DTYPE_BYTES[p["weights"]]))
     plans = _with_trust(plans, catalog, prof, spec, cons, rejected)
     # one per part, cheapest first: the advisor names the cheapest whose part draws no blocking finding in its
     # market (as the recommendation does) and saves enough against the recommended fleet
