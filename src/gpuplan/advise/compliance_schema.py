@@ -1,0 +1,68 @@
+"""The schema of advise/data/compliance.yaml: export-control notes, data-residency rules, compliance levels.
+
+The rules read the file as plain data (`findings.advise_data("compliance")`); it is checked against these models
+when it is loaded, so a misspelt key (`rentd:`) is an error naming it instead of a note silently ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["ComplianceFile"]
+
+_STRICT = ConfigDict(extra="forbid", frozen=True)
+Market = Literal["cn", "global"]
+
+
+class RentedNote(BaseModel):
+    """How a note reads for a plan that rents the part from a provider in the note's market."""
+
+    model_config = _STRICT
+
+    severity: Literal["info", "warn", "critical"]
+    en: str = Field(min_length=1)
+    zh: str = Field(min_length=1)
+
+
+class ExportNote(BaseModel):
+    model_config = _STRICT
+
+    id: str = Field(min_length=1)
+    date: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
+    applies_to: tuple[str, ...] = Field(min_length=1)  # accelerator id prefixes
+    markets: tuple[Market, ...] = Field(min_length=1)
+    severity: Literal["info", "warn", "critical"]
+    en: str = Field(min_length=1)
+    zh: str = Field(min_length=1)
+    source: str = Field(min_length=1)
+    rented: RentedNote | None = None
+
+
+class ResidencyRule(BaseModel):
+    model_config = _STRICT
+
+    en: str = Field(min_length=1)
+    zh: str = Field(min_length=1)
+    source: str = Field(min_length=1)
+    markets: tuple[Market, ...] = Field(min_length=1)
+
+
+class ComplianceLevel(BaseModel):
+    model_config = _STRICT
+
+    name: str = Field(min_length=1)
+    source: str = Field(min_length=1)
+    providers: tuple[str, ...] = Field(min_length=1)
+    as_of: str = Field(min_length=1)
+
+
+class ComplianceFile(BaseModel):
+    model_config = _STRICT
+
+    schema_version: Literal[1]
+    as_of: str
+    export_notes: tuple[ExportNote, ...]
+    data_residency: dict[str, ResidencyRule]
+    compliance_levels: dict[str, ComplianceLevel]
