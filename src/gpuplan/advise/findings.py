@@ -103,8 +103,8 @@ def advise_data(name: str) -> dict[str, Any]:
     """One YAML file of advise/data (thresholds, ecosystem, compliance, tco)."""
     path = resources.files("gpuplan.advise") / "data" / f"{name}.yaml"
     data: dict[str, Any] = yamlio.safe_load(path.read_text(encoding="utf-8"))
-    if name == "compliance":  # unknown keys are errors, not notes silently ignored
-        from gpuplan.advise.compliance_schema import ComplianceFile
+    from gpuplan.advise.data_schema import SCHEMAS
 
-        ComplianceFile.model_validate(data)
+    if name in SCHEMAS:  # unknown keys are errors, not notes silently ignored
+        SCHEMAS[name].model_validate(data)
     return data

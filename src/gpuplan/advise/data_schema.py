@@ -1,7 +1,8 @@
-"""The schema of advise/data/compliance.yaml: export-control notes, data-residency rules, compliance levels.
+"""The schemas of advise/data/compliance.yaml (export-control notes, data-residency rules, compliance levels) and
+advise/data/ecosystem.yaml (porting risk per software stack, consumer parts).
 
-The rules read the file as plain data (`findings.advise_data("compliance")`); it is checked against these models
-when it is loaded, so a misspelt key (`rentd:`) is an error naming it instead of a note silently ignored.
+The rules read the files as plain data (`findings.advise_data`); each is checked against its model when it is
+loaded, so a misspelt key (`rentd:`) is an error naming it instead of a note silently ignored.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ComplianceFile"]
+__all__ = ["SCHEMAS", "ComplianceFile", "EcosystemFile"]
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 Market = Literal["cn", "global"]
@@ -66,3 +67,37 @@ class ComplianceFile(BaseModel):
     export_notes: tuple[ExportNote, ...]
     data_residency: dict[str, ResidencyRule]
     compliance_levels: dict[str, ComplianceLevel]
+
+
+class Stack(BaseModel):
+    """A software stack's porting risk, what runs on it, and QLoRA's 4-bit kernels there."""
+
+    model_config = _STRICT
+
+    risk: Literal["low", "medium", "high"]
+    poc_weeks: float = Field(ge=0)
+    frameworks: str = Field(min_length=1)
+    caveat: str
+    fp8_framework: str | None = None
+    source: str = Field(min_length=1)
+    qlora_4bit: Literal["official", "experimental", "none"]
+    qlora_4bit_source: str = Field(min_length=1)
+
+
+class ConsumerParts(BaseModel):
+    model_config = _STRICT
+
+    ids: tuple[str, ...] = Field(min_length=1)
+    source: str = Field(min_length=1)
+
+
+class EcosystemFile(BaseModel):
+    model_config = _STRICT
+
+    schema_version: Literal[1]
+    as_of: str
+    stacks: dict[str, Stack]
+    consumer_parts: ConsumerParts
+
+
+SCHEMAS: dict[str, type[BaseModel]] = {"compliance": ComplianceFile, "ecosystem": EcosystemFile}

@@ -1,4 +1,4 @@
-"""advise/data/compliance.yaml is checked against its schema when it is loaded."""
+"""advise/data/compliance.yaml and ecosystem.yaml are checked against their schemas when they are loaded."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import pytest
 from pydantic import ValidationError
 
 from gpuplan import yamlio
-from gpuplan.advise.compliance_schema import ComplianceFile
+from gpuplan.advise.data_schema import ComplianceFile, EcosystemFile
 from gpuplan.advise.findings import advise_data
 
 
-def _shipped() -> dict[str, object]:
-    path = resources.files("gpuplan.advise") / "data" / "compliance.yaml"
+def _shipped(name: str = "compliance") -> dict[str, object]:
+    path = resources.files("gpuplan.advise") / "data" / f"{name}.yaml"
     data: dict[str, object] = yamlio.safe_load(path.read_text(encoding="utf-8"))
     return data
 
@@ -36,3 +36,13 @@ def test_a_misspelt_key_is_an_error_naming_it(where: str, key: str) -> None:
         data[key] = []
     with pytest.raises(ValidationError, match=key):
         ComplianceFile.model_validate({**data, "export_notes": notes})
+
+
+def test_the_ecosystem_file_validates_and_rejects_a_misspelt_stack_key() -> None:
+    eco = EcosystemFile.model_validate(advise_data("ecosystem"))
+    assert eco.stacks["cuda"].qlora_4bit == "official" and eco.stacks["cann"].qlora_4bit == "none"
+    data = _shipped("ecosystem")
+    stacks = {k: dict(v) for k, v in data["stacks"].items()}  # type: ignore[attr-defined]
+    stacks["cuda"]["qlora4bit"] = "official"
+    with pytest.raises(ValidationError, match="qlora4bit"):
+        EcosystemFile.model_validate({**data, "stacks": stacks})
