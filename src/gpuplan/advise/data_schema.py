@@ -15,87 +15,77 @@ __all__ = ["SCHEMAS", "ComplianceFile", "EcosystemFile"]
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 Market = Literal["cn", "global"]
+Severity = Literal["info", "warn", "critical"]
 
 
-class RentedNote(BaseModel):
-    """How a note reads for a plan that rents the part from a provider in the note's market."""
-
+class _Strict(BaseModel):
     model_config = _STRICT
 
-    severity: Literal["info", "warn", "critical"]
+
+class _Sourced(_Strict):
+    source: str = Field(min_length=1)
+
+
+class _Texts(_Strict):
+    """The same statement in English and Chinese."""
+
     en: str = Field(min_length=1)
     zh: str = Field(min_length=1)
 
 
-class ExportNote(BaseModel):
-    model_config = _STRICT
+class RentedNote(_Texts):
+    """How a note reads for a plan that rents the part from a provider in the note's market."""
 
+    severity: Severity
+
+
+class ExportNote(_Texts, _Sourced):
     id: str = Field(min_length=1)
     date: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
     applies_to: tuple[str, ...] = Field(min_length=1)  # accelerator id prefixes
     markets: tuple[Market, ...] = Field(min_length=1)
-    severity: Literal["info", "warn", "critical"]
-    en: str = Field(min_length=1)
-    zh: str = Field(min_length=1)
-    source: str = Field(min_length=1)
+    severity: Severity
     rented: RentedNote | None = None
 
 
-class ResidencyRule(BaseModel):
-    model_config = _STRICT
-
-    en: str = Field(min_length=1)
-    zh: str = Field(min_length=1)
-    source: str = Field(min_length=1)
+class ResidencyRule(_Texts, _Sourced):
     markets: tuple[Market, ...] = Field(min_length=1)
 
 
-class ComplianceLevel(BaseModel):
-    model_config = _STRICT
-
+class ComplianceLevel(_Sourced):
     name: str = Field(min_length=1)
-    source: str = Field(min_length=1)
     providers: tuple[str, ...] = Field(min_length=1)
     as_of: str = Field(min_length=1)
 
 
-class ComplianceFile(BaseModel):
-    model_config = _STRICT
-
+class _DataFile(_Strict):
     schema_version: Literal[1]
     as_of: str
+
+
+class ComplianceFile(_DataFile):
     export_notes: tuple[ExportNote, ...]
     data_residency: dict[str, ResidencyRule]
     compliance_levels: dict[str, ComplianceLevel]
 
 
-class Stack(BaseModel):
+class Stack(_Sourced):
     """A software stack's porting risk, what runs on it, and QLoRA's 4-bit kernels there."""
-
-    model_config = _STRICT
 
     risk: Literal["low", "medium", "high"]
     poc_weeks: float = Field(ge=0)
     frameworks: str = Field(min_length=1)
     caveat: str
     fp8_framework: str | None = None
-    source: str = Field(min_length=1)
     qlora_4bit: Literal["official", "experimental", "none"]
     qlora_4bit_source: str = Field(min_length=1)
 
 
-class ConsumerParts(BaseModel):
-    model_config = _STRICT
-
+class ConsumerParts(_Sourced):
     ids: tuple[str, ...] = Field(min_length=1)
-    source: str = Field(min_length=1)
 
 
-class EcosystemFile(BaseModel):
-    model_config = _STRICT
-
-    schema_version: Literal[1]
-    as_of: str
+class EcosystemFile(_DataFile):
     stacks: dict[str, Stack]
     consumer_parts: ConsumerParts
 
