@@ -164,6 +164,18 @@ def test_local_nvme_is_what_the_job_stages_and_caches() -> None:
     assert "tokenized dataset" in found.message["en"] and "已分词数据" in found.message["zh"]
 
 
+def test_the_dataset_share_reads_the_models_vocabulary_not_its_name() -> None:
+    """Regression: the rule re-resolved the model from the plan's display name to learn its vocabulary, so a model
+    given as a config.json (no preset of that name) was costed at int32 ids; a 32k vocabulary stores uint16."""
+    f = plan_facts("llama2-7b", "ascend-910b", 64, tokens=1e12)
+    assert f.vocab_size == 32000
+    uploaded = replace(f, model="my-finetune (config.json)", server=None)
+    found = ids(uploaded)["host.nvme_unknown"]
+    assert fig(found, "dataset_share_per_node") == pytest.approx(1e12 * 2 / 8 / 1e12)
+    unknown = ids(replace(uploaded, vocab_size=None))["host.nvme_unknown"]
+    assert fig(unknown, "dataset_share_per_node") == pytest.approx(1e12 * 4 / 8 / 1e12)
+
+
 def test_storage_read_and_iops() -> None:
     f = plan_facts("llama3-8b", H100, 8)
     assert "storage.read" not in ids(f)

@@ -212,7 +212,7 @@ def training_facts(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, fig: 
         memory_fp8_bytes=variants.get("fp8_mem"),
         growth=_growth(spec, job, catalog, hw, fig, tokens, th.value("growth_factor"), cal) if growth else None,
         deadline_s=deadline_days * 86400.0 if deadline_days else None, market=market, provider=provider,
-        hosting=hosting, hosting_market=_offer_market(catalog, offer),
+        hosting=hosting, hosting_market=_offer_market(catalog, offer), vocab_size=spec.vocab_size,
         requirements=requirements or Requirements(),
         calibration=fig.get("assumptions", {}).get("calibration", {}),
     )

@@ -89,6 +89,7 @@ class PlanFacts:
     # and hosts them), None (not known: findings about racks and power speak conditionally)
     hosting: Literal["rented", "owned"] | None = None
     hosting_market: str | None = None  # where a rented offer's cards are (its catalog market)
+    vocab_size: int | None = None  # the model's vocabulary (the width of a pre-tokenized dataset's ids)
     requirements: Requirements = field(default_factory=Requirements)
     calibration: Mapping[str, Any] = field(default_factory=dict)
     # inference: devices of one replica (the unit that talks over the network) and serving figures

@@ -17,10 +17,8 @@ import math
 
 from gpuplan.advise.facts import PlanFacts
 from gpuplan.advise.findings import Figure, Finding, Thresholds, make_finding
-from gpuplan.errors import GpuplanError
 from gpuplan.i18n import Duration
 from gpuplan.units import DTYPE_BYTES, GIB, sig
-from gpuplan.workload.presets import load_model
 
 __all__ = ["WORK_RULES"]
 
@@ -119,13 +117,11 @@ def host_ram(f: PlanFacts, th: Thresholds) -> list[Finding]:
     return []
 
 
-def _token_bytes(model: str) -> int:
+def _token_bytes(vocab_size: int | None) -> int:
     """Bytes per token id of the pre-tokenized dataset: Megatron's indexed dataset stores uint16 ids below a vocabulary
-    of 65,500 and int32 ids above (megatron/core/datasets/indexed_dataset.py, DType.optimal_dtype)."""
-    try:
-        return 2 if load_model(model).vocab_size < 65500 else 4
-    except GpuplanError:
-        return 4
+    of 65,500 and int32 ids above (megatron/core/datasets/indexed_dataset.py, DType.optimal_dtype); int32 when the
+    vocabulary is not known."""
+    return 2 if vocab_size is not None and vocab_size < 65500 else 4
 
 
 def host_nvme(f: PlanFacts, th: Thresholds) -> list[Finding]:
@@ -135,7 +131,7 @@ def host_nvme(f: PlanFacts, th: Thresholds) -> list[Finding]:
     if f.checkpoint_bytes is None:
         return []
     shard_tb = 2 * f.checkpoint_bytes / f.nodes / 1e12
-    data_tb = (f.tokens or 0.0) * _token_bytes(f.model) / f.nodes / 1e12
+    data_tb = (f.tokens or 0.0) * _token_bytes(f.vocab_size) / f.nodes / 1e12
     need = shard_tb + data_tb
     figs: tuple[Figure, ...] = (_est("two_checkpoint_shards_per_node", shard_tb, "TB"),
                                 _est("dataset_share_per_node", data_tb, "TB"))
