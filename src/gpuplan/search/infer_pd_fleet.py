@@ -71,7 +71,7 @@ def pool_price(x: PdInput, needed: float, max_devices: int) -> tuple[int, float,
 
 def _decode_pool(x: PdInput, *, moments: LengthMoments, slo: InferSlo, qps: float, cfg: EngineConfig,
                  tpot_p99_over_mean: float, max_devices: int) -> tuple[dict[str, Any], PdInput] | None:
-    lay, pp = x.layout, max(x.layout.pp, 1)
+    lay, pp = x.layout, x.layout.pp
     # a pipeline-parallel group keeps pp batches in flight, each with 1/pp of the KV cache (simulate.pipeline)
     cm, lane_cfg = pipeline_batch(x.cost, cfg, pp)
     context = moments.in_mean + moments.out_mean / 2.0
@@ -99,7 +99,7 @@ def _decode_pool(x: PdInput, *, moments: LengthMoments, slo: InferSlo, qps: floa
 
 def _prefill_pool(x: PdInput, rdma: Link, *, moments: LengthMoments, slo: InferSlo, qps: float, cfg: EngineConfig,
                   max_devices: int) -> tuple[dict[str, Any], PdInput] | None:
-    cm, lay, pp = x.cost, x.layout, max(x.layout.pp, 1)
+    cm, lay, pp = x.cost, x.layout, x.layout.pp
     if cm.kv_capacity_tokens // pp < moments.in_p99:  # each of the pp prompts in flight holds its own KV cache
         return None
     service = prefill_s(cm, 1, moments.in_mean, cfg.max_batched_tokens, cfg.chunked_prefill)

@@ -39,7 +39,7 @@ def _pool(x: PdInput, cost: StepCost, groups0: int, slo: InferSlo, *, load: Infe
           cal: Calibration, one_token: bool) -> tuple[int, SimMetrics] | None:
     """The fewest groups of `x`'s layout that meet `slo`, simulated; `cost` and `cfg` are those of one of the pp
     batches a pipeline-parallel group keeps in flight (simulate.pipeline), which takes 1/pp of a group's load."""
-    lanes = max(x.layout.pp, 1)
+    lanes = x.layout.pp
     headroom = cal.value("load_headroom")
     n_sim = int(cal.value("sim_requests"))
     warm = cal.value("sim_warmup_fraction")
@@ -90,7 +90,7 @@ def simulate_pd(f: PdFleet, *, load: InferLoad, slo: InferSlo, cfg: EngineConfig
     for name, x, priced, m in (("prefill", f.prefill, p_priced, m_pre), ("decode", f.decode, d_priced, m_dec)):
         groups, usd, offer, instances = priced
         extra = ({"utilization": load.qps * (1.0 + cal.value("load_headroom")) * rec[name]["prefill_s"]
-                  / (groups * max(x.layout.pp, 1))} if name == "prefill" else {})
+                  / (groups * x.layout.pp)} if name == "prefill" else {})
         pools[name] = {**rec[name], **extra, "groups": groups, "devices": groups * x.layout.tp * x.layout.pp,
                        "instance": offer.instance, "instances": instances, "usd_per_hour": usd,
                        "simulated": ({"ttft_p99_s": m.ttft_s.p99} if name == "prefill" else
