@@ -13,13 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 from gpuplan.advise.report_train import recommend_rule, training_report
-from gpuplan.cli.train_options import training_job
 from gpuplan.estimate.calibration import default_calibration
 from gpuplan.hardware import load_catalog
 from gpuplan.render.report_text import rule_line
 from gpuplan.render.trust_text import caveat_lines
 from gpuplan.search.offers import hardware_options, server_purchase
 from gpuplan.search.train_search import PlanConstraints
+from gpuplan.service.train_options import training_job
 from gpuplan.workload.presets import get_preset
 
 CAT = load_catalog(use_user_dir=False)

@@ -17,10 +17,10 @@ from typer.testing import CliRunner
 
 from cli_result import exited
 from gpuplan.cli.main import app
-from gpuplan.cli.train_options import training_job
 from gpuplan.hardware import load_catalog
 from gpuplan.search.candidates import LayoutChoices, generate
 from gpuplan.search.train_search import PlanConstraints, plan_training
+from gpuplan.service.train_options import training_job
 from gpuplan.workload.presets import get_preset
 
 CAT = load_catalog(use_user_dir=False)

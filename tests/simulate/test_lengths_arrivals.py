@@ -23,26 +23,52 @@ def test_parse_fixed_and_uniform() -> None:
 @pytest.mark.parametrize("bad", ["0", "-5", "uniform:0-10", "uniform:10-5", "normal:3", "abc", "hist:/no/such.csv"])
 def test_parse_rejects_bad_lengths(bad: str) -> None:
     with pytest.raises(InputError):
-        parse_length_dist(bad, field="input-len")
+        parse_length_dist(bad, field="input-len", files=True)
+
+
+@pytest.mark.parametrize("bad", ["bins:", "bins:0-10=1", "bins:10-5=1", "bins:5=nan", "bins:5=inf", "bins:5=-1",
+                                 "bins:1-99999999999=1", "bins:x=1", "bins:" + ",".join(["5=1"] * 257)])
+def test_inline_bins_reject_bad_values(bad: str) -> None:
+    with pytest.raises(InputError):
+        parse_length_dist(bad, field="input-dist")
+
+
+def test_inline_bins_equal_the_same_histogram_file(tmp_path: Path) -> None:
+    f = tmp_path / "bins.csv"
+    f.write_text("low,high,weight\n1,99,1\n100,199,3\n", encoding="utf-8")
+    a = parse_length_dist(f"hist:{f}", files=True)
+    b = parse_length_dist("bins:1-99=1,100-199=3")
+    assert (a.low, a.high, a.weight) == (b.low, b.high, b.weight)
+    assert a.mean == b.mean == pytest.approx((50.0 + 3 * 149.5) / 4)
+
+
+def test_without_files_a_path_is_never_opened(tmp_path: Path) -> None:
+    f = tmp_path / "h.csv"
+    f.write_text("length,weight\n5,1\n", encoding="utf-8")
+    with pytest.raises(InputError) as exists:
+        parse_length_dist(f"hist:{f}")
+    with pytest.raises(InputError) as missing:
+        parse_length_dist(f"hist:{tmp_path / 'none.csv'}")
+    assert str(exists.value) == str(missing.value) and str(tmp_path) not in str(exists.value)
 
 
 def test_histogram_files(tmp_path: Path) -> None:
     points = tmp_path / "points.csv"
     points.write_text("length,weight\n100,3\n1000,1\n", encoding="utf-8")
-    d = parse_length_dist(f"hist:{points}")
+    d = parse_length_dist(f"hist:{points}", files=True)
     assert d.mean == pytest.approx(325.0) and d.max == 1000
     x = d.sample(np.random.default_rng(1), 40_000)
     assert set(np.unique(x).tolist()) == {100, 1000}
     assert (x == 100).mean() == pytest.approx(0.75, abs=0.01)
     bins = tmp_path / "bins.csv"
     bins.write_text("low,high,weight\n1,99,1\n100,199,1\n", encoding="utf-8")
-    b = parse_length_dist(f"hist:{bins}")
+    b = parse_length_dist(f"hist:{bins}", files=True)
     assert b.mean == pytest.approx((50.0 + 149.5) / 2)
     assert b.quantile(0.5) == pytest.approx(99.0)
     broken = tmp_path / "broken.csv"
     broken.write_text("length,weight\nx,1\n", encoding="utf-8")
     with pytest.raises(InputError, match="length histogram"):
-        parse_length_dist(f"hist:{broken}")
+        parse_length_dist(f"hist:{broken}", files=True)
 
 
 def test_poisson_arrivals_are_seeded_and_have_the_rate() -> None:

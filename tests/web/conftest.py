@@ -10,8 +10,11 @@ import pytest
 pytest.importorskip("fastapi", reason="gpuplan's web dependencies are not installed (pip install -e .)")
 pytest.importorskip("sqlalchemy", reason="gpuplan's web dependencies are not installed (pip install -e .)")
 
-from fastapi.testclient import TestClient  # noqa: E402
-from web_cases import INFER, TRAIN  # noqa: F401  (re-exported for the fixtures below)
+from web_cases import (  # noqa: F401  (re-exported for the fixtures below)
+    INFER,
+    TRAIN,
+    FormClient,  # noqa: E402
+)
 
 from gpuplan.web.app import create_app  # noqa: E402
 
@@ -23,7 +26,7 @@ def db_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(scope="session")
 def client(db_url: str) -> Any:
-    with TestClient(create_app(db_url)) as c:
+    with FormClient(create_app(db_url)) as c:
         yield c
 
 

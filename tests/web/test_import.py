@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
+from web_cases import FormClient
 
 from gpuplan.web.app import create_app
 from gpuplan.web.plan_import import MAX_IMPORT_BYTES
@@ -20,7 +20,7 @@ IMPORT = "/api/v1/plans/import"
 def other(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """A second server on a fresh, empty store."""
     url = f"sqlite:///{Path(tmp_path_factory.mktemp('import')) / 'other.db'}"
-    with TestClient(create_app(url)) as c:
+    with FormClient(create_app(url)) as c:
         yield c
 
 

@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
-from web_cases import wait_for
+from web_cases import FormClient, wait_for
 
 from gpuplan.web.app import create_app
 
@@ -23,7 +22,7 @@ def slow(tmp_path: Path) -> Iterator[Any]:
     """An app on an empty store whose one worker runs the stand-in search, stopped after 60 s."""
     app = create_app(f"sqlite:///{tmp_path / 'p.db'}", slots=1, time_limit=60)
     app.state.jobs.runners = dict(SLOW)
-    with TestClient(app) as c:
+    with FormClient(app) as c:
         yield c
 
 
@@ -80,7 +79,7 @@ def test_cancel_stops_the_worker_and_frees_the_slot(slow: Any) -> None:
 def test_time_limit_fails_the_job_and_frees_the_worker(tmp_path: Path) -> None:
     app = create_app(f"sqlite:///{tmp_path / 'p.db'}", slots=1, time_limit=0.5)
     app.state.jobs.runners = dict(SLOW)
-    with TestClient(app) as c:
+    with FormClient(app) as c:
         job = c.post("/api/v1/jobs/plan/infer", json={"model": "llama3.1-8b", "qps": 5, "ttft_p99": 2,
                                                       "tpot_p99": 0.05}).json()
         failed = wait_for(c, job["job_id"], ENDED)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fastapi.testclient import TestClient
+from web_cases import FormClient
 
 from gpuplan.web.app import MAX_BODY_BYTES, create_app
 
@@ -40,7 +40,7 @@ def test_a_crash_answers_500_without_a_stack_trace(db_url: str, monkeypatch: pyt
         raise RuntimeError("secret internal detail /home/user/file.py")
 
     monkeypatch.setattr(api, "run_memory_train", boom)
-    with TestClient(create_app(db_url), raise_server_exceptions=False) as c:
+    with FormClient(create_app(db_url), raise_server_exceptions=False) as c:
         r = c.post("/api/v1/memory/train", json={"model": "llama3-8b"})
         assert r.status_code == 500 and r.json() == {"detail": "internal error"}
         assert "secret" not in r.text and "Traceback" not in r.text

@@ -111,12 +111,11 @@ def test_server_processes_opening_a_new_database_together_migrate_once(url: str)
 
 
 def test_the_app_plans_stores_and_shows_on_every_backend(url: str) -> None:
-    from fastapi.testclient import TestClient
-    from web_cases import INFER
+    from web_cases import INFER, FormClient
 
     from gpuplan.web.app import create_app
 
-    with TestClient(create_app(url, slots=1)) as c:
+    with FormClient(create_app(url, slots=1)) as c:
         first = c.post("/api/v1/plan/infer", json=INFER)
         assert first.status_code == 200, first.text
         pid = first.json()["plan_id"]

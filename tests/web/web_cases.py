@@ -57,3 +57,26 @@ def plan_at(client: Any, r: Any) -> str:
         assert job["state"] == "done", job
         where = f"/p/{job['plan_id']}"
     return where
+
+
+def form_client_class() -> Any:
+    """TestClient that posts forms as the app's own pages do: with the CSRF cookie it was given and the same token
+    in the `csrf_token` field (tests/web/test_csrf.py checks that a form without it is refused)."""
+    from fastapi.testclient import TestClient
+
+    from gpuplan.web.csrf import COOKIE, FIELD
+
+    class FormClient(TestClient):
+        def post(self, url: Any, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+            if not str(url).startswith("/api/") and (kwargs.get("json") is None) and kwargs.get("content") is None:
+                if not self.cookies.get(COOKIE):
+                    self.get("/healthz")
+                data = dict(kwargs.get("data") or {})
+                data.setdefault(FIELD, self.cookies.get(COOKIE))
+                kwargs["data"] = data
+            return super().post(url, *args, **kwargs)
+
+    return FormClient
+
+
+FormClient = form_client_class()

@@ -24,6 +24,7 @@ from typing import Any
 from gpuplan.bench.backend import BenchUnavailable, host_peak_bytes
 from gpuplan.bench.context import BenchContext
 from gpuplan.bench.layout import LayoutPlan, layout_label, plan_bench_layout, strategy_label
+from gpuplan.bench.models import build_model
 from gpuplan.bench.records import Prediction
 from gpuplan.bench.train_dist import TrainRun, launch_train
 from gpuplan.errors import GpuplanError
@@ -54,20 +55,6 @@ def _shape(ctx: BenchContext) -> tuple[int, int]:
     if ctx.backend.kind == "cpu":
         return (2, 128) if ctx.quick else (4, 512)
     return (2, 1024) if ctx.quick else (4, 2048)
-
-
-def build_model(spec: ModelSpec, dtype: str, *, prefer_transformers: bool = True) -> tuple[Any, str]:
-    """(model, implementation): transformers' Llama when installed, else the plain-torch decoder (llama.py)."""
-    if prefer_transformers:
-        try:
-            from gpuplan.validate.torch_probe import build_hf_model
-
-            return build_hf_model(spec, dtype=dtype), "transformers LlamaForCausalLM"
-        except ImportError:
-            pass
-    from gpuplan.bench.llama import build_torch_llama
-
-    return build_torch_llama(spec, dtype=dtype), "gpuplan.bench.llama (plain PyTorch)"
 
 
 def _peak(ctx: BenchContext) -> int:

@@ -189,7 +189,7 @@ def predictor_for(catalog_id: str | None, backend_kind: str, device_name: str,
             return Predictor(None, reason=why), None, why
         acc = cat.accelerator(guess)
         note = f"matched from the device name {device_name!r}"
-    from gpuplan.bench.calibrate import load_user_calibration
+    from gpuplan.bench.calibration_files import load_user_calibration
     from gpuplan.search.cluster import usual_network
 
     net_id, _ = usual_network(cat, acc.id)

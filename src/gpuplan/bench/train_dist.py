@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     from gpuplan.bench.backend import host_peak_bytes
     from gpuplan.bench.collectives import _init, _local_device
-    from gpuplan.bench.e2e import build_model
+    from gpuplan.bench.models import build_model
     from gpuplan.workload.model_spec import ModelSpec
 
     backend = _init(a.device, a.timeout)

@@ -10,22 +10,21 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
-from gpuplan.advise.facts import Requirements
-from gpuplan.advise.findings import Thresholds, load_thresholds
-from gpuplan.advise.report_infer import compare_inference, inference_report, is_infer_run
+from gpuplan.advise.findings import load_thresholds
+from gpuplan.advise.report_infer import inference_report, is_infer_run
 from gpuplan.advise.report_train import compare_training
 from gpuplan.bench.calibrate import load_user_calibration
 from gpuplan.cli.common import console, fail, flag, positives, print_json
-from gpuplan.cli.train_options import plan_constraints, training_job
 from gpuplan.errors import GpuplanError, InputError
-from gpuplan.hardware import Catalog, load_catalog
+from gpuplan.hardware import load_catalog
 from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.report_io import load_report, write_report
 from gpuplan.render.report_md import compare_infer_rows, compare_rows
 from gpuplan.render.report_text import rule_line
 from gpuplan.render.trust_text import confidence_text
+from gpuplan.service.advice import compare_infer, requirements
+from gpuplan.service.train_options import plan_constraints, training_job
 from gpuplan.workload.frameworks import FrameworkId
-from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 from gpuplan.workload.presets import load_model
 
@@ -33,19 +32,6 @@ __all__ = ["compare_cmd", "parse_pairs", "print_findings", "report_cmd", "requir
            "save_report_quiet"]
 
 SEV_STYLE = {"critical": "bold red", "warn": "yellow", "info": "cyan"}
-
-
-def requirements(data_residency: str | None, compliance: Sequence[str] | None) -> Requirements:
-    from gpuplan.advise.findings import advise_data
-
-    levels = advise_data("compliance")["compliance_levels"]
-    for level in compliance or ():
-        if level not in levels:
-            raise InputError(field="compliance", value=level, allowed=", ".join(levels))
-    regions = advise_data("compliance")["data_residency"]
-    if data_residency and data_residency not in regions:
-        raise InputError(field="data-residency", value=data_residency, allowed=", ".join(regions))
-    return Requirements(data_residency=data_residency, compliance=tuple(compliance or ()))
 
 
 def parse_pairs(pairs: Sequence[str] | None, field: str) -> dict[str, float]:
@@ -161,7 +147,7 @@ def compare_cmd(
         if qps is not None:
             if tokens is not None:
                 raise InputError(field="tokens", value=tokens, allowed="left out with --qps (the inference form)")
-            doc = _compare_infer(spec, cat, names, qps=qps, ttft_p99=ttft_p99, tpot_p99=tpot_p99,
+            doc = compare_infer(spec, cat, names, qps=qps, ttft_p99=ttft_p99, tpot_p99=tpot_p99,
                                  input_len=input_len, output_len=output_len, engine_id=engine_id, market=market,
                                  provider=provider, max_devices=max_devices, trust=trust,
                                  req=requirements(data_residency, compliance),
@@ -192,41 +178,6 @@ def compare_cmd(
         notes.append(tr("cli.plan.recipe", language, facts=recipe.strip()))
     _print_compare(doc, language, spec.name, tr("cli.compare.what_tokens", language, tokens=tokens), json_out,
                    report, notes)
-
-
-def _compare_infer(spec: ModelSpec, cat: Catalog, names: list[str], *, qps: float, ttft_p99: float | None,
-                   tpot_p99: float | None, input_len: int, output_len: int, engine_id: str, market: str | None,
-                   trust: str = "low",
-                   provider: str | None, max_devices: int, req: Requirements, th: Thresholds) -> dict[str, Any]:
-    from gpuplan.search.infer_load import InferLoad, InferSlo
-    from gpuplan.search.infer_search import InferConstraints, plan_inference
-    from gpuplan.simulate.lengths import parse_length_dist
-    from gpuplan.workload.engines import engine
-
-    if ttft_p99 is None or tpot_p99 is None:
-        raise InputError(field="ttft-p99/tpot-p99", value=f"{ttft_p99}/{tpot_p99}",
-                         allowed="both SLO limits in seconds with --qps")
-    load = InferLoad(qps=qps, input_len=parse_length_dist(input_len, field="input-len"),
-                     output_len=parse_length_dist(output_len, field="output-len"))
-    slo = InferSlo(ttft_p99_s=ttft_p99, tpot_p99_s=tpot_p99)
-    prof = engine(engine_id)
-
-    def run_for(acc: str) -> dict[str, Any]:
-        cons = InferConstraints(market=market, provider=provider, max_devices=max_devices, accelerators=(acc,),
-                                trust=trust)
-        try:
-            res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, alternatives=False,
-                                 suggest_engines=True)  # a part no fleet fits may fit another engine: say so
-        except InputError as exc:
-            return {"error": str(exc)}
-        return {"model": spec.name, "load": load.to_json(), "slo": {"ttft_p99_s": ttft_p99, "tpot_p99_s": tpot_p99},
-                "engine": prof.id, "plans": res.plans, "rejected": res.rejected, "terms": res.terms}
-
-    lj = load.to_json()
-    job = {"model": spec.name, "engine": prof.id, "qps": qps, "input_len": lj.get("input_len"),
-           "output_len": lj.get("output_len"), "input_len_mean": lj["input_len_mean"],
-           "output_len_mean": lj["output_len_mean"], "ttft_p99_s": ttft_p99, "tpot_p99_s": tpot_p99}
-    return compare_inference(run_for, names, cat, job, thresholds=th, requirements=req)
 
 
 def _print_compare(doc: Mapping[str, Any], language: str, model: str, what: str, json_out: bool,

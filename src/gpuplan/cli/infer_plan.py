@@ -20,6 +20,7 @@ from gpuplan.hardware import load_catalog
 from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.report_text import fleet_text, fleet_units_text, recommended_rule_line
 from gpuplan.render.trust_text import band_num, confidence_text, misses_line, pd_line, trust_lines
+from gpuplan.service.infer_inputs import infer_load
 from gpuplan.units import sig
 from gpuplan.workload.jobs import SERVED_WEIGHTS
 from gpuplan.workload.presets import load_model
@@ -34,38 +35,6 @@ WEIGHTS = SERVED_WEIGHTS
 __all__ = ["COLS", "plan_infer"]
 
 COLS = ("hardware", "fleet", "usd_h", "usd_m", "util", "latency", "confidence", "tenancy")  # cli.pinfer.col.<name>
-
-
-def _load(qps: float | None, trace: Path | None, input_len: int | None, output_len: int | None,
-          input_dist: str | None, output_dist: str | None) -> InferLoad:
-    from gpuplan.search.infer_load import InferLoad
-    from gpuplan.simulate.arrivals import read_trace
-    from gpuplan.simulate.lengths import parse_length_dist
-
-    if trace is not None:
-        if qps is not None:
-            raise InputError(field="qps", value=qps, allowed="left out with --trace (the trace sets the load)",
-                             hint="drop --qps, or drop --trace to plan for a rate")
-        for name, v in (("input-len", input_len), ("output-len", output_len), ("input-dist", input_dist),
-                        ("output-dist", output_dist)):
-            if v is not None:
-                raise InputError(field=name, value=v, allowed="left out with --trace (the trace sets the lengths)",
-                                 hint=f"drop --{name}, or drop --trace")
-        return InferLoad.from_trace(read_trace(trace))
-    if qps is None:
-        raise InputError(field="qps", value=None, allowed="a positive number, or --trace FILE",
-                         hint="give the request rate with --qps (requests per second)")
-    if input_len is not None and input_dist is not None:
-        raise InputError(field="input-dist", value=input_dist, allowed="left out when --input-len is given",
-                         hint="give one of --input-len (every prompt that long) or --input-dist (a distribution)")
-    if output_len is not None and output_dist is not None:
-        raise InputError(field="output-dist", value=output_dist, allowed="left out when --output-len is given",
-                         hint="give one of --output-len (every output that long) or --output-dist (a distribution)")
-    inp = parse_length_dist(input_dist if input_dist is not None else (1024 if input_len is None else input_len),
-                            field="input-dist" if input_dist is not None else "input-len")
-    out = parse_length_dist(output_dist if output_dist is not None else (256 if output_len is None else output_len),
-                            field="output-dist" if output_dist is not None else "output-len")
-    return InferLoad(qps=qps, input_len=inp, output_len=out)
 
 
 def _terms(items: list[str] | None) -> dict[str, float]:
@@ -131,7 +100,7 @@ def plan_infer(
                   ("top", top, True))
         req = requirements(data_residency, compliance)
         th = load_thresholds(parse_pairs(threshold, "threshold"))
-        load = _load(qps, trace, input_len, output_len, input_dist, output_dist)
+        load = infer_load(qps, trace, input_len, output_len, input_dist, output_dist, files=True)
         slo = InferSlo(ttft_p99_s=ttft_p99, tpot_p99_s=tpot_p99)
         spec = load_model(model)
         cat = load_catalog(catalog_dir or ())

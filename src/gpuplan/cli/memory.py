@@ -15,6 +15,7 @@ from gpuplan.estimate.memory_train import estimate_training_memory
 from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.memory_table import memory_tables
 from gpuplan.search.candidates import offered, offered_choice
+from gpuplan.service.memory_inputs import device_memory, fit_json
 from gpuplan.units import GIB
 from gpuplan.workload.context import seq_len_warning
 from gpuplan.workload.frameworks import FrameworkId
@@ -26,33 +27,6 @@ app = typer.Typer(help=help_text("help.group.memory"),
                   no_args_is_help=True)
 
 _MODEL = typer.Option(..., "--model", "-m", help=help_text("help.memory.model"))
-
-
-def _device_memory(accelerator: str | None, device_memory_gib: float | None,
-                   lang: str = "en") -> tuple[float | None, str | None]:
-    """Device memory in bytes from --device-memory-gib or the catalog entry of --accelerator, and the note
-    naming the part an alias chose (None when the name was exact)."""
-    if device_memory_gib is not None:
-        positive("device-memory-gib", device_memory_gib, lang)
-        return device_memory_gib * GIB, None
-    if accelerator is None:
-        return None, None
-    from gpuplan.hardware.overrides import load_catalog
-    from gpuplan.hardware.query import alias_note
-
-    cat = load_catalog()
-    gib = cat.accelerator(accelerator).memory_gib
-    if gib is None:
-        raise InputError(field="accelerator", value=accelerator, allowed="an accelerator with a known memory size",
-                         hint="pass --device-memory-gib")
-    return float(gib) * GIB, alias_note(cat, accelerator, lang)
-
-
-def _fit_json(fit: MemoryFit, fix: MemoryFix | None) -> dict[str, object]:
-    out: dict[str, object] = dict(fit.to_json())
-    if fix is not None:
-        out["nearest_fix"] = {"flags": fix.flags, "total_bytes": round(fix.needed_bytes), "fits": fix.fits}
-    return out
 
 
 def _print_fit(fit: MemoryFit | None, fix: MemoryFix | None, lang: str) -> None:
@@ -147,7 +121,7 @@ def train_cmd(
             offered_choice(prof, "zero", zero, list(prof.zero_stages), [zero])
             offered_choice(prof, "recompute", recompute, list(prof.recompute), [recompute])
         mem = estimate_training_memory(spec, job, layout)
-        device, chosen = _device_memory(accelerator, device_memory_gib, language)
+        device, chosen = device_memory(accelerator, device_memory_gib, language)
         fit = memory_fit(mem.total_bytes, device) if device is not None else None
         fix = nearest_train_fix(spec, job, layout, fit.device_bytes) if fit is not None and not fit.fits else None
     except (GpuplanError, ValidationError) as exc:
@@ -157,7 +131,7 @@ def train_cmd(
     if json_out:
         out = mem.to_json()
         if fit is not None:
-            out.update(_fit_json(fit, fix))
+            out.update(fit_json(fit, fix))
         print_json(out)
         return
     console.print(memory_tables(mem, title=tr("cli.mem.title_train", language, model=spec.name),
@@ -201,7 +175,7 @@ def infer_cmd(
                            kv_layout=kv_layout, generated=generated, prompt_logits=prompt_logits)
         layout = serving_layout(tp=tp, pp=pp, ep=ep)
         mem = estimate_inference_memory(spec, job, layout)
-        device, chosen = _device_memory(accelerator, device_memory_gib, language)
+        device, chosen = device_memory(accelerator, device_memory_gib, language)
         fit = max_batch_that_fits(spec, job, device, layout) if device else None
         usable = memory_fit(mem.total_bytes, device) if device else None
         fix = nearest_infer_fix(spec, job, layout, device) if device and usable and not usable.fits else None
@@ -212,7 +186,7 @@ def infer_cmd(
     if json_out:
         out = mem.to_json()
         if usable is not None:
-            out.update(_fit_json(usable, fix))
+            out.update(fit_json(usable, fix))
         if fit is not None:
             out["device_memory_bytes"] = round(fit.device_memory_bytes)
             out["kv_budget_bytes"] = round(fit.kv_budget_bytes)

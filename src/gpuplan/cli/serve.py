@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import typer
@@ -11,15 +12,6 @@ from gpuplan.errors import GpuplanError
 from gpuplan.i18n import help_text, resolve_lang, tr
 
 __all__ = ["serve_cmd"]
-
-
-def app_factory() -> object:
-    """The app for uvicorn's workers (`--factory`): the worker count and time limit come from GPUPLAN_SLOTS and
-    GPUPLAN_TIME_LIMIT."""
-    from gpuplan.web.app import DEFAULT_TIME_LIMIT_S, create_app
-
-    return create_app(slots=int(os.environ.get("GPUPLAN_SLOTS", "2")),
-                      time_limit=float(os.environ.get("GPUPLAN_TIME_LIMIT", DEFAULT_TIME_LIMIT_S)))
 
 
 def serve_cmd(
@@ -40,12 +32,15 @@ def serve_cmd(
     try:
         import uvicorn
 
-        import gpuplan.web.app  # noqa: F401  (fails early when fastapi, jinja2 or sqlalchemy is missing)
+        # the web app's own dependencies, checked by name: the CLI starts the app, it does not import it
+        for name in ("fastapi", "jinja2", "sqlalchemy", "python_multipart"):
+            if importlib.util.find_spec(name) is None:
+                raise ImportError(name=name)
     except ImportError as exc:
         err_console.print(tr("cli.serve.missing", lang, name=exc.name or str(exc)), style="red", markup=False)
         raise typer.Exit(code=2) from None
     os.environ["GPUPLAN_SLOTS"] = str(slots)
     os.environ["GPUPLAN_TIME_LIMIT"] = str(time_limit)
     err_console.print(tr("cli.serve.listening", lang, host=host, port=port), markup=False, highlight=False)
-    uvicorn.run("gpuplan.cli.serve:app_factory", factory=True, host=host, port=port, workers=workers,
+    uvicorn.run("gpuplan.web.app:app_from_env", factory=True, host=host, port=port, workers=workers,
                 log_level="warning", server_header=False, access_log=False)

@@ -16,14 +16,13 @@ from gpuplan.bench.calibrate import load_user_calibration
 from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_report, save_report_quiet
 from gpuplan.cli.common import console, fail, flag, note, positives, print_json, warn
 from gpuplan.cli.emit import check_formats, pick_plan, write_train
-from gpuplan.cli.train_options import plan_constraints, training_job
 from gpuplan.emit import TRAIN_FORMATS
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.memory_fit import fit_text
 from gpuplan.hardware import Catalog, load_catalog
 from gpuplan.hardware.query import alias_note
 from gpuplan.i18n import help_text, resolve_lang, tr
-from gpuplan.render.plan_json import compact_plans
+from gpuplan.render.plan_json import compact_plans, ranked_rows
 from gpuplan.render.report_text import bottleneck_text, cost_text, duration_text, layout_text, offer_text, rule_line
 from gpuplan.render.trust_text import band_cost, band_duration, band_num, confidence_text, trust_lines
 from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices, offered, offered_choice
@@ -32,6 +31,7 @@ from gpuplan.search.estimate_trust import COST_KINDS, training_estimate_trust
 from gpuplan.search.pricing import device_price
 from gpuplan.search.train_planner import best_layout, plan_figures
 from gpuplan.search.train_search import PlanConstraints, bottleneck, plan_training
+from gpuplan.service.train_options import plan_constraints, training_job
 from gpuplan.units import GIB
 from gpuplan.workload.context import seq_len_warning
 from gpuplan.workload.frameworks import FrameworkId
@@ -233,17 +233,6 @@ def _print_estimate(model: str, acc: str, fig: dict[str, Any], lang: str = "en",
     console.print(t)
     for line in trust_lines(fig, lang):  # how sure, and the classes the bands come from
         console.print(line, highlight=False)
-
-
-def ranked_rows(plans: list[dict[str, Any]], top: int) -> list[dict[str, Any]]:
-    """The best plan of each accelerator first (in rank order), then the rest by rank, `top` in all
-    (never fewer than one per accelerator); the table puts the recommended plan above them."""
-    best: dict[str, dict[str, Any]] = {}
-    for p in plans:
-        best.setdefault(p["accelerator"], p)
-    firsts = list(best.values())
-    rest = [p for p in plans if all(p is not b for b in firsts)]
-    return firsts + rest[:max(top - len(firsts), 0)]
 
 
 @plan_app.command("train", help=help_text("help.plan_train"))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["SUMMARY_KEYS", "compact_plans", "plan_brief"]
+__all__ = ["SUMMARY_KEYS", "compact_plans", "plan_brief", "ranked_rows"]
 
 # top-level fields of a training plan that a summary keeps as they are
 SUMMARY_KEYS = (
@@ -42,3 +42,14 @@ def compact_plans(plans: Sequence[Mapping[str, Any]], top: int, everything: bool
     """`plans` in their order: the first `top` (all with `everything`) in full, the rest as summaries."""
     n = len(plans) if everything else max(top, 0)
     return [{**p, "detail": "full"} if i < n else plan_brief(p) for i, p in enumerate(plans)]
+
+
+def ranked_rows(plans: list[dict[str, Any]], top: int) -> list[dict[str, Any]]:
+    """The best plan of each accelerator first (in rank order), then the rest by rank, `top` in all
+    (never fewer than one per accelerator); the table puts the recommended plan above them."""
+    best: dict[str, dict[str, Any]] = {}
+    for p in plans:
+        best.setdefault(p["accelerator"], p)
+    firsts = list(best.values())
+    rest = [p for p in plans if all(p is not b for b in firsts)]
+    return firsts + rest[:max(top - len(firsts), 0)]

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gpuplan.i18n import Duration, tr
-from gpuplan.render.trust_text import band_cost, band_duration, band_num, confidence_text
+from gpuplan.render.trust_text import band_cost, band_duration, band_num, confidence_text, offer_text
 from gpuplan.search.infer_fleet import layout_shape
 from gpuplan.search.train_planner import billed_by_month
 from gpuplan.units import sig
@@ -206,15 +206,6 @@ def rule_line(rec: Mapping[str, Any], lang: str) -> str:
 def duration_text(seconds: float | None, lang: str) -> str:
     """A time to train in the unit that reads best: minutes below an hour, hours below two days, else days."""
     return "-" if seconds is None else Duration(seconds).text(lang)
-
-
-def offer_text(plan: Mapping[str, Any], lang: str) -> str:
-    """Where a plan's cluster comes from: the offer that prices it, or an own / as-specified cluster."""
-    opt = plan.get("hardware_option") or {}
-    if opt.get("offer"):
-        return str(opt["offer"])
-    net = opt.get("network") or "-"
-    return tr("report.offer.as_specified" if opt.get("kind") == "as_specified" else "report.offer.own", lang, net=net)
 
 
 def infer_rule_line(rec: Mapping[str, Any], lang: str) -> str:

@@ -13,7 +13,7 @@ from gpuplan.i18n import Duration, tr
 from gpuplan.units import sig
 
 __all__ = ["band_cost", "band_duration", "band_num", "caveat_lines", "confidence_text", "market_lines", "misses_line",
-           "trust_lines"]
+           "offer_text", "trust_lines"]
 
 
 def _unit(seconds: float) -> tuple[float, str]:
@@ -198,9 +198,7 @@ def _usd(cost: float | None, lang: str, purchase: float | None = None) -> str:
 
 
 def _where(plan: Mapping[str, Any], lang: str) -> str:
-    """The offer, or "own cluster, <fabric>" (report_text.offer_text; imported here to keep the modules acyclic)."""
-    from gpuplan.render.report_text import offer_text
-
+    """The offer, or "own cluster, <fabric>" (offer_text)."""
     return offer_text(plan, lang)
 
 
@@ -254,3 +252,12 @@ def misses_line(parts: Sequence[Mapping[str, Any]], ttft_limit_s: float, tpot_li
             text = tr(f"cli.pinfer.miss.{why}", lang)
         items.append(tr("cli.pinfer.miss_item", lang, acc=m["accelerator"], why=text))
     return tr("cli.pinfer.misses", lang, items=tr("trust.list_sep", lang).join(items))
+
+
+def offer_text(plan: Mapping[str, Any], lang: str) -> str:
+    """Where a plan's cluster comes from: the offer that prices it, or an own / as-specified cluster."""
+    opt = plan.get("hardware_option") or {}
+    if opt.get("offer"):
+        return str(opt["offer"])
+    net = opt.get("network") or "-"
+    return tr("report.offer.as_specified" if opt.get("kind") == "as_specified" else "report.offer.own", lang, net=net)

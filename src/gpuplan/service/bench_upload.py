@@ -74,8 +74,8 @@ def bench_answer(result: BenchResult, file_name: str, accelerator: str | None = 
     """Measured vs predicted and the calibration of `result` (for `accelerator`, else the one it names)."""
     from gpuplan.bench.calibrate import calibration_from_result
     from gpuplan.bench.report import bench_section
-    from gpuplan.cli.common import error_line
     from gpuplan.hardware import load_catalog
+    from gpuplan.service.checks import error_line
 
     out: dict[str, Any] = {"file": file_name, "gpuplan_version": result.gpuplan_version, "quick": result.quick,
                            "bench": bench_section(result, file_name), "calibration": None, "terms": [],

@@ -36,7 +36,7 @@ def request_of(kind: str, request: Mapping[str, Any]) -> TrainPlanRequest | Infe
     request no longer reads as one (a field this version of gpuplan does not have)."""
     from pydantic import ValidationError
 
-    from gpuplan.cli.common import input_error_from_validation
+    from gpuplan.service.checks import input_error_from_validation
 
     cls = TrainPlanRequest if kind == "train" else InferPlanRequest
     try:

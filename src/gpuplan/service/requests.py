@@ -23,6 +23,9 @@ Precision = Literal["bf16", "fp16", "fp32", "fp8"]
 Market = Literal["cn", "global"]
 Trust = Literal["low", "medium", "high"]
 Name = Field(default=None, max_length=100)
+DIST_CHARS = 4096  # an inline histogram of up to 256 bins (simulate.lengths.MAX_BINS)
+DIST_HELP = ("fixed:N, uniform:LO-HI or an inline histogram bins:LO-HI=WEIGHT,... (e.g. bins:128-512=3,512-2048=1); "
+             "a file path (hist:) is refused: the server never reads a path named in a request")
 Recipe = Field(default="", max_length=300, description="recipe facts in the case files' settings syntax, "
                "'key=value;...', as the CLI's `--recipe` takes them (loss=chunked|fused|full_16bit, compile=true, "
                "optimizer_offload=cpu|nvme, optimizer_in_bwd=true, zero_impl=deepspeed, optimizer_impl=foreach, "
@@ -34,8 +37,18 @@ UserRecords = Field(
     "layer, stored with the plan, never written into the server's catalog")
 
 
+# Upper bounds far past any real job: a value beyond them is a typo or an attack, answered 422 naming the field
+# (not an overflow deep in a search). Lower bounds are the CLI's own checks (service.checks.positives), so both
+# doors word a zero or a negative value alike.
+MAX_COUNT = 1_000_000  # devices, parallel degrees, batch sizes
+MAX_TOKENS_PER_SEQ = 16 * 1024 * 1024  # past every model's context window (simulate.lengths.MAX_LENGTH)
+MAX_TRAIN_TOKENS = 1e17  # 100,000x the largest published pretraining run (~1e13 to 4e13 tokens)
+Count = Field(default=1, le=MAX_COUNT)
+
+
 class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # NaN and infinities (JSON's NaN, Infinity, 1e999) are refused for every number: 422, never a 500
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     model: str = Field(..., min_length=1, max_length=100, description="a model preset id or alias (gpuplan model list)")
 
@@ -44,17 +57,17 @@ class TrainPlanRequest(_Request):
     """`gpuplan plan train`."""
 
     kind: Literal["train"] = "train"
-    tokens: float = Field(..., description="training tokens, e.g. 1e12")
-    seq_len: int = 4096
-    global_batch: int | None = None
+    tokens: float = Field(..., le=MAX_TRAIN_TOKENS, description="training tokens, e.g. 1e12")
+    seq_len: int = Field(default=4096, le=MAX_TOKENS_PER_SEQ)
+    global_batch: int | None = Field(default=None, le=MAX_COUNT)
     method: Method = "full"
     precision: Precision = "bf16"
-    deadline: float | None = Field(default=None, description="days")
-    budget: float | None = Field(default=None, description="USD")
-    max_devices: int = 4096
+    deadline: float | None = Field(default=None, le=36_500, description="days")
+    budget: float | None = Field(default=None, le=1e13, description="USD")
+    max_devices: int = Field(default=4096, le=MAX_COUNT)
     network: str | None = Name
-    nics_per_node: float | None = None
-    gpus_per_node: int | None = None
+    nics_per_node: float | None = Field(default=None, le=64)
+    gpus_per_node: int | None = Field(default=None, le=1024)
     market: Market | None = None
     trust: Trust = "low"
     vendor: str | None = Name
@@ -64,7 +77,7 @@ class TrainPlanRequest(_Request):
     kernels: Literal["auto", "hf", "fused"] | None = None
     data_loading: Literal["pretokenized", "online"] = "pretokenized"
     recipe: str = Recipe
-    top: int = 10
+    top: int = Field(default=10, le=1000)
     hf_config: dict[str, Any] | None = Field(
         default=None, description="a Hugging Face config.json (its JSON object, at most 64 KiB) as the model "
         "instead of a preset (`-m config.json`); `model` is then only the name the plan shows")
@@ -88,13 +101,13 @@ class InferPlanRequest(_Request):
     """`gpuplan plan infer` on a rate (`qps`) with fixed lengths or length distributions (no trace files)."""
 
     kind: Literal["infer"] = "infer"
-    qps: float
-    input_len: int | None = None
-    output_len: int | None = None
-    input_dist: str | None = Field(default=None, max_length=100, description="e.g. uniform:512-2048")
-    output_dist: str | None = Field(default=None, max_length=100)
-    ttft_p99: float = Field(..., description="seconds")
-    tpot_p99: float = Field(..., description="seconds")
+    qps: float = Field(..., le=1e6, description="requests per second")
+    input_len: int | None = Field(default=None, le=MAX_TOKENS_PER_SEQ)
+    output_len: int | None = Field(default=None, le=MAX_TOKENS_PER_SEQ)
+    input_dist: str | None = Field(default=None, max_length=DIST_CHARS, description=DIST_HELP)
+    output_dist: str | None = Field(default=None, max_length=DIST_CHARS, description=DIST_HELP)
+    ttft_p99: float = Field(..., le=86_400, description="seconds")
+    tpot_p99: float = Field(..., le=86_400, description="seconds")
     engine: str = Field(default="vllm", max_length=50)
     weights: list[Literal["bf16", "fp8", "int8", "int4"]] | None = Field(default=None, max_length=4)
     kv_dtype: Literal["bf16", "fp16", "fp8", "int8"] = "bf16"
@@ -103,8 +116,8 @@ class InferPlanRequest(_Request):
     vendor: str | None = Name
     provider: str | None = Name
     domestic_only: bool = False
-    max_devices: int = 1024
-    top: int = 10
+    max_devices: int = Field(default=1024, le=MAX_COUNT)
+    top: int = Field(default=10, le=1000)
     user_catalog: UserCatalog | None = UserRecords
 
 
@@ -113,25 +126,25 @@ class MemoryTrainRequest(_Request):
 
     kind: Literal["memory_train"] = "memory_train"
     method: Method = "full"
-    seq_len: int = 4096
-    micro_batch: int = 1
-    global_batch: int | None = None
+    seq_len: int = Field(default=4096, le=MAX_TOKENS_PER_SEQ)
+    micro_batch: int = Count
+    global_batch: int | None = Field(default=None, le=MAX_COUNT)
     precision: Precision = "bf16"
     optimizer: str = Field(default="adamw", max_length=50)
-    tp: int = 1
-    pp: int = 1
-    dp: int = 1
-    cp: int = 1
-    ep: int = 1
-    vpp: int = 1
+    tp: int = Count
+    pp: int = Count
+    dp: int = Count
+    cp: int = Count
+    ep: int = Count
+    vpp: int = Count
     zero: int = Field(default=0, ge=0, le=3, description="ZeRO stage")
     seq_parallel: bool | None = Field(default=None, description="Megatron sequence parallelism with TP; None: the "
                                       "framework's default (the recipe's framework=; on without one)")
     recompute: Literal["none", "selective", "full"] = "none"
     attention: Literal["flash", "eager"] = "flash"
-    lora_rank: int = 16
+    lora_rank: int = Field(default=16, le=MAX_COUNT)
     accelerator: str | None = Name
-    device_memory_gib: float | None = None
+    device_memory_gib: float | None = Field(default=None, le=1e6)
     recipe: str = Recipe
 
 
@@ -140,23 +153,23 @@ class CompareRequest(_Request):
     SLO), each with its own best plan."""
 
     accelerators: list[str] = Field(..., min_length=2, max_length=4, description="2-4 accelerator ids or aliases")
-    tokens: float | None = Field(default=None, description="training tokens (the training form)")
-    qps: float | None = Field(default=None, description="requests per second (the serving form)")
-    ttft_p99: float | None = Field(default=None, description="seconds, with qps")
-    tpot_p99: float | None = Field(default=None, description="seconds, with qps")
-    input_len: int = 1024
-    output_len: int = 256
+    tokens: float | None = Field(default=None, le=MAX_TRAIN_TOKENS, description="training tokens (the training form)")
+    qps: float | None = Field(default=None, le=1e6, description="requests per second (the serving form)")
+    ttft_p99: float | None = Field(default=None, le=86_400, description="seconds, with qps")
+    tpot_p99: float | None = Field(default=None, le=86_400, description="seconds, with qps")
+    input_len: int = Field(default=1024, le=MAX_TOKENS_PER_SEQ)
+    output_len: int = Field(default=256, le=MAX_TOKENS_PER_SEQ)
     engine: str = Field(default="vllm", max_length=50)
-    seq_len: int = 4096
-    global_batch: int | None = None
+    seq_len: int = Field(default=4096, le=MAX_TOKENS_PER_SEQ)
+    global_batch: int | None = Field(default=None, le=MAX_COUNT)
     method: Method = "full"
     precision: Precision = "bf16"
-    deadline: float | None = Field(default=None, description="days")
-    budget: float | None = Field(default=None, description="USD")
-    max_devices: int = 4096
+    deadline: float | None = Field(default=None, le=36_500, description="days")
+    budget: float | None = Field(default=None, le=1e13, description="USD")
+    max_devices: int = Field(default=4096, le=MAX_COUNT)
     network: str | None = Name
-    nics_per_node: float | None = None
-    gpus_per_node: int | None = None
+    nics_per_node: float | None = Field(default=None, le=64)
+    gpus_per_node: int | None = Field(default=None, le=1024)
     framework: FrameworkId | None = None
     recipe: str = Recipe
     market: Market | None = None

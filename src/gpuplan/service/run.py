@@ -50,7 +50,7 @@ def _lang() -> str:
 def check_plan_train(req: TrainPlanRequest) -> ModelSpec:
     """The checks `plan train` makes before it searches (numbers, the model name): cheap, so a server can answer
     a bad request at once instead of in a search; the model's spec."""
-    from gpuplan.cli.common import positives
+    from gpuplan.service.checks import positives
     from gpuplan.service.uploads import spec_from_config
 
     positives(_lang(), ("tokens", req.tokens, False), ("seq-len", req.seq_len, True),
@@ -64,14 +64,15 @@ def check_plan_train(req: TrainPlanRequest) -> ModelSpec:
 def check_plan_infer(req: InferPlanRequest) -> tuple[ModelSpec, Any, Any]:
     """The checks `plan infer` makes before it searches (numbers, lengths, the model and engine names); the
     model's spec, the load and the engine profile."""
-    from gpuplan.cli.common import positives
-    from gpuplan.cli.infer_plan import _load
+    from gpuplan.service.checks import positives
+    from gpuplan.service.infer_inputs import infer_load
     from gpuplan.workload.engines import engine
 
     positives(_lang(), ("qps", req.qps, False), ("input-len", req.input_len, True),
               ("output-len", req.output_len, True), ("ttft-p99", req.ttft_p99, False),
               ("tpot-p99", req.tpot_p99, False), ("max-devices", req.max_devices, True), ("top", req.top, True))
-    load = _load(req.qps, None, req.input_len, req.output_len, req.input_dist, req.output_dist)
+    # a client's lengths never name a server path (files=False: `hist:` fails before anything is opened)
+    load = infer_load(req.qps, None, req.input_len, req.output_len, req.input_dist, req.output_dist, files=False)
     spec = _spec(req.model)
     _check_user_catalog(req)
     return spec, load, engine(req.engine)
@@ -92,10 +93,10 @@ def plan_train_report(req: TrainPlanRequest) -> tuple[dict[str, Any], dict[str, 
     """`gpuplan plan train ... --json` and the report document `--report` renders (advise.report_train)."""
     from gpuplan.advise.findings import load_thresholds
     from gpuplan.advise.report_train import training_report
-    from gpuplan.cli.advise import requirements
-    from gpuplan.cli.train_options import plan_constraints, training_job
     from gpuplan.render.plan_json import compact_plans
     from gpuplan.search.train_search import plan_training
+    from gpuplan.service.advice import requirements
+    from gpuplan.service.train_options import plan_constraints, training_job
     from gpuplan.service.uploads import calibration_for
     from gpuplan.workload.params import count_params
 
@@ -150,9 +151,9 @@ def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], di
     from gpuplan.advise.findings import load_thresholds
     from gpuplan.advise.report_infer import choose_fleet, inference_report, named_engine, named_pd
     from gpuplan.advise.trust import serving_recommendation
-    from gpuplan.cli.advise import requirements
     from gpuplan.search.infer_load import InferSlo, planner_terms
     from gpuplan.search.infer_search import WEIGHTS, InferConstraints, plan_inference, plan_record
+    from gpuplan.service.advice import requirements
 
     spec, load, prof = check_plan_infer(req)
     slo = InferSlo(ttft_p99_s=req.ttft_p99, tpot_p99_s=req.tpot_p99)
@@ -178,10 +179,10 @@ def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], di
 
 def run_memory_train(req: MemoryTrainRequest) -> dict[str, Any]:
     """`gpuplan memory train ... --json`."""
-    from gpuplan.cli.common import positives
-    from gpuplan.cli.memory import _device_memory, _fit_json
     from gpuplan.estimate.memory_fit import memory_fit, nearest_train_fix
     from gpuplan.estimate.memory_train import estimate_training_memory
+    from gpuplan.service.checks import positives
+    from gpuplan.service.memory_inputs import device_memory, fit_json
     from gpuplan.validate.memory_cases import recipe_job_fields
     from gpuplan.workload.jobs import Layout, TrainingJob
 
@@ -200,12 +201,12 @@ def run_memory_train(req: MemoryTrainRequest) -> dict[str, Any]:
     layout = Layout(tp=req.tp, pp=req.pp, dp=req.dp, cp=req.cp, ep=req.ep, vpp=req.vpp, zero_stage=req.zero,
                     seq_parallel=job.sequence_parallel_on() if req.seq_parallel is None else req.seq_parallel)
     mem = estimate_training_memory(spec, job, layout)
-    device, _ = _device_memory(req.accelerator, req.device_memory_gib, language)
+    device, _ = device_memory(req.accelerator, req.device_memory_gib, language)
     fit = memory_fit(mem.total_bytes, device) if device is not None else None
     fix = nearest_train_fix(spec, job, layout, fit.device_bytes) if fit is not None and not fit.fits else None
     out: dict[str, Any] = mem.to_json()
     if fit is not None:
-        out.update(_fit_json(fit, fix))
+        out.update(fit_json(fit, fix))
     return out
 
 
@@ -214,10 +215,10 @@ def run_compare(req: CompareRequest) -> dict[str, Any]:
     from gpuplan.advise.findings import load_thresholds
     from gpuplan.advise.report_train import compare_training
     from gpuplan.bench.calibrate import load_user_calibration
-    from gpuplan.cli.advise import _compare_infer, requirements
-    from gpuplan.cli.common import positives
-    from gpuplan.cli.train_options import plan_constraints, training_job
     from gpuplan.hardware import load_catalog
+    from gpuplan.service.advice import compare_infer, requirements
+    from gpuplan.service.checks import positives
+    from gpuplan.service.train_options import plan_constraints, training_job
     from gpuplan.workload.params import count_params
 
     language = _lang()
@@ -234,7 +235,7 @@ def run_compare(req: CompareRequest) -> dict[str, Any]:
     if req.qps is not None:
         if req.tokens is not None:
             raise InputError(field="tokens", value=req.tokens, allowed="left out with --qps (the inference form)")
-        return _compare_infer(spec, cat, names, qps=req.qps, ttft_p99=req.ttft_p99, tpot_p99=req.tpot_p99,
+        return compare_infer(spec, cat, names, qps=req.qps, ttft_p99=req.ttft_p99, tpot_p99=req.tpot_p99,
                               input_len=req.input_len, output_len=req.output_len, engine_id=req.engine,
                               market=req.market, provider=req.provider, max_devices=req.max_devices, trust=req.trust,
                               req=requirements(None, None), th=load_thresholds({}))

@@ -17,7 +17,7 @@ from typing import Any
 from gpuplan.errors import InputError
 
 __all__ = ["MAX_BENCH_BYTES", "MAX_CONFIG_BYTES", "TERM_RANGES", "TooLarge", "calibration_for", "check_calibration",
-           "check_config_size", "config_name", "parse_json", "spec_from_config"]
+           "check_config_size", "config_name", "histogram_bins", "parse_json", "spec_from_config"]
 
 MAX_CONFIG_BYTES = 64 * 1024
 MAX_BENCH_BYTES = 1024 * 1024
@@ -48,6 +48,24 @@ def parse_json(data: bytes, field: str, limit: int, what: str) -> Any:
     except json.JSONDecodeError as exc:
         raise InputError(field=field, value=f"line {exc.lineno} column {exc.colno}", allowed=f"{what} (JSON)",
                          hint=f"not valid JSON: {exc.msg}") from None
+
+
+def histogram_bins(data: bytes, field: str, limit: int) -> str:
+    """An uploaded length-histogram CSV (header `length,weight` or `low,high,weight`) as an inline `bins:` spec
+    (simulate.lengths), so that the request carries the histogram itself and the server never reads a path."""
+    import csv
+    import io
+
+    from gpuplan.simulate.lengths import bins_spec
+
+    if len(data) > limit:
+        raise TooLarge(field, len(data), limit, hint="a length histogram is a few hundred rows at most")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(field=field, value="<binary>", allowed="a CSV text file",
+                         hint="export the histogram as CSV (UTF-8)") from None
+    return bins_spec(list(csv.DictReader(io.StringIO(text))), field=field)
 
 
 def check_config_size(cfg: Mapping[str, Any]) -> None:

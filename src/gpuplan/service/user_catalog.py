@@ -90,7 +90,7 @@ def _validated(cls: type[BaseModel], data: dict[str, Any], prefix: str) -> Any:
     try:
         return cls.model_validate(data)
     except ValidationError as exc:
-        from gpuplan.cli.common import input_error_from_validation
+        from gpuplan.service.checks import input_error_from_validation
 
         raise input_error_from_validation(exc, prefix) from None
 

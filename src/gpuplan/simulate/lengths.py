@@ -1,9 +1,14 @@
-"""Request length distributions: fixed, uniform, or a histogram file.
+"""Request length distributions: fixed, uniform, inline bins, or a histogram file.
 
 A distribution is a frozen record built from a short spec string (`512`, `fixed:512`,
-`uniform:128-2048`, `hist:path.csv`) and sampled with a seeded numpy Generator. A
-histogram file is CSV with a header, either `length,weight` (each row one length) or
-`low,high,weight` (each row a bin; lengths drawn uniformly in [low, high]).
+`uniform:128-2048`, `bins:128-512=3,512-2048=1`, `hist:path.csv`) and sampled with a seeded
+numpy Generator. Inline bins are `LO-HI=WEIGHT` (lengths drawn uniformly in [LO, HI]) or
+`N=WEIGHT` (one length), comma-separated. A histogram file is CSV with a header, either
+`length,weight` (each row one length) or `low,high,weight` (each row a bin).
+
+Only a caller that speaks for the machine's own user (the CLI) may read a file: `files=True`.
+A request from a client (the web app, the API, a stored or imported plan) never names a path
+on the server; `hist:` then fails with one text whatever the path, before anything is opened.
 """
 
 from __future__ import annotations
@@ -17,9 +22,14 @@ import numpy as np
 
 from gpuplan.errors import InputError
 
-__all__ = ["LengthDist", "parse_length_dist"]
+__all__ = ["MAX_BINS", "LengthDist", "bins_spec", "parse_length_dist"]
 
-_ALLOWED = "a positive integer, fixed:N, uniform:LO-HI (1 <= LO <= HI) or hist:FILE.csv"
+_ALLOWED = ("a positive integer, fixed:N, uniform:LO-HI (1 <= LO <= HI), bins:LO-HI=W,... (inline histogram) "
+            "or hist:FILE.csv")
+_ALLOWED_NO_FILES = ("a positive integer, fixed:N, uniform:LO-HI (1 <= LO <= HI) or bins:LO-HI=W,... "
+                     "(an inline histogram; a server never reads a file named in a request)")
+MAX_LENGTH = 16 * 1024 * 1024  # tokens: past every served model's context window
+MAX_BINS = 256  # an inline or file histogram: enough for any published length distribution, bounded for a server
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,6 +52,10 @@ class LengthDist:
                                  hint="zero or negative lengths cannot be served")
         if sum(self.weight) <= 0:
             raise InputError(field="length distribution", value=self.label, allowed="a positive total weight")
+        if max(self.high) > MAX_LENGTH:
+            raise InputError(field="length distribution", value=self.label[:120],
+                             allowed=f"lengths up to {MAX_LENGTH:,} tokens",
+                             hint="no served model takes a longer request; check the units (tokens, not bytes)")
 
     @staticmethod
     def fixed(n: int) -> LengthDist:
@@ -112,15 +126,44 @@ def _read_hist(path: Path, label: str) -> LengthDist:
     return LengthDist(kind="hist", low=tuple(low), high=tuple(high), weight=tuple(weight), label=label)
 
 
-def parse_length_dist(text: str | int, *, field: str = "length") -> LengthDist:
-    """A LengthDist from `512`, `fixed:512`, `uniform:128-2048` or `hist:lengths.csv`."""
+def _inline_bins(arg: str, label: str, field: str, allowed: str) -> LengthDist:
+    """`LO-HI=W,N=W,...` as a histogram (ValueError on a malformed number)."""
+    items = [i.strip() for i in arg.split(",") if i.strip()]
+    if not items or len(items) > MAX_BINS:
+        raise InputError(field=field, value=label[:120], allowed=allowed,
+                         hint=f"give 1 to {MAX_BINS} bins, e.g. bins:128-512=3,512-2048=1")
+    low: list[int] = []
+    high: list[int] = []
+    weight: list[float] = []
+    for item in items:
+        span, eq, w = item.partition("=")
+        lo_s, dash, hi_s = span.partition("-")
+        lo = int(lo_s)
+        low.append(lo)
+        high.append(int(hi_s) if dash else lo)
+        weight.append(float(w) if eq else 1.0)
+    if not all(np.isfinite(weight)):
+        raise ValueError("weight")
+    return LengthDist(kind="hist", low=tuple(low), high=tuple(high), weight=tuple(weight), label=label)
+
+
+def parse_length_dist(text: str | int, *, field: str = "length", files: bool = False) -> LengthDist:
+    """A LengthDist from `512`, `fixed:512`, `uniform:128-2048`, `bins:128-512=3,512-2048=1` or (with
+    `files=True`, the CLI only) `hist:lengths.csv`."""
     s = str(text).strip()
+    allowed = _ALLOWED if files else _ALLOWED_NO_FILES
     kind, _, arg = s.partition(":")
+    if kind == "hist" and not files:
+        # one answer whatever the path: nothing is opened, statted or echoed (a client must not learn which
+        # server paths exist, nor block a worker on a pipe or a device)
+        raise InputError(field=field, value="hist:<path>", allowed=allowed,
+                         hint="send the histogram's bins inline (bins:LO-HI=WEIGHT,...) or upload its CSV "
+                              "on the serving form")
     try:
         if not arg:
             n = int(kind)
             if n < 1:
-                raise InputError(field=field, value=text, allowed=_ALLOWED,
+                raise InputError(field=field, value=text, allowed=allowed,
                                  hint="zero or negative lengths cannot be served")
             return LengthDist.fixed(n)
         if kind == "fixed":
@@ -129,12 +172,29 @@ def parse_length_dist(text: str | int, *, field: str = "length") -> LengthDist:
             lo_s, _, hi_s = arg.partition("-")
             lo, hi = int(lo_s), int(hi_s)
             if lo < 1 or hi < lo:
-                raise InputError(field=field, value=text, allowed=_ALLOWED)
+                raise InputError(field=field, value=text, allowed=allowed)
             return LengthDist.uniform(lo, hi)
+        if kind == "bins":
+            return _inline_bins(arg, s, field, allowed)
         if kind == "hist":
             return _read_hist(Path(arg), s)
     except ValueError as exc:
         if isinstance(exc, InputError):
             raise
-        raise InputError(field=field, value=text, allowed=_ALLOWED) from None
-    raise InputError(field=field, value=text, allowed=_ALLOWED)
+        raise InputError(field=field, value=s[:120], allowed=allowed) from None
+    raise InputError(field=field, value=s[:120], allowed=allowed)
+
+
+def bins_spec(rows: list[dict[str, str]], *, field: str = "length histogram") -> str:
+    """An uploaded histogram CSV's rows (header `length,weight` or `low,high,weight`) as a `bins:` spec, checked."""
+    parts: list[str] = []
+    try:
+        for r in rows[: MAX_BINS + 1]:
+            span = str(int(r["length"])) if "length" in r else f"{int(r['low'])}-{int(r['high'])}"
+            parts.append(f"{span}={float(r['weight']):g}")
+    except (KeyError, TypeError, ValueError):
+        raise InputError(field=field, value=None,
+                         allowed="CSV with header length,weight or low,high,weight and numeric rows") from None
+    spec = "bins:" + ",".join(parts)
+    parse_length_dist(spec, field=field)  # the same checks as an inline histogram
+    return spec

@@ -20,9 +20,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gpuplan.errors import GpuplanError, InputError
-from gpuplan.i18n import LANGS
+from gpuplan.i18n import LANGS, tr
+from gpuplan.service.checks import error_fields
+from gpuplan.web import csrf
 
-__all__ = ["DEFAULT_TIME_LIMIT_S", "MAX_BODY_BYTES", "create_app"]
+__all__ = ["DEFAULT_TIME_LIMIT_S", "MAX_BODY_BYTES", "app_from_env", "create_app"]
 
 MAX_BODY_BYTES = 256 * 1024
 DEFAULT_TIME_LIMIT_S = 120.0
@@ -56,6 +58,13 @@ class Guard:
             await _too_large(scope, receive, send, limit)
             return
         lang = _query_lang(scope.get("query_string", b""))
+        method, path = scope.get("method", ""), scope.get("path", "")
+        if path.startswith("/api/") and method in ("POST", "PUT", "PATCH") and not _json_body(headers):
+            await _not_json(scope, receive, send)
+            return
+        token = csrf.token_in(headers.get(b"cookie"))
+        fresh_token = token is None
+        scope.setdefault("state", {})["csrf"] = token = token or csrf.new_token()
         if declared is None and scope.get("method") in ("POST", "PUT", "PATCH"):
             # no declared length (chunked): read the body here, up to the limit, and hand it on whole
             chunks, seen, more = [], 0, True
@@ -87,10 +96,28 @@ class Guard:
                 hs += SECURITY_HEADERS
                 if lang:
                     hs.append((b"set-cookie", f"lang={lang}; Path=/; Max-Age=31536000; SameSite=Lax".encode()))
+                if fresh_token:
+                    hs.append((b"set-cookie", csrf.cookie_header(token)))
                 msg = {**msg, "headers": hs}
             await send(msg)
 
         await self.app(scope, receive, send_with_headers)
+
+
+def _json_body(headers: Mapping[bytes, bytes]) -> bool:
+    """The API takes JSON only: a body's content type is application/json (any charset), or there is no body."""
+    ctype = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
+    if ctype == b"application/json":
+        return True
+    return not ctype and headers.get(b"content-length", b"0") == b"0" and b"transfer-encoding" not in headers
+
+
+async def _not_json(scope: Scope, receive: Receive, send: Send) -> None:
+    resp = JSONResponse({"detail": {"field": "content-type", "value": None, "allowed": "application/json",
+                                    "hint": "send the body as JSON with the header Content-Type: application/json",
+                                    "message": "the API takes JSON bodies only"}}, status_code=415,
+                        headers={k.decode(): v.decode() for k, v in SECURITY_HEADERS})
+    await resp(scope, receive, send)
 
 
 def _query_lang(qs: bytes) -> str | None:
@@ -107,17 +134,6 @@ async def _too_large(scope: Scope, receive: Receive, send: Send, limit: int = MA
                                     "message": "request body too large"}}, status_code=413,
                         headers={k.decode(): v.decode() for k, v in SECURITY_HEADERS})
     await resp(scope, receive, send)
-
-
-def error_detail(exc: Exception, lang: str = "en") -> dict[str, Any]:
-    """field, value, allowed, hint and the CLI's one line for an InputError (or a pydantic error turned into one)."""
-    from gpuplan.cli.common import error_line
-
-    if isinstance(exc, InputError):
-        value = exc.value if isinstance(exc.value, (str, int, float, bool, type(None))) else str(exc.value)
-        return {"field": exc.field, "value": value, "allowed": exc.allowed, "hint": exc.hint,
-                "message": error_line(exc, lang)}
-    return {"field": "input", "value": None, "allowed": "", "hint": "", "message": error_line(exc, lang)}
 
 
 def _from_validation(exc: RequestValidationError) -> InputError:
@@ -159,6 +175,7 @@ def create_app(database_url: str | None = None, slots: int = 2, time_limit: floa
     from gpuplan import __version__
     from gpuplan.web import api, job_pages, jobs_api, pages, plan_import, uploads
     from gpuplan.web.jobs import JobPool
+    from gpuplan.web.render import error_page
     from gpuplan.web.store import Store
 
     pool = JobPool(slots, time_limit)
@@ -203,13 +220,20 @@ def create_app(database_url: str | None = None, slots: int = 2, time_limit: floa
     async def on_http(request: Request, exc: StarletteHTTPException) -> Response:
         api = request.url.path.startswith("/api/")
         if api and exc.status_code == 400:  # a body that does not decode: bad input like any other
-            return _error(request, InputError(field="body", value=None, allowed="a JSON object in UTF-8"), 422)
+            return _error(request, InputError(field="body", value=None, allowed="a JSON object in UTF-8",
+                                              hint="the body is not valid JSON, or holds a number too long to read "
+                                                   "(past 4,300 digits)"), 422)
         headers = dict(exc.headers or {})
         if exc.status_code == 405:  # every method of the path, not only those of the first route that matched it
             headers["Allow"] = ", ".join(_methods(app, request))
         if api or exc.status_code == 429:
             return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)
-        page = pages.error_page(request, exc.status_code, str(exc.detail))
+        message = str(exc.detail)
+        if exc.status_code == 403 and exc.detail == "csrf":
+            from gpuplan.web.i18n import page_lang
+
+            message = tr("web.csrf", page_lang(request))
+        page = error_page(request, exc.status_code, message)
         page.headers.update(headers)
         return page
 
@@ -218,9 +242,18 @@ def create_app(database_url: str | None = None, slots: int = 2, time_limit: floa
         log.error("internal error on %s %s: %s", request.method, request.url.path, type(exc).__name__)
         if request.url.path.startswith("/api/"):
             return JSONResponse({"detail": "internal error"}, status_code=500)
-        return pages.error_page(request, 500, "internal error")
+        return error_page(request, 500, "internal error")
 
     return app
+
+
+def app_from_env() -> FastAPI:
+    """The app for uvicorn's workers (`gpuplan serve` starts them with `--factory`): the worker count and time limit
+    come from GPUPLAN_SLOTS and GPUPLAN_TIME_LIMIT."""
+    import os
+
+    return create_app(slots=int(os.environ.get("GPUPLAN_SLOTS", "2")),
+                      time_limit=float(os.environ.get("GPUPLAN_TIME_LIMIT", DEFAULT_TIME_LIMIT_S)))
 
 
 def _methods(app: FastAPI, request: Request) -> list[str]:
@@ -242,10 +275,10 @@ def _error(request: Request, exc: Exception, status: int) -> Response:
     from gpuplan.web.i18n import page_lang
 
     lang = page_lang(request)
-    detail = error_detail(exc, lang)
+    detail = error_fields(exc, lang)
     if request.url.path.startswith("/api/"):
         return JSONResponse({"detail": detail}, status_code=status)
-    from gpuplan.web import pages
+    from gpuplan.web.render import error_page
 
-    resp: HTMLResponse = pages.error_page(request, status, detail["message"])
+    resp: HTMLResponse = error_page(request, status, detail["message"])
     return resp

@@ -12,10 +12,10 @@ __all__ = ["list_json", "models_json", "show_json"]
 def list_json(kind: str, *, vendor: str | None = None, market: str | None = None,
               min_memory_gib: float | None = None) -> dict[str, Any]:
     """`gpuplan catalog list KIND --json`."""
-    from gpuplan.cli.common import positive
     from gpuplan.hardware import load_catalog
     from gpuplan.hardware.parse import KINDS
     from gpuplan.hardware.query import filter_records, headline
+    from gpuplan.service.checks import positive
 
     if kind not in KINDS:
         raise unknown_name("kind", kind, KINDS)

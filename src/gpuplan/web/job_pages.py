@@ -10,16 +10,17 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from gpuplan.web.csrf import check_form
 from gpuplan.web.i18n import page_lang
 from gpuplan.web.jobs import Job, JobPool
 from gpuplan.web.jobs_api import status_json
 
 __all__ = ["router"]
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, dependencies=[Depends(check_form)])  # forms carry the CSRF token
 FORMS = {"train": "/train", "infer": "/serve"}
 
 
@@ -40,14 +41,14 @@ def _job(request: Request, job_id: str) -> Job | None:
 
 def _missing(request: Request, job_id: str) -> HTMLResponse:
     from gpuplan.i18n import tr
-    from gpuplan.web.pages import error_page
+    from gpuplan.web.render import error_page
 
     return error_page(request, 404, tr("web.job.unknown", page_lang(request), id=job_id[:40]))
 
 
 @router.get("/jobs/{job_id}", response_class=HTMLResponse)
 async def job_page(request: Request, job_id: str) -> Response:
-    from gpuplan.web.pages import render
+    from gpuplan.web.render import render
 
     job = _job(request, job_id)
     if job is None:
@@ -59,7 +60,7 @@ async def job_page(request: Request, job_id: str) -> Response:
 
 @router.get("/jobs/{job_id}/status", response_class=HTMLResponse)
 async def job_fragment(request: Request, job_id: str) -> Response:
-    from gpuplan.web.pages import render
+    from gpuplan.web.render import render
 
     job = _job(request, job_id)
     if job is None:

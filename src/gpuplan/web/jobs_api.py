@@ -71,7 +71,7 @@ def _phase(job: Job, lang: str) -> str:
 
 def status_json(job: Job, pool: JobPool, lang: str) -> dict[str, Any]:
     """The job as GET /api/v1/jobs/<id> answers it."""
-    from gpuplan.web.app import error_detail
+    from gpuplan.service.checks import error_fields as error_detail
 
     prog = None
     if job.progress is not None:

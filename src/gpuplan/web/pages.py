@@ -8,17 +8,14 @@ draws with plotly.js (no inline script, so the CSP can forbid it).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from importlib import resources
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from fastapi.templating import Jinja2Templates
 from pydantic import BaseModel, ValidationError
 
 from gpuplan.errors import GpuplanError, InputError
-from gpuplan.i18n import LANGS, tr
+from gpuplan.i18n import tr
 from gpuplan.service import (
     CompareRequest,
     InferPlanRequest,
@@ -29,36 +26,20 @@ from gpuplan.service import (
     request_of,
     run_memory_train,
 )
+from gpuplan.service.checks import input_error_from_validation
 from gpuplan.web import catalog_view, views
-from gpuplan.web.i18n import page_lang, translator
+from gpuplan.web.csrf import check_form
+from gpuplan.web.i18n import page_lang
 from gpuplan.web.plans import run_compare_job, start_plan
+from gpuplan.web.render import error_page, form_error, models_list, render
 from gpuplan.web.store import ID_PATTERN
 from gpuplan.web.views_quotes import quotes_view, with_quotes
 
 __all__ = ["error_page", "router"]
 
-router = APIRouter(include_in_schema=False)
-templates = Jinja2Templates(directory=str(resources.files("gpuplan.web") / "templates"))
-templates.env.filters["tojson_attr"] = lambda v: json.dumps(v, ensure_ascii=False)
+router = APIRouter(include_in_schema=False, dependencies=[Depends(check_form)])  # forms carry the CSRF token
 MAX_FIELDS = 60
 JSON_FIELDS = ("hf_config", "calibration", "user_catalog")
-
-
-def _ctx(request: Request, **extra: Any) -> dict[str, Any]:
-    from gpuplan import __version__
-
-    lang = page_lang(request)
-    return {"request": request, "lang": lang, "t": translator(lang), "langs": LANGS, "version": __version__,
-            "path": request.url.path, **extra}
-
-
-def render(request: Request, name: str, status: int = 200, headers: Mapping[str, str] | None = None,
-           **extra: Any) -> HTMLResponse:
-    return templates.TemplateResponse(request, name, _ctx(request, **extra), status_code=status, headers=headers)
-
-
-def error_page(request: Request, status: int, message: str) -> HTMLResponse:
-    return render(request, "error.html", status=status, status_code=status, message=message)
 
 
 def _request_from(cls: type[BaseModel], data: dict[str, Any]) -> Any:
@@ -83,7 +64,6 @@ def _request_from(cls: type[BaseModel], data: dict[str, Any]) -> Any:
     try:
         return cls.model_validate(clean)
     except ValidationError as exc:
-        from gpuplan.cli.common import input_error_from_validation
 
         raise input_error_from_validation(exc) from None
 
@@ -93,16 +73,6 @@ def _json_field(key: str, value: str) -> Any:
         return json.loads(value)
     except json.JSONDecodeError as exc:
         raise InputError(field=key, value=value[:80], allowed="JSON", hint=exc.msg) from None
-
-
-def _form_error(exc: Exception, lang: str) -> str:
-    from gpuplan.web.app import error_detail
-
-    return str(error_detail(exc, lang)["message"])
-
-
-def _models() -> list[dict[str, Any]]:
-    return list(catalog_view.models_json()["models"])
 
 
 def _frameworks() -> list[tuple[str, str]]:
@@ -125,8 +95,8 @@ async def home(request: Request) -> HTMLResponse:
 
 @router.get("/train", response_class=HTMLResponse)
 async def train_form(request: Request) -> HTMLResponse:
-    return render(request, "train.html", models=_models(), frameworks=_frameworks(), values=dict(request.query_params),
-                  error=None)
+    return render(request, "train.html", models=models_list(), frameworks=_frameworks(),
+                  values=dict(request.query_params), error=None)
 
 
 @router.post("/train", response_class=HTMLResponse)
@@ -141,31 +111,35 @@ async def train_submit(request: Request) -> Response:
         req = _request_from(TrainPlanRequest, await with_quotes(form))
         return await _start(request, req)
     except GpuplanError as exc:
-        return render(request, "train.html", status=413 if isinstance(exc, TooLarge) else 422, models=_models(),
-                      frameworks=_frameworks(), values=form, error=_form_error(exc, lang))
+        return render(request, "train.html", status=413 if isinstance(exc, TooLarge) else 422, models=models_list(),
+                      frameworks=_frameworks(), values=form, error=form_error(exc, lang))
     except HTTPException as exc:
-        return render(request, "train.html", status=exc.status_code, headers=exc.headers, models=_models(),
+        return render(request, "train.html", status=exc.status_code, headers=exc.headers, models=models_list(),
                       frameworks=_frameworks(), values=form, error=tr("web.job.busy", lang))
 
 
 @router.get("/serve", response_class=HTMLResponse)
 async def serve_form(request: Request) -> HTMLResponse:
-    return render(request, "serve.html", models=_models(), engines=_engines(), values=dict(request.query_params),
+    return render(request, "serve.html", models=models_list(), engines=_engines(), values=dict(request.query_params),
                   error=None)
 
 
 @router.post("/serve", response_class=HTMLResponse)
 async def serve_submit(request: Request) -> Response:
-    form = dict(await request.form())
+    from gpuplan.service.uploads import TooLarge
+    from gpuplan.web.uploads import serve_fields
+
+    form: dict[str, Any] = {}
     lang = page_lang(request)
     try:
+        form = await serve_fields(request)
         req = _request_from(InferPlanRequest, await with_quotes(form))
         return await _start(request, req)
     except GpuplanError as exc:
-        return render(request, "serve.html", status=422, models=_models(), engines=_engines(), values=form,
-                      error=_form_error(exc, lang))
+        return render(request, "serve.html", status=413 if isinstance(exc, TooLarge) else 422, models=models_list(),
+                      engines=_engines(), values=form, error=form_error(exc, lang))
     except HTTPException as exc:
-        return render(request, "serve.html", status=exc.status_code, headers=exc.headers, models=_models(),
+        return render(request, "serve.html", status=exc.status_code, headers=exc.headers, models=models_list(),
                       engines=_engines(), values=form, error=tr("web.job.busy", lang))
 
 
@@ -184,7 +158,7 @@ def _memory(request: Request) -> tuple[dict[str, Any] | None, str | None]:
         req = _request_from(MemoryTrainRequest, values)
         result = run_memory_train(req)
     except GpuplanError as exc:
-        return None, _form_error(exc, page_lang(request))
+        return None, form_error(exc, page_lang(request))
     return views.memory_parts(result, page_lang(request)), None
 
 
@@ -192,7 +166,7 @@ def _memory(request: Request) -> tuple[dict[str, Any] | None, str | None]:
 async def memory_page(request: Request) -> HTMLResponse:
     mem, error = _memory(request)
     values = {"model": "llama3-8b", **dict(request.query_params)}
-    return render(request, "memory.html", models=_models(), values=values, mem=mem, error=error)
+    return render(request, "memory.html", models=models_list(), values=values, mem=mem, error=error)
 
 
 @router.get("/memory/result", response_class=HTMLResponse)
@@ -210,7 +184,7 @@ async def catalog_page(request: Request) -> HTMLResponse:
         doc = catalog_view.list_json(kind, vendor=q.get("vendor"), market=q.get("market"), min_memory_gib=min_mem)
         error = None
     except (GpuplanError, ValueError) as exc:
-        doc, error = {"kind": kind, "count": 0, "items": []}, _form_error(
+        doc, error = {"kind": kind, "count": 0, "items": []}, form_error(
             exc if isinstance(exc, GpuplanError) else InputError(field="min-memory-gib", value=q.get(
                 "min_memory_gib"), allowed="a number"), page_lang(request))
     return render(request, "catalog.html", doc=doc, values=dict(q), error=error,
@@ -222,7 +196,7 @@ async def catalog_record(request: Request, kind: str, record_id: str) -> HTMLRes
     try:
         doc = catalog_view.show_json(kind, record_id)
     except GpuplanError as exc:
-        return error_page(request, 404, _form_error(exc, page_lang(request)))
+        return error_page(request, 404, form_error(exc, page_lang(request)))
     return render(request, "record.html", doc=doc)
 
 
@@ -282,7 +256,7 @@ async def compare_page(request: Request) -> HTMLResponse:
     picked = [a for v in q.getlist("accelerators") for a in v.split(",") if a.strip()]
     values["accelerators"] = ",".join(picked)
     job = "serve" if values.get("job") == "serve" else "train"
-    ctx: dict[str, Any] = {"models": _models(), "engines": _engines(), "accs": _accelerators(), "values": values,
+    ctx: dict[str, Any] = {"models": models_list(), "engines": _engines(), "accs": _accelerators(), "values": values,
                            "frameworks": _frameworks(), "picked": picked, "job": job, "error": None, "view": None,
                            "doc": None}
     if "accelerators" not in q:
@@ -293,7 +267,7 @@ async def compare_page(request: Request) -> HTMLResponse:
         req = _request_from(CompareRequest, fields)
         doc = await run_compare_job(request.app, req, lang)
     except GpuplanError as exc:
-        return render(request, "compare.html", status=422, **(ctx | {"error": _form_error(exc, lang)}))
+        return render(request, "compare.html", status=422, **(ctx | {"error": form_error(exc, lang)}))
     except HTTPException as exc:
         if exc.status_code != 429:
             raise
@@ -311,7 +285,7 @@ async def compare_plans(request: Request) -> HTMLResponse:
     ids = request.query_params.getlist("plan")
     lang = page_lang(request)
     if len(ids) != 2 or ids[0] == ids[1]:
-        return error_page(request, 422, _form_error(InputError(
+        return error_page(request, 422, form_error(InputError(
             field="plan", value=",".join(ids), allowed="two different saved plan ids",
             hint="tick two plans on the saved plans page"), lang))
     store = request.app.state.store

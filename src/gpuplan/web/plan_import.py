@@ -20,7 +20,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.datastructures import UploadFile
@@ -29,6 +29,7 @@ from gpuplan.errors import GpuplanError, InputError
 from gpuplan.service import canonical_json, request_of
 from gpuplan.service.uploads import TooLarge, parse_json
 from gpuplan.web.api import ERRORS
+from gpuplan.web.csrf import check_form
 from gpuplan.web.i18n import page_lang
 from gpuplan.web.store import ID_PATTERN, SavedPlan, plan_id
 
@@ -51,7 +52,7 @@ RESULT_KEYS = {
 }
 HINT = "import the file a plan page's Download JSON gave (GET /api/v1/plans/<id>?download=1), unchanged"
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, dependencies=[Depends(check_form)])  # forms carry the CSRF token
 api_router = APIRouter(prefix="/api/v1", tags=["api"])
 
 
@@ -158,7 +159,7 @@ async def import_api(request: Request) -> Response:
         doc = parse_json(body, "body", MAX_IMPORT_BYTES, "a gpuplan plan export")
         saved, file_id = await run_in_threadpool(import_plan, request.app.state.store, doc)
     except TooLarge as exc:
-        from gpuplan.web.app import error_detail
+        from gpuplan.service.checks import error_fields as error_detail
 
         return JSONResponse({"detail": error_detail(exc, page_lang(request))}, status_code=413)
     return JSONResponse({"plan_id": saved.id, "share_url": f"/p/{saved.id}", "file_plan_id": file_id,
@@ -168,7 +169,8 @@ async def import_api(request: Request) -> Response:
 @router.post(PAGE_PATH, response_class=HTMLResponse)
 async def import_page(request: Request) -> Response:
     """The history page's upload: the plan's page when it is stored, the history page with the error otherwise."""
-    from gpuplan.web.pages import _form_error, render
+    from gpuplan.web.render import form_error as _form_error
+    from gpuplan.web.render import render
 
     lang = page_lang(request)
     try:

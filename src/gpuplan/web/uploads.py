@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, Response
 from starlette.datastructures import UploadFile
@@ -21,15 +21,18 @@ from gpuplan.errors import GpuplanError
 from gpuplan.service.bench_upload import bench_answer, read_result, safe_name
 from gpuplan.service.uploads import MAX_BENCH_BYTES, MAX_CONFIG_BYTES, TooLarge, config_name, parse_json
 from gpuplan.web.api import ErrorBody
+from gpuplan.web.csrf import check_form
 from gpuplan.web.i18n import page_lang
 
-__all__ = ["BODY_LIMITS", "api_router", "router", "train_fields"]
+__all__ = ["BODY_LIMITS", "api_router", "router", "serve_fields", "train_fields"]
 
-router = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False, dependencies=[Depends(check_form)])  # forms carry the CSRF token
 api_router = APIRouter(prefix="/api/v1", tags=["api"])
 # request body limits above the app's default, per path (a multipart form adds its boundaries and headers)
 BODY_LIMITS = {"/api/v1/bench": MAX_BENCH_BYTES, "/bench": MAX_BENCH_BYTES + 16 * 1024}
 CONFIG_FILE = "hf_config_file"
+HIST_FILES = {"input_hist_file": "input_dist", "output_hist_file": "output_dist"}
+MAX_HIST_BYTES = 16 * 1024  # 256 rows of low,high,weight
 
 
 @api_router.post("/bench", responses={413: {"description": f"body over {MAX_BENCH_BYTES} bytes"},
@@ -58,11 +61,11 @@ async def _read_upload(up: UploadFile, limit: int) -> bytes:
 
 
 def _render(request: Request, status: int = 200, **extra: Any) -> HTMLResponse:
-    from gpuplan.web import pages
+    from gpuplan.web.render import models_list, render
 
-    ctx: dict[str, Any] = {"answer": None, "error": None, "models": pages._models(), "values": {},
+    ctx: dict[str, Any] = {"answer": None, "error": None, "models": models_list(), "values": {},
                            "limit_kib": MAX_BENCH_BYTES // 1024} | extra
-    return pages.render(request, "bench.html", status=status, **ctx)
+    return render(request, "bench.html", status=status, **ctx)
 
 
 @router.get("/bench", response_class=HTMLResponse)
@@ -89,7 +92,7 @@ async def bench_upload(request: Request) -> Response:
         result = read_result(await _read_upload(up, MAX_BENCH_BYTES))
         answer = await run_in_threadpool(bench_answer, result, safe_name(up.filename), accelerator, lang)
     except GpuplanError as exc:
-        from gpuplan.web.pages import _form_error
+        from gpuplan.web.render import form_error as _form_error
 
         return _render(request, status=413 if isinstance(exc, TooLarge) else 422, values=values,
                        error=_form_error(exc, lang))
@@ -109,4 +112,19 @@ async def train_fields(request: Request) -> dict[str, Any]:
                          "a Hugging Face config.json")
         fields["model"] = await run_in_threadpool(config_name, cfg, safe_name(up.filename, "config.json"))
         fields["hf_config"] = cfg
+    return fields
+
+
+async def serve_fields(request: Request) -> dict[str, Any]:
+    """The serving form's fields; an uploaded length-histogram CSV becomes the inline bins of `input_dist` or
+    `output_dist` (the upload's bytes are read, never a path; TooLarge over 16 KiB, InputError naming the file's
+    field otherwise)."""
+    from gpuplan.service.uploads import histogram_bins
+
+    form = await request.form()
+    fields: dict[str, Any] = {k: v for k, v in form.items() if not isinstance(v, UploadFile)}
+    for name, target in HIST_FILES.items():
+        up = form.get(name)
+        if isinstance(up, UploadFile) and up.filename:
+            fields[target] = histogram_bins(await _read_upload(up, MAX_HIST_BYTES), name, MAX_HIST_BYTES)
     return fields

@@ -40,7 +40,7 @@ def _is_rec(p: Mapping[str, Any], rec: Mapping[str, Any] | None) -> bool:
 
 def train_rows(result: Mapping[str, Any], lang: str, top: int = 12) -> list[dict[str, Any]]:
     """The ranked table as the CLI shows it: the recommended plan, the best per accelerator, then by rank."""
-    from gpuplan.cli.train import ranked_rows
+    from gpuplan.render.plan_json import ranked_rows
 
     plans = result["plans"]
     rec = result.get("recommended")

@@ -3,11 +3,11 @@ constraints, checked."""
 
 from __future__ import annotations
 
-from gpuplan.cli.common import positives
 from gpuplan.errors import InputError
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.hardware import Catalog
 from gpuplan.search.train_search import PlanConstraints, choose_layout_family
+from gpuplan.service.checks import positives
 from gpuplan.validate.memory_cases import recipe_job_fields
 from gpuplan.workload.jobs import TrainingJob, default_global_batch
 

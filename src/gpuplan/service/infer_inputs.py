@@ -1,0 +1,47 @@
+"""The serving load a request describes, checked (the CLI's `plan infer` and the web app's serving form)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpuplan.errors import InputError
+
+if TYPE_CHECKING:
+    from gpuplan.search.infer_load import InferLoad
+
+__all__ = ["infer_load"]
+
+
+def infer_load(qps: float | None, trace: Path | None, input_len: int | None, output_len: int | None,
+          input_dist: str | None, output_dist: str | None, *, files: bool = False) -> InferLoad:
+    """The load of `plan infer`: a trace, or a rate with lengths or length distributions. `files=True` (the CLI,
+    on its own user's machine) lets a distribution read a `hist:FILE.csv`; a client's request never does."""
+    from gpuplan.search.infer_load import InferLoad
+    from gpuplan.simulate.arrivals import read_trace
+    from gpuplan.simulate.lengths import parse_length_dist
+
+    if trace is not None:
+        if qps is not None:
+            raise InputError(field="qps", value=qps, allowed="left out with --trace (the trace sets the load)",
+                             hint="drop --qps, or drop --trace to plan for a rate")
+        for name, v in (("input-len", input_len), ("output-len", output_len), ("input-dist", input_dist),
+                        ("output-dist", output_dist)):
+            if v is not None:
+                raise InputError(field=name, value=v, allowed="left out with --trace (the trace sets the lengths)",
+                                 hint=f"drop --{name}, or drop --trace")
+        return InferLoad.from_trace(read_trace(trace))
+    if qps is None:
+        raise InputError(field="qps", value=None, allowed="a positive number, or --trace FILE",
+                         hint="give the request rate with --qps (requests per second)")
+    if input_len is not None and input_dist is not None:
+        raise InputError(field="input-dist", value=input_dist, allowed="left out when --input-len is given",
+                         hint="give one of --input-len (every prompt that long) or --input-dist (a distribution)")
+    if output_len is not None and output_dist is not None:
+        raise InputError(field="output-dist", value=output_dist, allowed="left out when --output-len is given",
+                         hint="give one of --output-len (every output that long) or --output-dist (a distribution)")
+    inp = parse_length_dist(input_dist if input_dist is not None else (1024 if input_len is None else input_len),
+                            field="input-dist" if input_dist is not None else "input-len", files=files)
+    out = parse_length_dist(output_dist if output_dist is not None else (256 if output_len is None else output_len),
+                            field="output-dist" if output_dist is not None else "output-len", files=files)
+    return InferLoad(qps=qps, input_len=inp, output_len=out)
