@@ -68,9 +68,11 @@ def test_an_edited_import_never_answers_the_real_request(client: Any, other: Any
     doc = _export(client, train_plan["plan_id"])
     forged = json.loads(json.dumps(doc))
     forged["plans"][0]["cost_usd"] = 1.0
-    assert other.post(IMPORT, json=forged).status_code == 201
+    imported = other.post(IMPORT, json=forged)
+    assert imported.status_code == 201
     computed = other.post("/api/v1/plan/train", json=doc["request"]).json()
-    assert computed["plan_id"] == train_plan["plan_id"] and computed["plans"][0]["cost_usd"] != 1.0
+    assert computed["plan_id"] != imported.json()["plan_id"] and computed["plans"][0]["cost_usd"] != 1.0
+    assert computed["plans"][0]["cost_usd"] == train_plan["plans"][0]["cost_usd"]
 
 
 def test_history_page_upload_redirects_to_the_plan(client: Any, other: Any, train_plan: dict[str, Any]) -> None:

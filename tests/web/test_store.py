@@ -47,7 +47,7 @@ def test_sqlite_runs_in_wal_mode_with_the_migrated_schema(tmp_path: Path) -> Non
     s = Store(f"sqlite:///{tmp_path / 'p.db'}")
     with s.engine.connect() as c:
         assert c.execute(text("PRAGMA journal_mode")).scalar() == "wal"
-        assert c.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0002"
+        assert c.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0003"
     assert {"id", "request_json", "result_z", "catalog_version", "report_z"} <= {
         col["name"] for col in inspect(s.engine).get_columns("plan")}
     Store(s.url)  # opening again migrates nothing and keeps the rows
@@ -56,9 +56,9 @@ def test_sqlite_runs_in_wal_mode_with_the_migrated_schema(tmp_path: Path) -> Non
 def test_the_migrated_schema_on_every_backend(url: str) -> None:
     s = Store(url)
     with s.engine.connect() as c:
-        assert c.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0002"
+        assert c.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0003"
     assert {"id", "kind", "request_json", "result_z", "gpuplan_version", "catalog_version", "title", "created_at",
-            "report_z"} == {col["name"] for col in inspect(s.engine).get_columns("plan")}
+            "report_z", "request_key", "private"} == {col["name"] for col in inspect(s.engine).get_columns("plan")}
     assert "ix_plan_created_at" in {ix["name"] for ix in inspect(s.engine).get_indexes("plan")}
     s.put("00000000000000aa", "train", {"m": 1}, {"r": 1}, gpuplan_version="v", catalog_version="c", title="x" * 300,
           report={"kind": "train"})
@@ -86,6 +86,26 @@ def test_a_0001_database_is_upgraded_and_keeps_its_plans(url: str) -> None:
     again.set_report("00000000000000ff", {"kind": "train"})
     again.set_report("00000000000000ff", {"kind": "other"})  # kept once, never changed
     assert again.report("00000000000000ff") == {"kind": "train"}
+    # 0003: the old id (a hash of the inputs) is the row's request key, and the row stays listed
+    assert again.find("00000000000000ff") == "00000000000000ff" and again.find("00000000000000ff", True) is None
+    assert [p.id for p in again.recent()] == ["00000000000000ff"]
+
+
+def test_listings_read_columns_page_and_leave_private_plans_out(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gpuplan.web.store as store_mod
+
+    s = Store(url)
+    for i in range(5):
+        s.put(f"{i:016x}", "train", {"m": i}, {"r": i}, gpuplan_version="v", catalog_version="c", title=f"t{i}",
+              request_key=f"{i:016x}"[::-1], private=i == 2)
+
+    def no_unpack(_blob: bytes) -> dict[str, object]:
+        raise AssertionError("a listing unpacked a stored result")
+
+    monkeypatch.setattr(store_mod, "unpack_json", no_unpack)
+    assert [p.title for p in s.recent(2)] == ["t4", "t3"] and [p.title for p in s.recent(2, 2)] == ["t1", "t0"]
+    assert s.count_listed() == 4 and "t2" not in [p.title for p in s.recent(10)]
+    assert s.find(f"{2:016x}"[::-1]) is None and s.find(f"{2:016x}"[::-1], private=True) == f"{2:016x}"
 
 
 def test_database_url_default_and_override(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -107,7 +127,7 @@ def test_server_processes_opening_a_new_database_together_migrate_once(url: str)
     with ProcessPoolExecutor(4, mp_context=multiprocessing.get_context("spawn")) as ex:  # workers starting at once
         assert list(ex.map(_open, [url] * 4)) == [0, 0, 0, 0]
     with Store(url).engine.connect() as c:
-        assert c.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == ["0002"]
+        assert c.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == ["0003"]
 
 
 def test_the_app_plans_stores_and_shows_on_every_backend(url: str) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict
@@ -56,24 +56,26 @@ class PlanAnswer(BaseModel):
 ERRORS: dict[int | str, dict[str, Any]] = {422: {"model": ErrorBody, "description": "bad input, as the CLI words it"}}
 # every operation: bad input is 422 in this shape (FastAPI's own validation shape is never sent)
 router = APIRouter(prefix="/api/v1", tags=["api"], responses=ERRORS)
+PRIVATE = Query(default=False, description="keep the plan out of the listings (/, /history): "
+                                                   "only its share link opens it")
 BUSY: dict[int | str, dict[str, Any]] = {
     429: {"description": "every worker is busy: try again after Retry-After seconds"}}
 
 
 @router.post("/plan/train", response_model=PlanAnswer, responses=ERRORS | BUSY)
-async def plan_train(req: TrainPlanRequest, request: Request) -> Response:
+async def plan_train(req: TrainPlanRequest, request: Request, private: bool = PRIVATE) -> Response:
     """`gpuplan plan train --json` for these options, stored as an immutable plan."""
-    return await _answer(request, req)
+    return await _answer(request, req, private)
 
 
 @router.post("/plan/infer", response_model=PlanAnswer, responses=ERRORS | BUSY)
-async def plan_infer(req: InferPlanRequest, request: Request) -> Response:
+async def plan_infer(req: InferPlanRequest, request: Request, private: bool = PRIVATE) -> Response:
     """`gpuplan plan infer --json` for these options (a rate and lengths), stored as an immutable plan."""
-    return await _answer(request, req)
+    return await _answer(request, req, private)
 
 
-async def _answer(request: Request, req: TrainPlanRequest | InferPlanRequest) -> Response:
-    pid, body = await plan_answer(request.app, req, page_lang(request))
+async def _answer(request: Request, req: TrainPlanRequest | InferPlanRequest, private: bool) -> Response:
+    pid, body = await plan_answer(request.app, req, page_lang(request), private)
     return Response(body, media_type="application/json", headers={"Location": f"/p/{pid}"})
 
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from gpuplan.errors import InputError
 from gpuplan.i18n import tr
 from gpuplan.service import InferPlanRequest, TrainPlanRequest
-from gpuplan.web.api import ERRORS, ErrorBody, ErrorDetail
+from gpuplan.web.api import ERRORS, PRIVATE, ErrorBody, ErrorDetail
 from gpuplan.web.i18n import page_lang
 from gpuplan.web.jobs import Job, JobPool
 from gpuplan.web.plans import job_error, start_plan
@@ -105,22 +105,22 @@ def job_of(request: Request, job_id: str) -> Job:
     return job
 
 
-async def _start(request: Request, req: TrainPlanRequest | InferPlanRequest) -> JSONResponse:
-    job = await start_plan(request.app, req)
+async def _start(request: Request, req: TrainPlanRequest | InferPlanRequest, private: bool) -> JSONResponse:
+    job = await start_plan(request.app, req, private)
     body = status_json(job, request.app.state.jobs, page_lang(request))
     return JSONResponse(body, status_code=202, headers={"Location": body["status_url"]})
 
 
 @router.post("/plan/train", status_code=202, response_model=JobStatus, responses=START_RESPONSES)
-async def start_train(req: TrainPlanRequest, request: Request) -> JSONResponse:
+async def start_train(req: TrainPlanRequest, request: Request, private: bool = PRIVATE) -> JSONResponse:
     """Start `gpuplan plan train` for these options in a worker process; follow `status_url`."""
-    return await _start(request, req)
+    return await _start(request, req, private)
 
 
 @router.post("/plan/infer", status_code=202, response_model=JobStatus, responses=START_RESPONSES)
-async def start_infer(req: InferPlanRequest, request: Request) -> JSONResponse:
+async def start_infer(req: InferPlanRequest, request: Request, private: bool = PRIVATE) -> JSONResponse:
     """Start `gpuplan plan infer` for these options in a worker process; follow `status_url`."""
-    return await _start(request, req)
+    return await _start(request, req, private)
 
 
 @router.get("/{job_id}", response_model=JobStatus, responses=JOB_RESPONSES)

@@ -109,7 +109,7 @@ async def train_submit(request: Request) -> Response:
     try:
         form = await train_fields(request)
         req = _request_from(TrainPlanRequest, await with_quotes(form))
-        return await _start(request, req)
+        return await _start(request, req, _private(form))
     except GpuplanError as exc:
         return render(request, "train.html", status=413 if isinstance(exc, TooLarge) else 422, models=models_list(),
                       frameworks=_frameworks(), values=form, error=form_error(exc, lang))
@@ -134,7 +134,7 @@ async def serve_submit(request: Request) -> Response:
     try:
         form = await serve_fields(request)
         req = _request_from(InferPlanRequest, await with_quotes(form))
-        return await _start(request, req)
+        return await _start(request, req, _private(form))
     except GpuplanError as exc:
         return render(request, "serve.html", status=413 if isinstance(exc, TooLarge) else 422, models=models_list(),
                       engines=_engines(), values=form, error=form_error(exc, lang))
@@ -143,9 +143,9 @@ async def serve_submit(request: Request) -> Response:
                       engines=_engines(), values=form, error=tr("web.job.busy", lang))
 
 
-async def _start(request: Request, req: TrainPlanRequest | InferPlanRequest) -> Response:
+async def _start(request: Request, req: TrainPlanRequest | InferPlanRequest, private: bool = False) -> Response:
     """The plan's page when it is stored already, else the page of the job that computes it."""
-    job = await start_plan(request.app, req)
+    job = await start_plan(request.app, req, private)
     where = f"/p/{job.plan_id}" if job.state == "done" and job.plan_id else f"/jobs/{job.id}"
     return RedirectResponse(where, status_code=303)
 
@@ -202,7 +202,23 @@ async def catalog_record(request: Request, kind: str, record_id: str) -> HTMLRes
 
 @router.get("/history", response_class=HTMLResponse)
 async def history(request: Request) -> HTMLResponse:
-    return render(request, "history.html", recent=request.app.state.store.recent(100))
+    return render(request, "history.html", **history_page(request))
+
+
+def history_page(request: Request) -> dict[str, Any]:
+    """One page of the listed plans (`?page=N`, PAGE_SIZE a page, newest first; private plans are not listed)."""
+    from gpuplan.web.store import PAGE_SIZE
+
+    store = request.app.state.store
+    raw = request.query_params.get("page", "1")
+    page = int(raw) if raw.isdigit() and 0 < len(raw) < 7 else 1
+    pages = max(1, -(-store.count_listed() // PAGE_SIZE))
+    page = min(max(page, 1), pages)
+    return {"recent": store.recent(PAGE_SIZE, (page - 1) * PAGE_SIZE), "page": page, "pages": pages}
+
+
+def _private(form: dict[str, Any]) -> bool:
+    return str(form.get("private", "")) in ("on", "true", "1")
 
 
 def _command(saved: Any, lang: str = "en") -> str | None:

@@ -3,14 +3,14 @@
 The document is the one `GET /api/v1/plans/<id>?download=1` gives: the plan's id and share link, `kind`,
 `request`, `gpuplan_version`, `catalog_version`, `title`, `created_at` and the result's own keys. It is checked
 key by key (unknown keys rejected, the request read as the request model of its kind, the result rendered once
-as its page renders it) and stored as a plan. The id is never taken from the file: it is computed from the
-canonical request, the two versions and a digest of the result, in an id space of its own (the word `imported`
-enters the hash), so an imported file can neither claim another plan's id nor stand in for the plan that the
-server computes for the same request (a hand-edited result would otherwise answer later requests); importing
-the same file again, or a plan exported after an import, gives the same id. The file's own `plan_id` is only
-reported beside it (`file_plan_id`, `id_matches`). The imported result is kept as the file gives it (it is not
-recomputed); its title says it was imported, and its page offers the recompute button when the versions differ
-from the server's.
+as its page renders it) and stored as a plan. The id is never taken from the file: a new plan gets a random
+share id, and its request key is computed from the canonical request, the two versions and a digest of the
+result, in a key space of its own (the word `imported` enters the hash), so an imported file can neither claim
+another plan's id nor stand in for the plan that the server computes for the same request (a hand-edited result
+would otherwise answer later requests); importing the same file again gives the plan it made the first time.
+The file's own `plan_id` is only reported beside it (`file_plan_id`, `id_matches`). The imported result is kept
+as the file gives it (it is not recomputed); its title says it was imported, and its page offers the recompute
+button when the versions differ from the server's.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from gpuplan.service.uploads import TooLarge, parse_json
 from gpuplan.web.api import ERRORS
 from gpuplan.web.csrf import check_form
 from gpuplan.web.i18n import page_lang
-from gpuplan.web.store import ID_PATTERN, SavedPlan, plan_id
+from gpuplan.web.store import ID_PATTERN, SavedPlan, new_plan_id, plan_id
 
 __all__ = ["BODY_LIMITS", "MAX_IMPORT_BYTES", "api_router", "import_plan", "router"]
 
@@ -107,9 +107,9 @@ def _check_result(kind: str, request: Mapping[str, Any], result: dict[str, Any])
 
             marked_infer_rows(result, "en")
             views.infer_chart(result, "en")
-    except Exception as exc:  # any shape the views cannot read
-        raise InputError(field="plans", value=type(exc).__name__, allowed="the result of a gpuplan plan",
-                         hint=HINT) from None
+    except Exception:  # any shape the views cannot read (the exception's name is not shown: it is ours, not theirs)
+        raise InputError(field="plans", value=None, allowed="the result of a gpuplan plan, as its JSON export "
+                         "holds it", hint=HINT) from None
 
 
 def import_plan(store: Any, doc: Any) -> tuple[SavedPlan, str | None]:
@@ -136,12 +136,16 @@ def import_plan(store: Any, doc: Any) -> tuple[SavedPlan, str | None]:
     request = req.model_dump(mode="json")
     _check_result(kind, request, result)
     digest = hashlib.sha256(json.dumps(result, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-    pid = plan_id(f"{canonical_json(req)}\nimported {digest}", gpuplan_version, cat_version)
+    key = plan_id(f"{canonical_json(req)}\nimported {digest}", gpuplan_version, cat_version)
     from gpuplan.web.plans import title_of
 
+    found = store.find(key)
+    if found is not None:  # the same file again: the plan it made the first time
+        return store.get(found), file_id
     name = title or title_of(req)
-    saved = store.put(pid, kind, request, result, gpuplan_version=gpuplan_version, catalog_version=cat_version,
-                      title=name if name.endswith(IMPORTED) else f"{name}{IMPORTED}")
+    saved = store.put(new_plan_id(), kind, request, result, gpuplan_version=gpuplan_version,
+                      catalog_version=cat_version, title=name if name.endswith(IMPORTED) else f"{name}{IMPORTED}",
+                      request_key=key)
     return saved, file_id
 
 
@@ -169,6 +173,7 @@ async def import_api(request: Request) -> Response:
 @router.post(PAGE_PATH, response_class=HTMLResponse)
 async def import_page(request: Request) -> Response:
     """The history page's upload: the plan's page when it is stored, the history page with the error otherwise."""
+    from gpuplan.web.pages import history_page
     from gpuplan.web.render import form_error as _form_error
     from gpuplan.web.render import render
 
@@ -183,5 +188,5 @@ async def import_page(request: Request) -> Response:
         saved, _ = await run_in_threadpool(import_plan, request.app.state.store, doc)
     except GpuplanError as exc:
         return render(request, "history.html", status=413 if isinstance(exc, TooLarge) else 422,
-                      recent=request.app.state.store.recent(100), import_error=_form_error(exc, lang))
+                      import_error=_form_error(exc, lang), **history_page(request))
     return RedirectResponse(f"/p/{saved.id}?lang={lang}", status_code=303)

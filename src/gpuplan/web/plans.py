@@ -19,7 +19,7 @@ from gpuplan.service import (
 )
 from gpuplan.service.run import check_plan_infer, check_plan_train
 from gpuplan.web.jobs import Job, JobPool
-from gpuplan.web.store import SavedPlan, plan_id, unpack_json
+from gpuplan.web.store import SavedPlan, new_plan_id, plan_id, unpack_json
 
 __all__ = ["job_error", "plan_answer", "report_of", "run_compare_job", "saved_json", "start_plan", "title_of"]
 
@@ -40,30 +40,33 @@ def _check(req: PlanRequest) -> None:
         check_plan_infer(req)
 
 
-async def start_plan(app: FastAPI, req: PlanRequest) -> Job:
-    """A job that ends with `req`'s plan stored: one that is done already when the plan is in the store, the
-    running one for the same request, or a new one (429 when every slot is busy). Bad numbers and names answer
+async def start_plan(app: FastAPI, req: PlanRequest, private: bool = False) -> Job:
+    """A job that ends with `req`'s plan stored: one that is done already when a plan for the same inputs and
+    versions is in the store, the running one for the same request, or a new one (429 when every slot is busy).
+    A new plan gets a random share id; a `private` one is left out of the listings. Bad numbers and names answer
     at once (InputError), before any search."""
     from gpuplan import __version__
 
     await run_in_threadpool(_check, req)
     store = app.state.store
     cat_v = await run_in_threadpool(catalog_version)
-    pid = plan_id(canonical_json(req), __version__, cat_v)
+    key = plan_id(canonical_json(req), __version__, cat_v)
     pool: JobPool = app.state.jobs
-    saved: SavedPlan | None = await run_in_threadpool(store.get, pid)
-    if saved is not None:
-        return pool.done_job(req.kind, pid)
+    found: str | None = await run_in_threadpool(store.find, key, private)
+    if found is not None:
+        return pool.done_job(req.kind, found)
 
     async def keep(job: Job) -> None:
         packed = job.answer
+        pid = new_plan_id()
         await run_in_threadpool(
             lambda: store.put_packed(pid, req.kind, req.model_dump(mode="json"), packed["result_z"],
                                      packed["report_z"], gpuplan_version=__version__, catalog_version=cat_v,
-                                     title=title_of(req)))
+                                     title=title_of(req), request_key=key, private=private))
         job.plan_id, job.answer = pid, None
 
-    return pool.submit(req.kind, req.model_dump(mode="json"), key=pid, on_done=keep)
+    return pool.submit(req.kind, req.model_dump(mode="json"), key=f"{key}:{'private' if private else 'listed'}",
+                       on_done=keep)
 
 
 def job_error(job: Job, lang: str, time_limit: float) -> Exception | None:
@@ -91,9 +94,9 @@ async def _wait(app: FastAPI, job: Job, lang: str) -> Job:
     return job
 
 
-async def plan_answer(app: FastAPI, req: PlanRequest, lang: str = "en") -> tuple[str, bytes]:
+async def plan_answer(app: FastAPI, req: PlanRequest, lang: str = "en", private: bool = False) -> tuple[str, bytes]:
     """The plan id and the API's JSON answer for `req`: from the store, computed now when it is not there."""
-    job = await _wait(app, await start_plan(app, req), lang)
+    job = await _wait(app, await start_plan(app, req, private), lang)
     body: bytes | None = await run_in_threadpool(app.state.store.answer_json, job.plan_id)
     if job.plan_id is None or body is None:
         raise RuntimeError("a finished plan is missing from the store")

@@ -1,4 +1,6 @@
-"""Saved plans: immutable rows addressed by a hash of the canonical request plus the gpuplan and catalog versions.
+"""Saved plans: immutable rows addressed by a random share id, found again by a hash of the canonical request plus
+the gpuplan and catalog versions (`request_key`: the same inputs on the same versions answer from the store, but
+nobody can compute a plan's address from its inputs).
 
 SQLite in the user data folder by default (`GPUPLAN_DATA_DIR`, else `XDG_DATA_HOME/gpuplan`, else
 `~/.local/share/gpuplan`), in WAL mode; any SQLAlchemy URL through `GPUPLAN_DATABASE_URL` (PostgreSQL with
@@ -12,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import threading
 import zlib
 from collections import OrderedDict
@@ -21,13 +24,15 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import DateTime, LargeBinary, String, Text, create_engine, event, select, text
+from sqlalchemy import Boolean, DateTime, LargeBinary, String, Text, create_engine, event, func, select, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, deferred, mapped_column
 
-__all__ = ["ID_PATTERN", "PlanRow", "SavedPlan", "Store", "database_url", "pack_json", "plan_id", "unpack_json"]
+__all__ = ["ID_PATTERN", "PAGE_SIZE", "Listed", "PlanRow", "SavedPlan", "Store", "database_url", "new_plan_id",
+           "pack_json", "plan_id", "unpack_json"]
 
 ID_PATTERN = re.compile(r"^[0-9a-f]{16}$")
+PAGE_SIZE = 50  # plans per page of /history
 KEEP_IN_MEMORY = 256  # stored plans kept in memory by each server process (they never change)
 MIGRATION_LOCK = 0x6770_7570_6C61_6E  # a PostgreSQL advisory lock key of gpuplan's own ("gpuplan")
 
@@ -49,6 +54,8 @@ class PlanRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     # the report document (`--report`) for the HTML and Markdown exports; loaded only when asked for
     report_z: Mapped[bytes | None] = deferred(mapped_column(LargeBinary, nullable=True))
+    request_key: Mapped[str | None] = mapped_column(String(16), nullable=True)  # plan_id() of the inputs
+    private: Mapped[bool] = mapped_column(Boolean, default=False)  # left out of the listings
 
 
 @dataclass(frozen=True)
@@ -63,8 +70,23 @@ class SavedPlan:
     created_at: datetime
 
 
+@dataclass(frozen=True)
+class Listed:
+    """A plan as the listing pages show it: read from columns, never from the stored result."""
+
+    id: str
+    kind: str
+    title: str
+    created_at: datetime
+
+
+def new_plan_id() -> str:
+    """A share id: 64 random bits as 16 hex digits (secrets), not derived from anything a visitor knows."""
+    return secrets.token_hex(8)
+
+
 def plan_id(canonical_request: str, gpuplan_version: str, catalog_version: str) -> str:
-    """16 hex digits of SHA-256 over the canonical request and both versions."""
+    """The request key: 16 hex digits of SHA-256 over the canonical request and both versions."""
     text = "\n".join((canonical_request, gpuplan_version, catalog_version))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -163,17 +185,27 @@ class Store:
                     self._recent.popitem(last=False)
         return saved
 
+    def find(self, request_key: str, private: bool = False) -> str | None:
+        """The id of a stored plan with these inputs and versions (the oldest; private ones only for a private
+        request, so a private plan's address is never handed to another request)."""
+        with Session(self.engine) as s:
+            return s.scalar(select(PlanRow.id).where(PlanRow.request_key == request_key, PlanRow.private == private)
+                            .order_by(PlanRow.created_at).limit(1))
+
     def put(self, pid: str, kind: str, request: dict[str, Any], result: dict[str, Any], *, gpuplan_version: str,
-            catalog_version: str, title: str, report: dict[str, Any] | None = None) -> SavedPlan:
+            catalog_version: str, title: str, report: dict[str, Any] | None = None, request_key: str | None = None,
+            private: bool = False) -> SavedPlan:
         """Store a plan once; an id already stored keeps its first row (plans never change)."""
         self.put_packed(pid, kind, request, pack_json(result), None if report is None else pack_json(report),
-                        gpuplan_version=gpuplan_version, catalog_version=catalog_version, title=title)
+                        gpuplan_version=gpuplan_version, catalog_version=catalog_version, title=title,
+                        request_key=request_key, private=private)
         saved = self.get(pid)
         assert saved is not None
         return saved
 
     def put_packed(self, pid: str, kind: str, request: dict[str, Any], result_z: bytes, report_z: bytes | None, *,
-                   gpuplan_version: str, catalog_version: str, title: str) -> None:
+                   gpuplan_version: str, catalog_version: str, title: str, request_key: str | None = None,
+                   private: bool = False) -> None:
         """`put` with the result and report already packed (`pack_json`, done in the worker process that
         computed them, so the server process never encodes them)."""
         with Session(self.engine) as s:
@@ -181,7 +213,8 @@ class Store:
                 return
             s.add(PlanRow(id=pid, kind=kind, request_json=json.dumps(request, sort_keys=True), result_z=result_z,
                           gpuplan_version=gpuplan_version, catalog_version=catalog_version, title=title[:200],
-                          created_at=datetime.now(timezone.utc), report_z=report_z))
+                          created_at=datetime.now(timezone.utc), report_z=report_z,
+                          request_key=request_key or pid, private=private))
             try:
                 s.commit()
             except Exception:  # another request stored the same id first
@@ -218,10 +251,18 @@ class Store:
                 row.report_z = pack_json(report)
                 s.commit()
 
-    def recent(self, limit: int = 50) -> list[SavedPlan]:
+    def recent(self, limit: int = PAGE_SIZE, offset: int = 0) -> list[Listed]:
+        """The newest plans that are not private, from the id, kind, title and time columns alone (a listing
+        never reads or unpacks a stored result)."""
+        cols = (PlanRow.id, PlanRow.kind, PlanRow.title, PlanRow.created_at)
         with Session(self.engine) as s:
-            rows = s.scalars(select(PlanRow).order_by(PlanRow.created_at.desc()).limit(limit)).all()
-            return [_saved(r) for r in rows]
+            rows = s.execute(select(*cols).where(PlanRow.private.is_(False))
+                             .order_by(PlanRow.created_at.desc(), PlanRow.id).limit(limit).offset(offset)).all()
+        return [Listed(id=r[0], kind=r[1], title=r[2], created_at=_utc(r[3])) for r in rows]
+
+    def count_listed(self) -> int:
+        with Session(self.engine) as s:
+            return int(s.scalar(select(func.count()).select_from(PlanRow).where(PlanRow.private.is_(False))) or 0)
 
 
 def pack_json(doc: dict[str, Any]) -> bytes:
