@@ -10,6 +10,7 @@ import typer
 from gpuplan.cli.common import LANG_OPT, err_console, fail, positives, ui_lang
 from gpuplan.errors import GpuplanError
 from gpuplan.i18n import help_text, resolve_lang, tr
+from gpuplan.service.access import auth_from_env
 
 __all__ = ["serve_cmd"]
 
@@ -26,6 +27,7 @@ def serve_cmd(
     try:
         positives(resolve_lang(lang), ("port", port, True), ("workers", workers, True), ("slots", slots, True),
                   ("time-limit", time_limit, False))
+        auth_from_env()  # a GPUPLAN_AUTH that reads wrong stops here, not in every worker
     except GpuplanError as exc:
         fail(exc, lang)
     lang = ui_lang(lang)

@@ -169,11 +169,14 @@ def _validation_hint(kind: str, field: str) -> str:
     return f'correct "{field}": /openapi.json describes each field'
 
 
-def create_app(database_url: str | None = None, slots: int = 2, time_limit: float = DEFAULT_TIME_LIMIT_S) -> FastAPI:
+def create_app(database_url: str | None = None, slots: int = 2, time_limit: float = DEFAULT_TIME_LIMIT_S,
+               auth: str | None = None) -> FastAPI:
     """The whole app; `database_url` defaults to GPUPLAN_DATABASE_URL or the SQLite file in the data folder;
-    `slots` worker processes run searches, each stopped after `time_limit` seconds."""
+    `slots` worker processes run searches, each stopped after `time_limit` seconds; `auth` (default
+    GPUPLAN_AUTH) is the access rule of web/auth.py."""
     from gpuplan import __version__
-    from gpuplan.web import api, job_pages, jobs_api, pages, plan_import, uploads
+    from gpuplan.web import api, job_pages, jobs_api, login, pages, plan_import, uploads
+    from gpuplan.web.auth import AuthGate, auth_from_env
     from gpuplan.web.jobs import JobPool
     from gpuplan.web.render import error_page
     from gpuplan.web.store import Store
@@ -188,7 +191,11 @@ def create_app(database_url: str | None = None, slots: int = 2, time_limit: floa
     app = FastAPI(title="gpuplan", version=__version__, docs_url="/api/docs", redoc_url=None, lifespan=lifespan,
                   description="Which GPU servers or cloud instances to rent or buy for LLM training and serving. "
                               "The API answers with the same JSON as the CLI's --json.")
+    access = auth_from_env(auth)
+    if access is not None:  # inside Guard: a refusal still gets the security headers
+        app.add_middleware(AuthGate, config=access)
     app.add_middleware(Guard, limits=uploads.BODY_LIMITS | plan_import.BODY_LIMITS)
+    app.state.auth = access
     app.state.store = Store(database_url)
     app.state.jobs = pool
     static = resources.files("gpuplan.web") / "static"
@@ -201,6 +208,7 @@ def create_app(database_url: str | None = None, slots: int = 2, time_limit: floa
     app.include_router(uploads.router)
     app.include_router(job_pages.router)
     app.include_router(plan_import.router)
+    app.include_router(login.router)
 
     @app.get("/healthz", tags=["ops"])
     async def healthz() -> dict[str, Any]:
