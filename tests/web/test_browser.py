@@ -137,3 +137,42 @@ def test_pages_load_without_console_errors(page: Any, base_url: str, path: str) 
     for lang in ("en", "zh"):
         page.goto(f"{base_url}{path}{'&' if '?' in path else '?'}lang={lang}")
         page.wait_for_load_state("networkidle")
+
+
+def test_api_docs_render_offline_from_vendored_swagger_ui(page: Any, base_url: str) -> None:
+    """/api/docs: Swagger UI from static/vendor (no CDN: this page has no network beyond the app, and any request
+    elsewhere is aborted and counted), inside the app's CSP (no violation reaches the console)."""
+    outside: list[str] = []
+
+    def only_the_app(route: Any) -> None:
+        if route.request.url.startswith(base_url):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", only_the_app)
+    page.goto(f"{base_url}/api/docs")
+    page.wait_for_selector(".swagger-ui .opblock-tag", timeout=30_000)
+    assert page.locator(".opblock").count() >= 10 and "plan/train" in page.inner_text("#swagger-ui")
+    assert outside == []
+
+
+def test_the_csrf_protected_form_works_here_and_is_refused_from_another_site(page: Any, base_url: str,
+                                                                             browser: Any) -> None:
+    page.goto(f"{base_url}/serve?lang=en")
+    token = page.locator('#serve-form input[name="csrf_token"]').get_attribute("value")
+    assert token and len(token) >= 40
+    page.fill('input[name="qps"]', "3")
+    page.click("#go")
+    page.wait_for_url("**/p/*")  # the app's own form, with its token, goes through
+    # another site's page posting the same fields to the app: the browser sends no token, the app answers 403
+    ctx = browser.new_context()
+    evil = ctx.new_page()
+    evil.set_content(f'<form id="f" method="post" action="{base_url}/serve">'
+                     '<input name="model" value="llama3.1-8b"><input name="qps" value="3">'
+                     '<input name="ttft_p99" value="2"><input name="tpot_p99" value="0.05"></form>')
+    with evil.expect_navigation():
+        evil.eval_on_selector("#f", "f => f.submit()")
+    assert "/serve" in evil.url and "reload the page" in evil.inner_text("body")
+    ctx.close()

@@ -44,3 +44,37 @@ def test_a_crash_answers_500_without_a_stack_trace(db_url: str, monkeypatch: pyt
         r = c.post("/api/v1/memory/train", json={"model": "llama3-8b"})
         assert r.status_code == 500 and r.json() == {"detail": "internal error"}
         assert "secret" not in r.text and "Traceback" not in r.text
+
+
+def test_static_files_are_gzipped_and_cached_pages_are_not_compressed(fresh: Any) -> None:
+    plotly = fresh.get("/static/vendor/plotly-4.1.2.min.js", headers={"accept-encoding": "gzip"})
+    assert plotly.headers["content-encoding"] == "gzip" and plotly.num_bytes_downloaded < 2_000_000  # of 4.8 MB
+    assert plotly.headers["cache-control"] == "public, max-age=31536000, immutable"
+    assert fresh.get("/static/app.js").headers["cache-control"] == "public, max-age=3600"
+    page = fresh.get("/serve", headers={"accept-encoding": "gzip"})
+    assert "content-encoding" not in page.headers and "csrf_token" in page.text
+
+
+def test_nan_infinity_and_huge_numbers_answer_422_naming_the_field(fresh: Any) -> None:
+    for body, field in ((b'{"model": "llama3-8b", "tokens": NaN}', "tokens"),
+                        (b'{"model": "llama3-8b", "tokens": 1e999}', "tokens"),
+                        (b'{"model": "llama3-8b", "tokens": Infinity}', "tokens"),
+                        (b'{"model": "llama3-8b", "tokens": 1e12, "max_devices": 99999999999999999999}',
+                         "max_devices"),
+                        (b'{"model": "llama3-8b", "tokens": 1e12, "seq_len": ' + b"9" * 5000 + b"}", "body")):
+        r = fresh.post("/api/v1/plan/train", content=body, headers={"content-type": "application/json"})
+        assert r.status_code == 422, r.text
+        assert r.json()["detail"]["field"] == field
+    big = fresh.post("/api/v1/memory/train", json={"model": "llama3-8b", "tp": 10**30})
+    assert big.status_code == 422 and big.json()["detail"]["field"] == "tp"
+    for url in ("/memory?tp=" + "9" * 40, "/memory/result?seq_len=" + "9" * 5000,
+                "/compare?accelerators=h100-sxm5-80gb,h20-96gb&tokens=1e999"):
+        assert fresh.get(url).status_code < 500
+
+
+def test_a_long_bad_value_is_echoed_once_and_short(fresh: Any) -> None:
+    r = fresh.post("/api/v1/plan/infer", json={"model": "llama3.1-8b", "qps": 1, "ttft_p99": 2, "tpot_p99": 0.1,
+                                               "engine": "x" * 40})
+    assert r.status_code == 422
+    long = fresh.post("/api/v1/memory/train", json={"model": "llama3-8b", "recipe": "loss=" + "y" * 200_000})
+    assert long.status_code in (413, 422) and len(long.content) < 4000

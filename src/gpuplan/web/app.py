@@ -17,6 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gpuplan.errors import GpuplanError, InputError
@@ -94,6 +95,8 @@ class Guard:
             if msg["type"] == "http.response.start":
                 hs = list(msg.get("headers") or [])
                 hs += SECURITY_HEADERS
+                if path.startswith("/static/"):
+                    hs.append((b"cache-control", _cache_control(path)))
                 if lang:
                     hs.append((b"set-cookie", f"lang={lang}; Path=/; Max-Age=31536000; SameSite=Lax".encode()))
                 if fresh_token:
@@ -102,6 +105,14 @@ class Guard:
             await send(msg)
 
         await self.app(scope, receive, send_with_headers)
+
+
+def _cache_control(path: str) -> bytes:
+    """Vendored files carry their version in their name and never change: a year, immutable. The app's own
+    script and styles change with a release: an hour, then revalidated (StaticFiles answers ETag/304)."""
+    if path.startswith("/static/vendor/"):
+        return b"public, max-age=31536000, immutable"
+    return b"public, max-age=3600"
 
 
 def _json_body(headers: Mapping[bytes, bytes]) -> bool:
@@ -188,7 +199,9 @@ def create_app(database_url: str | None = None, slots: int = 2, time_limit: floa
         yield
         await pool.close()
 
-    app = FastAPI(title="gpuplan", version=__version__, docs_url="/api/docs", redoc_url=None, lifespan=lifespan,
+    # /api/docs is served below from vendored Swagger UI (FastAPI's own page loads it from a CDN, which the CSP
+    # blocks and which is unreachable offline)
+    app = FastAPI(title="gpuplan", version=__version__, docs_url=None, redoc_url=None, lifespan=lifespan,
                   description="Which GPU servers or cloud instances to rent or buy for LLM training and serving. "
                               "The API answers with the same JSON as the CLI's --json.")
     access = auth_from_env(auth)
@@ -199,7 +212,9 @@ def create_app(database_url: str | None = None, slots: int = 2, time_limit: floa
     app.state.store = Store(database_url)
     app.state.jobs = pool
     static = resources.files("gpuplan.web") / "static"
-    app.mount("/static", StaticFiles(directory=str(static)), name="static")
+    # static files gzip-compressed (plotly is 4.8 MB, 1.4 MB gzipped); pages are not (their CSRF token beside
+    # reflected input would invite BREACH-style guessing)
+    app.mount("/static", GZipMiddleware(StaticFiles(directory=str(static)), minimum_size=1024), name="static")
     app.include_router(api.router)
     app.include_router(uploads.api_router)
     app.include_router(plan_import.api_router)
@@ -209,6 +224,12 @@ def create_app(database_url: str | None = None, slots: int = 2, time_limit: floa
     app.include_router(job_pages.router)
     app.include_router(plan_import.router)
     app.include_router(login.router)
+
+    @app.get("/api/docs", include_in_schema=False)
+    async def api_docs(request: Request) -> HTMLResponse:
+        from gpuplan.web.render import render
+
+        return render(request, "api_docs.html")
 
     @app.get("/healthz", tags=["ops"])
     async def healthz() -> dict[str, Any]:
