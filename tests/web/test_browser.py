@@ -176,3 +176,20 @@ def test_the_csrf_protected_form_works_here_and_is_refused_from_another_site(pag
         evil.eval_on_selector("#f", "f => f.submit()")
     assert "/serve" in evil.url and "reload the page" in evil.inner_text("body")
     ctx.close()
+
+
+def test_the_menu_collapses_on_a_phone(browser: Any, base_url: str) -> None:
+    ctx = browser.new_context(viewport={"width": 375, "height": 740})
+    pg = ctx.new_page()
+    pg.goto(f"{base_url}/?lang=en")
+    assert not pg.is_visible("#nav a[href='/history']") and pg.is_visible("#nav-button")
+    assert pg.eval_on_selector("header.top", "h => h.getBoundingClientRect().height") < 120
+    pg.click("#nav-button")
+    assert pg.is_visible("#nav a[href='/history']")
+    pg.click("#nav a[href='/history']")
+    pg.wait_for_url("**/history")
+    ctx.close()
+    wide = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    wide.goto(f"{base_url}/?lang=en")
+    assert wide.is_visible("#nav a[href='/history']") and not wide.is_visible("#nav-button")
+    wide.context.close()

@@ -78,3 +78,22 @@ def test_a_long_bad_value_is_echoed_once_and_short(fresh: Any) -> None:
     assert r.status_code == 422
     long = fresh.post("/api/v1/memory/train", json={"model": "llama3-8b", "recipe": "loss=" + "y" * 200_000})
     assert long.status_code in (413, 422) and len(long.content) < 4000
+
+
+@pytest.mark.parametrize(("extra", "field"), [({"recipe": "loss=bogus"}, "recipe"),
+                                              ({"network": "ib-ndr-9000"}, "network"),
+                                              ({"provider": "no-such-cloud"}, "provider"),
+                                              ({"vendor": "nvidai"}, "vendor")])
+def test_a_bad_name_answers_422_before_a_job_starts(fresh: Any, extra: dict[str, str], field: str) -> None:
+    r = fresh.post("/api/v1/jobs/plan/train", json={"model": "llama3-8b", "tokens": 1e12, **extra})
+    assert r.status_code == 422, r.text
+    assert field in r.json()["detail"]["field"]
+
+
+def test_the_catalog_api_names_no_server_folder() -> None:
+    from gpuplan.web.catalog_view import public_origin
+
+    hidden = public_origin({"layer": "user", "path": "/home/ops/.config/gpuplan/catalog/quotes.yaml", "line": 3})
+    assert hidden == {"layer": "user", "path": "<user>/quotes.yaml", "line": 3}
+    builtin = {"layer": "builtin", "path": "<builtin>/accelerators.yaml", "line": 32}
+    assert public_origin(builtin) == builtin

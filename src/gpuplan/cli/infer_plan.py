@@ -17,6 +17,7 @@ from gpuplan.cli.train import plan_app
 from gpuplan.emit import SERVE_FORMATS
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import load_catalog
+from gpuplan.hardware.query import check_policy_names
 from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.report_text import fleet_text, fleet_units_text, recommended_rule_line
 from gpuplan.render.trust_text import band_num, confidence_text, misses_line, pd_line, trust_lines
@@ -105,6 +106,7 @@ def plan_infer(
         spec = load_model(model)
         cat = load_catalog(catalog_dir or ())
         prof = engine(engine_id)
+        check_policy_names(cat, vendor=vendor, provider=provider)
         cons = InferConstraints(market=market, vendor=vendor, provider=provider, domestic_only=domestic_only,
                                 max_devices=max_devices, weights=tuple(weights) if weights else WEIGHTS,
                                 kv_dtype=kv_dtype, trust=trust)

@@ -92,10 +92,8 @@ def filter_records(
                 allowed=f"only with {', '.join(_APPLIES[name])}",
             )
     rows = cat.records(kind)
+    check_policy_names(cat, vendor=vendor, provider=provider)
     if vendor is not None:
-        vendors = {a.vendor for a in cat.accelerators.values()}
-        if not any(_vendor_match(vendor, v) for v in vendors):
-            raise unknown_name("vendor", vendor, vendors)
         rows = [
             r for r in rows if (a := accelerator_of(cat, r)) is not None and _vendor_match(vendor, a.vendor)
         ]
@@ -104,9 +102,6 @@ def filter_records(
             raise InputError(field="--market", value=market, allowed="cn or global")
         rows = [r for r in rows if market in _markets(cat, r)]
     if provider is not None:
-        providers = {getattr(r, "provider", "") for k in ("instances", "storage") for r in cat.records(k)}
-        if provider not in providers:
-            raise unknown_name("provider", provider, providers)
         rows = [r for r in rows if getattr(r, "provider", None) == provider]
     if min_memory_gib is not None:
         if min_memory_gib < 0:
@@ -119,6 +114,19 @@ def filter_records(
             and a.hbm_gib >= min_memory_gib
         ]
     return rows
+
+
+def check_policy_names(cat: Catalog, *, vendor: str | None = None, provider: str | None = None) -> None:
+    """A vendor or provider filter names one the catalog has (InputError with the closest names otherwise): a
+    misspelt filter would leave nothing to plan, or silently match nothing."""
+    if vendor is not None:
+        vendors = {a.vendor for a in cat.accelerators.values()}
+        if not any(_vendor_match(vendor, v) for v in vendors):
+            raise unknown_name("vendor", vendor, vendors)
+    if provider is not None:
+        providers = {getattr(r, "provider", "") for k in ("instances", "storage") for r in cat.records(k)}
+        if provider not in providers:
+            raise unknown_name("provider", provider, providers)
 
 
 def fmt(value: Any) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 from gpuplan.i18n import tr
 from gpuplan.render.report_text import (
     bottleneck_text,
+    cost_text,
     finding_rows,
     fmt,
     fmt_sig,
@@ -25,7 +26,7 @@ from gpuplan.render.report_text import (
     tco_lines,
     tco_rows,
 )
-from gpuplan.render.trust_text import band_cost, band_duration, confidence_text, trust_lines
+from gpuplan.render.trust_text import band_duration, confidence_text, trust_lines
 
 __all__ = ["md_table", "render_markdown"]
 
@@ -45,11 +46,16 @@ def _section(key: str, lang: str) -> str:
 
 
 def render_markdown(doc: Mapping[str, Any], lang: str) -> str:
-    """The report document as Markdown in `lang`."""
-    if doc["kind"] in ("compare", "compare_infer"):
-        return _compare(doc, lang)
-    if doc["kind"] == "infer":
-        return _infer(doc, lang)
+    """The report document as Markdown in `lang`, with no raw HTML: names a user chose (a model's name from an
+    uploaded config.json, a quote's provider) could hold tags, which Markdown viewers render; every `<` is written
+    as `&lt;` (shown as `<`, never read as a tag)."""
+    kind = doc["kind"]
+    text = _compare(doc, lang) if kind in ("compare", "compare_infer") else \
+        _infer(doc, lang) if kind == "infer" else _train(doc, lang)
+    return text.replace("<", "&lt;")
+
+
+def _train(doc: Mapping[str, Any], lang: str) -> str:
     out = [f"# {tr('report.title.train', lang, model=doc['job']['model'])}", "",
            tr("report.generated", lang, date=doc["generated"], version=doc["gpuplan_version"]),
            _section("job", lang), *job_lines(doc, lang)]
@@ -115,7 +121,7 @@ def compare_rows(doc: Mapping[str, Any], lang: str) -> tuple[list[str], list[lis
                      band_duration(p.get("time_s") if p.get("time_s") is not None
                                    else (p["days"] * 86400.0 if p.get("days") is not None else None),
                                    (p.get("band") or {}).get("time_to_train_s"), lang),
-                     band_cost(p["cost_usd"], (p.get("band") or {}).get("cost_usd"), tr("cli.plan.no_price", lang)),
+                     cost_text(p, lang, tr("cli.plan.no_price", lang)),  # a purchase shows its capex
                      fmt(p["mfu"], ".1%"), fmt(o["memory_headroom"], ".0%"),
                      tr(f"report.risk.{o['ecosystem_risk']}", lang),
                      f"{crit}/{warn}" + (f"; {tr('report.not_recommended', lang, finding=o['not_recommended'])}"

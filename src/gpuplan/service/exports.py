@@ -17,7 +17,7 @@ from typing import Any
 
 from gpuplan.service.requests import InferPlanRequest, TrainPlanRequest
 
-__all__ = ["INFER_CSV", "TRAIN_CSV", "cli_command", "plans_csv", "request_of"]
+__all__ = ["INFER_CSV", "TRAIN_CSV", "cli_command", "csv_cell", "plans_csv", "request_of"]
 
 QUOTES_DIR = "gpuplan-quotes"  # the folder the command writes the request's own catalog records into
 COMMANDS = {"train": ("plan", "train"), "infer": ("plan", "infer")}
@@ -142,5 +142,17 @@ def plans_csv(kind: str, result: Mapping[str, Any]) -> str:
     head, row = (TRAIN_CSV, _train_row) if kind == "train" else (INFER_CSV, _infer_row)
     w.writerow(head)
     for i, p in enumerate(result.get("plans") or [], 1):
-        w.writerow(row(i, p))
+        w.writerow([csv_cell(v) for v in row(i, p)])
     return out.getvalue()
+
+
+def csv_cell(value: Any) -> Any:
+    """A cell a spreadsheet shows as text, never runs: a string starting with =, +, -, @, tab or CR gets a leading
+    apostrophe (OWASP, "CSV Injection"). Numbers stay numbers (a negative number is a number, not a formula)."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        try:
+            float(value)
+            return value
+        except ValueError:
+            return "'" + value
+    return value

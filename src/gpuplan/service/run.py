@@ -58,7 +58,26 @@ def check_plan_train(req: TrainPlanRequest) -> ModelSpec:
     # an uploaded config.json is read as `-m config.json` reads the file
     spec = spec_from_config(req.hf_config, req.model) if req.hf_config is not None else _spec(req.model)
     _check_user_catalog(req)
+    _train_inputs(req, spec)  # the recipe, network and policy names: a bad one is a 422 now, not a failed job
     return spec
+
+
+def _train_inputs(req: TrainPlanRequest, spec: ModelSpec) -> tuple[Any, Any, Any, Any]:
+    """The catalog, job, calibration and constraints of a training request, checked (cheap: no search)."""
+    from gpuplan.service.train_options import plan_constraints, training_job
+    from gpuplan.service.uploads import calibration_for
+    from gpuplan.workload.params import count_params
+
+    cat = catalog_for(req.user_catalog)
+    job = training_job(req.method, req.seq_len, req.global_batch, req.precision, kernels=req.kernels or "auto",
+                       data_loading=req.data_loading, framework=req.framework, recipe=req.recipe)
+    cal = calibration_for(req.calibration)
+    cons = plan_constraints(cat, float(count_params(spec).total), cal, method=req.method, framework=req.framework,
+                            deadline=req.deadline, budget=req.budget, max_devices=req.max_devices,
+                            market=req.market, vendor=req.vendor, provider=req.provider,
+                            domestic_only=req.domestic_only, network=req.network, nics_per_node=req.nics_per_node,
+                            gpus_per_node=req.gpus_per_node, trust=req.trust, lang=_lang())
+    return cat, job, cal, cons
 
 
 def check_plan_infer(req: InferPlanRequest) -> tuple[ModelSpec, Any, Any]:
@@ -79,9 +98,11 @@ def check_plan_infer(req: InferPlanRequest) -> tuple[ModelSpec, Any, Any]:
 
 
 def _check_user_catalog(req: TrainPlanRequest | InferPlanRequest) -> None:
-    """The request's own records fit the catalog (InputError naming the record field otherwise)."""
-    if req.user_catalog is not None:
-        catalog_for(req.user_catalog)
+    """The request's own records fit the catalog (InputError naming the record field otherwise), and its vendor and
+    provider filters name ones that catalog has."""
+    from gpuplan.hardware.query import check_policy_names
+
+    check_policy_names(catalog_for(req.user_catalog), vendor=req.vendor, provider=req.provider)
 
 
 def run_plan_train(req: TrainPlanRequest) -> dict[str, Any]:
@@ -96,21 +117,9 @@ def plan_train_report(req: TrainPlanRequest) -> tuple[dict[str, Any], dict[str, 
     from gpuplan.render.plan_json import compact_plans
     from gpuplan.search.train_search import plan_training
     from gpuplan.service.advice import requirements
-    from gpuplan.service.train_options import plan_constraints, training_job
-    from gpuplan.service.uploads import calibration_for
-    from gpuplan.workload.params import count_params
 
-    language = _lang()
     spec = check_plan_train(req)
-    cat = catalog_for(req.user_catalog)
-    job = training_job(req.method, req.seq_len, req.global_batch, req.precision, kernels=req.kernels or "auto",
-                       data_loading=req.data_loading, framework=req.framework, recipe=req.recipe)
-    cal = calibration_for(req.calibration)
-    cons = plan_constraints(cat, float(count_params(spec).total), cal, method=req.method, framework=req.framework,
-                            deadline=req.deadline, budget=req.budget, max_devices=req.max_devices,
-                            market=req.market, vendor=req.vendor, provider=req.provider,
-                            domestic_only=req.domestic_only, network=req.network, nics_per_node=req.nics_per_node,
-                            gpus_per_node=req.gpus_per_node, trust=req.trust, lang=language)
+    cat, job, cal, cons = _train_inputs(req, spec)
     res = plan_training(spec, job, cat, cons, tokens=req.tokens, calibration=cal)
     if not res.plans:
         raise InputError(field="constraints", value=res.rejected, allowed="at least one feasible plan",
@@ -216,6 +225,7 @@ def run_compare(req: CompareRequest) -> dict[str, Any]:
     from gpuplan.advise.report_train import compare_training
     from gpuplan.bench.calibrate import load_user_calibration
     from gpuplan.hardware import load_catalog
+    from gpuplan.hardware.query import check_policy_names
     from gpuplan.service.advice import compare_infer, requirements
     from gpuplan.service.checks import positives
     from gpuplan.service.train_options import plan_constraints, training_job
@@ -230,6 +240,7 @@ def run_compare(req: CompareRequest) -> dict[str, Any]:
     spec = _spec(req.model)
     cat = load_catalog()
     names = [cat.accelerator(name).id for name in names]
+    check_policy_names(cat, provider=req.provider)
     if len(set(names)) != len(names):
         raise InputError(field="accelerators", value=",".join(req.accelerators), allowed="2-4 different accelerators")
     if req.qps is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from gpuplan.errors import InputError
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.hardware import Catalog
+from gpuplan.hardware.query import check_policy_names
 from gpuplan.search.train_search import PlanConstraints, choose_layout_family
 from gpuplan.service.checks import positives
 from gpuplan.validate.memory_cases import recipe_job_fields
@@ -23,6 +24,7 @@ def plan_constraints(cat: Catalog, spec_params: float, cal: Calibration, *, meth
     """The planner's constraints from the options `plan train` and `compare` share, checked."""
     positives(lang, ("deadline", deadline, False), ("budget", budget, False), ("max-devices", max_devices, True),
               ("nics-per-node", nics_per_node, False), ("gpus-per-node", gpus_per_node, True))
+    check_policy_names(cat, vendor=vendor, provider=provider)
     if network is not None:
         network = cat.network(network).id
     elif nics_per_node is not None:

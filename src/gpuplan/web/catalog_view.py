@@ -6,7 +6,17 @@ from typing import Any
 
 from gpuplan.errors import InputError, unknown_name
 
-__all__ = ["list_json", "models_json", "show_json"]
+__all__ = ["list_json", "models_json", "public_origin", "show_json"]
+
+
+def public_origin(origin: dict[str, Any]) -> dict[str, Any]:
+    """Where a record comes from, as a client may see it: the layer and the file's name, never the server's folders
+    (`<builtin>/accelerators.yaml`, `<user>/quotes.yaml`)."""
+    path = str(origin.get("path") or "")
+    if path and not path.startswith("<"):
+        name = path.replace("\\", "/").rsplit("/", 1)[-1]
+        origin = {**origin, "path": f"<{origin.get('layer') or 'user'}>/{name}"}
+    return origin
 
 
 def list_json(kind: str, *, vendor: str | None = None, market: str | None = None,
@@ -23,7 +33,7 @@ def list_json(kind: str, *, vendor: str | None = None, market: str | None = None
     cat = load_catalog()
     rows = filter_records(cat, kind, vendor=vendor or None, market=market or None, min_memory_gib=min_memory_gib)
     return {"kind": kind, "count": len(rows), "cny_per_usd": cat.rates.cny_per_usd,
-            "items": [{"id": r.id, "origin": cat.origin(r.id).to_dict(), "confidence": r.confidence,
+            "items": [{"id": r.id, "origin": public_origin(cat.origin(r.id).to_dict()), "confidence": r.confidence,
                        "as_of": r.as_of, "source": r.source, **headline(cat, r)} for r in rows]}
 
 
@@ -40,7 +50,7 @@ def show_json(kind: str, record_id: str) -> dict[str, Any]:
     found = cat.kind_of(record.id)
     if found != kind:
         raise InputError(field="id", value=record_id, allowed=f"an id of {kind}", hint=f"{record.id} is in {found}")
-    return {"kind": found, "id": record.id, "origin": cat.origin(record.id).to_dict(),
+    return {"kind": found, "id": record.id, "origin": public_origin(cat.origin(record.id).to_dict()),
             "record": record.model_dump(mode="json"), "derived": headline(cat, record),
             "values": [v.to_dict() for v in field_values(record)]}
 

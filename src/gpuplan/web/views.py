@@ -84,6 +84,7 @@ def pareto_chart(result: Mapping[str, Any], lang: str) -> dict[str, Any]:
     """Plotly data and layout: every ranked plan with a price (time vs cost, 80% bands as error bars) and the
     Pareto front as a line."""
     priced = [p for p in result["plans"] if p.get("cost_usd")]
+    bought = [p for p in result["plans"] if not p.get("cost_usd") and p.get("purchase_usd")]
     front = sorted(result.get("pareto") or [], key=lambda p: p["time_to_train_s"])
     day = 86400.0
 
@@ -99,9 +100,17 @@ def pareto_chart(result: Mapping[str, Any], lang: str) -> dict[str, Any]:
          "x": [p["time_to_train_s"] / day for p in front], "y": [p["cost_usd"] for p in front],
          "text": [label(p) for p in front], "line": {"shape": "hv"}},
     ]
-    layout = {"xaxis": {"title": {"text": tr("web.chart.days", lang)}},
-              "yaxis": {"title": {"text": tr("web.chart.cost", lang)}}, "margin": {"t": 20},
-              "legend": {"orientation": "h"}, "height": 420}
+    if bought:  # own clusters the catalog prices to buy: their capex, not a run's cost, on the same axis
+        data.append({"type": "scatter", "mode": "markers", "name": tr("web.chart.purchases", lang),
+                     "x": [p["time_to_train_s"] / day for p in bought], "y": [p["purchase_usd"] for p in bought],
+                     "text": [label(p) for p in bought], "marker": {"size": 9, "symbol": "diamond-open"}})
+    layout: dict[str, Any] = {"xaxis": {"title": {"text": tr("web.chart.days", lang)}},
+                              "yaxis": {"title": {"text": tr("web.chart.cost", lang)}}, "margin": {"t": 20},
+                              "legend": {"orientation": "h"}, "height": 420}
+    if not priced and not bought:  # nothing to draw: say why instead of showing empty axes
+        layout["annotations"] = [{"text": tr("web.chart.no_prices", lang), "showarrow": False, "xref": "paper",
+                                  "yref": "paper", "x": 0.5, "y": 0.5, "font": {"size": 14}}]
+        layout["xaxis"]["visible"] = layout["yaxis"]["visible"] = False
     return {"data": data, "layout": layout}
 
 
