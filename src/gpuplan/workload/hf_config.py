@@ -79,6 +79,14 @@ def _int_list(cfg: Config, key: str) -> list[int]:
     return value
 
 
+# rope_theta where config.json leaves it out: the default of the family's config class (transformers
+# LlamaConfig, MistralConfig, Qwen2Config, Qwen2MoeConfig, Qwen3Config, Qwen3MoeConfig, DeepseekV2Config,
+# DeepseekV3Config: 10000.0; MixtralConfig: 1e6; InternLM2Config and Baichuan's remote code: 10000)
+_ROPE_THETA_DEFAULT = {"llama": 10000.0, "mistral": 10000.0, "mixtral": 1e6, "qwen2": 10000.0, "qwen2_moe": 10000.0,
+                       "qwen3": 10000.0, "qwen3_moe": 10000.0, "deepseek_v2": 10000.0, "deepseek_v3": 10000.0,
+                       "internlm2": 10000.0, "baichuan": 10000.0}
+
+
 def _pos_float(cfg: Config, key: str, value: Any) -> float | None:
     if value is None:
         return None
@@ -92,8 +100,11 @@ def _rope_and_norm(cfg: Config) -> dict[str, Any]:
     rope_parameters.rope_theta in its v5 layout; rope_scaling with rope_type or the older type; rms_norm_eps or
     layer_norm_epsilon / layernorm_epsilon)."""
     params = cfg.get("rope_parameters") if isinstance(cfg.get("rope_parameters"), Mapping) else {}
+    theta = cfg.get("rope_theta", params.get("rope_theta"))
+    if theta is None:  # the config class's default applies (transformers configuration_<model_type>.py)
+        theta = _ROPE_THETA_DEFAULT.get(str(cfg.get("model_type")).lower())
     out: dict[str, Any] = {
-        "rope_theta": _pos_float(cfg, "rope_theta", cfg.get("rope_theta", params.get("rope_theta"))),
+        "rope_theta": _pos_float(cfg, "rope_theta", theta),
         "norm_eps": _pos_float(cfg, "rms_norm_eps", next((cfg[k] for k in ("rms_norm_eps", "layer_norm_epsilon",
                                                                             "layernorm_epsilon")
                                                            if cfg.get(k) is not None), None)),
