@@ -99,16 +99,15 @@ def _rope_and_norm(cfg: Config) -> dict[str, Any]:
     """RoPE base, RoPE scaling and norm epsilon, where config.json states them (transformers: rope_theta, or
     rope_parameters.rope_theta in its v5 layout; rope_scaling with rope_type or the older type; rms_norm_eps or
     layer_norm_epsilon / layernorm_epsilon)."""
-    params = cfg.get("rope_parameters") if isinstance(cfg.get("rope_parameters"), Mapping) else {}
+    raw = cfg.get("rope_parameters")
+    params: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
     theta = cfg.get("rope_theta", params.get("rope_theta"))
     if theta is None:  # the config class's default applies (transformers configuration_<model_type>.py)
         theta = _ROPE_THETA_DEFAULT.get(str(cfg.get("model_type")).lower())
-    out: dict[str, Any] = {
-        "rope_theta": _pos_float(cfg, "rope_theta", theta),
-        "norm_eps": _pos_float(cfg, "rms_norm_eps", next((cfg[k] for k in ("rms_norm_eps", "layer_norm_epsilon",
-                                                                            "layernorm_epsilon")
-                                                           if cfg.get(k) is not None), None)),
-    }
+    eps_key = next((k for k in ("rms_norm_eps", "layer_norm_epsilon", "layernorm_epsilon") if cfg.get(k) is not None),
+                   "rms_norm_eps")
+    out: dict[str, Any] = {"rope_theta": _pos_float(cfg, "rope_theta", theta),
+                           "norm_eps": _pos_float(cfg, eps_key, cfg.get(eps_key))}
     rs = cfg.get("rope_scaling") or (params if params.get("rope_type") not in (None, "default") else None)
     if isinstance(rs, Mapping) and rs.get("rope_type", rs.get("type")) not in (None, "default"):
         kind = str(rs.get("rope_type", rs.get("type")))
@@ -117,7 +116,8 @@ def _rope_and_norm(cfg: Config) -> dict[str, Any]:
             raise InputError(field="config.rope_scaling.rope_type", value=kind, allowed=", ".join(allowed))
         keys = ("original_max_position_embeddings", "low_freq_factor", "high_freq_factor", "mscale",
                 "mscale_all_dim", "beta_fast", "beta_slow")
-        out["rope_scaling"] = RopeScaling(type=kind, factor=_pos_float(cfg, "rope_scaling.factor", rs.get("factor")) or 1.0,
+        factor = _pos_float(cfg, "rope_scaling.factor", rs.get("factor")) or 1.0
+        out["rope_scaling"] = RopeScaling(type=kind, factor=factor,
                                           **{k: rs[k] for k in keys if rs.get(k) is not None})
     return out
 
