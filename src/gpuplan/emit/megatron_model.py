@@ -124,7 +124,8 @@ def _rope_scaling(t: TrainTarget, ascend: bool, notes: list[str]) -> list[Arg]:
     if rs.type == "llama3":
         differ = [k for k, v in _MEGATRON_LLAMA3_FIXED.items() if getattr(rs, k) not in (None, v)]
         if differ:
-            notes.append(f"RoPE scaling: Megatron fixes {', '.join(differ)} at Llama 3.1's values; this model's differ.")
+            notes.append(f"RoPE scaling: Megatron fixes {', '.join(differ)} at Llama 3.1's values; "
+                         "this model's differ.")
         return [("--use-rope-scaling", None), ("--rope-scaling-factor", _num(rs.factor))]
     if rs.type == "yarn" and ascend:
         out: list[Arg] = [("--rope-scaling-type", "yarn"), ("--rope-scaling-factor", _num(rs.factor))]
