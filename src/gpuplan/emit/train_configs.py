@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from gpuplan.emit.context import TrainTarget, header
+from gpuplan.emit.torchtitan_model import titan_model
 from gpuplan.errors import InputError
 
 __all__ = ["ddp_files", "ddp_layout", "deepspeed_config", "deepspeed_files", "torchtitan_config", "torchtitan_files",
@@ -35,7 +36,13 @@ def toml_text(doc: dict[str, dict[str, Any]]) -> str:
 
 
 def torchtitan_config(t: TrainTarget) -> dict[str, dict[str, Any]]:
-    """torchtitan job config sections (v0.2 field names; data_parallel_shard_degree -1 = the rest)."""
+    """torchtitan job config sections (v0.2.2 field names; data/flags/torchtitan.yaml).
+
+    Batch as the plan times it (torchtitan train.py: gradient accumulation steps = global_batch_size /
+    (local_batch_size x data-parallel degree)): without pipeline stages one forward holds the plan's micro-batch,
+    so local_batch_size is the micro-batch and torchtitan accumulates the rest; with pipeline stages
+    local_batch_size is what one pipeline step runs, split into microbatches of pipeline_parallel_microbatch_size
+    (the plan's micro-batch), so it holds all of the plan's microbatches."""
     if t.method in ("lora", "qlora"):
         raise InputError(field="emit", value="torchtitan", allowed="torchtune for a LoRA/QLoRA plan",
                          hint="torchtitan 0.2 trains full models only")
@@ -46,14 +53,17 @@ def torchtitan_config(t: TrainTarget) -> dict[str, dict[str, Any]]:
     par: dict[str, Any] = {"data_parallel_replicate_degree": replicate, "data_parallel_shard_degree": shard,
                            "tensor_parallel_degree": t.deg("tp"), "pipeline_parallel_degree": t.deg("pp"),
                            "context_parallel_degree": t.deg("cp"), "expert_parallel_degree": t.deg("ep")}
+    micro = t.deg("micro_batch")
+    local = micro
     if t.deg("pp") > 1:
         par["pipeline_parallel_schedule"] = "Interleaved1F1B" if t.deg("vpp") > 1 else "1F1B"
-        par["pipeline_parallel_microbatch_size"] = t.deg("micro_batch")
+        par["pipeline_parallel_microbatch_size"] = micro
+        local = micro * t.grad_accum
+    model = titan_model(t.model_id, t.spec)
     doc: dict[str, dict[str, Any]] = {
         "job": {"dump_folder": "./outputs", "description": f"gpuplan plan: {t.model_id}"},
-        "model": {"name": "llama3", "flavor": "debugmodel" if t.spec.num_layers < 4 else "8B",
-                  "hf_assets_path": f"./assets/hf/{t.model_id}"},
-        "training": {"local_batch_size": t.deg("micro_batch") * t.grad_accum, "global_batch_size": t.global_batch,
+        "model": {"name": model.name, "flavor": model.flavor, "hf_assets_path": f"./assets/hf/{t.model_id}"},
+        "training": {"local_batch_size": local, "global_batch_size": t.global_batch,
                      "seq_len": t.seq_len, "steps": t.train_iters,
                      "mixed_precision_param": "bfloat16" if t.precision in ("bf16", "fp8") else "float32"},
         "parallelism": par,
@@ -66,9 +76,16 @@ def torchtitan_config(t: TrainTarget) -> dict[str, dict[str, Any]]:
 
 
 def torchtitan_files(t: TrainTarget) -> dict[str, str]:
-    note = ("model.name/flavor pick torchtitan's registered model; check that its shape matches "
-            f"{t.spec.name} ({t.spec.num_layers} layers, hidden {t.spec.hidden_size}).",)
-    toml = header(t, "torchtitan", notes=note) + toml_text(torchtitan_config(t))
+    cfg = torchtitan_config(t)
+    tr = cfg["training"]
+    dp = t.deg("dp")
+    accum = tr["global_batch_size"] // (tr["local_batch_size"] * dp)
+    batch = (f"Batch: {tr['local_batch_size']} sequence(s) "
+             + (f"per pipeline step in microbatches of {t.deg('micro_batch')}" if t.deg("pp") > 1 else "per forward")
+             + f" on each of {dp} data-parallel rank(s) x {accum} accumulation step(s) = global batch "
+             f"{tr['global_batch_size']}, as planned.")
+    notes = (*titan_model(t.model_id, t.spec).notes, batch)
+    toml = header(t, "torchtitan", notes=notes) + toml_text(cfg)
     script = ("#!/usr/bin/env bash\n" + header(t, "torchtitan") + "set -euo pipefail\n"
               'exec ${LAUNCH:-python} -m torchtitan.train --job.config_file "$(dirname "$0")/torchtitan.toml" "$@"\n')
     return {"torchtitan.toml": toml, "torchtitan.sh": script}
