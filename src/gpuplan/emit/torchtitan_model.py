@@ -134,7 +134,8 @@ def _why_not(spec: ModelSpec) -> str:
     why = [w for w, cond in (
         ("q/k/v biases", spec.qkv_bias), ("output or MLP biases", spec.attn_out_bias or spec.mlp_bias),
         ("post-sublayer norms", spec.post_sublayer_norms), (f"{spec.mlp} MLP", spec.mlp != "swiglu"),
-        ("LayerNorm", spec.norm != "rmsnorm"), (f"{spec.position_embedding} positions", spec.position_embedding != "rope"),
+        ("LayerNorm", spec.norm != "rmsnorm"),
+        (f"{spec.position_embedding} positions", spec.position_embedding != "rope"),
         ("sliding-window attention", spec.sliding_window is not None),
         ("experts without QK norm or MLA (torchtitan's MoE models are qwen3, deepseek_v3, llama4)",
          spec.moe is not None and not spec.qk_norm and spec.mla is None)) if cond]
@@ -170,7 +171,8 @@ def _args(spec: ModelSpec, family: str | None) -> str:
         rope = (f", rope_scaling_args=RoPEScalingArgs(scaling_factor={rs.factor:g}, low_freq_factor="
                 f"{rs.low_freq_factor or 1:g}, high_freq_factor={rs.high_freq_factor or 4:g}, "
                 f"original_max_position_embeddings={rs.original_max_position_embeddings or 8192})"
-                if rs is not None and rs.type == "llama3" else ", rope_scaling_args=RoPEScalingArgs(scaling_factor=1.0)")
+                if rs is not None and rs.type == "llama3"
+                else ", rope_scaling_args=RoPEScalingArgs(scaling_factor=1.0)")
         return (f"TransformerModelArgs(dim={spec.hidden_size}, n_layers={spec.num_layers}, n_heads={spec.num_heads}, "
                 f"n_kv_heads={spec.kv_heads}, vocab_size={spec.vocab_size}, {width}{eps}, rope_theta={theta}{rope})")
     if family == "qwen3":
@@ -226,7 +228,7 @@ def titan_model(model_id: str, spec: ModelSpec) -> TitanModel:
                 "one (a TrainSpec registered under [model] name) with")
         return TitanModel(name=placeholder, flavor=placeholder, registered=False,
                           notes=(f"{head}: {_args(spec, None)}.",
-                                 f"[model] name and flavor below name that model; torchtitan stops at start until "
+                                 "[model] name and flavor below name that model; torchtitan stops at start until "
                                  "it is registered."))
     path = {"llama3": "torchtitan/models/llama3/__init__.py", "qwen3": "torchtitan/models/qwen3/__init__.py",
             "deepseek_v3": "torchtitan/models/deepseek_v3/__init__.py"}[family]
