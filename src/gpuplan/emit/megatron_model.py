@@ -14,7 +14,7 @@ import math
 
 from gpuplan.emit.context import TrainTarget
 
-__all__ = ["Arg", "model_args", "vocab_divisor"]
+__all__ = ["Arg", "model_args", "nemo_model", "vocab_divisor"]
 
 Arg = tuple[str, str | None]  # (--flag, value or None for a switch)
 
@@ -182,3 +182,60 @@ def _moe(t: TrainTarget, ascend: bool) -> list[Arg]:
     if ascend and m.score_function == "softmax" and t.spec.family in ("qwen3_moe", "qwen2_moe"):
         a.append(("--norm-topk-prob", None))  # MindSpeed-LLM's Qwen3-MoE examples (norm_topk_prob true)
     return a
+
+
+def nemo_model(t: TrainTarget) -> tuple[dict[str, object], tuple[str, ...]]:
+    """The plan's model as Megatron-Bridge GPTModelProvider / TransformerConfig fields (data/flags/nemo.yaml), with
+    notes on what they cannot carry."""
+    s = t.spec
+    notes: list[str] = []
+    m: dict[str, object] = {
+        "num_layers": s.num_layers, "hidden_size": s.hidden_size, "ffn_hidden_size": s.ffn_hidden_size,
+        "num_attention_heads": s.num_heads, "num_query_groups": s.kv_heads, "kv_channels": s.attn_head_dim,
+        "normalization": "RMSNorm" if s.norm == "rmsnorm" else "LayerNorm",
+        "gated_linear_unit": s.mlp == "swiglu", "add_bias_linear": bool(s.mlp_bias or s.attn_out_bias),
+        "add_qkv_bias": s.qkv_bias, "qk_layernorm": s.qk_norm,
+        "share_embeddings_and_output_weights": s.tie_word_embeddings,
+        "vocab_size": s.vocab_size, "make_vocab_size_divisible_by": vocab_divisor(s.vocab_size, t.deg("tp"))}
+    if s.norm_eps is not None:
+        m["layernorm_epsilon"] = s.norm_eps
+    if s.position_embedding == "rope":
+        m["position_embedding_type"] = "rope"
+        if s.rope_theta is not None:
+            m["rotary_base"] = round(s.rope_theta)
+        rs = s.rope_scaling
+        if rs is not None and rs.type == "llama3":
+            m.update(rope_scaling=True, rope_scaling_factor=rs.factor)
+        elif rs is not None and rs.type == "yarn":
+            m.update(position_embedding_type="yarn", yarn_rotary_scaling_factor=rs.factor)
+            for key, val in (("yarn_original_max_position_embeddings", rs.original_max_position_embeddings),
+                             ("yarn_beta_fast", rs.beta_fast), ("yarn_beta_slow", rs.beta_slow),
+                             ("yarn_mscale", rs.mscale), ("yarn_mscale_all_dim", rs.mscale_all_dim)):
+                if val is not None:
+                    m[key] = val
+    elif s.position_embedding == "learned":
+        m["position_embedding_type"] = "learned_absolute"
+    if s.moe is not None:
+        mo = s.moe
+        m.update(num_moe_experts=mo.num_experts, moe_router_topk=mo.top_k, moe_ffn_hidden_size=mo.expert_ffn_size,
+                 moe_grouped_gemm=True, moe_token_dispatcher_type="alltoall")
+        if mo.num_shared_experts:
+            m["moe_shared_expert_intermediate_size"] = mo.shared_ffn_total
+        if mo.first_dense_layers:
+            m["moe_layer_freq"] = [0] * mo.first_dense_layers + [1] * (s.num_layers - mo.first_dense_layers)
+        if mo.score_function == "sigmoid":
+            m["moe_router_score_function"] = "sigmoid"
+        if mo.topk_scaling_factor and not math.isclose(mo.topk_scaling_factor, 1.0):
+            m["moe_router_topk_scaling_factor"] = mo.topk_scaling_factor
+        if mo.router_groups and mo.router_group_topk:
+            m.update(moe_router_num_groups=mo.router_groups, moe_router_group_topk=mo.router_group_topk)
+        kind, coeff = _SEQ_AUX_LOSS if mo.expert_bias else _AUX_LOSS
+        if mo.expert_bias:
+            m["moe_router_enable_expert_bias"] = True
+        m.update(moe_router_load_balancing_type=kind, moe_aux_loss_coeff=float(coeff))
+    if s.mla is not None:
+        notes.append("MLA sizes (q/kv LoRA ranks, head sizes) are fields of Megatron-Bridge's DeepSeek provider, not "
+                     "of these overrides: start from its DeepSeek recipe.")
+    if s.mlp == "swiglu":
+        notes.append("activation_func stays the recipe's: SiLU for SwiGLU (gated_linear_unit true).")
+    return m, tuple(notes)

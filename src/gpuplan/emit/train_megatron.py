@@ -9,7 +9,7 @@ import shlex
 import yaml
 
 from gpuplan.emit.context import TrainTarget, header
-from gpuplan.emit.megatron_model import model_args
+from gpuplan.emit.megatron_model import model_args, nemo_model
 from gpuplan.errors import InputError
 from gpuplan.estimate.pipeline_split import balanced_split
 
@@ -120,6 +120,7 @@ def nemo_overrides(t: TrainTarget) -> dict[str, dict[str, object]]:
     _no_lora(t, "nemo")
     lay = t.layout
     model: dict[str, object] = {
+        **nemo_model(t)[0],
         "tensor_model_parallel_size": t.deg("tp"), "pipeline_model_parallel_size": t.deg("pp"),
         "context_parallel_size": t.deg("cp"), "expert_model_parallel_size": t.deg("ep"),
         "sequence_parallel": bool(t.deg("tp") > 1 and lay.get("seq_parallel", True)), "seq_length": t.seq_len,
@@ -143,6 +144,7 @@ def nemo_overrides(t: TrainTarget) -> dict[str, dict[str, object]]:
 
 def nemo_files(t: TrainTarget) -> dict[str, str]:
     body = yaml.safe_dump(nemo_overrides(t), sort_keys=False)
-    note = ("Overrides for a Megatron-Bridge recipe (e.g. llama3_8b_pretrain_config()): pass as the recipe "
-            "script's --config-file, or as key=value overrides.",)
+    note = ("Overrides for a Megatron-Bridge GPT recipe of the model's family: the model section carries the plan's "
+            "model (shape, RoPE base, norms, vocabulary, MoE) over the recipe's; pass as the recipe script's "
+            "--config-file, or as key=value overrides.", *nemo_model(t)[1])
     return {"nemo_overrides.yaml": header(t, "nemo", notes=note) + body}
