@@ -103,8 +103,15 @@ _MOE_NOTE = ("MoE load balancing (--moe-router-load-balancing-type, --moe-aux-lo
              "dispatcher are common settings, not planned figures.",)
 
 
+_DATA_NOTE_ASCEND = ("Data: --mock-data/NullTokenizer make the trial run self-contained; for the real run replace them "
+                     "with --data-path, --tokenizer-type PretrainedFromHF --tokenizer-name-or-path (MindSpeed-LLM's) "
+                     "and drop --vocab-size: --padded-vocab-size keeps the embedding at the model's vocabulary.",
+                     _DATA_NOTE[1])
+
+
 def _notes(t: TrainTarget, ascend: bool) -> tuple[str, ...]:
-    return (*model_args(t, ascend=ascend)[1], *_DATA_NOTE, *(_MOE_NOTE if t.spec.moe is not None else ()))
+    return (*model_args(t, ascend=ascend)[1], *(_DATA_NOTE_ASCEND if ascend else _DATA_NOTE),
+            *(_MOE_NOTE if t.spec.moe is not None else ()))
 
 
 def megatron_files(t: TrainTarget) -> dict[str, str]:
