@@ -21,7 +21,7 @@ from gpuplan.cli.main import app
 from gpuplan.emit.context import TrainTarget
 from gpuplan.emit.flags import arg_problems, flag_list, key_problems, unknown
 from gpuplan.emit.serve import command_words
-from gpuplan.emit.train_configs import torchtitan_config, torchtitan_files
+from gpuplan.emit.train_configs import torchtitan_config, torchtitan_files, torchtune_overrides
 from gpuplan.emit.train_megatron import megatron_args, mindspeed_args, nemo_overrides
 from gpuplan.workload.presets import list_presets, load_model
 
@@ -223,3 +223,18 @@ def test_training_framework_of_another_stack_exits_2_naming_those_that_run(tmp_p
     res = CliRunner().invoke(app, [*QWEN3_ASCEND, "--emit", "megatron", "--out", str(tmp_path / "b")])
     exited(res, 2)
     assert "mindspeed" in res.output and not (tmp_path / "b").exists()
+
+
+def test_torchtune_overrides_build_the_plans_model(tmp_path: Path) -> None:
+    """torchtune's recipe builds model._component_: the plan's model's builder (its lora_ builder for LoRA, with
+    quantize_base for QLoRA, as torchtune's qlora_* partials do), never the recipe's default model."""
+    base = ["estimate", "train", "-m", "qwen3-32b", "--accelerator", "h100-sxm5-80gb", "--num-accels", "8",
+            "--tp", "1", "--pp", "1"]
+    lora = yaml.safe_load(emit([*base, "--method", "lora"], tmp_path / "l", "torchtune")["torchtune.yaml"])
+    assert lora["model"]["_component_"] == "torchtune.models.qwen3.lora_qwen3_32b" and lora["model"]["lora_rank"] > 0
+    assert unknown(["torchtune"], [f"model.{k}" for k in lora["model"]]) == []
+    t = _target("llama3.1-8b", tp=1, dp=8)
+    assert torchtune_overrides(t)["model"] == {"_component_": "torchtune.models.llama3_1.llama3_1_8b"}
+    q = torchtune_overrides(TrainTarget(**{**t.__dict__, "method": "qlora", "lora_targets": ("q_proj", "v_proj")}))
+    assert q["model"]["_component_"] == "torchtune.models.llama3_1.lora_llama3_1_8b" and q["model"]["quantize_base"]
+    assert "model" not in torchtune_overrides(_target("yi-34b", tp=1, dp=8))  # no torchtune builder: said in the note

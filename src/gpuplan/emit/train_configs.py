@@ -5,6 +5,8 @@ part, the short run that proves a plan on the machine before buying."""
 from __future__ import annotations
 
 import json
+from functools import cache
+from importlib import resources
 from typing import Any
 
 import yaml
@@ -14,7 +16,7 @@ from gpuplan.emit.torchtitan_model import titan_model
 from gpuplan.errors import InputError
 
 __all__ = ["ddp_files", "ddp_layout", "deepspeed_config", "deepspeed_files", "torchtitan_config", "torchtitan_files",
-           "torchtune_files", "torchtune_overrides"]
+           "torchtune_builder", "torchtune_files", "torchtune_overrides"]
 
 _TT_AC = {"none": "none", "selective": "selective", "full": "full"}
 
@@ -132,20 +134,43 @@ def torchtune_overrides(t: TrainTarget) -> dict[str, Any]:
     if int(t.layout.get("zero_stage") or 0) < 3:
         o["data_parallel_replicate_dim"] = t.deg("dp")
         o["data_parallel_shard_dim"] = 1
+    builder = torchtune_builder(t.model_id)
+    if builder is not None:  # the model the recipe builds: the plan's (its LoRA builder for LoRA/QLoRA)
+        mod, _, fn = builder.rpartition(".")
+        o["model"] = {"_component_": f"{mod}.lora_{fn}" if t.method in ("lora", "qlora") else builder}
     if t.method in ("lora", "qlora"):
         attn = [m for m in ("q_proj", "k_proj", "v_proj", "output_proj")
                 if m.removesuffix("_proj") in {x.removesuffix("_proj") for x in t.lora_targets} or
                 (m == "output_proj" and "o_proj" in t.lora_targets)]
-        o["model"] = {"lora_rank": t.lora_rank, "lora_alpha": 2 * t.lora_rank, "lora_attn_modules": attn,
-                      "apply_lora_to_mlp": any(x in t.lora_targets for x in ("gate_proj", "up_proj", "down_proj"))}
+        o.setdefault("model", {}).update(
+            lora_rank=t.lora_rank, lora_alpha=2 * t.lora_rank, lora_attn_modules=attn,
+            apply_lora_to_mlp=any(x in t.lora_targets for x in ("gate_proj", "up_proj", "down_proj")))
+        if t.method == "qlora":  # torchtune's qlora_* builders are partial(lora_*, quantize_base=True)
+            o["model"]["quantize_base"] = True
     return o
+
+
+@cache
+def _torchtune_builders() -> dict[str, str]:
+    text = resources.files("gpuplan.emit").joinpath("data/torchtune_models.yaml").read_text(encoding="utf-8")
+    builders: dict[str, str] = yaml.safe_load(text)["builders"]
+    return builders
+
+
+def torchtune_builder(model_id: str) -> str | None:
+    """torchtune's builder of the preset `model_id` (data/torchtune_models.yaml), None when it has none."""
+    return _torchtune_builders().get(model_id)
 
 
 def torchtune_files(t: TrainTarget) -> dict[str, str]:
     recipe = "lora_finetune_distributed" if t.method in ("lora", "qlora") else "full_finetune_distributed"
+    model = (f"model._component_ builds the plan's model with torchtune's {torchtune_builder(t.model_id)} builder"
+             if torchtune_builder(t.model_id) else
+             f"torchtune (bd2a0fc7) has no builder of {t.spec.name}: set model._component_ to a builder of its shape "
+             f"({t.spec.num_layers} layers, hidden {t.spec.hidden_size}, FFN {t.spec.ffn_hidden_size}, vocab "
+             f"{t.spec.vocab_size})")
     note = (f"Overrides for `tune run --nnodes {t.nodes} --nproc_per_node {t.gpus_per_node} {recipe} --config "
-            "<model config> --config torchtune.yaml`-style merging: copy into the recipe's config." +
-            (" QLoRA: use the model's qlora_* component." if t.method == "qlora" else ""),)
+            "<model config> --config torchtune.yaml`-style merging: copy into the recipe's config.", model + ".")
     return {"torchtune.yaml": header(t, "torchtune", notes=note) + yaml.safe_dump(torchtune_overrides(t),
                                                                                 sort_keys=False)}
 
