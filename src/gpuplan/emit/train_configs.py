@@ -14,6 +14,7 @@ import yaml
 from gpuplan.emit.context import TrainTarget, header
 from gpuplan.emit.torchtitan_model import titan_model
 from gpuplan.errors import InputError
+from gpuplan.workload.presets import get_preset
 
 __all__ = ["ddp_files", "ddp_layout", "deepspeed_config", "deepspeed_files", "torchtitan_config", "torchtitan_files",
            "torchtune_builder", "torchtune_files", "torchtune_overrides"]
@@ -158,8 +159,13 @@ def _torchtune_builders() -> dict[str, str]:
 
 
 def torchtune_builder(model_id: str) -> str | None:
-    """torchtune's builder of the preset `model_id` (data/torchtune_models.yaml), None when it has none."""
-    return _torchtune_builders().get(model_id)
+    """torchtune's builder of the preset `model_id` or one of its aliases (data/torchtune_models.yaml), None when it
+    has none (or the model is not a preset)."""
+    try:
+        preset = get_preset(model_id).id
+    except InputError:
+        return None
+    return _torchtune_builders().get(preset)
 
 
 def torchtune_files(t: TrainTarget) -> dict[str, str]:
