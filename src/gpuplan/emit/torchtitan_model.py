@@ -11,6 +11,7 @@ not the job config.
 from __future__ import annotations
 
 import math
+import re
 from functools import cache
 from importlib import resources
 from typing import Any, Literal
@@ -222,7 +223,9 @@ def titan_model(model_id: str, spec: ModelSpec) -> TitanModel:
             notes.append(f"WARNING: flavour {f.flavor} applies RoPE scaling {f.rope_scaling or 'none'}; {spec.name} "
                          f"has {_scaling(spec) or 'none'}. To continue from its weights, set {fix} in {f.path}.")
         return TitanModel(name=f.model, flavor=f.flavor, registered=True, notes=tuple(notes))
-    placeholder = f"gpuplan-{model_id}"
+    # a flavour name: the preset id, or the model's name slugged where a config.json path was given
+    slug = model_id if re.fullmatch(r"[A-Za-z0-9._-]+", model_id) else re.sub(r"[^A-Za-z0-9._-]+", "-", spec.name)
+    placeholder = f"gpuplan-{slug.strip('-').lower()}"
     if family is None:
         head = (f"torchtitan {_file().version} has no model of {spec.name}'s architecture ({_why_not(spec)}): add "
                 "one (a TrainSpec registered under [model] name) with")
