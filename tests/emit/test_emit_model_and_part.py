@@ -238,3 +238,14 @@ def test_torchtune_overrides_build_the_plans_model(tmp_path: Path) -> None:
     q = torchtune_overrides(TrainTarget(**{**t.__dict__, "method": "qlora", "lora_targets": ("q_proj", "v_proj")}))
     assert q["model"]["_component_"] == "torchtune.models.llama3_1.lora_llama3_1_8b" and q["model"]["quantize_base"]
     assert "model" not in torchtune_overrides(_target("yi-34b", tp=1, dp=8))  # no torchtune builder: said in the note
+
+
+def test_glm_partial_interleaved_rope_reaches_megatron_and_nemo() -> None:
+    """GLM-4-9B (config.json partial_rotary_factor 0.5; transformers' GLM rotates adjacent pairs) and ChatGLM3 (remote
+    code: rotary_dim = kv_channels // 2, pairs): Megatron's default would rotate every dimension in halves."""
+    for model in ("glm4-9b", "chatglm3-6b"):
+        t = _target(model, tp=2, dp=4)
+        a = dict(megatron_args(t))
+        assert a["--rotary-percent"] == "0.5" and "--rotary-interleaved" in a and a["--rotary-base"] == "10000"
+        m = nemo_overrides(t)["model"]
+        assert (m["rotary_percent"], m["rotary_interleaved"]) == (0.5, True)

@@ -283,3 +283,12 @@ def test_rope_base_scaling_and_norm_epsilon_come_from_config_json() -> None:
     assert v3.moe is not None and (v3.moe.score_function, v3.moe.topk_scaling_factor, v3.moe.router_groups,
                                    v3.moe.router_group_topk, v3.moe.expert_bias) == ("sigmoid", 2.5, 8, 4, True)
     assert v3.rope_scaling is not None and (v3.rope_scaling.type, v3.rope_scaling.factor) == ("yarn", 40.0)
+
+
+def test_partial_and_interleaved_rope_of_glm_models() -> None:
+    fx = Path(__file__).resolve().parents[1] / "fixtures" / "hf_configs"
+    glm4 = spec_from_hf_config(json.loads((fx / "glm4-9b.json").read_text(encoding="utf-8")))
+    assert (glm4.rope_fraction, glm4.rope_interleaved, glm4.rope_theta) == (0.5, True, 10000.0)
+    chatglm = spec_from_hf_config(json.loads((fx / "chatglm3-6b.json").read_text(encoding="utf-8")))
+    assert (chatglm.rope_fraction, chatglm.rope_interleaved) == (0.5, True)
+    assert spec_from_hf_config(json.loads((fx / "qwen3-8b.json").read_text(encoding="utf-8"))).rope_fraction == 1.0

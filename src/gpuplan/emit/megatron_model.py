@@ -66,6 +66,10 @@ def model_args(t: TrainTarget, *, ascend: bool) -> tuple[list[Arg], tuple[str, .
                          "applies. Set it from the model's config.json rope_theta.")
         else:  # Megatron's --rotary-base is an int (arguments.py type=int)
             a.append(("--rotary-base", str(round(s.rope_theta))))
+        if s.rope_fraction < 1:  # partial RoPE (GLM: half of each head)
+            a.append(("--rotary-percent", f"{s.rope_fraction:g}"))
+        if s.rope_interleaved:
+            a.append(("--rotary-interleaved", None))
         a += _rope_scaling(t, ascend, notes)
     elif s.position_embedding == "learned":
         a.append(("--position-embedding-type", "learned_absolute"))
@@ -203,6 +207,10 @@ def nemo_model(t: TrainTarget) -> tuple[dict[str, object], tuple[str, ...]]:
         m["position_embedding_type"] = "rope"
         if s.rope_theta is not None:
             m["rotary_base"] = round(s.rope_theta)
+        if s.rope_fraction < 1:
+            m["rotary_percent"] = s.rope_fraction
+        if s.rope_interleaved:
+            m["rotary_interleaved"] = True
         rs = s.rope_scaling
         if rs is not None and rs.type == "llama3":
             m.update(rope_scaling=True, rope_scaling_factor=rs.factor)

@@ -113,7 +113,7 @@ def _plain(spec: ModelSpec) -> bool:
     """No biases, SwiGLU, RMSNorm, RoPE, full attention: what torchtitan's llama3/qwen3/deepseek_v3 build."""
     return (not (spec.qkv_bias or spec.attn_out_bias or spec.mlp_bias or spec.post_sublayer_norms)
             and spec.mlp == "swiglu" and spec.norm == "rmsnorm" and spec.position_embedding == "rope"
-            and spec.sliding_window is None)
+            and spec.sliding_window is None and spec.rope_fraction == 1 and not spec.rope_interleaved)
 
 
 def _family(spec: ModelSpec) -> str | None:
@@ -138,6 +138,7 @@ def _why_not(spec: ModelSpec) -> str:
         ("LayerNorm", spec.norm != "rmsnorm"),
         (f"{spec.position_embedding} positions", spec.position_embedding != "rope"),
         ("sliding-window attention", spec.sliding_window is not None),
+        ("partial or interleaved RoPE", spec.rope_fraction < 1 or spec.rope_interleaved),
         ("experts without QK norm or MLA (torchtitan's MoE models are qwen3, deepseek_v3, llama4)",
          spec.moe is not None and not spec.qk_norm and spec.mla is None)) if cond]
     return ", ".join(why) or "its head size"

@@ -108,6 +108,9 @@ def _rope_and_norm(cfg: Config) -> dict[str, Any]:
                    "rms_norm_eps")
     out: dict[str, Any] = {"rope_theta": _pos_float(cfg, "rope_theta", theta),
                            "norm_eps": _pos_float(cfg, eps_key, cfg.get(eps_key))}
+    fraction = cfg.get("partial_rotary_factor", params.get("partial_rotary_factor"))
+    if fraction is not None:
+        out["rope_fraction"] = _pos_float(cfg, "partial_rotary_factor", fraction)
     rs = cfg.get("rope_scaling") or (params if params.get("rope_type") not in (None, "default") else None)
     if isinstance(rs, Mapping) and rs.get("rope_type", rs.get("type")) not in (None, "default"):
         kind = str(rs.get("rope_type", rs.get("type")))
@@ -292,7 +295,9 @@ def _glm(cfg: Config) -> dict[str, Any]:
     # HF GlmAttention/Glm4Attention: q/k/v bias=attention_bias, o_proj without; the MLP is a
     # fused gate_up_proj (same count as gate + up) and down_proj, no biases.
     out = _common(cfg)
-    out.update(qkv_bias=_bool(cfg, "attention_bias", False))
+    # transformers modeling_glm.py rotate_half pairs x[..., 0::2] with x[..., 1::2] (interleaved RoPE) over
+    # partial_rotary_factor of each head
+    out.update(qkv_bias=_bool(cfg, "attention_bias", False), rope_interleaved=True)
     if cfg.get("model_type") == "glm4":
         out["post_sublayer_norms"] = True  # Glm4DecoderLayer: post_self_attn/post_mlp layernorms
     return out
@@ -320,8 +325,10 @@ def _chatglm(cfg: Config) -> dict[str, Any]:
         "qkv_bias": linear_bias or _bool(cfg, "add_qkv_bias", False),
         "attn_out_bias": linear_bias,
         "mlp_bias": linear_bias,
-        # RotaryEmbedding(base=10000 * rope_ratio) over half of each head (rotary_dim = kv_channels // 2)
+        # RotaryEmbedding(base=10000 * rope_ratio) over half of each head (rotary_dim = kv_channels // 2), rotating
+        # adjacent pairs (apply_rotary_pos_emb reshapes to (..., rot_dim // 2, 2))
         "rope_theta": 10000.0 * (_pos_float(cfg, "rope_ratio", cfg.get("rope_ratio")) or 1.0),
+        "rope_fraction": 0.5, "rope_interleaved": True,
     }
 
 

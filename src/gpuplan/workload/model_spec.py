@@ -112,6 +112,10 @@ class ModelSpec(BaseModel):
     rope_theta: float | None = Field(default=None, gt=0, description="RoPE base (config.json rope_theta); None: "
                                      "not stated")
     rope_scaling: RopeScaling | None = None
+    rope_fraction: float = Field(default=1.0, gt=0, le=1, description="share of each head's dimensions RoPE rotates "
+                                 "(config.json partial_rotary_factor; ChatGLM/GLM: 0.5)")
+    rope_interleaved: bool = Field(default=False, description="RoPE rotates adjacent (even, odd) pairs rather than "
+                                   "the two halves of the head (ChatGLM/GLM)")
     norm_eps: float | None = Field(default=None, gt=0, description="epsilon of the norms (config.json rms_norm_eps "
                                    "or layer_norm_epsilon); None: not stated")
 
