@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -20,3 +21,14 @@ def emit(args: list[str], out: Path, fmt: str = "all") -> dict[str, str]:
     res = CliRunner().invoke(app, [*args, "--emit", fmt, "--out", str(out), "--json"])
     exited(res, 0)
     return {p.name: p.read_text(encoding="utf-8") for p in sorted(out.iterdir())}
+
+
+def array_args(text: str) -> list[tuple[str, str | None]]:
+    """The (flag, value) pairs of an emitted Megatron/MindSpeed script's GPUPLAN_ARGS array, one flag a line, as the
+    shell reads them (a value of several words, e.g. --spec MODULE layer_spec, stays one string)."""
+    body = text[text.index("GPUPLAN_ARGS=(") + len("GPUPLAN_ARGS=("):text.index("\n)\n")]
+    out: list[tuple[str, str | None]] = []
+    for line in body.strip().splitlines():
+        words = shlex.split(line)
+        out.append((words[0], " ".join(words[1:]) or None))
+    return out

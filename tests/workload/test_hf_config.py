@@ -265,3 +265,30 @@ def test_cli_model_show_bad_config_exits_2(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["model", "show", str(bad)])
     exited(result, 2)
     assert "falcon" in result.output
+
+
+def test_rope_base_scaling_and_norm_epsilon_come_from_config_json() -> None:
+    """The launch configs need the RoPE base (Megatron's --rotary-base defaults to 10000; Qwen3 uses 1e6), the
+    RoPE scaling (Llama 3.1: llama3 x8 over 8192 positions) and the norm epsilon (Qwen3 1e-6, Megatron's 1e-5)."""
+    fx = Path(__file__).resolve().parents[1] / "fixtures" / "hf_configs"
+    qwen3 = spec_from_hf_config(json.loads((fx / "qwen3-32b.json").read_text(encoding="utf-8")))
+    assert (qwen3.rope_theta, qwen3.norm_eps, qwen3.rope_scaling) == (1e6, 1e-6, None)
+    l31 = spec_from_hf_config(json.loads((fx / "llama3.1-70b.json").read_text(encoding="utf-8")))
+    assert l31.rope_theta == 500000.0 and l31.rope_scaling is not None
+    assert (l31.rope_scaling.type, l31.rope_scaling.factor, l31.rope_scaling.original_max_position_embeddings) == (
+        "llama3", 8.0, 8192)
+    # Llama 2's config.json states no rope_theta: LlamaConfig's default (10000) applies
+    assert spec_from_hf_config(json.loads((fx / "llama2-7b.json").read_text(encoding="utf-8"))).rope_theta == 10000.0
+    v3 = spec_from_hf_config(json.loads((fx / "deepseek-v3.json").read_text(encoding="utf-8")))
+    assert v3.moe is not None and (v3.moe.score_function, v3.moe.topk_scaling_factor, v3.moe.router_groups,
+                                   v3.moe.router_group_topk, v3.moe.expert_bias) == ("sigmoid", 2.5, 8, 4, True)
+    assert v3.rope_scaling is not None and (v3.rope_scaling.type, v3.rope_scaling.factor) == ("yarn", 40.0)
+
+
+def test_partial_and_interleaved_rope_of_glm_models() -> None:
+    fx = Path(__file__).resolve().parents[1] / "fixtures" / "hf_configs"
+    glm4 = spec_from_hf_config(json.loads((fx / "glm4-9b.json").read_text(encoding="utf-8")))
+    assert (glm4.rope_fraction, glm4.rope_interleaved, glm4.rope_theta) == (0.5, True, 10000.0)
+    chatglm = spec_from_hf_config(json.loads((fx / "chatglm3-6b.json").read_text(encoding="utf-8")))
+    assert (chatglm.rope_fraction, chatglm.rope_interleaved) == (0.5, True)
+    assert spec_from_hf_config(json.loads((fx / "qwen3-8b.json").read_text(encoding="utf-8"))).rope_fraction == 1.0

@@ -20,6 +20,7 @@ from gpuplan.emit import (
     write_files,
 )
 from gpuplan.errors import InputError
+from gpuplan.hardware import Catalog
 from gpuplan.i18n import tr
 from gpuplan.workload.jobs import TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
@@ -68,8 +69,10 @@ def _get(p: Mapping[str, Any], key: str) -> Any:
 
 
 def write_train(names: list[str], out: Path, *, model_id: str, spec: ModelSpec, job: TrainingJob,
-                plan: Mapping[str, Any], tokens: float | None, stated: set[str], lang: str) -> None:
+                plan: Mapping[str, Any], tokens: float | None, stated: set[str], lang: str,
+                catalog: Catalog | None = None) -> None:
     t = TrainTarget(model_id=model_id, spec=spec, plan=plan, method=job.method, seq_len=job.seq_len,
+                    accelerator=catalog.accelerator(str(plan["accelerator"])) if catalog is not None else None,
                     # the batch the plan's layout runs (its step time counts those sequences)
                     global_batch=int(plan["layout"].get("global_batch") or job.global_batch or plan["layout"]["dp"]),
                     precision=job.precision,
@@ -79,8 +82,10 @@ def write_train(names: list[str], out: Path, *, model_id: str, spec: ModelSpec, 
 
 
 def write_serve(names: list[str], out: Path, *, model_id: str, spec: ModelSpec, run: Mapping[str, Any],
-                fleet: Mapping[str, Any], max_model_len: int, stated: set[str], lang: str) -> None:
+                fleet: Mapping[str, Any], max_model_len: int, stated: set[str], lang: str,
+                catalog: Catalog | None = None) -> None:
     t = ServeTarget(model_id=model_id, spec=spec, fleet=fleet, run=run, max_model_len=max_model_len,
+                    accelerator=catalog.accelerator(str(fleet["accelerator"])) if catalog is not None else None,
                     stated=frozenset(stated))
     _write(emit_serve(t, names), out, lang)
 

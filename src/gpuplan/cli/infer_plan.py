@@ -137,7 +137,8 @@ def plan_infer(
             write_serve(formats, emit_out, model_id=model, spec=spec, run=run, lang=language,
                         fleet=pick_plan(res.plans, pick, recommended,
                                         ("accelerator", "instance", "replicas", "layout", "weights")),
-                        max_model_len=max_len, stated={"kv_dtype"} | ({"weights"} if weights else set()))
+                        max_model_len=max_len, stated={"kv_dtype"} | ({"weights"} if weights else set()),
+                        catalog=cat)
     except (GpuplanError, ValidationError) as exc:
         fail(exc, lang)
     if json_out:

@@ -158,7 +158,7 @@ def estimate_train(
             write_train(formats, emit_out, model_id=model, spec=spec, job=job,
                         plan={**fig, "accelerator": acc.id, "devices": num_accels}, tokens=tokens,
                         stated={k for k, v in given.items() if v is not None} | {"seq_len", "precision"},
-                        lang=language)
+                        lang=language, catalog=cat)
     except (GpuplanError, ValidationError) as exc:
         fail(exc, lang)
     if json_out:
@@ -307,7 +307,7 @@ def plan_train(
             write_train(formats, emit_out, model_id=model, spec=spec, job=job, tokens=tokens, lang=language,
                         plan=pick_plan(res.plans, pick, doc["recommendation"], ("accelerator", "devices", "offer")),
                         stated={k for k, v in {"global_batch": global_batch}.items() if v is not None}
-                        | {"seq_len", "precision"})
+                        | {"seq_len", "precision"}, catalog=cat)
     except (GpuplanError, ValidationError) as exc:
         fail(exc, lang)
     best_per_hw: dict[str, dict[str, Any]] = {}

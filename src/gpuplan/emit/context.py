@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuplan._version import __version__
+from gpuplan.hardware.schema_devices import Accelerator
 from gpuplan.search.infer_fleet import attention_groups as layout_attention_groups
 from gpuplan.workload.jobs import serving_layout
 from gpuplan.workload.model_spec import ModelSpec
@@ -48,6 +49,7 @@ class TrainTarget:
     lora_targets: tuple[str, ...]
     tokens: float | None
     stated: frozenset[str] = field(default_factory=frozenset)  # settings the user gave (layout keys, job keys)
+    accelerator: Accelerator | None = None  # the plan's part (its software stack picks the formats that run on it)
 
     @property
     def layout(self) -> Mapping[str, Any]:
@@ -71,6 +73,8 @@ class TrainTarget:
 
     @property
     def ascend(self) -> bool:
+        if self.accelerator is not None:
+            return self.accelerator.software_stack == "cann"
         return "ascend" in str(self.plan["accelerator"]).lower()
 
     @property
@@ -114,6 +118,7 @@ class ServeTarget:
     run: Mapping[str, Any]  # the `plan infer --json` document (load, slo, engine, kv_dtype)
     max_model_len: int
     stated: frozenset[str] = field(default_factory=frozenset)
+    accelerator: Accelerator | None = None  # the fleet's part (its software stack picks the engines that run on it)
 
     @property
     def tp(self) -> int:
@@ -151,6 +156,8 @@ class ServeTarget:
 
     @property
     def ascend(self) -> bool:
+        if self.accelerator is not None:
+            return self.accelerator.software_stack == "cann"
         return "ascend" in str(self.fleet["accelerator"]).lower()
 
 

@@ -11,18 +11,25 @@ import yaml
 from gpuplan.emit.context import ServeTarget, header
 from gpuplan.emit.serve import PORT, lmdeploy_args, sglang_args, trtllm_args, vllm_args
 
-__all__ = ["deployment_object", "deployment_files", "skypilot_files", "skypilot_object"]
+__all__ = ["deployed_engine", "image", "deployment_files", "deployment_object", "skypilot_files", "skypilot_object"]
 
 IMAGES = {"vllm": "vllm/vllm-openai:v0.11.0", "sglang": "lmsysorg/sglang:v0.5.4",
           "trtllm": "nvcr.io/nvidia/tensorrt-llm/release:1.2.0", "lmdeploy": "openmmlab/lmdeploy:v0.10.0",
           "mindie": "${MINDIE_IMAGE}"}
+# on Ascend: vLLM through its hardware plugin's image (vllm-ascend README / quick start: quay.io/ascend/vllm-ascend, the
+# release matching vLLM 0.11.0); other engines' NPU images are the operator's to name
+ASCEND_IMAGES = {"vllm": "quay.io/ascend/vllm-ascend:v0.11.0rc0", "mindie": "${MINDIE_IMAGE}"}
 HEALTH = {"vllm": "/health", "sglang": "/health", "trtllm": "/health", "lmdeploy": "/v1/models",
           "mindie": "/health"}
 
 
-def _engine(t: ServeTarget) -> str:
+def deployed_engine(t: ServeTarget) -> str:
+    """The engine a Deployment / SkyPilot service runs: the fleet's (vllm-ascend, mindie-ascend: vLLM, MindIE)."""
     e = str(t.fleet.get("engine") or "vllm")
     return e.removesuffix("-ascend") if e.removesuffix("-ascend") in IMAGES else "vllm"
+
+
+_engine = deployed_engine
 
 
 def _argv(t: ServeTarget, engine: str) -> list[str]:
@@ -40,13 +47,20 @@ def _argv(t: ServeTarget, engine: str) -> list[str]:
     return out
 
 
+def image(t: ServeTarget, eng: str) -> str:
+    """The container image of `eng` for the fleet's part."""
+    if t.ascend:
+        return ASCEND_IMAGES.get(eng, f"${{{eng.upper()}_ASCEND_IMAGE}}")
+    return IMAGES[eng]
+
+
 def deployment_object(t: ServeTarget) -> dict[str, Any]:
     eng = _engine(t)
     resource = "huawei.com/Ascend910" if t.ascend else "nvidia.com/gpu"
     labels = {"app": "gpuplan-serve", "app.kubernetes.io/managed-by": "gpuplan"}
     argv = _argv(t, eng)
     container: dict[str, Any] = {
-        "name": eng, "image": IMAGES[eng],
+        "name": eng, "image": image(t, eng),
         "env": [{"name": "MODEL_PATH", "value": "/models/" + t.model_id}],
         "ports": [{"containerPort": PORT, "name": "http"}],
         "resources": {"limits": {resource: t.devices_per_replica}, "requests": {resource: t.devices_per_replica}},

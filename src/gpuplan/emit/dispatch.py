@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpuplan.emit.context import ServeTarget, TrainTarget
-from gpuplan.emit.deploy import deployment_files, skypilot_files
+from gpuplan.emit.deploy import deployed_engine, deployment_files, skypilot_files
 from gpuplan.emit.launchers import LAUNCHABLE, pytorchjob_files, slurm_files, torchrun_files
 from gpuplan.emit.serve import serve_files
+from gpuplan.emit.stacks import check_runs, runs_on
 from gpuplan.emit.train_configs import ddp_files, deepspeed_files, torchtitan_files, torchtune_files
 from gpuplan.emit.train_megatron import megatron_files, mindspeed_files, nemo_files
 from gpuplan.errors import InputError
@@ -49,9 +50,11 @@ def _wrapped(t: TrainTarget, names: list[str]) -> str:
 
 
 def emit_train(t: TrainTarget, names: list[str]) -> dict[str, str]:
-    """{file name: text} for the training formats `names` (launchers add the script they wrap)."""
-    if names == list(TRAIN_FORMATS):  # `all`: every framework that fits the plan (the others say why not)
-        names = [n for n in names if _fits(t, n)]
+    """{file name: text} for the training formats `names` (launchers add the script they wrap); a framework that does
+    not run on the plan's part is an InputError naming those that do."""
+    if names == list(TRAIN_FORMATS):  # `all`: every framework that runs on the part and fits the plan
+        names = [n for n in names if runs_on(n, t.accelerator) and _fits(t, n)]
+    check_runs(names, TRAIN_FORMATS, t.accelerator)
     files: dict[str, str] = {}
     launchers = [n for n in names if n in _LAUNCH]
     for n in names:
@@ -76,7 +79,12 @@ def _fits(t: TrainTarget, name: str) -> bool:
 
 
 def emit_serve(t: ServeTarget, names: list[str]) -> dict[str, str]:
-    """{file name: text} for the serving formats `names`."""
+    """{file name: text} for the serving formats `names`; an engine that does not run on the fleet's part is an
+    InputError naming those that do (`all`: the engines that run on it)."""
+    wraps = deployed_engine(t)
+    if names == list(SERVE_FORMATS):
+        names = [n for n in names if runs_on(n, t.accelerator, wraps=wraps)]
+    check_runs(names, SERVE_FORMATS, t.accelerator, wraps=wraps)
     files: dict[str, str] = {}
     # vLLM spans instances with a Ray cluster for pipeline stages (its multi-node recipe), not for a DeepEP group
     multi = MULTI_NODE_SERVE | ({"vllm"} if t.ep <= t.tp else set())

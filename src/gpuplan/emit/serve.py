@@ -142,6 +142,11 @@ def mindie_config(t: ServeTarget) -> dict[str, Any]:
         "LogConfig": {"logLevel": "Info"}}
 
 
+_ASCEND_VLLM = ("Ascend: run in the vllm-ascend image (quay.io/ascend/vllm-ascend:v0.11.0rc0) or with the vllm-ascend "
+                "plugin installed beside vLLM 0.11 (pip install vllm-ascend): the same `vllm serve` command and flags "
+                "on the NPUs.",)
+
+
 def _cmd(t: ServeTarget, fmt: str, entry: str, args: list[Arg], notes: tuple[str, ...] = ()) -> str:
     words = " \\\n    ".join(k + (f" {v}" if v is not None else "") for k, v in args)
     return ("#!/usr/bin/env bash\n" + header(t, fmt, notes=notes + _quant_note(t)) + "set -euo pipefail\n"
@@ -171,7 +176,7 @@ def serve_files(t: ServeTarget, fmt: str) -> dict[str, str]:
     if fmt == "vllm":
         if t.nodes_per_server > 1:
             return {"vllm.sh": _vllm_ray(t)}
-        return {"vllm.sh": _cmd(t, fmt, 'vllm serve "${MODEL_PATH}"', vllm_args(t))}
+        return {"vllm.sh": _cmd(t, fmt, 'vllm serve "${MODEL_PATH}"', vllm_args(t), _ASCEND_VLLM if t.ascend else ())}
     if fmt == "sglang":
         how = ("the expert all-to-all runs over their RDMA fabric, DeepEP" if t.ep > t.tp else
                "each pipeline stage keeps its tensor parallelism inside an instance and sends one hidden-state vector "

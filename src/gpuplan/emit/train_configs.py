@@ -5,15 +5,19 @@ part, the short run that proves a plan on the machine before buying."""
 from __future__ import annotations
 
 import json
+from functools import cache
+from importlib import resources
 from typing import Any
 
 import yaml
 
 from gpuplan.emit.context import TrainTarget, header
+from gpuplan.emit.torchtitan_model import titan_model
 from gpuplan.errors import InputError
+from gpuplan.workload.presets import get_preset
 
 __all__ = ["ddp_files", "ddp_layout", "deepspeed_config", "deepspeed_files", "torchtitan_config", "torchtitan_files",
-           "torchtune_files", "torchtune_overrides"]
+           "torchtune_builder", "torchtune_files", "torchtune_overrides"]
 
 _TT_AC = {"none": "none", "selective": "selective", "full": "full"}
 
@@ -35,7 +39,13 @@ def toml_text(doc: dict[str, dict[str, Any]]) -> str:
 
 
 def torchtitan_config(t: TrainTarget) -> dict[str, dict[str, Any]]:
-    """torchtitan job config sections (v0.2 field names; data_parallel_shard_degree -1 = the rest)."""
+    """torchtitan job config sections (v0.2.2 field names; data/flags/torchtitan.yaml).
+
+    Batch as the plan times it (torchtitan train.py: gradient accumulation steps = global_batch_size /
+    (local_batch_size x data-parallel degree)): without pipeline stages one forward holds the plan's micro-batch,
+    so local_batch_size is the micro-batch and torchtitan accumulates the rest; with pipeline stages
+    local_batch_size is what one pipeline step runs, split into microbatches of pipeline_parallel_microbatch_size
+    (the plan's micro-batch), so it holds all of the plan's microbatches."""
     if t.method in ("lora", "qlora"):
         raise InputError(field="emit", value="torchtitan", allowed="torchtune for a LoRA/QLoRA plan",
                          hint="torchtitan 0.2 trains full models only")
@@ -46,14 +56,17 @@ def torchtitan_config(t: TrainTarget) -> dict[str, dict[str, Any]]:
     par: dict[str, Any] = {"data_parallel_replicate_degree": replicate, "data_parallel_shard_degree": shard,
                            "tensor_parallel_degree": t.deg("tp"), "pipeline_parallel_degree": t.deg("pp"),
                            "context_parallel_degree": t.deg("cp"), "expert_parallel_degree": t.deg("ep")}
+    micro = t.deg("micro_batch")
+    local = micro
     if t.deg("pp") > 1:
         par["pipeline_parallel_schedule"] = "Interleaved1F1B" if t.deg("vpp") > 1 else "1F1B"
-        par["pipeline_parallel_microbatch_size"] = t.deg("micro_batch")
+        par["pipeline_parallel_microbatch_size"] = micro
+        local = micro * t.grad_accum
+    model = titan_model(t.model_id, t.spec)
     doc: dict[str, dict[str, Any]] = {
         "job": {"dump_folder": "./outputs", "description": f"gpuplan plan: {t.model_id}"},
-        "model": {"name": "llama3", "flavor": "debugmodel" if t.spec.num_layers < 4 else "8B",
-                  "hf_assets_path": f"./assets/hf/{t.model_id}"},
-        "training": {"local_batch_size": t.deg("micro_batch") * t.grad_accum, "global_batch_size": t.global_batch,
+        "model": {"name": model.name, "flavor": model.flavor, "hf_assets_path": f"./assets/hf/{t.model_id}"},
+        "training": {"local_batch_size": local, "global_batch_size": t.global_batch,
                      "seq_len": t.seq_len, "steps": t.train_iters,
                      "mixed_precision_param": "bfloat16" if t.precision in ("bf16", "fp8") else "float32"},
         "parallelism": par,
@@ -66,9 +79,16 @@ def torchtitan_config(t: TrainTarget) -> dict[str, dict[str, Any]]:
 
 
 def torchtitan_files(t: TrainTarget) -> dict[str, str]:
-    note = ("model.name/flavor pick torchtitan's registered model; check that its shape matches "
-            f"{t.spec.name} ({t.spec.num_layers} layers, hidden {t.spec.hidden_size}).",)
-    toml = header(t, "torchtitan", notes=note) + toml_text(torchtitan_config(t))
+    cfg = torchtitan_config(t)
+    tr = cfg["training"]
+    dp = t.deg("dp")
+    accum = tr["global_batch_size"] // (tr["local_batch_size"] * dp)
+    batch = (f"Batch: {tr['local_batch_size']} sequence(s) "
+             + (f"per pipeline step in microbatches of {t.deg('micro_batch')}" if t.deg("pp") > 1 else "per forward")
+             + f" on each of {dp} data-parallel rank(s) x {accum} accumulation step(s) = global batch "
+             f"{tr['global_batch_size']}, as planned.")
+    notes = (*titan_model(t.model_id, t.spec).notes, batch)
+    toml = header(t, "torchtitan", notes=notes) + toml_text(cfg)
     script = ("#!/usr/bin/env bash\n" + header(t, "torchtitan") + "set -euo pipefail\n"
               'exec ${LAUNCH:-python} -m torchtitan.train --job.config_file "$(dirname "$0")/torchtitan.toml" "$@"\n')
     return {"torchtitan.toml": toml, "torchtitan.sh": script}
@@ -115,20 +135,48 @@ def torchtune_overrides(t: TrainTarget) -> dict[str, Any]:
     if int(t.layout.get("zero_stage") or 0) < 3:
         o["data_parallel_replicate_dim"] = t.deg("dp")
         o["data_parallel_shard_dim"] = 1
+    builder = torchtune_builder(t.model_id)
+    if builder is not None:  # the model the recipe builds: the plan's (its LoRA builder for LoRA/QLoRA)
+        mod, _, fn = builder.rpartition(".")
+        o["model"] = {"_component_": f"{mod}.lora_{fn}" if t.method in ("lora", "qlora") else builder}
     if t.method in ("lora", "qlora"):
         attn = [m for m in ("q_proj", "k_proj", "v_proj", "output_proj")
                 if m.removesuffix("_proj") in {x.removesuffix("_proj") for x in t.lora_targets} or
                 (m == "output_proj" and "o_proj" in t.lora_targets)]
-        o["model"] = {"lora_rank": t.lora_rank, "lora_alpha": 2 * t.lora_rank, "lora_attn_modules": attn,
-                      "apply_lora_to_mlp": any(x in t.lora_targets for x in ("gate_proj", "up_proj", "down_proj"))}
+        o.setdefault("model", {}).update(
+            lora_rank=t.lora_rank, lora_alpha=2 * t.lora_rank, lora_attn_modules=attn,
+            apply_lora_to_mlp=any(x in t.lora_targets for x in ("gate_proj", "up_proj", "down_proj")))
+        if t.method == "qlora":  # torchtune's qlora_* builders are partial(lora_*, quantize_base=True)
+            o["model"]["quantize_base"] = True
     return o
+
+
+@cache
+def _torchtune_builders() -> dict[str, str]:
+    text = resources.files("gpuplan.emit").joinpath("data/torchtune_models.yaml").read_text(encoding="utf-8")
+    builders: dict[str, str] = yaml.safe_load(text)["builders"]
+    return builders
+
+
+def torchtune_builder(model_id: str) -> str | None:
+    """torchtune's builder of the preset `model_id` or one of its aliases (data/torchtune_models.yaml), None when it
+    has none (or the model is not a preset)."""
+    try:
+        preset = get_preset(model_id).id
+    except InputError:
+        return None
+    return _torchtune_builders().get(preset)
 
 
 def torchtune_files(t: TrainTarget) -> dict[str, str]:
     recipe = "lora_finetune_distributed" if t.method in ("lora", "qlora") else "full_finetune_distributed"
+    model = (f"model._component_ builds the plan's model with torchtune's {torchtune_builder(t.model_id)} builder"
+             if torchtune_builder(t.model_id) else
+             f"torchtune (bd2a0fc7) has no builder of {t.spec.name}: set model._component_ to a builder of its shape "
+             f"({t.spec.num_layers} layers, hidden {t.spec.hidden_size}, FFN {t.spec.ffn_hidden_size}, vocab "
+             f"{t.spec.vocab_size})")
     note = (f"Overrides for `tune run --nnodes {t.nodes} --nproc_per_node {t.gpus_per_node} {recipe} --config "
-            "<model config> --config torchtune.yaml`-style merging: copy into the recipe's config." +
-            (" QLoRA: use the model's qlora_* component." if t.method == "qlora" else ""),)
+            "<model config> --config torchtune.yaml`-style merging: copy into the recipe's config.", model + ".")
     return {"torchtune.yaml": header(t, "torchtune", notes=note) + yaml.safe_dump(torchtune_overrides(t),
                                                                                 sort_keys=False)}
 

@@ -9,6 +9,7 @@ import shlex
 import yaml
 
 from gpuplan.emit.context import TrainTarget, header
+from gpuplan.emit.megatron_model import model_args, nemo_model
 from gpuplan.errors import InputError
 from gpuplan.estimate.pipeline_split import balanced_split
 
@@ -41,44 +42,14 @@ def megatron_args(t: TrainTarget, *, ascend: bool = False) -> list[Arg]:
     if t.deg("tp") > 1 and lay.get("seq_parallel", True):
         a.append(("--sequence-parallel", None))
     zero = t.deg("zero_stage") if lay.get("zero_stage") else 0
-    if zero == 3:
+    if zero == 3 and ascend:  # Megatron core 0.12 (MindSpeed-LLM's) shards parameters with torch FSDP2
+        a.append(("--use-torch-fsdp2", None))
+    elif zero == 3:
         a += [("--use-megatron-fsdp", None), ("--data-parallel-sharding-strategy", "optim_grads_params")]
     elif zero >= 1:
         a += [("--use-distributed-optimizer", None), ("--overlap-grad-reduce", None), ("--overlap-param-gather", None)]
     a += [("--micro-batch-size", str(t.deg("micro_batch"))), ("--global-batch-size", str(t.global_batch)),
-          ("--seq-length", str(t.seq_len)),
-          ("--max-position-embeddings", str(max(t.seq_len, s.max_position_embeddings))),
-          ("--num-layers", str(s.num_layers)), ("--hidden-size", str(s.hidden_size)),
-          ("--ffn-hidden-size", str(s.ffn_hidden_size)), ("--num-attention-heads", str(s.num_heads))]
-    if s.head_dim and s.head_dim != s.hidden_size // s.num_heads:
-        a.append(("--kv-channels", str(s.head_dim)))
-    if s.num_kv_heads and s.num_kv_heads != s.num_heads:
-        a += [("--group-query-attention", None), ("--num-query-groups", str(s.num_kv_heads))]
-    if s.mlp == "swiglu":
-        a.append(("--swiglu", None))
-    a.append(("--normalization", "RMSNorm" if s.norm == "rmsnorm" else "LayerNorm"))
-    if s.position_embedding == "rope":
-        a.append(("--position-embedding-type", "rope"))
-    if not s.tie_word_embeddings:
-        a.append(("--untie-embeddings-and-output-weights", None))
-    if not (s.mlp_bias or s.attn_out_bias):
-        a.append(("--disable-bias-linear", None))
-    if s.qkv_bias:
-        a.append(("--add-qkv-bias", None))
-    if s.qk_norm:
-        a.append(("--qk-layernorm", None))
-    if s.moe is not None:
-        a += [("--num-experts", str(s.moe.num_experts)), ("--moe-router-topk", str(s.moe.top_k)),
-              ("--moe-ffn-hidden-size", str(s.moe.expert_ffn_size)), ("--moe-grouped-gemm", None)]
-        if s.moe.num_shared_experts:
-            width = (s.moe.shared_expert_ffn_size or s.moe.expert_ffn_size) * s.moe.num_shared_experts
-            a.append(("--moe-shared-expert-intermediate-size", str(width)))
-    if s.mla is not None:
-        a += [("--multi-latent-attention", None), ("--kv-lora-rank", str(s.mla.kv_lora_rank)),
-              ("--qk-head-dim", str(s.mla.qk_nope_head_dim)), ("--qk-pos-emb-head-dim", str(s.mla.qk_rope_head_dim)),
-              ("--v-head-dim", str(s.mla.v_head_dim))]
-        if s.mla.q_lora_rank:
-            a.append(("--q-lora-rank", str(s.mla.q_lora_rank)))
+          ("--seq-length", str(t.seq_len)), *model_args(t, ascend=ascend)[0]]
     precision: dict[str, list[Arg]] = {"bf16": [("--bf16", None)], "fp16": [("--fp16", None)], "fp32": [],
                                        "fp8": [("--bf16", None), ("--fp8-format", "hybrid")]}
     a += precision[t.precision]
@@ -93,12 +64,16 @@ def megatron_args(t: TrainTarget, *, ascend: bool = False) -> list[Arg]:
           ("--save", "${CKPT_DIR:-checkpoints}"), ("--load", "${CKPT_DIR:-checkpoints}"),
           ("--lr", "3.0e-4"), ("--min-lr", "3.0e-5"), ("--lr-decay-style", "cosine"), ("--weight-decay", "0.1"),
           ("--clip-grad", "1.0"), ("--log-interval", "10"),
-          ("--mock-data", None), ("--tokenizer-type", "NullTokenizer"), ("--vocab-size", str(s.vocab_size))]
-    if ascend:
-        a += [("--use-mcore-models", None), ("--use-flash-attn", None), ("--use-fused-rmsnorm", None),
-              ("--use-fused-rotary-pos-emb", None)]
+          ("--mock-data", None), ("--tokenizer-type", "NullTokenizer")]
+    if ascend:  # MindSpeed-LLM's fused Ascend kernels and local transformer (its examples/mcore pretrain scripts)
+        a += [("--use-mcore-models", None), ("--use-flash-attn", None)]
+        if s.norm == "rmsnorm":
+            a.append(("--use-fused-rmsnorm", None))
+        if s.position_embedding == "rope":
+            a.append(("--use-fused-rotary-pos-emb", None))
         if s.mlp == "swiglu":
             a.append(("--use-fused-swiglu", None))
+        a.append(("--transformer-impl", "local"))
     return a
 
 
@@ -124,12 +99,27 @@ _DATA_NOTE = ("Data: --mock-data/NullTokenizer make the trial run self-contained
               "Learning-rate settings are common defaults, not planned figures.")
 
 
+_MOE_NOTE = ("MoE load balancing (--moe-router-load-balancing-type, --moe-aux-loss-coeff) and the all-to-all "
+             "dispatcher are common settings, not planned figures.",)
+
+
+_DATA_NOTE_ASCEND = ("Data: --mock-data/NullTokenizer make the trial run self-contained; for the real run replace them "
+                     "with --data-path, --tokenizer-type PretrainedFromHF --tokenizer-name-or-path (MindSpeed-LLM's) "
+                     "and drop --vocab-size: --padded-vocab-size keeps the embedding at the model's vocabulary.",
+                     _DATA_NOTE[1])
+
+
+def _notes(t: TrainTarget, ascend: bool) -> tuple[str, ...]:
+    return (*model_args(t, ascend=ascend)[1], *(_DATA_NOTE_ASCEND if ascend else _DATA_NOTE),
+            *(_MOE_NOTE if t.spec.moe is not None else ()))
+
+
 def megatron_files(t: TrainTarget) -> dict[str, str]:
-    return {"megatron.sh": _script(t, "megatron", "pretrain_gpt.py", megatron_args(t), _DATA_NOTE)}
+    return {"megatron.sh": _script(t, "megatron", "pretrain_gpt.py", megatron_args(t), _notes(t, False))}
 
 
 def mindspeed_files(t: TrainTarget) -> dict[str, str]:
-    return {"mindspeed.sh": _script(t, "mindspeed", "pretrain_gpt.py", mindspeed_args(t), _DATA_NOTE)}
+    return {"mindspeed.sh": _script(t, "mindspeed", "pretrain_gpt.py", mindspeed_args(t), _notes(t, True))}
 
 
 def nemo_overrides(t: TrainTarget) -> dict[str, dict[str, object]]:
@@ -137,6 +127,7 @@ def nemo_overrides(t: TrainTarget) -> dict[str, dict[str, object]]:
     _no_lora(t, "nemo")
     lay = t.layout
     model: dict[str, object] = {
+        **nemo_model(t)[0],
         "tensor_model_parallel_size": t.deg("tp"), "pipeline_model_parallel_size": t.deg("pp"),
         "context_parallel_size": t.deg("cp"), "expert_model_parallel_size": t.deg("ep"),
         "sequence_parallel": bool(t.deg("tp") > 1 and lay.get("seq_parallel", True)), "seq_length": t.seq_len,
@@ -160,6 +151,7 @@ def nemo_overrides(t: TrainTarget) -> dict[str, dict[str, object]]:
 
 def nemo_files(t: TrainTarget) -> dict[str, str]:
     body = yaml.safe_dump(nemo_overrides(t), sort_keys=False)
-    note = ("Overrides for a Megatron-Bridge recipe (e.g. llama3_8b_pretrain_config()): pass as the recipe "
-            "script's --config-file, or as key=value overrides.",)
+    note = ("Overrides for a Megatron-Bridge GPT recipe of the model's family: the model section carries the plan's "
+            "model (shape, RoPE base, norms, vocabulary, MoE) over the recipe's; pass as the recipe script's "
+            "--config-file, or as key=value overrides.", *nemo_model(t)[1])
     return {"nemo_overrides.yaml": header(t, "nemo", notes=note) + body}

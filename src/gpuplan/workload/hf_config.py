@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from gpuplan.errors import InputError, unknown_name
-from gpuplan.workload.model_spec import MLASpec, ModelSpec, MoESpec
+from gpuplan.workload.model_spec import MLASpec, ModelSpec, MoESpec, RopeScaling
 
 __all__ = ["SUPPORTED_MODEL_TYPES", "spec_from_hf_config", "spec_from_hf_config_file"]
 
@@ -77,6 +77,52 @@ def _int_list(cfg: Config, key: str) -> list[int]:
     if not isinstance(value, list) or not all(isinstance(v, int) for v in value):
         raise InputError(field=f"config.{key}", value=value, allowed="a list of layer indices")
     return value
+
+
+# rope_theta where config.json leaves it out: the default of the family's config class (transformers
+# LlamaConfig, MistralConfig, Qwen2Config, Qwen2MoeConfig, Qwen3Config, Qwen3MoeConfig, DeepseekV2Config,
+# DeepseekV3Config: 10000.0; MixtralConfig: 1e6; InternLM2Config and Baichuan's remote code: 10000)
+_ROPE_THETA_DEFAULT = {"llama": 10000.0, "mistral": 10000.0, "mixtral": 1e6, "qwen2": 10000.0, "qwen2_moe": 10000.0,
+                       "qwen3": 10000.0, "qwen3_moe": 10000.0, "deepseek_v2": 10000.0, "deepseek_v3": 10000.0,
+                       "internlm2": 10000.0, "baichuan": 10000.0}
+
+
+def _pos_float(cfg: Config, key: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise InputError(field=f"config.{key}", value=value, allowed="a positive number")
+    return float(value)
+
+
+def _rope_and_norm(cfg: Config) -> dict[str, Any]:
+    """RoPE base, RoPE scaling and norm epsilon, where config.json states them (transformers: rope_theta, or
+    rope_parameters.rope_theta in its v5 layout; rope_scaling with rope_type or the older type; rms_norm_eps or
+    layer_norm_epsilon / layernorm_epsilon)."""
+    raw = cfg.get("rope_parameters")
+    params: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    theta = cfg.get("rope_theta", params.get("rope_theta"))
+    if theta is None:  # the config class's default applies (transformers configuration_<model_type>.py)
+        theta = _ROPE_THETA_DEFAULT.get(str(cfg.get("model_type")).lower())
+    eps_key = next((k for k in ("rms_norm_eps", "layer_norm_epsilon", "layernorm_epsilon") if cfg.get(k) is not None),
+                   "rms_norm_eps")
+    out: dict[str, Any] = {"rope_theta": _pos_float(cfg, "rope_theta", theta),
+                           "norm_eps": _pos_float(cfg, eps_key, cfg.get(eps_key))}
+    fraction = cfg.get("partial_rotary_factor", params.get("partial_rotary_factor"))
+    if fraction is not None:
+        out["rope_fraction"] = _pos_float(cfg, "partial_rotary_factor", fraction)
+    rs = cfg.get("rope_scaling") or (params if params.get("rope_type") not in (None, "default") else None)
+    if isinstance(rs, Mapping) and rs.get("rope_type", rs.get("type")) not in (None, "default"):
+        kind = str(rs.get("rope_type", rs.get("type")))
+        allowed = ("llama3", "yarn", "linear", "dynamic", "longrope")
+        if kind not in allowed:
+            raise InputError(field="config.rope_scaling.rope_type", value=kind, allowed=", ".join(allowed))
+        keys = ("original_max_position_embeddings", "low_freq_factor", "high_freq_factor", "mscale",
+                "mscale_all_dim", "beta_fast", "beta_slow")
+        factor = _pos_float(cfg, "rope_scaling.factor", rs.get("factor")) or 1.0
+        out["rope_scaling"] = RopeScaling(type=kind, factor=factor,
+                                          **{k: rs[k] for k in keys if rs.get(k) is not None})
+    return out
 
 
 def _common(cfg: Config) -> dict[str, Any]:
@@ -226,6 +272,9 @@ def _deepseek(cfg: Config) -> dict[str, Any]:
     if cfg.get("n_routed_experts"):
         shared = _count(cfg, "n_shared_experts")
         expert_ffn = _int(cfg, "moe_intermediate_size")
+        # the router (modeling_deepseek.py MoEGate): scoring_func softmax|sigmoid, routed_scaling_factor on the
+        # weights, group-limited choice over n_group groups (topk_group of them), noaux_tc: a score-correction bias
+        groups = _opt_int(cfg, "n_group")
         out["moe"] = MoESpec(
             num_experts=_int(cfg, "n_routed_experts"),
             top_k=_int(cfg, "num_experts_per_tok"),
@@ -233,6 +282,11 @@ def _deepseek(cfg: Config) -> dict[str, Any]:
             num_shared_experts=shared,
             shared_expert_ffn_size=expert_ffn,
             first_dense_layers=layers - moe_layers,
+            score_function="sigmoid" if cfg.get("scoring_func") == "sigmoid" else "softmax",
+            topk_scaling_factor=_pos_float(cfg, "routed_scaling_factor", cfg.get("routed_scaling_factor")),
+            router_groups=groups if groups and groups > 1 else None,
+            router_group_topk=_opt_int(cfg, "topk_group") if groups and groups > 1 else None,
+            expert_bias=cfg.get("topk_method") == "noaux_tc",
         )
     return out
 
@@ -241,7 +295,9 @@ def _glm(cfg: Config) -> dict[str, Any]:
     # HF GlmAttention/Glm4Attention: q/k/v bias=attention_bias, o_proj without; the MLP is a
     # fused gate_up_proj (same count as gate + up) and down_proj, no biases.
     out = _common(cfg)
-    out.update(qkv_bias=_bool(cfg, "attention_bias", False))
+    # transformers modeling_glm.py rotate_half pairs x[..., 0::2] with x[..., 1::2] (interleaved RoPE) over
+    # partial_rotary_factor of each head
+    out.update(qkv_bias=_bool(cfg, "attention_bias", False), rope_interleaved=True)
     if cfg.get("model_type") == "glm4":
         out["post_sublayer_norms"] = True  # Glm4DecoderLayer: post_self_attn/post_mlp layernorms
     return out
@@ -269,6 +325,10 @@ def _chatglm(cfg: Config) -> dict[str, Any]:
         "qkv_bias": linear_bias or _bool(cfg, "add_qkv_bias", False),
         "attn_out_bias": linear_bias,
         "mlp_bias": linear_bias,
+        # RotaryEmbedding(base=10000 * rope_ratio) over half of each head (rotary_dim = kv_channels // 2), rotating
+        # adjacent pairs (apply_rotary_pos_emb reshapes to (..., rot_dim // 2, 2))
+        "rope_theta": 10000.0 * (_pos_float(cfg, "rope_ratio", cfg.get("rope_ratio")) or 1.0),
+        "rope_fraction": 0.5, "rope_interleaved": True,
     }
 
 
@@ -362,6 +422,10 @@ def spec_from_hf_config(cfg: Mapping[str, Any], name: str = "", source: str = ""
     if reader is None:
         raise unknown_name("config.model_type", model_type, SUPPORTED_MODEL_TYPES)
     fields = reader(cfg)
+    if fields.get("position_embedding", "rope") == "rope":
+        fields = {**_rope_and_norm(cfg), **fields}
+    else:
+        fields = {"norm_eps": _rope_and_norm(cfg)["norm_eps"], **fields}
     try:
         return ModelSpec(name=name or _default_name(cfg), family=model_type.lower(), source=source, **fields)
     except ValidationError as exc:

@@ -35,6 +35,16 @@ class MoESpec(BaseModel):
     )
     first_dense_layers: int = Field(default=0, ge=0, description="leading layers with a dense FFN (DeepSeek)")
     router_bias: bool = Field(default=False, description="learned per-expert router bias parameter")
+    score_function: Literal["softmax", "sigmoid"] = Field(
+        default="softmax", description="router scores: softmax (Mixtral, Qwen) or sigmoid (DeepSeek-V3 scoring_func)")
+    topk_scaling_factor: float | None = Field(
+        default=None, gt=0, description="scale on the routed experts' weights (DeepSeek-V3 routed_scaling_factor)")
+    router_groups: int | None = Field(default=None, gt=0, description="expert groups of group-limited routing "
+                                      "(DeepSeek n_group)")
+    router_group_topk: int | None = Field(default=None, gt=0, description="groups each token may route to "
+                                          "(DeepSeek topk_group)")
+    expert_bias: bool = Field(default=False, description="auxiliary-loss-free balancing: a per-expert bias added "
+                              "to the scores for the top-k choice (DeepSeek-V3 topk_method noaux_tc)")
 
     @model_validator(mode="after")
     def _check(self) -> MoESpec:
@@ -47,6 +57,23 @@ class MoESpec(BaseModel):
         """Summed intermediate size of all shared experts."""
         per = self.shared_expert_ffn_size or self.expert_ffn_size
         return per * self.num_shared_experts
+
+
+class RopeScaling(BaseModel):
+    """RoPE frequency scaling of a long-context model (config.json `rope_scaling`)."""
+
+    model_config = _STRICT
+
+    type: Literal["llama3", "yarn", "linear", "dynamic", "longrope"] = Field(
+        description="config.json rope_scaling.rope_type (or .type)")
+    factor: float = Field(gt=0)
+    original_max_position_embeddings: int | None = Field(default=None, gt=0)
+    low_freq_factor: float | None = Field(default=None, gt=0, description="llama3 type")
+    high_freq_factor: float | None = Field(default=None, gt=0, description="llama3 type")
+    mscale: float | None = Field(default=None, ge=0, description="yarn type (DeepSeek)")
+    mscale_all_dim: float | None = Field(default=None, ge=0, description="yarn type (DeepSeek)")
+    beta_fast: float | None = Field(default=None, gt=0, description="yarn type")
+    beta_slow: float | None = Field(default=None, gt=0, description="yarn type")
 
 
 class MLASpec(BaseModel):
@@ -82,6 +109,15 @@ class ModelSpec(BaseModel):
     ffn_hidden_size: int = Field(gt=0, description="intermediate size of the dense FFN")
     vocab_size: int = Field(gt=0)
     max_position_embeddings: int = Field(default=4096, gt=0)
+    rope_theta: float | None = Field(default=None, gt=0, description="RoPE base (config.json rope_theta); None: "
+                                     "not stated")
+    rope_scaling: RopeScaling | None = None
+    rope_fraction: float = Field(default=1.0, gt=0, le=1, description="share of each head's dimensions RoPE rotates "
+                                 "(config.json partial_rotary_factor; ChatGLM/GLM: 0.5)")
+    rope_interleaved: bool = Field(default=False, description="RoPE rotates adjacent (even, odd) pairs rather than "
+                                   "the two halves of the head (ChatGLM/GLM)")
+    norm_eps: float | None = Field(default=None, gt=0, description="epsilon of the norms (config.json rms_norm_eps "
+                                   "or layer_norm_epsilon); None: not stated")
 
     mlp: Literal["swiglu", "gelu"] = Field(
         default="swiglu", description="swiglu: gate+up+down; gelu: up+down"
