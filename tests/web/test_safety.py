@@ -97,3 +97,17 @@ def test_the_catalog_api_names_no_server_folder() -> None:
     assert hidden == {"layer": "user", "path": "<user>/quotes.yaml", "line": 3}
     builtin = {"layer": "builtin", "path": "<builtin>/accelerators.yaml", "line": 32}
     assert public_origin(builtin) == builtin
+
+
+def test_chinese_errors_are_chinese_through_and_through(fresh: Any) -> None:
+    """A validation error on a zh page says the rule and the fix in Chinese (was pydantic's English mid-sentence)."""
+    cases = [({"model": "llama3-8b", "tp": 10**9}, "不大于 1000000 的数"),
+             ({"model": "llama3-8b", "tp": "abc"}, "整数"), ({"model": "llama3-8b", "zz": 1}, "没有该字段")]
+    for body, words in cases:
+        detail = fresh.post("/api/v1/memory/train?lang=zh", json=body).json()["detail"]
+        assert words in detail["message"] and "Input should" not in detail["message"], detail
+        assert not any(w in detail["hint"] for w in ("send ", "remove ", "set ")), detail["hint"]
+    en = fresh.post("/api/v1/memory/train?lang=en", json={"model": "llama3-8b", "tp": 10**9}).json()["detail"]
+    assert "less than or equal to 1000000" in en["allowed"]
+    page = fresh.get("/memory?lang=zh&tp=99999999999").text
+    assert "不大于 1000000 的数" in page

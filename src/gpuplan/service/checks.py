@@ -8,6 +8,7 @@ JSON-safe (NaN, infinities and huge integers become text), so a bad value never 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -17,7 +18,7 @@ from gpuplan.hardware.issues import CatalogError
 from gpuplan.i18n import LANGS, default_lang, tr
 
 __all__ = ["MAX_ECHO_CHARS", "error_fields", "error_line", "input_error_from_validation", "positive", "positives",
-           "shown_value", "ui_lang"]
+           "rule_text", "shown_value", "ui_lang"]
 
 MAX_ECHO_CHARS = 120  # a bad value is echoed at most this long (a 200 KB value is not sent back, twice)
 
@@ -40,13 +41,32 @@ def shown_value(value: Any) -> str | int | float | bool | None:
     return text
 
 
-def input_error_from_validation(exc: ValidationError, prefix: str = "") -> InputError:
-    """The first pydantic error as an InputError naming the field and the rule."""
+# pydantic error types worded in every catalog language (the rest keep pydantic's English text)
+_RULES = ("missing", "extra_forbidden", "literal_error", "finite_number", "less_than_equal", "greater_than_equal",
+          "less_than", "greater_than", "int_parsing", "int_from_float", "float_parsing", "bool_parsing",
+          "string_type", "int_type", "float_type", "list_type", "dict_type", "string_too_long", "string_too_short",
+          "too_long", "too_short")
+
+
+def rule_text(error: Mapping[str, Any], lang: str = "en") -> str:
+    """What a pydantic error says is allowed, in `lang` (its context's bounds and choices kept)."""
+    kind = str(error.get("type", ""))
+    msg = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
+    if lang == "en" or kind not in _RULES:
+        return msg
+    ctx = {k: str(v) for k, v in (error.get("ctx") or {}).items()}
+    try:
+        return tr(f"pydantic.{kind}", lang, **ctx)
+    except (KeyError, IndexError):  # a context the text does not expect: pydantic's own words
+        return msg
+
+
+def input_error_from_validation(exc: ValidationError, prefix: str = "", lang: str = "en") -> InputError:
+    """The first pydantic error as an InputError naming the field and the rule (the rule in `lang`)."""
     first = exc.errors()[0]
     loc = ".".join(str(p) for p in first.get("loc", ()) if p != "__root__")
     field = f"{prefix}{loc}" if loc else prefix.rstrip(".") or "input"
-    msg = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
-    return InputError(field=field, value=first.get("input"), allowed=msg)
+    return InputError(field=field, value=first.get("input"), allowed=rule_text(first, lang))
 
 
 def ui_lang(lang: str | None) -> str:

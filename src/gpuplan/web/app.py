@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.i18n import LANGS, tr
-from gpuplan.service.checks import error_fields
+from gpuplan.service.checks import error_fields, rule_text
 from gpuplan.web import csrf
 
 __all__ = ["DEFAULT_TIME_LIMIT_S", "MAX_BODY_BYTES", "app_from_env", "create_app"]
@@ -147,37 +147,36 @@ async def _too_large(scope: Scope, receive: Receive, send: Send, limit: int = MA
     await resp(scope, receive, send)
 
 
-def _from_validation(exc: RequestValidationError) -> InputError:
+def _from_validation(exc: RequestValidationError, lang: str = "en") -> InputError:
     first = exc.errors()[0] if exc.errors() else {}
     if first.get("type") == "json_invalid":  # the body is not JSON: say where, not a bare position as the field
         pos = next((p for p in first.get("loc", ()) if isinstance(p, int)), None)
         why = (first.get("ctx") or {}).get("error", "decode error")
         return InputError(field="body", value=f"character {pos}" if pos is not None else None,
-                          allowed="a JSON document", hint=f"not valid JSON: {why}")
+                          allowed=tr("web.valid.json", lang), hint=tr("web.valid.json_hint", lang, why=why))
     loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")]
-    msg = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
     value = first.get("input")
     if isinstance(value, dict):
         value = None
     field = ".".join(loc) or "body"
-    return InputError(field=field, value=value, allowed=msg, hint=_validation_hint(str(first.get("type", "")), field))
+    kind = str(first.get("type", ""))
+    return InputError(field=field, value=value, allowed=rule_text(first, lang),
+                      hint=tr(f"web.valid.hint.{_hint_kind(kind)}", lang, field=field))
 
 
-def _validation_hint(kind: str, field: str) -> str:
+def _hint_kind(kind: str) -> str:
     """The fix for a pydantic error type (pydantic docs, 'Validation Errors'): every 4xx names one."""
-    if kind == "missing":
-        return f'add "{field}" to the JSON body (/openapi.json lists every field and its type)'
-    if kind == "extra_forbidden":
-        return f'remove "{field}" or correct its spelling: see /openapi.json for every field'
+    if kind in ("missing", "extra_forbidden"):
+        return kind
     if kind.endswith(("_parsing", "_type")):
-        return f'send "{field}" as the type /openapi.json gives it (a JSON number, string, boolean or list)'
+        return "type"
     if kind in ("literal_error", "enum"):
-        return f'set "{field}" to one of the allowed values'
+        return "choice"
     if kind.startswith(("greater_than", "less_than")) or kind in ("multiple_of", "finite_number"):
-        return f'set "{field}" within the allowed range'
+        return "range"
     if kind.startswith(("too_short", "too_long", "string_too")):
-        return f'change the length of "{field}" to the allowed one'
-    return f'correct "{field}": /openapi.json describes each field'
+        return "length"
+    return "other"
 
 
 def create_app(database_url: str | None = None, slots: int = 2, time_limit: float = DEFAULT_TIME_LIMIT_S,
@@ -243,7 +242,9 @@ def create_app(database_url: str | None = None, slots: int = 2, time_limit: floa
 
     @app.exception_handler(RequestValidationError)
     async def on_validation(request: Request, exc: RequestValidationError) -> Response:
-        return _error(request, _from_validation(exc), 422)
+        from gpuplan.web.i18n import page_lang
+
+        return _error(request, _from_validation(exc, page_lang(request)), 422)
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http(request: Request, exc: StarletteHTTPException) -> Response:

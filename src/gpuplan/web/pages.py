@@ -42,7 +42,7 @@ MAX_FIELDS = 60
 JSON_FIELDS = ("hf_config", "calibration", "user_catalog")
 
 
-def _request_from(cls: type[BaseModel], data: dict[str, Any]) -> Any:
+def _request_from(cls: type[BaseModel], data: dict[str, Any], lang: str = "en") -> Any:
     """A request model from form or query fields: empty fields are left out, checkboxes are booleans, lists split."""
     fields = cls.model_fields
     clean: dict[str, Any] = {}
@@ -64,8 +64,7 @@ def _request_from(cls: type[BaseModel], data: dict[str, Any]) -> Any:
     try:
         return cls.model_validate(clean)
     except ValidationError as exc:
-
-        raise input_error_from_validation(exc) from None
+        raise input_error_from_validation(exc, lang=lang) from None
 
 
 def _json_field(key: str, value: str) -> Any:
@@ -108,7 +107,7 @@ async def train_submit(request: Request) -> Response:
     form: dict[str, Any] = {}
     try:
         form = await train_fields(request)
-        req = _request_from(TrainPlanRequest, await with_quotes(form))
+        req = _request_from(TrainPlanRequest, await with_quotes(form), lang)
         return await _start(request, req, _private(form))
     except GpuplanError as exc:
         return render(request, "train.html", status=413 if isinstance(exc, TooLarge) else 422, models=models_list(),
@@ -133,7 +132,7 @@ async def serve_submit(request: Request) -> Response:
     lang = page_lang(request)
     try:
         form = await serve_fields(request)
-        req = _request_from(InferPlanRequest, await with_quotes(form))
+        req = _request_from(InferPlanRequest, await with_quotes(form), lang)
         return await _start(request, req, _private(form))
     except GpuplanError as exc:
         return render(request, "serve.html", status=413 if isinstance(exc, TooLarge) else 422, models=models_list(),
@@ -155,7 +154,7 @@ def _memory(request: Request) -> tuple[dict[str, Any] | None, str | None]:
     if "model" not in values:
         values["model"] = "llama3-8b"
     try:
-        req = _request_from(MemoryTrainRequest, values)
+        req = _request_from(MemoryTrainRequest, values, page_lang(request))
         result = run_memory_train(req)
     except GpuplanError as exc:
         return None, form_error(exc, page_lang(request))
@@ -280,7 +279,7 @@ async def compare_page(request: Request) -> HTMLResponse:
     lang = page_lang(request)
     fields = {k: v for k, v in values.items() if k not in (SERVE_ONLY if job == "train" else TRAIN_ONLY)}
     try:
-        req = _request_from(CompareRequest, fields)
+        req = _request_from(CompareRequest, fields, page_lang(request))
         doc = await run_compare_job(request.app, req, lang)
     except GpuplanError as exc:
         return render(request, "compare.html", status=422, **(ctx | {"error": form_error(exc, lang)}))
