@@ -96,7 +96,7 @@ def test_bench_api_accelerator_override_is_checked(client: Any) -> None:
 
 
 def test_bench_api_rejects_bad_json(client: Any) -> None:
-    d = _detail(client.post("/api/v1/bench", content=b'{"schema_version": ',
+    d = _detail(client.post("/api/v1/bench?lang=en", content=b'{"schema_version": ',
                             headers={"content-type": "application/json"}), 422)
     assert d["field"] == "body" and d["allowed"] == "a JSON document" and "not valid JSON" in d["hint"]
 
