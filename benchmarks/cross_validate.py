@@ -34,15 +34,17 @@ from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.estimate.uncertainty import EstimateClass, source_quantiles, summarize
 from gpuplan.hardware import load_catalog
 from gpuplan.validate.cases import Row, read_rows
+from gpuplan.validate.ground_truth import case_files, shipped_dir
 from gpuplan.validate.memory_cases import CaseResult, evaluate_memory_row
 from gpuplan.validate.refit import error_ratio, part_terms, refit
 from gpuplan.validate.row_class import row_dims
+from gpuplan.validate.row_settings import resolve_row
 from gpuplan.validate.serving_terms import serving_calibration, serving_evaluator
 from gpuplan.validate.sources import source_key
 from gpuplan.validate.training_cases import TRAIN_METRICS, evaluate_training_row
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_GT = ROOT.parent / "shared" / "ground-truth"
+DEFAULT_GT = shipped_dir()
 OUT = ROOT / "src" / "gpuplan" / "estimate" / "data" / "accuracy.json"
 
 
@@ -79,7 +81,7 @@ def run_fold(file: str, rows: list[Row], held: list[str], fold: str, name: str, 
         except (GpuplanError, ValueError):
             continue
         acc = row.get("accelerator", "")
-        own = (bool(part_terms(cal, [acc])) if file == "training" else acc in left and fold == "source"
+        own = (bool(part_terms(cal, [acc])) if file == "training" else acc in left and fold != "accelerator"
                if file == "inference" else True)
         out.append({"id": row["id"], "fold": fold, "efficiency": "validated" if own else "default",
                     "cv_pred": res.predicted, "cv_ratio": error_ratio(res.metric, res.measured, res.predicted)})
@@ -88,6 +90,16 @@ def run_fold(file: str, rows: list[Row], held: list[str], fold: str, name: str, 
 
 def _in_classes(e: dict[str, Any]) -> bool:
     return bool((e["fold"] == "source" and e["efficiency"] == "validated") or e["fold"] == "accelerator")
+
+
+def stack_key(file: str, row: Row) -> str:
+    """The software a row ran, the unit of the leave-one-engine-version-out fold: for serving the engine and the
+    version the row states (`engine_version` in settings; "version unstated" otherwise), for training and memory
+    the framework the row names (settings `framework`; "framework unstated" otherwise)."""
+    _, st = resolve_row(row)
+    if file == "inference":
+        return f"{row.get('engine') or 'generic'} {st.engine_version or 'version unstated'}"
+    return st.framework or "framework unstated"
 
 
 def coverage(entries: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
@@ -115,8 +127,11 @@ def _cls(e: dict[str, Any]) -> EstimateClass:
                          scale=e["scale"], stack=e.get("stack", "unstated"))
 
 
-META_KEYS = ("file", "id", "source", "accelerator", "metric", "measured", "in_sample", "in_sample_ratio", "kind",
-             "family", "arch", "scale", "stack")
+META_KEYS = ("file", "id", "source", "accelerator", "metric", "stack_key", "released", "measured", "in_sample",
+             "in_sample_ratio", "kind", "family", "arch", "scale", "stack")
+# The hold-outs: one source (publication), one part (accelerator, its own terms removed), one engine version
+# (serving) or framework (training, memory) at a time.
+FOLDS = ("source", "accelerator", "stack")
 
 
 def _ape(ratio: float) -> float:
@@ -127,45 +142,70 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ground-truth", type=Path, default=DEFAULT_GT)
     ap.add_argument("--files", default="training,memory,inference")
-    ap.add_argument("--folds", default="source,accelerator", help="which hold-outs to run")
+    ap.add_argument("--folds", default=",".join(FOLDS), help="which hold-outs to run (source, accelerator, stack)")
     ap.add_argument("--merge", type=Path, action="append", default=[],
                     help="an earlier output whose entries for other files are kept (repeatable)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--evals", type=int, default=8, help="objective evaluations per refitted group")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--markdown", action="store_true", help="print the docs tables from --out and exit")
+    ap.add_argument("--rebuild", action="store_true",
+                    help="recompute bands, coverage and tables from the entries of --out (no folds run)")
     args = ap.parse_args()
     if args.markdown:
         print_markdown(json.loads(args.out.read_text(encoding="utf-8")))
+        return
+    if args.rebuild:  # the folds' entries of --out kept; everything derived from them recomputed
+        old = json.loads(args.out.read_text(encoding="utf-8"))
+        ents = old["entries"]
+        data = assemble(ents, [{k: e.get(k) for k in META_KEYS} for e in _first_per_row(ents)],
+                        old.get("skipped", []), args.ground_truth, old["evals_per_group"])
+        args.out.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+        print_markdown(data)
         return
     t0 = time.time()
     entries: list[dict[str, Any]] = []
     tasks = []
     meta: dict[str, dict[str, Any]] = {}
+    skipped: list[dict[str, str]] = []
     for file in (f for f in args.files.split(",") if f):
-        rows = [r for r in read_rows(args.ground_truth / f"{file}.csv") if r.get("confidence") != "low"
-                and (file != "training" or r.get("metric") in TRAIN_METRICS)]
+        rows, released = [], set()
+        for path in case_files(file, args.ground_truth):
+            for r in read_rows(path):
+                rows.append(r)
+                if path.parent.name == "released":
+                    released.add(r["id"])
         good = []
         for r in rows:
+            reason = ("confidence low: an author's estimate, not a measurement" if r.get("confidence") == "low"
+                      else f"metric {r.get('metric')!r} is not a step-rate figure" if file == "training"
+                      and r.get("metric") not in TRAIN_METRICS else "")
+            res = None
             try:
-                res = evaluate(file, r, base_terms(file))
-            except (GpuplanError, ValueError):
+                res = evaluate(file, r, base_terms(file)) if not reason else None
+            except (GpuplanError, ValueError) as exc:
+                reason = str(exc)
+            if res is None:
+                skipped.append({"file": file, "id": r["id"], "reason": reason})
                 continue
             good.append(r)
             meta[f"{file}:{r['id']}"] = {"file": file, "id": r["id"], "source": source_key(r.get("source", "")),
                                          "accelerator": r.get("accelerator", ""), "metric": r["metric"],
+                                         "stack_key": stack_key(file, r), "released": r["id"] in released,
                                          "measured": res.measured, "in_sample": res.predicted,
                                          "in_sample_ratio": error_ratio(res.metric, res.measured, res.predicted),
                                          **row_dims(file, r)}
-        by_source: dict[str, list[str]] = defaultdict(list)
-        by_acc: dict[str, list[str]] = defaultdict(list)
+        n_skip = sum(1 for k in skipped if k["file"] == file)
+        print(f"{file}: {len(good)} rows evaluated, {n_skip} skipped (not guessed; reasons in accuracy.json "
+              f"'skipped')", file=sys.stderr)
+        groups: dict[str, dict[str, list[str]]] = {f: defaultdict(list) for f in FOLDS}
         for r in good:
-            by_source[source_key(r.get("source", ""))].append(r["id"])
-            by_acc[r.get("accelerator", "")].append(r["id"])
-        if "source" in args.folds:
-            tasks += [(file, good, ids, "source", s, args.evals) for s, ids in sorted(by_source.items())]
-        if file in ("training", "inference") and "accelerator" in args.folds:
-            tasks += [(file, good, ids, "accelerator", a, args.evals) for a, ids in sorted(by_acc.items())]
+            groups["source"][source_key(r.get("source", ""))].append(r["id"])
+            groups["accelerator"][r.get("accelerator", "")].append(r["id"])
+            groups["stack"][stack_key(file, r)].append(r["id"])
+        for fold in FOLDS:
+            if fold in args.folds.split(","):
+                tasks += [(file, good, ids, fold, k, args.evals) for k, ids in sorted(groups[fold].items())]
     print(f"{len(tasks)} folds", file=sys.stderr)
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for (file, *_rest), result in zip(tasks, pool.map(run_fold, *zip(*tasks, strict=True)), strict=True):
@@ -175,38 +215,52 @@ def main() -> None:
     for path in args.merge:  # the other files' and folds' entries from earlier runs
         old = json.loads(path.read_text(encoding="utf-8"))
         entries += [e for e in old.get("entries", old["rows"]) if (e["file"], e["fold"]) not in done]
+        skipped += [k for k in old.get("skipped", []) if k["file"] not in {f for f, _ in done}]
         done |= {(e["file"], e["fold"]) for e in old.get("entries", old["rows"])}
         for e in entries:
             meta.setdefault(f"{e['file']}:{e['id']}", {k: e.get(k) for k in META_KEYS})
-    _refresh_dims(entries, args.ground_truth)
+    data = assemble(entries, list(meta.values()), skipped, args.ground_truth, args.evals)
+    args.out.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    print(f"wrote {args.out} ({len(entries)} entries, {time.time() - t0:.0f} s)", file=sys.stderr)
+    print_markdown(data)
+
+
+def assemble(entries: list[dict[str, Any]], meta: list[dict[str, Any]], skipped: list[dict[str, str]], gt: Path,
+             evals: int) -> dict[str, Any]:
+    """accuracy.json from the folds' entries: the classes and bands, coverage per fold type, the parts table."""
+    _refresh_dims(entries, gt)
     classed = [e for e in entries if _in_classes(e)]
     classes: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for e in classed:
         for k in _cls(e).levels():
             classes[k].append(e)
-    data = {
+    return {
         "produced_by": "benchmarks/cross_validate.py", "gpuplan_version": __version__,
-        "as_of": date.today().isoformat(), "evals_per_group": args.evals,
-        "method": "leave one source out and leave one accelerator out; terms with tuned_on refitted per fold",
+        "as_of": date.today().isoformat(), "evals_per_group": evals,
+        "method": ("leave one source out, leave one part out, leave one engine version (serving) or framework "
+                   "(training, memory) out; every term tuned on rows refitted per fold, rule-set defaults "
+                   "re-derived"),
         "coverage": coverage(classed),
         "classes": {k: asdict(summarize(k, [e["cv_ratio"] for e in v], [e["source"] for e in v]))
                     for k, v in sorted(classes.items())},
-        "parts": _parts(list(meta.values()), entries, _precisions(args.ground_truth)),
+        "parts": _parts(meta, entries, _precisions(gt)),
+        "skipped": sorted(skipped, key=lambda k: (k["file"], k["id"])),
         "rows": sorted(classed, key=lambda e: (e["file"], e["id"], e["fold"])),
         "entries": sorted(entries, key=lambda e: (e["file"], e["id"], e["fold"])),
     }
-    args.out.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")
-    print(f"wrote {args.out} ({len(classed)} entries, {time.time() - t0:.0f} s)", file=sys.stderr)
-    print_markdown(data)
+
+
+def _first_per_row(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen: dict[tuple[str, str], dict[str, Any]] = {}
+    for e in entries:
+        seen.setdefault((e["file"], e["id"]), e)
+    return list(seen.values())
 
 
 def _refresh_dims(entries: list[dict[str, Any]], gt: Path) -> None:
     """Recompute each entry's class dimensions from its row (merged entries of older runs included)."""
     for file in {e["file"] for e in entries}:
-        path = gt / f"{file}.csv"
-        if not path.exists():
-            continue
-        rows = {r["id"]: r for r in read_rows(path)}
+        rows = {r["id"]: r for path in case_files(file, gt) for r in read_rows(path)}
         for e in entries:
             if e["file"] == file and e["id"] in rows:
                 e.update(row_dims(file, rows[e["id"]]))
@@ -215,8 +269,7 @@ def _refresh_dims(entries: list[dict[str, Any]], gt: Path) -> None:
 def _precisions(gt: Path) -> dict[tuple[str, str], str]:
     """(file, id) -> the precision family a row ran at: bf16 (16-bit) or fp8 (training rows only)."""
     out: dict[tuple[str, str], str] = {}
-    path = gt / "training.csv"
-    if path.exists():
+    for path in case_files("training", gt):
         for r in read_rows(path):
             out[("training", r["id"])] = "fp8" if r.get("precision") == "fp8" else "bf16"
     return out
