@@ -31,9 +31,10 @@ import numpy as np
 from gpuplan import __version__
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import Calibration, default_calibration
-from gpuplan.estimate.uncertainty import EstimateClass, source_quantiles, summarize
+from gpuplan.estimate.uncertainty import EstimateClass, summarize
 from gpuplan.hardware import load_catalog
 from gpuplan.validate.cases import Row, read_rows
+from gpuplan.validate.fold_bands import fold_summary, novelty_scales
 from gpuplan.validate.ground_truth import case_files, shipped_dir
 from gpuplan.validate.memory_cases import CaseResult, evaluate_memory_row
 from gpuplan.validate.refit import error_ratio, part_terms, refit
@@ -89,7 +90,10 @@ def run_fold(file: str, rows: list[Row], held: list[str], fold: str, name: str, 
 
 
 def _in_classes(e: dict[str, Any]) -> bool:
-    return bool((e["fold"] == "source" and e["efficiency"] == "validated") or e["fold"] == "accelerator")
+    """The entries the planner's classes are built from: held out by source on a part with rows, and (training,
+    serving) held out with the whole part, the error of a part without rows."""
+    return bool((e["fold"] == "source" and e["efficiency"] == "validated")
+                or (e["fold"] == "accelerator" and e["file"] != "memory"))
 
 
 def stack_key(file: str, row: Row) -> str:
@@ -100,26 +104,6 @@ def stack_key(file: str, row: Row) -> str:
     if file == "inference":
         return f"{row.get('engine') or 'generic'} {st.engine_version or 'version unstated'}"
     return st.framework or "framework unstated"
-
-
-def coverage(entries: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """Nested coverage: each entry's band from its class's other sources (source-weighted, as the planner's
-    bands); the share of entries inside, per kind."""
-    by_key: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for e in entries:
-        for k in _cls(e).levels():
-            by_key[k].append(e)
-    hits: dict[str, list[int]] = defaultdict(list)
-    for e in entries:
-        for k in _cls(e).levels():
-            others = [o for o in by_key[k] if o["source"] != e["source"]]
-            if len(others) >= 12 or k == _cls(e).levels()[-1]:
-                break
-        if not others:
-            continue
-        lo, hi = source_quantiles([o["cv_ratio"] for o in others], [o["source"] for o in others], (0.1, 0.9))
-        hits[e["kind"]].append(int(lo <= e["cv_ratio"] <= hi))
-    return {k: {"coverage": float(np.mean(v)), "rows": len(v)} for k, v in hits.items()}
 
 
 def _cls(e: dict[str, Any]) -> EstimateClass:
@@ -234,13 +218,16 @@ def assemble(entries: list[dict[str, Any]], meta: list[dict[str, Any]], skipped:
     for e in classed:
         for k in _cls(e).levels():
             classes[k].append(e)
+    folds = fold_summary(entries, classed)
     return {
         "produced_by": "benchmarks/cross_validate.py", "gpuplan_version": __version__,
         "as_of": date.today().isoformat(), "evals_per_group": evals,
         "method": ("leave one source out, leave one part out, leave one engine version (serving) or framework "
                    "(training, memory) out; every term tuned on rows refitted per fold, rule-set defaults "
                    "re-derived"),
-        "coverage": coverage(classed),
+        "coverage": {k: {"coverage": v["coverage"], "rows": v["rows"]} for k, v in folds.get("source", {}).items()},
+        "folds": folds,
+        "novelty_scale": novelty_scales(folds),
         "classes": {k: asdict(summarize(k, [e["cv_ratio"] for e in v], [e["source"] for e in v]))
                     for k, v in sorted(classes.items())},
         "parts": _parts(meta, entries, _precisions(gt)),
@@ -356,10 +343,29 @@ def print_markdown(data: dict[str, Any]) -> None:
     print("|---|---|---|---|---|")
     for k, c in data["classes"].items():
         print(f"| {k} | {c['n']} | {c['sources']} | {c['q10']:.2f} - {c['q90']:.2f} | {_pct(c['median_ape'])} |")
-    print("\n| kind | nested cross-validated coverage of the 80% band | rows |")
-    print("|---|---|---|")
-    for k, c in data["coverage"].items():
-        print(f"| {k} | {c['coverage']:.0%} | {c['rows']} |")
+    print()
+    print_folds(data)
+
+
+_FOLD_NAMES = {"source": "leave one source out", "accelerator": "leave one part out",
+               "stack": "leave one engine version (serving) / framework out"}
+_KINDS = (("train", "training"), ("serve", "serving"), ("memory", "memory"))
+
+
+def print_folds(data: dict[str, Any]) -> None:
+    """The docs' table of every fold type: error, band coverage (plain and widened by the novelty scale, learned
+    without the row's source), the scale and the median width of the widened band, per family."""
+    print("| fold | family | rows | sources | median / p90 error | 80% band coverage (plain) | coverage "
+          "(widened) | widening factor | median band width |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for fold, name in _FOLD_NAMES.items():
+        for kind, label in _KINDS:
+            f = data.get("folds", {}).get(fold, {}).get(kind)
+            if f is None:
+                continue
+            print(f"| {name} | {label} | {f['rows']} | {f['sources']} | {f['median_ape']:.2%} / {f['p90_ape']:.2%} "
+                  f"| {_pct(f['coverage_plain'])} | {_pct(f['coverage'])} | x{f['scale']:.2f} "
+                  f"| {_pct(f['median_band_width'])} |")
 
 
 if __name__ == "__main__":
