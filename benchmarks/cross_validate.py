@@ -38,7 +38,7 @@ from gpuplan.validate.cases import Row, read_rows
 from gpuplan.validate.fold_bands import fold_summary, novelty_scales
 from gpuplan.validate.ground_truth import case_files, shipped_dir
 from gpuplan.validate.memory_cases import CaseResult, evaluate_memory_row
-from gpuplan.validate.refit import error_ratio, part_terms, refit
+from gpuplan.validate.refit import affected_ids, error_ratio, part_terms, refit
 from gpuplan.validate.row_class import row_dims
 from gpuplan.validate.row_settings import resolve_row
 from gpuplan.validate.serving_terms import serving_calibration, serving_evaluator
@@ -74,13 +74,15 @@ def _evaluator(file: str) -> Any:
     return lambda row, cal: evaluate(file, row, cal)
 
 
-def run_fold(file: str, rows: list[Row], held: list[str], fold: str, name: str, evals: int) -> list[dict[str, Any]]:
+def run_fold(file: str, rows: list[Row], held: list[str], fold: str, name: str, evals: int,
+             affected: dict[tuple[str, ...], frozenset[str]] | None = None) -> list[dict[str, Any]]:
     """Refit without the held-out rows and predict them."""
     held_set = set(held)
     train = [r for r in rows if r["id"] not in held_set]
     test = [r for r in rows if r["id"] in held_set]
     drop = {name} if fold == "accelerator" else set()
-    cal, _ = refit(train, base_terms(file), _evaluator(file), file=file, drop_accelerators=drop, evals=evals)
+    cal, _ = refit(train, base_terms(file), _evaluator(file), file=file, drop_accelerators=drop, evals=evals,
+                   affected=affected)
     left = {r.get("accelerator", "") for r in train}
     out = []
     for row in test:
@@ -194,9 +196,10 @@ def main() -> None:
             groups["source"][source_key(r.get("source", ""))].append(r["id"])
             groups["accelerator"][r.get("accelerator", "")].append(r["id"])
             groups["stack"][stack_key(file, r)].append(r["id"])
+        moves = affected_ids(good, base_terms(file), _evaluator(file), file=file)  # once, not per fold
         for fold in FOLDS:
             if fold in args.folds.split(","):
-                tasks += [(file, good, ids, fold, k, args.evals) for k, ids in sorted(groups[fold].items())]
+                tasks += [(file, good, ids, fold, k, args.evals, moves) for k, ids in sorted(groups[fold].items())]
     print(f"{len(tasks)} folds", file=sys.stderr)
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for (file, *_rest), result in zip(tasks, pool.map(run_fold, *zip(*tasks, strict=True)), strict=True):

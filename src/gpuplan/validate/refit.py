@@ -32,9 +32,9 @@ from gpuplan.validate.cases import Row, model_for_row
 from gpuplan.validate.memory_cases import CaseResult
 from gpuplan.validate.row_notes import row_weight
 
-__all__ = ["DEFAULT_RULES", "FIT_CAP", "QUEUE_METRICS", "TIME_METRICS", "Evaluator", "Group", "capped_abs_log",
-           "derive_defaults", "error_ratio", "fit_weight", "part_terms", "refit", "row_matches", "term_groups",
-           "without_part_terms"]
+__all__ = ["DEFAULT_RULES", "FIT_CAP", "QUEUE_METRICS", "TIME_METRICS", "Evaluator", "Group", "affected_ids",
+           "capped_abs_log", "derive_defaults", "error_ratio", "fit_weight", "part_terms", "refit", "row_matches",
+           "term_groups", "without_part_terms"]
 
 TIME_METRICS = frozenset({"step_time_s", "device_hours", "time_to_train_days", "ttft_ms", "tpot_ms",
                           "e2e_latency_s"})
@@ -240,13 +240,25 @@ def _affected(g: Group, rows: Sequence[Row], cal: Calibration, evaluate: Evaluat
     return out
 
 
+def affected_ids(rows: Sequence[Row], cal: Calibration, evaluate: Evaluator, *, file: str) -> dict[
+        tuple[str, ...], frozenset[str]]:
+    """Per group of terms tuned on `file`, the ids of the rows that move it under `cal` (`_affected`): computed
+    once for all rows and passed to every fold's `refit`, which keeps those of its own rows."""
+    seen: dict[str, float | None] = {}
+    return {g.names: frozenset(r["id"] for r in _affected(g, [r for r in rows if row_matches(g.tuned_on, r)], cal,
+                                                          evaluate, seen))
+            for g in term_groups(cal, file)}
+
+
 def refit(rows: Sequence[Row], cal: Calibration, evaluate: Evaluator, *, file: str,
           drop_accelerators: Iterable[str] = (), evals: int = 10,
-          groups: Sequence[Group] | None = None) -> tuple[Calibration, dict[str, float]]:
+          groups: Sequence[Group] | None = None,
+          affected: dict[tuple[str, ...], frozenset[str]] | None = None) -> tuple[Calibration, dict[str, float]]:
     """Terms tuned on `file` refitted on `rows`; (the calibration, the refitted values by term name).
 
     `drop_accelerators`: parts treated as having no rows (leave-one-accelerator-out). The rule-set defaults
-    (`DEFAULT_RULES`) are re-derived from the refitted part terms.
+    (`DEFAULT_RULES`) are re-derived from the refitted part terms. `affected` (`affected_ids` over a superset of
+    `rows` under the same `cal`): the rows that move each group, instead of finding them again.
     """
     shipped = cal
     cal = without_part_terms(cal, drop_accelerators)
@@ -258,7 +270,11 @@ def refit(rows: Sequence[Row], cal: Calibration, evaluate: Evaluator, *, file: s
     for g in todo:
         if not all(n in cal.terms for n in g.names):  # dropped with another group of the same part
             continue
-        sel = _affected(g, [r for r in rows if row_matches(g.tuned_on, r)], cal, evaluate, seen)
+        matching = [r for r in rows if row_matches(g.tuned_on, r)]
+        if affected is not None and g.names in affected:
+            sel = [r for r in matching if r.get("id", "") in affected[g.names]]
+        else:
+            sel = _affected(g, matching, cal, evaluate, seen)
         if sel:
             live.append((g, sel))
         elif g.tuned_on.accelerator:  # no row left that moves this group: its terms fall back to the defaults
