@@ -1,15 +1,23 @@
-"""Cross-validate gpuplan's estimators on the published runs: leave one source out, leave one part out.
+"""Cross-validate gpuplan's estimators on the published runs: one source, one part, one engine version out.
 
-For every source of the ground truth (a repository, a paper, a site: gpuplan.validate.sources)
-the calibration terms tuned on that file (`tuned_on` in estimate/data/calibration.yaml) are
-refitted without its rows (gpuplan.validate.refit) and its rows are predicted with the refitted
-terms. For every accelerator the same is done with all its rows held out and its own terms
-removed: the error of a part that has no ground truth (default efficiency). The result, per row
-and per class of estimate, is written to src/gpuplan/estimate/data/accuracy.json, which sets the
-80% bands every plan shows (gpuplan.estimate.uncertainty); `--markdown` prints the tables of
-docs/validation.md.
+Every shipped row (validate/data/ground_truth: the dev files and released/) is predicted three ways, each with
+every term tuned on rows refitted without the held-out rows (gpuplan.validate.refit; `tuned_on` in
+estimate/data/calibration.yaml and workload/data/engines.yaml; the rule-set default efficiencies re-derived):
+- leave one source out: the rows of one publication (gpuplan.validate.sources) held out together;
+- leave one part out: all rows of one accelerator held out and its own terms removed (the error of a part
+  without rows, on the default efficiency);
+- leave one engine version out: serving rows of one engine and stated version (settings engine_version) held
+  out together; for training and memory rows, those of one framework (settings framework).
+Rows that cannot be evaluated (no input/output lengths, no request rate, an empty architecture field, an author's
+estimate) are skipped, counted on stderr and listed with the reason in accuracy.json `skipped`: never guessed.
+The result, per row and per class of estimate, is written to src/gpuplan/estimate/data/accuracy.json, which sets
+the 80% bands every plan shows (gpuplan.estimate.uncertainty) and how far they widen for what is new about a figure
+(gpuplan.validate.fold_bands); the generated tables of docs/validation.md are rewritten in place.
 
-Usage: python benchmarks/cross_validate.py [--ground-truth DIR] [--jobs 2] [--evals 8] [--markdown]
+The rerun after any estimator or term change, one command (about 75 minutes of CPU on this 2-core machine):
+    python benchmarks/cross_validate.py
+`--rebuild` recomputes bands, coverage and tables from the folds stored in accuracy.json (seconds); `--markdown`
+prints the tables; `--files`, `--folds` and `--merge` run parts and combine them.
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ from gpuplan.validate.training_cases import TRAIN_METRICS, evaluate_training_row
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_GT = shipped_dir()
 OUT = ROOT / "src" / "gpuplan" / "estimate" / "data" / "accuracy.json"
+DOCS = ROOT / "docs" / "validation.md"
 
 
 def base_terms(file: str) -> Calibration:
@@ -142,6 +151,9 @@ def main() -> None:
     ap.add_argument("--evals", type=int, default=8, help="objective evaluations per refitted group")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--markdown", action="store_true", help="print the docs tables from --out and exit")
+    ap.add_argument("--docs", type=Path, default=DOCS,
+                    help="the page whose generated tables are rewritten (default docs/validation.md)")
+    ap.add_argument("--no-docs", dest="docs", action="store_const", const=None, help="leave the docs alone")
     ap.add_argument("--rebuild", action="store_true",
                     help="recompute bands, coverage and tables from the entries of --out (no folds run)")
     args = ap.parse_args()
@@ -154,6 +166,8 @@ def main() -> None:
         data = assemble(ents, [{k: e.get(k) for k in META_KEYS} for e in _first_per_row(ents)],
                         old.get("skipped", []), args.ground_truth, old["evals_per_group"])
         args.out.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+        if args.docs is not None:
+            write_docs(args.docs, data)
         print_markdown(data)
         return
     t0 = time.time()
@@ -216,6 +230,8 @@ def main() -> None:
     data = assemble(entries, list(meta.values()), skipped, args.ground_truth, args.evals)
     args.out.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")
     print(f"wrote {args.out} ({len(entries)} entries, {time.time() - t0:.0f} s)", file=sys.stderr)
+    if args.docs is not None:
+        write_docs(args.docs, data)
     print_markdown(data)
 
 
@@ -313,48 +329,51 @@ def _median_p90(values: list[float]) -> str:
     return f"{np.median(values):.2%} / {np.percentile(values, 90):.2%}" if values else "-"
 
 
-def print_headline(data: dict[str, Any]) -> None:
-    """The docs' "At a glance" table: per file, the median and p90 error held out by source, held out by part,
-    and in sample (the error of the rate each row implies, `_ape`)."""
-    print("| file | rows | leave one source out: median / p90 | leave one part out: median / p90 "
-          "| in-sample: median / p90 |")
-    print("|---|---|---|---|---|")
+def _headline(data: dict[str, Any]) -> list[str]:
+    """The docs' "At a glance" table: per family, the median and p90 error held out by source, by part and by
+    engine version (serving) or framework, and in sample (the error of the rate each row implies, `_ape`)."""
+    out = ["| family | rows | leave one source out: median / p90 | leave one part out: median / p90 "
+           "| leave one engine version / framework out: median / p90 | in-sample: median / p90 |",
+           "|---|---|---|---|---|---|"]
     for file, label in _FILES:
-        by_fold = {fold: [e for e in data["entries"] if e["file"] == file and e["fold"] == fold]
-                   for fold in ("source", "accelerator")}
-        loso = by_fold["source"]
+        by_fold = {fold: [_ape(e["cv_ratio"]) for e in data["entries"] if e["file"] == file and e["fold"] == fold]
+                   for fold in FOLDS}
+        loso = [e for e in data["entries"] if e["file"] == file and e["fold"] == "source"]
         if not loso:
             continue
-        print(f"| {label} | {len(loso)} | {_median_p90([_ape(e['cv_ratio']) for e in loso])} | "
-              f"{_median_p90([_ape(e['cv_ratio']) for e in by_fold['accelerator']])} | "
-              f"{_median_p90([_ape(e['in_sample_ratio']) for e in loso])} |")
-    print()
+        out.append(f"| {label} | {len(loso)} | {_median_p90(by_fold['source'])} | "
+                   f"{_median_p90(by_fold['accelerator'])} | {_median_p90(by_fold['stack'])} | "
+                   f"{_median_p90([_ape(e['in_sample_ratio']) for e in loso])} |")
+    return out
 
 
-def print_markdown(data: dict[str, Any]) -> None:
-    print_headline(data)
-    print("| kind | part | rows | sources | in-sample median | cross-validated median | cross-validated p90 "
-          "| as a part without rows |")
-    print("|---|---|---|---|---|---|---|---|")
+def _parts_table(data: dict[str, Any]) -> list[str]:
+    out = ["| kind | part | rows | sources | in-sample median | cross-validated median | cross-validated p90 "
+           "| as a part without rows |", "|---|---|---|---|---|---|---|---|"]
     for kind, parts in data["parts"].items():
         for acc, p in parts.items():
-            print(f"| {kind} | {acc} | {p['rows']} | {p['sources']} | {_pct(p['in_sample_median_ape'])} | "
-                  f"{_pct(p['cv_median_ape'])} | {_pct(p['cv_p90_ape'])} | {_pct(p['default_median_ape'])} |")
+            out.append(f"| {kind} | {acc} | {p['rows']} | {p['sources']} | {_pct(p['in_sample_median_ape'])} | "
+                       f"{_pct(p['cv_median_ape'])} | {_pct(p['cv_p90_ape'])} | {_pct(p['default_median_ape'])} |")
+    return out
+
+
+def _sources_table(data: dict[str, Any]) -> list[str]:
     from gpuplan.estimate.uncertainty import source_accuracy
 
-    print("\n| kind | source (its rows held out together) | rows | parts | in-sample median | held-out median "
-          "| held-out p90 |")
-    print("|---|---|---|---|---|---|---|")
+    out = ["| kind | source (its rows held out together) | rows | parts | in-sample median | held-out median "
+           "| held-out p90 |", "|---|---|---|---|---|---|---|"]
     for kind, rows in source_accuracy(data).items():
         for r in rows:
-            print(f"| {kind} | `{r['source']}` | {r['rows']} | {', '.join(r['parts'])} | "
-                  f"{_pct(r['in_sample_median_ape'])} | {_pct(r['cv_median_ape'])} | {_pct(r['cv_p90_ape'])} |")
-    print("\n| class | rows | sources | 80% band of measured / predicted | median error |")
-    print("|---|---|---|---|---|")
+            out.append(f"| {kind} | `{r['source']}` | {r['rows']} | {', '.join(r['parts'])} | "
+                       f"{_pct(r['in_sample_median_ape'])} | {_pct(r['cv_median_ape'])} | {_pct(r['cv_p90_ape'])} |")
+    return out
+
+
+def _classes_table(data: dict[str, Any]) -> list[str]:
+    out = ["| class | rows | sources | 80% band of measured / predicted | median error |", "|---|---|---|---|---|"]
     for k, c in data["classes"].items():
-        print(f"| {k} | {c['n']} | {c['sources']} | {c['q10']:.2f} - {c['q90']:.2f} | {_pct(c['median_ape'])} |")
-    print()
-    print_folds(data)
+        out.append(f"| {k} | {c['n']} | {c['sources']} | {c['q10']:.2f} - {c['q90']:.2f} | {_pct(c['median_ape'])} |")
+    return out
 
 
 _FOLD_NAMES = {"source": "leave one source out", "accelerator": "leave one part out",
@@ -362,20 +381,43 @@ _FOLD_NAMES = {"source": "leave one source out", "accelerator": "leave one part 
 _KINDS = (("train", "training"), ("serve", "serving"), ("memory", "memory"))
 
 
-def print_folds(data: dict[str, Any]) -> None:
-    """The docs' table of every fold type: error, band coverage (plain and widened by the novelty scale, learned
-    without the row's source), the scale and the median width of the widened band, per family."""
-    print("| fold | family | rows | sources | median / p90 error | 80% band coverage (plain) | coverage "
-          "(widened) | widening factor | median band width |")
-    print("|---|---|---|---|---|---|---|---|---|")
+def _folds_table(data: dict[str, Any]) -> list[str]:
+    """Every fold type: error, band coverage (plain, and widened by the novelty factor learned without the row's
+    source), the factor and the median width of the widened band, per family."""
+    out = ["| fold | family | rows | sources | median / p90 error | 80% band coverage (plain) | coverage "
+           "(widened) | widening factor | median band width |", "|---|---|---|---|---|---|---|---|---|"]
     for fold, name in _FOLD_NAMES.items():
         for kind, label in _KINDS:
             f = data.get("folds", {}).get(fold, {}).get(kind)
             if f is None:
                 continue
-            print(f"| {name} | {label} | {f['rows']} | {f['sources']} | {f['median_ape']:.2%} / {f['p90_ape']:.2%} "
-                  f"| {_pct(f['coverage_plain'])} | {_pct(f['coverage'])} | x{f['scale']:.2f} "
-                  f"| {_pct(f['median_band_width'])} |")
+            out.append(f"| {name} | {label} | {f['rows']} | {f['sources']} | {f['median_ape']:.2%} / "
+                       f"{f['p90_ape']:.2%} | {_pct(f['coverage_plain'])} | {_pct(f['coverage'])} | "
+                       f"x{f['scale']:.2f} | {_pct(f['median_band_width'])} |")
+    return out
+
+
+def tables(data: dict[str, Any]) -> dict[str, str]:
+    """The generated tables of docs/validation.md by marker name (`<!-- cv:NAME -->` ... `<!-- /cv:NAME -->`)."""
+    return {"headline": "\n".join(_headline(data)), "folds": "\n".join(_folds_table(data)),
+            "parts": "\n".join(_parts_table(data)), "sources": "\n".join(_sources_table(data)),
+            "classes": "\n".join(_classes_table(data))}
+
+
+def print_markdown(data: dict[str, Any]) -> None:
+    print("\n\n".join(tables(data).values()))
+
+
+def write_docs(path: Path, data: dict[str, Any]) -> None:
+    """Replace each generated table of `path` (between its markers) with today's."""
+    text = path.read_text(encoding="utf-8")
+    for name, table in tables(data).items():
+        start, end = f"<!-- cv:{name} -->", f"<!-- /cv:{name} -->"
+        if start not in text or end not in text:
+            raise SystemExit(f"{path}: markers {start} ... {end} missing; put them around the {name} table")
+        head, rest = text.split(start, 1)
+        text = f"{head}{start}\n{table}\n{end}{rest.split(end, 1)[1]}"
+    path.write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":
