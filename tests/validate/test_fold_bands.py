@@ -39,12 +39,18 @@ def test_coverage_is_nested_and_the_factor_is_learned_without_the_rows_source() 
 
 
 def test_a_fold_short_of_80_percent_learns_a_factor_above_one() -> None:
-    # three sources of ten run 2x faster than predicted: 70% inside the plain band
-    entries = [_entry(3 * k + j, f"s{k}", 2.0 if k >= 7 else 1.0 + 0.05 * (j - 1)) for k in range(10)
-               for j in range(3)]
+    """Ten sources of one row: six at 1.0, two slow (0.3, 0.5) and two fast (3, 5). Each row's band comes from the
+    nine others (source-weighted quantiles interpolated at the midpoints (i + 1/2) / 9): the 0.5 row sees q10 =
+    0.3 + 0.4 x 0.7 = 0.58, the 0.3 row 0.7, the 5 row q90 = 1 + 0.6 x 2 = 2.2: three outside, 70% inside. The least
+    factors those rows need are 1.16, 2.33 and 2.27, so the fold's factor (80% of rows covered) is 1.16. Scored
+    with the factor learned without its own source, the 0.5 row is inside (the others' 80% factor is 2.27) and the
+    0.3 and 5 rows are not (1.16): 80%."""
+    ratios = [1.0] * 6 + [0.3, 0.5, 3.0, 5.0]
+    entries = [_entry(k, f"s{k}", r) for k, r in enumerate(ratios)]
     out = fold_summary(entries, entries)["source"]["train"]
     assert out["coverage_plain"] == pytest.approx(0.7)
-    assert out["scale"] > 1.0
+    assert out["scale"] == pytest.approx(0.58 / 0.5)
+    assert out["coverage"] == pytest.approx(0.8)
 
 
 def test_a_fold_that_misses_gets_a_factor_and_bands_use_it(monkeypatch: pytest.MonkeyPatch) -> None:

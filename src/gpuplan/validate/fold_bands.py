@@ -70,7 +70,7 @@ def scaled_band(q: tuple[float, float, float], f: float) -> tuple[float, float]:
 
 
 def _scale_for(need: Sequence[float]) -> float:
-    return max(1.0, float(np.quantile(np.asarray(need, dtype=float), TARGET, method="higher"))) if need else 1.0
+    return max(1.0, float(np.quantile(np.asarray(need, dtype=float), TARGET, method="inverted_cdf"))) if need else 1.0
 
 
 def _width(metric: str, lo: float, hi: float) -> float:
