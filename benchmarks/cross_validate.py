@@ -28,7 +28,7 @@ import math
 import sys
 import time
 from collections import defaultdict
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict
 from datetime import date
 from functools import cache
@@ -148,6 +148,7 @@ def main() -> None:
     ap.add_argument("--merge", type=Path, action="append", default=[],
                     help="an earlier output whose entries for other files are kept (repeatable)")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--resume", action="store_true", help="keep the folds already in the checkpoint beside --out")
     ap.add_argument("--evals", type=int, default=8, help="objective evaluations per refitted group")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--markdown", action="store_true", help="print the docs tables from --out and exit")
@@ -214,11 +215,28 @@ def main() -> None:
         for fold in FOLDS:
             if fold in args.folds.split(","):
                 tasks += [(file, good, ids, fold, k, args.evals, moves) for k, ids in sorted(groups[fold].items())]
-    print(f"{len(tasks)} folds", file=sys.stderr)
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        for (file, *_rest), result in zip(tasks, pool.map(run_fold, *zip(*tasks, strict=True)), strict=True):
-            for e in result:
-                entries.append({**meta[f"{file}:{e['id']}"], **e})
+    # Each finished fold is appended to a checkpoint beside --out; --resume takes the folds found there instead of
+    # running them again (a run that was stopped goes on where it stopped).
+    ckpt = args.out.with_name(args.out.stem + ".folds.jsonl")
+    kept: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    if args.resume and ckpt.exists():
+        for line in ckpt.read_text(encoding="utf-8").splitlines():
+            rec = json.loads(line)
+            kept[(rec["file"], rec["fold"], rec["name"])] = rec["entries"]
+    elif ckpt.exists():
+        ckpt.unlink()
+    todo = [t for t in tasks if (t[0], t[3], t[4]) not in kept]
+    print(f"{len(tasks)} folds ({len(tasks) - len(todo)} from {ckpt.name})", file=sys.stderr)
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool, ckpt.open("a", encoding="utf-8") as log:
+        futures = {pool.submit(run_fold, *t): t for t in todo}
+        for fut in as_completed(futures):
+            file, _, _, fold, name, *_ = futures[fut]
+            kept[(file, fold, name)] = fut.result()
+            log.write(json.dumps({"file": file, "fold": fold, "name": name, "entries": kept[(file, fold, name)]})
+                      + "\n")
+            log.flush()
+    for (file, _, _), result in sorted(kept.items()):
+        entries += [{**meta[f"{file}:{e['id']}"], **e} for e in result if f"{file}:{e['id']}" in meta]
     done = {(f, fold) for f in args.files.split(",") if f for fold in args.folds.split(",")}
     for path in args.merge:  # the other files' and folds' entries from earlier runs
         old = json.loads(path.read_text(encoding="utf-8"))
