@@ -227,14 +227,15 @@ def main() -> None:
         ckpt.unlink()
     todo = [t for t in tasks if (t[0], t[3], t[4]) not in kept]
     print(f"{len(tasks)} folds ({len(tasks) - len(todo)} from {ckpt.name})", file=sys.stderr)
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool, ckpt.open("a", encoding="utf-8") as log:
-        futures = {pool.submit(run_fold, *t): t for t in todo}
-        for fut in as_completed(futures):
-            file, _, _, fold, name, *_ = futures[fut]
-            kept[(file, fold, name)] = fut.result()
-            log.write(json.dumps({"file": file, "fold": fold, "name": name, "entries": kept[(file, fold, name)]})
-                      + "\n")
-            log.flush()
+    if todo:
+        with ProcessPoolExecutor(max_workers=args.jobs) as pool, ckpt.open("a", encoding="utf-8") as log:
+            futures = {pool.submit(run_fold, *t): t for t in todo}
+            for fut in as_completed(futures):
+                file, _, _, fold, name, *_ = futures[fut]
+                kept[(file, fold, name)] = fut.result()
+                log.write(json.dumps({"file": file, "fold": fold, "name": name,
+                                      "entries": kept[(file, fold, name)]}) + "\n")
+                log.flush()
     for (file, _, _), result in sorted(kept.items()):
         entries += [{**meta[f"{file}:{e['id']}"], **e} for e in result if f"{file}:{e['id']}" in meta]
     done = {(f, fold) for f in args.files.split(",") if f for fold in args.folds.split(",")}
@@ -248,6 +249,7 @@ def main() -> None:
     data = assemble(entries, list(meta.values()), skipped, args.ground_truth, args.evals)
     args.out.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")
     print(f"wrote {args.out} ({len(entries)} entries, {time.time() - t0:.0f} s)", file=sys.stderr)
+    ckpt.unlink(missing_ok=True)  # every fold is in --out now
     if args.docs is not None:
         write_docs(args.docs, data)
     print_markdown(data)
