@@ -1,4 +1,4 @@
-"""Print the accuracy of the inference estimates on ../shared/ground-truth/inference.csv.
+"""Print the accuracy of the inference estimates on the shipped inference.csv (gpuplan/validate/data/ground_truth).
 
 Every row that can be evaluated: measured vs predicted, APE, the layout and the model's
 figures; then median and p90 APE (overall and by engine and metric), the worst rows and
@@ -18,9 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from gpuplan.validate.cases import read_rows
+from gpuplan.validate.ground_truth import shipped_dir
 from gpuplan.validate.run import validate_file
 
-DEFAULT_CASES = Path(__file__).resolve().parents[1].parent / "shared" / "ground-truth" / "inference.csv"
+DEFAULT_CASES = shipped_dir() / "inference.csv"
 
 
 def _stats(apes: list[float]) -> str:

@@ -3,7 +3,7 @@
 1. Activation bytes against real PyTorch: tiny transformers models (Llama GQA, Qwen2 bias,
    Qwen3 qk-norm, Mixtral MoE, DeepSeek-V3 MLA) built on the CPU, eager and SDPA
    attention, with and without gradient checkpointing (needs torch and transformers).
-2. The measured rows of ../shared/ground-truth/memory.csv (peak, model states, KV cache).
+2. The measured rows of the shipped memory.csv (gpuplan/validate/data/ground_truth) (peak, model states, KV cache).
 
 Usage: python benchmarks/memory_accuracy.py [--cases PATH] [--skip-torch]
 """
@@ -16,10 +16,11 @@ import warnings
 from pathlib import Path
 
 from gpuplan.estimate.memory_train import estimate_training_memory
+from gpuplan.validate.ground_truth import shipped_dir
 from gpuplan.validate.run import validate_file
 from gpuplan.workload.jobs import TrainingJob
 
-DEFAULT_CASES = Path(__file__).resolve().parents[1].parent / "shared" / "ground-truth" / "memory.csv"
+DEFAULT_CASES = shipped_dir() / "memory.csv"
 
 
 def activation_table() -> list[float]:

@@ -10,9 +10,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from gpuplan.validate.ground_truth import shipped_dir
 from gpuplan.validate.run import validate_file
 
-DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "ground-truth" / "training.csv"
+DEFAULT = shipped_dir() / "training.csv"
 
 
 def main() -> None:

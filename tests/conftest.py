@@ -42,8 +42,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             continue
         where = ", ".join(str(GROUND_TRUTH / n) for n in missing)
         if os.environ.get("CI"):
-            pytest.fail(f"shared ground truth missing with CI set: {where}", pytrace=False)
-        pytest.skip(f"shared ground truth not present: {where}")
+            pytest.fail(f"ground-truth case files missing with CI set: {where}", pytrace=False)
+        pytest.skip(f"ground-truth case files not present: {where}")
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -20,6 +20,7 @@ from gpuplan.cli import model as model_cli
 from gpuplan.cli import usage as usage_cli
 from gpuplan.cli import validate as validate_cli
 from gpuplan.errors import InputError
+from gpuplan.estimate.uncertainty import NOVELTY
 from gpuplan.i18n import LANGS, both, default_lang, messages, resolve_lang, tr
 from gpuplan.render.report_text import PLAN_COLS
 from gpuplan.search.train_eval import BREAKDOWN_KEYS
@@ -83,6 +84,7 @@ def test_every_key_used_in_code_exists() -> None:
     # how sure a plan is (render/trust_text.py) and price labels (search/pricing.py)
     used |= {f"trust.level.{k}" for k in ("low", "medium", "high", "none")}
     used |= {f"trust.eff.{k}" for k in ("measured", "validated", "default")}
+    used |= {f"trust.novelty.{k}" for k in NOVELTY}  # what is new about a figure (estimate/uncertainty.py)
     used |= {f"trust.basis.{k}" for k in ("list_price", "market_quote")}
     used |= {f"trust.market.{k}" for k in ("cn", "global")}
     used |= {f"trust.per.{k}" for k in ("monthly", "on_demand_hourly")}

@@ -329,3 +329,47 @@ def test_qlora_dequantizes_its_weights_before_each_gemm() -> None:
     expected = 8 * 3 * matrices * (nf4 + 2.0) / 3350e9
     assert qlora.breakdown_s["compute"][0] - lora.breakdown_s["compute"][0] == pytest.approx(expected, rel=1e-6)
     assert 0.02 < expected / lora.breakdown_s["compute"][0] < 0.2  # a few percent at 4096 tokens per micro-batch
+
+
+def test_interleaved_pipeline_bubble_is_p_minus_1_over_v_m() -> None:
+    """Megatron's interleaved 1F1B schedule (Narayanan et al. 2021, sec. 2.2.2): with p stages, v model chunks per
+    device and m micro-batches the bubble is (p - 1) / (v m) of the ideal time m x t_mb. Llama 3 8B (32 layers)
+    on 8 H100s, PP4 with two chunks per device (8 stages of 4 layers), DP2, 64 sequences of one: m = 32, so the
+    bubble is 3 / 64 = 4.69% of the step's work, half the 9.38% of the plain schedule.
+
+    Regression (issue 35 item 5): a mutation that ignored v in the bubble failed no test; the test above uses v = 1.
+    """
+    hw = cluster_hardware(CAT, "h100-sxm5-80gb", None)
+    bubble = {}
+    for vpp in (1, 2):
+        choices = LayoutChoices(devices=[8], tp=[1], pp=[4], cp=[1], ep=[1], vpp=[vpp], zero=[1], micro_batch=[1],
+                                recompute=["none"])
+        c = generate(LLAMA, choices, seq_len=4096, global_batch=64)
+        assert len(c) == 1 and int(c.vpp[0]) == vpp
+        ev = evaluate_training(LLAMA, JOB, hw, c)
+        m = int(c.microbatches[0])
+        assert m == 32
+        ideal = ev.breakdown_s["compute"][0] + ev.breakdown_s["tp_comm"][0]  # m x t_mb
+        bubble[vpp] = ev.breakdown_s["pp_bubble"][0] / ideal
+    assert bubble[2] == pytest.approx(3 / (2 * 32), rel=1e-9)  # 4.69%
+    assert bubble[1] == pytest.approx(3 / 32, rel=1e-9)  # 9.38%
+
+
+@pytest.mark.parametrize(("rc", "volumes"), [("none", 4), ("selective", 4), ("full", 6)])
+def test_tp_traffic_of_recomputation(rc: str, volumes: int) -> None:
+    """Korthikanti et al. 2022 (sec. 4.2.2 and 5): per layer and micro-batch, TP with sequence parallelism moves 4
+    all-reduce volumes of the b x s x h activation (two all-gathers and two reduce-scatters forward, the same
+    backward). Full recomputation runs the forward again, collectives included: 6 volumes. Selective
+    recomputation re-runs only the attention core, which communicates nothing: still 4.
+
+    Regression (issue 35 item 5): a mutation of recomputation's extra TP traffic failed no test (the by-hand TP test
+    above runs without recomputation).
+    """
+    hw = cluster_hardware(CAT, "h100-sxm5-80gb", None)
+    c = generate(LLAMA, _one(tp=8, rc=rc), seq_len=4096, global_batch=64)
+    ev = evaluate_training(LLAMA, JOB, hw, c)
+    link = hw.intra(8)
+    one = float(comm.all_reduce(4096 * 4096 * 2, 8, link))
+    hidden = default_calibration().value("tp_overlap")
+    # 32 layers x 64 micro-batches x volumes x one all-reduce of 32 MiB over the NVLink ring, less the hidden share
+    assert ev.breakdown_s["tp_comm"][0] == pytest.approx(32 * 64 * volumes * one * (1 - hidden), rel=1e-9)

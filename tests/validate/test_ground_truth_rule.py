@@ -32,7 +32,7 @@ def test_missing_ground_truth(tmp_path: Path, ci: bool) -> None:
     tail = res.stdout[-2000:]
     if ci:
         assert res.returncode == 1, tail
-        assert "shared ground truth missing with CI set" in res.stdout and " passed" not in tail, tail
+        assert "ground-truth case files missing with CI set" in res.stdout and " passed" not in tail, tail
     else:
         assert res.returncode == 0, tail
         assert "skipped" in tail and "failed" not in tail and "error" not in tail, tail

@@ -1,4 +1,4 @@
-"""Golden test: the published inference measurements of the shared ground-truth inference.csv.
+"""Golden test: the published inference measurements of the shipped ground-truth inference.csv.
 
 One set of calibration terms per engine profile, nothing fitted per row. Issue 5's target
 is median APE <= 15% and p90 <= 35% on the dev rows; the figures reached (docs/inference.md)
@@ -8,6 +8,10 @@ are median 5.6% and p90 22.0% over 63 rows, so the stated regression tolerance i
 Issue 17 item 3: the skipped ids are pinned; TTFT, TPOT, end-to-end latency and throughput each have a gate at
 the figure observed when it was set (commit 2c2e79e) plus a small margin; no row may be more than 3x off, and the
 three rows beyond that are excluded by hand with the reason (the case files are read-only in CI).
+
+Every gate here is a regression guard on today's in-sample state (terms tuned on these rows), not a claim that
+the project's targets are met: those are held-out figures (leave one source, part or engine version out),
+reported against the targets, misses included, in docs/validation.md "At a glance" (issue 35 item 5).
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ def _p90(a: list[float]) -> float:
     return a[int(0.9 * (len(a) - 1))]
 
 
-def test_inference_rows_meet_the_issue_target() -> None:
+def test_inference_dev_rows_do_not_regress() -> None:
     report = validate_file(CASES)
     for c in sorted(report.cases, key=lambda c: -c.ape):
         print(f"{c.id}: {c.metric} measured {c.measured:.4g} predicted {c.predicted:.4g} APE {c.ape:.1%} {c.detail}")
@@ -77,7 +81,7 @@ def test_inference_rows_meet_the_issue_target() -> None:
     assert all(reason for _, reason in report.skipped)
 
 
-def test_g2i_rows_meet_issue_12_target() -> None:
+def test_g2i_rows_do_not_regress() -> None:
     """The G2I* rows (H20, Ascend 910B, MI300X, L40S; H800 and 910C rows are disaggregated wide-EP
     deployments, skipped with the reason) were missed by a median of 56-63% (p90 124%) with terms fitted
     on NVIDIA parts. Issue 12 item 5: the engine x hardware terms of engines.yaml (one value per engine

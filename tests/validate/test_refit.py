@@ -173,3 +173,38 @@ def test_a_group_that_only_queue_rows_move_is_not_fitted_on_them() -> None:
               for i in range(3)]
     fitted_cal, fitted = refit(server, cal, evaluate, file="inference", evals=30)  # type: ignore[arg-type]
     assert "eff" not in fitted and fitted_cal.terms["eff"].value == 0.99  # the queue alone wanted 0.975
+
+
+def test_every_term_tuned_on_rows_is_refitted_in_each_fold() -> None:
+    """Issue 35 item 5: a term whose value was tuned on rows must be refitted in every fold. The training overlaps,
+    the MoE GEMM efficiency and the campaign efficiency had been retuned on training.csv (commit 9b84318 moved
+    tp_overlap 0.85 -> 0.77, dp_overlap 0.5 -> 0.38, zero3_overlap 1.0 -> 0.8, campaign_efficiency 0.8 -> 0.7) without
+    `tuned_on`, so every fold kept their tuned values. Any term whose text says it was tuned carries `tuned_on`, or
+    is a rule on tuned terms that each fold re-derives (refit.DEFAULT_RULES)."""
+    from gpuplan.validate.refit import DEFAULT_RULES
+    from gpuplan.validate.serving_terms import SHARED, serving_calibration
+
+    cal = default_calibration()
+    fitted = {n for g in term_groups(cal, "training") for n in g.names}
+    assert {"tp_overlap", "dp_overlap", "zero3_overlap", "moe_gemm_efficiency", "campaign_efficiency"} <= fitted
+    for name, term in cal.terms.items():
+        says = f"{term.source} {term.note or ''}".lower()
+        if "tuned on" in says:
+            assert term.tuned_on is not None or name in DEFAULT_RULES, name
+    serving = {n for g in term_groups(serving_calibration(), "inference") for n in g.names}
+    assert {"serve.roofline_overlap_exponent", "serve.allreduce_latency_factor"} <= serving
+    assert {f"serve.{n}" for n in SHARED} <= serving and "serve.mtp_acceptance" not in serving
+
+
+def test_default_efficiencies_are_rederived_from_the_parts_left_in_a_fold() -> None:
+    """compute_efficiency.default.bf16 is 'the lowest of the tuned parts' (0.55, the H100's own value): with the
+    H100 held out the rule gives the lowest of the others, the B200's 0.60; fp8's 0.45 sits at 0.45 / 0.43 of the
+    lowest tuned fp8 part (B200), so with the B200 held out it follows the H100's 0.47 to 0.45 x 0.47 / 0.43."""
+    from gpuplan.validate.refit import derive_defaults
+
+    cal = default_calibration()
+    no_h100 = derive_defaults(without_part_terms(cal, {"h100-sxm5-80gb"}), cal)
+    assert no_h100.terms["compute_efficiency.default.bf16"].value == pytest.approx(0.60)
+    no_b200 = derive_defaults(without_part_terms(cal, {"b200-sxm-180gb"}), cal)
+    assert no_b200.terms["compute_efficiency.default.fp8"].value == pytest.approx(0.45 * 0.47 / 0.43)
+    assert derive_defaults(cal, cal).terms["compute_efficiency.default.bf16"].value == pytest.approx(0.55)

@@ -13,6 +13,10 @@ dropped from the last: framework or engine stated, scale, architecture, family).
 efficiency gets at
 least the band of a validated part of its class (the parts cross-validation could hold out were
 measured ones).
+The band then widens with what is new about the figure (`novelty_factor`): both ends by a factor learned from
+the held-out folds (validate/fold_bands.py; accuracy.json `novelty_scale`): a new source always (a user's run is
+one), a part without rows (leave one part out), an engine version or framework without rows (leave one engine
+version out), whichever is widest.
 """
 
 from __future__ import annotations
@@ -27,8 +31,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-__all__ = ["MIN_ROWS", "Band", "ClassStats", "EstimateClass", "accuracy_data", "band", "class_stats",
-           "part_accuracy", "source_accuracy", "source_quantiles", "summarize"]
+__all__ = ["MIN_ROWS", "NOVELTY", "Band", "ClassStats", "EstimateClass", "accuracy_data", "band", "class_stats",
+           "novelty_factor", "part_accuracy", "source_accuracy", "source_quantiles", "summarize"]
 
 MIN_ROWS = 12
 Orientation = Literal["rate", "time"]
@@ -144,9 +148,28 @@ def class_stats(cls: EstimateClass) -> ClassStats | None:
     return found
 
 
-def band(cls: EstimateClass, value: float | None, orientation: str) -> Band | None:
+# What can be new about a figure, as the fold that measured it: "source" (always: a user's run is a new source),
+# "accelerator" (a part, or a part's format, without rows), "stack" (an engine version or framework without rows).
+NOVELTY = ("source", "accelerator", "stack")
+
+
+def novelty_factor(cls: EstimateClass, novel: frozenset[str] = frozenset()) -> tuple[float, list[str]]:
+    """The factor both ends of the band widen by, and the novelties that set it: the widest of a new source's, a
+    part's without rows (a `default` efficiency, or "accelerator" in `novel`) and those named in `novel`."""
+    table: dict[str, float] = accuracy_data().get("novelty_scale", {}).get(cls.kind, {})
+    why = {"source"} | set(novel) | ({"accelerator"} if cls.efficiency == "default" else set())
+    unknown = why - set(NOVELTY)
+    if unknown:
+        raise ValueError(f"novelty must be among {NOVELTY}, got {sorted(unknown)}")
+    factors = {k: float(table.get(k, 1.0)) for k in why}
+    top = max(factors.values())
+    return top, sorted(k for k, v in factors.items() if v == top and v > 1.0)
+
+
+def band(cls: EstimateClass, value: float | None, orientation: str,
+         novel: frozenset[str] = frozenset()) -> Band | None:
     """The 80% band of `value` ("rate" or "time" orientation) for an estimate of class `cls` (None if no
-    value or no data)."""
+    value or no data), widened by `novelty_factor` (`novel`: what else is new about it, NOVELTY)."""
     if orientation not in ("rate", "time"):
         raise ValueError(f"orientation must be 'rate' or 'time', got {orientation!r}")
     if value is None or not math.isfinite(value):
@@ -166,6 +189,11 @@ def band(cls: EstimateClass, value: float | None, orientation: str) -> Band | No
             if vlo < lo or vhi > hi:
                 lo, hi = min(lo, vlo), max(hi, vhi)
                 basis["widened_to"] = v.key
+    factor, why = novelty_factor(cls, novel)
+    if factor > 1.0:
+        lo, hi = lo / factor, hi * factor
+        basis["novelty_factor"] = round(factor, 4)
+        basis["novelty"] = why
     return Band(low=lo, high=hi, basis=basis)
 
 

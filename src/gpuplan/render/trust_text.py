@@ -208,7 +208,11 @@ def _basis_text(group: str, b: Any, lang: str) -> str:
         return f"{group}: {b}"
     text = tr("trust.basis_item", lang, group=tr(f"trust.group.{group}", lang), cls=b["class"], rows=b["rows"],
               sources=b["sources"])
-    return text + (tr("trust.widened", lang, cls=b["widened_to"]) if b.get("widened_to") else "")
+    text += tr("trust.widened", lang, cls=b["widened_to"]) if b.get("widened_to") else ""
+    if b.get("novelty_factor"):  # estimate/uncertainty.novelty_factor: learned from the held-out folds
+        why = tr("trust.list_sep", lang).join(tr(f"trust.novelty.{k}", lang) for k in b.get("novelty", ()))
+        text += tr("trust.novelty", lang, factor=f"{float(b['novelty_factor']):.2f}", why=why)
+    return text
 
 
 def trust_lines(rec: Mapping[str, Any], lang: str) -> list[str]:

@@ -14,6 +14,7 @@ from gpuplan.estimate.calibration import Calibration
 from gpuplan.estimate.uncertainty import EstimateClass, band
 from gpuplan.hardware import Catalog
 from gpuplan.search.plan_trust import (
+    SERVING_NOVELTY,
     confidence_level,
     cost_band,
     device_price_confidence,
@@ -70,7 +71,7 @@ def serving_estimate_trust(fig: dict[str, Any], *, accelerator: str, engine: str
     def put(name: str, value: Any, cls: EstimateClass, orient: str) -> None:
         if not isinstance(value, int | float) or value <= 0:  # a one-token answer has no TPOT
             return
-        b = band(cls, float(value), orient)
+        b = band(cls, float(value), orient, SERVING_NOVELTY)
         if b is not None:
             bands[name] = b.as_list()
             basis["latency" if cls is lat else "throughput"] = b.basis

@@ -26,9 +26,9 @@ from gpuplan.search.offers import HardwareOption
 from gpuplan.search.pricing import DevicePrice, used_price
 from gpuplan.search.train_planner import HOURS_PER_MONTH, billed_by_month
 
-__all__ = ["HIGH_CV_APE", "LEVELS", "MIN_HIGH_ROWS", "MIN_HIGH_SOURCES", "confidence_level", "device_price_confidence",
-           "cost_band", "efficiency_provenance", "meets_trust", "price_confidence", "serving_classes",
-           "serving_efficiency", "thin_evidence", "training_bands", "training_confidence"]
+__all__ = ["HIGH_CV_APE", "LEVELS", "MIN_HIGH_ROWS", "MIN_HIGH_SOURCES", "SERVING_NOVELTY", "confidence_level",
+           "cost_band", "device_price_confidence", "efficiency_provenance", "meets_trust", "price_confidence",
+           "serving_classes", "serving_efficiency", "thin_evidence", "training_bands", "training_confidence"]
 
 LEVELS = ("low", "medium", "high")
 Arch = Literal["dense", "moe"]
@@ -167,6 +167,12 @@ def cost_band(usd: float, time_s: float, time_band: list[float], *, monthly: boo
     return [usd * time_band[0] / time_s, usd * time_band[1] / time_s]
 
 
+# What is new about every serving estimate besides its source: plans model the engines' current releases
+# (engines.yaml; `EngineProfile.version` None), which no published row states (rows state older versions or none),
+# so a serving band widens by the leave-one-engine-version-out factor too (estimate/uncertainty.novelty_factor).
+SERVING_NOVELTY = frozenset({"stack"})
+
+
 def serving_classes(efficiency: str, moe: bool, devices_per_replica: int) -> tuple[EstimateClass, EstimateClass]:
     """(latency, throughput) classes of a serving estimate: a replica over more than 8 devices is multi-node; the
     engine is always named (a stated serving stack)."""
@@ -250,7 +256,7 @@ def serving_bands(plan: dict[str, Any], *, efficiency: str, moe: bool) -> tuple[
             ("replicas", plan.get("replicas"), tput, "time"),
             ("cost_usd_per_hour", plan.get("cost_usd_per_hour"), tput, "time"),
             ("cost_usd_per_million_tokens", plan.get("cost_usd_per_million_tokens"), tput, "time")):
-        b = band(cls, value, orient)
+        b = band(cls, value, orient, SERVING_NOVELTY)
         if b is not None:
             out[name] = b.as_list()
             basis["latency" if cls is lat else "throughput"] = b.basis

@@ -13,7 +13,10 @@ rows with the refitted terms. The refit:
 - removes a part's own terms when no row left moves them, so the part falls back to the default for
   those terms, exactly as a part without ground truth does in a plan; its other terms are still refitted on
   the rows that move them (a TP8 batch-1 latency row held out leaves the part's throughput rows to fit its
-  bandwidth and GEMM terms: they no longer fall back with the all-reduce term).
+  bandwidth and GEMM terms: they no longer fall back with the all-reduce term);
+- re-derives the default efficiencies of parts without rows (`DEFAULT_RULES`: set by rule from the tuned parts'
+  values, so the rule is applied again to the parts left in the fold: a held-out H100 no longer gets the 0.55 its
+  own rows set as "the lowest tuned part").
 """
 
 from __future__ import annotations
@@ -29,8 +32,9 @@ from gpuplan.validate.cases import Row, model_for_row
 from gpuplan.validate.memory_cases import CaseResult
 from gpuplan.validate.row_notes import row_weight
 
-__all__ = ["FIT_CAP", "QUEUE_METRICS", "TIME_METRICS", "Evaluator", "Group", "capped_abs_log", "error_ratio",
-           "fit_weight", "part_terms", "refit", "row_matches", "term_groups", "without_part_terms"]
+__all__ = ["DEFAULT_RULES", "FIT_CAP", "QUEUE_METRICS", "TIME_METRICS", "Evaluator", "Group", "affected_ids",
+           "capped_abs_log", "derive_defaults", "error_ratio", "fit_weight", "part_terms", "refit", "row_matches",
+           "term_groups", "without_part_terms"]
 
 TIME_METRICS = frozenset({"step_time_s", "device_hours", "time_to_train_days", "ttft_ms", "tpot_ms",
                           "e2e_latency_s"})
@@ -131,6 +135,29 @@ def _without(cal: Calibration, names: Iterable[str]) -> Calibration:
     return cal.model_copy(update={"terms": {n: t for n, t in cal.terms.items() if n not in drop}})
 
 
+# Terms set by rule from tuned part terms (calibration.yaml notes): each is the shipped value times the lowest of
+# the rule's part terms left in the fold over the lowest shipped one (16-bit: the lowest of the tuned flagships,
+# H100 0.55; fp8: 0.45 against the lowest tuned fp8 part, B200 0.43).
+DEFAULT_RULES: dict[str, tuple[str, ...]] = {
+    "compute_efficiency.default.bf16": tuple(f"compute_efficiency.{p}.bf16" for p in (
+        "a100-sxm4-80gb", "h100-sxm5-80gb", "b200-sxm-180gb", "ascend-910b")),
+    "compute_efficiency.default.fp8": tuple(f"compute_efficiency.{p}.fp8" for p in (
+        "h100-sxm5-80gb", "b200-sxm-180gb")),
+}
+
+
+def derive_defaults(cal: Calibration, shipped: Calibration) -> Calibration:
+    """`cal` with each rule-set default (DEFAULT_RULES) re-derived from the part terms `cal` still has."""
+    for name, parts in DEFAULT_RULES.items():
+        if name not in cal.terms or name not in shipped.terms:
+            continue
+        left = [cal.terms[p].value for p in parts if p in cal.terms]
+        base = min(shipped.terms[p].value for p in parts if p in shipped.terms)
+        if left and base > 0:
+            cal = _with_value(cal, (name,), shipped.terms[name].value * min(left) / base)
+    return cal
+
+
 def _with_value(cal: Calibration, names: Sequence[str], value: float) -> Calibration:
     terms = dict(cal.terms)
     for n in names:
@@ -186,15 +213,26 @@ def _golden(f: Callable[[float], float], lo: float, hi: float, evals: int) -> fl
     return x(c) if fc <= fd else x(d)
 
 
-def _affected(g: Group, rows: Sequence[Row], cal: Calibration, evaluate: Evaluator) -> list[Row]:
+def _affected(g: Group, rows: Sequence[Row], cal: Calibration, evaluate: Evaluator,
+              seen: dict[str, float | None] | None = None) -> list[Row]:
     """The rows whose prediction moves when the group's value moves by 10%: the rows that can tune it. A row of
-    weight 0 in a fit (`fit_weight`: unmodelled, or a latency at a stated request rate) tunes nothing."""
-    base = without_part_terms(cal, {r["accelerator"] for r in rows}) if g.tuned_on.pooled else cal
+    weight 0 in a fit (`fit_weight`: unmodelled, or a latency at a stated request rate) tunes nothing.
+    `seen`: predictions under `cal` itself by row id, kept between groups (the same calibration every time)."""
+    pooled = g.tuned_on.pooled
+    base = without_part_terms(cal, {r["accelerator"] for r in rows}) if pooled else cal
     moved = _with_value(base, g.names, cal.terms[g.names[0]].value * 1.1 + 1e-3)
+    memo = {} if seen is None or pooled else seen
     out = []
     for row in (r for r in rows if fit_weight(r) > 0):
+        key = row.get("id", "")
         try:
-            a, b = evaluate(row, base).predicted, evaluate(row, moved).predicted
+            if key not in memo:
+                memo[key] = None
+                memo[key] = evaluate(row, base).predicted
+            a = memo[key]
+            if a is None:
+                continue
+            b = evaluate(row, moved).predicted
         except (GpuplanError, ValueError):
             continue
         if abs(a - b) > 1e-3 * abs(a):
@@ -202,26 +240,46 @@ def _affected(g: Group, rows: Sequence[Row], cal: Calibration, evaluate: Evaluat
     return out
 
 
+def affected_ids(rows: Sequence[Row], cal: Calibration, evaluate: Evaluator, *, file: str) -> dict[
+        tuple[str, ...], frozenset[str]]:
+    """Per group of terms tuned on `file`, the ids of the rows that move it under `cal` (`_affected`): computed
+    once for all rows and passed to every fold's `refit`, which keeps those of its own rows."""
+    seen: dict[str, float | None] = {}
+    return {g.names: frozenset(r["id"] for r in _affected(g, [r for r in rows if row_matches(g.tuned_on, r)], cal,
+                                                          evaluate, seen))
+            for g in term_groups(cal, file)}
+
+
 def refit(rows: Sequence[Row], cal: Calibration, evaluate: Evaluator, *, file: str,
           drop_accelerators: Iterable[str] = (), evals: int = 10,
-          groups: Sequence[Group] | None = None) -> tuple[Calibration, dict[str, float]]:
+          groups: Sequence[Group] | None = None,
+          affected: dict[tuple[str, ...], frozenset[str]] | None = None) -> tuple[Calibration, dict[str, float]]:
     """Terms tuned on `file` refitted on `rows`; (the calibration, the refitted values by term name).
 
-    `drop_accelerators`: parts treated as having no rows (leave-one-accelerator-out).
+    `drop_accelerators`: parts treated as having no rows (leave-one-accelerator-out). The rule-set defaults
+    (`DEFAULT_RULES`) are re-derived from the refitted part terms. `affected` (`affected_ids` over a superset of
+    `rows` under the same `cal`): the rows that move each group, instead of finding them again.
     """
+    shipped = cal
     cal = without_part_terms(cal, drop_accelerators)
     todo = [g for g in (groups if groups is not None else term_groups(cal, file))
             if all(n in cal.terms for n in g.names)]
     fitted: dict[str, float] = {}
     live: list[tuple[Group, list[Row]]] = []
+    seen: dict[str, float | None] = {}  # predictions under `cal` as it stands (reset when a group is dropped)
     for g in todo:
         if not all(n in cal.terms for n in g.names):  # dropped with another group of the same part
             continue
-        sel = _affected(g, [r for r in rows if row_matches(g.tuned_on, r)], cal, evaluate)
+        matching = [r for r in rows if row_matches(g.tuned_on, r)]
+        if affected is not None and g.names in affected:
+            sel = [r for r in matching if r.get("id", "") in affected[g.names]]
+        else:
+            sel = _affected(g, matching, cal, evaluate, seen)
         if sel:
             live.append((g, sel))
         elif g.tuned_on.accelerator:  # no row left that moves this group: its terms fall back to the defaults
             cal = _without(cal, g.names)
+            seen = {}
     for g, sel in live:
         if not all(n in cal.terms for n in g.names):
             continue
@@ -236,4 +294,4 @@ def refit(rows: Sequence[Row], cal: Calibration, evaluate: Evaluator, *, file: s
         best = _golden(score, *g.tuned_on.bounds, evals=evals)
         cal = _with_value(cal, names, best)
         fitted.update({n: best for n in names})
-    return cal, fitted
+    return derive_defaults(cal, shipped), fitted

@@ -12,6 +12,7 @@ from gpuplan.estimate.calibration import Calibration
 from gpuplan.estimate.uncertainty import band
 from gpuplan.hardware import load_catalog
 from gpuplan.validate.cases import read_rows
+from gpuplan.validate.ground_truth import FILES, case_files
 from gpuplan.validate.inference_cases import INFER_METRICS, evaluate_inference_row
 from gpuplan.validate.memory_cases import METRICS as MEMORY_METRICS
 from gpuplan.validate.memory_cases import CaseResult, evaluate_memory_row
@@ -53,10 +54,17 @@ class ValidationReport:
 
 def validate_file(path: Path, *, calibration: Calibration | None = None,
                   include_low_confidence: bool = False) -> ValidationReport:
-    """Evaluate every row of a ground-truth case file; rows that cannot be evaluated are listed with the reason."""
-    if not path.exists():
-        raise InputError(field="cases", value=str(path), allowed="an existing CSV file")
-    rows = read_rows(path)
+    """Evaluate every row of a ground-truth case file; rows that cannot be evaluated are listed with the reason.
+
+    `path` may also name a shipped family (`training`, `inference`, `memory`: validate.ground_truth): its dev and
+    released rows together."""
+    if not path.exists() and str(path) in FILES:
+        rows = [r for p in case_files(str(path)) for r in read_rows(p)]
+    elif not path.exists():
+        raise InputError(field="cases", value=str(path),
+                         allowed=f"an existing CSV file, or a shipped family: {', '.join(FILES)}")
+    else:
+        rows = read_rows(path)
     catalog = load_catalog()
     cases: list[CaseResult] = []
     skipped: list[tuple[str, str]] = []
