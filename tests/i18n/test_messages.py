@@ -93,6 +93,11 @@ def test_every_key_used_in_code_exists() -> None:
     used |= {f"trust.group.{k}" for k in ("throughput", "campaign", "memory", "latency")}
     used |= {f"cli.einfer.part.{k}" for k in ("compute", "memory", "communication", "overhead")}  # decode_step
     used |= {f"cli.pinfer.miss.{k}" for k in ("tpot", "ttft", "out_of_memory", "load")}  # parts_without_plan
+    from gpuplan.service.checks import RULE_TYPES
+
+    used |= {f"pydantic.{k}" for k in RULE_TYPES}  # validation rules in the page's language (service/checks.py)
+    used |= {f"web.valid.hint.{k}" for k in ("missing", "extra_forbidden", "type", "choice", "range", "length",
+                                             "other")}  # web/app.py _hint_kind
     assert len(used) > 60
     missing = sorted(k for k in used if k not in messages())
     assert missing == []

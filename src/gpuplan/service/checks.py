@@ -17,8 +17,8 @@ from gpuplan.errors import InputError
 from gpuplan.hardware.issues import CatalogError
 from gpuplan.i18n import LANGS, default_lang, tr
 
-__all__ = ["MAX_ECHO_CHARS", "error_fields", "error_line", "input_error_from_validation", "positive", "positives",
-           "rule_text", "shown_value", "ui_lang"]
+__all__ = ["MAX_ECHO_CHARS", "RULE_TYPES", "error_fields", "error_line", "input_error_from_validation", "positive",
+           "positives", "rule_text", "shown_value", "ui_lang"]
 
 MAX_ECHO_CHARS = 120  # a bad value is echoed at most this long (a 200 KB value is not sent back, twice)
 
@@ -42,7 +42,7 @@ def shown_value(value: Any) -> str | int | float | bool | None:
 
 
 # pydantic error types worded in every catalog language (the rest keep pydantic's English text)
-_RULES = ("missing", "extra_forbidden", "literal_error", "finite_number", "less_than_equal", "greater_than_equal",
+RULE_TYPES = ("missing", "extra_forbidden", "literal_error", "finite_number", "less_than_equal", "greater_than_equal",
           "less_than", "greater_than", "int_parsing", "int_from_float", "float_parsing", "bool_parsing",
           "string_type", "int_type", "float_type", "list_type", "dict_type", "string_too_long", "string_too_short",
           "too_long", "too_short")
@@ -52,7 +52,7 @@ def rule_text(error: Mapping[str, Any], lang: str = "en") -> str:
     """What a pydantic error says is allowed, in `lang` (its context's bounds and choices kept)."""
     kind = str(error.get("type", ""))
     msg = str(error.get("msg", "invalid value")).removeprefix("Value error, ")
-    if lang == "en" or kind not in _RULES:
+    if lang == "en" or kind not in RULE_TYPES:
         return msg
     ctx = {k: str(v) for k, v in (error.get("ctx") or {}).items()}
     try:
