@@ -70,7 +70,7 @@ def form_client_class() -> Any:
         def post(self, url: Any, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
             if not str(url).startswith("/api/") and (kwargs.get("json") is None) and kwargs.get("content") is None:
                 if not self.cookies.get(COOKIE):
-                    self.get("/healthz")
+                    self.get("/login")
                 data = dict(kwargs.get("data") or {})
                 data.setdefault(FIELD, self.cookies.get(COOKIE))
                 kwargs["data"] = data

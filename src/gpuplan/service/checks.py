@@ -43,9 +43,9 @@ def shown_value(value: Any) -> str | int | float | bool | None:
 
 # pydantic error types worded in every catalog language (the rest keep pydantic's English text)
 RULE_TYPES = ("missing", "extra_forbidden", "literal_error", "finite_number", "less_than_equal", "greater_than_equal",
-          "less_than", "greater_than", "int_parsing", "int_from_float", "float_parsing", "bool_parsing",
-          "string_type", "int_type", "float_type", "list_type", "dict_type", "string_too_long", "string_too_short",
-          "too_long", "too_short")
+              "less_than", "greater_than", "int_parsing", "int_from_float", "float_parsing", "bool_parsing",
+              "string_type", "int_type", "float_type", "list_type", "dict_type", "string_too_long",
+              "string_too_short", "too_long", "too_short")
 
 
 def rule_text(error: Mapping[str, Any], lang: str = "en") -> str:

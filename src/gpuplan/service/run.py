@@ -48,26 +48,24 @@ def _lang() -> str:
 
 
 def check_plan_train(req: TrainPlanRequest) -> ModelSpec:
-    """The checks `plan train` makes before it searches (numbers, the model name): cheap, so a server can answer
-    a bad request at once instead of in a search; the model's spec."""
+    """The checks `plan train` makes before it searches (numbers, the model name, the user's records, the recipe,
+    network and policy names): cheap, so a server answers a bad request at once instead of in a search or a
+    failed job; the model's spec."""
+    return _checked_train(req)[0]
+
+
+def _checked_train(req: TrainPlanRequest) -> tuple[ModelSpec, Any, Any, Any, Any]:
+    """The spec, catalog, job, calibration and constraints of a training request, each checked once (no search;
+    the request's own catalog records are built into a catalog once)."""
     from gpuplan.service.checks import positives
-    from gpuplan.service.uploads import spec_from_config
+    from gpuplan.service.train_options import plan_constraints, training_job
+    from gpuplan.service.uploads import calibration_for, spec_from_config
+    from gpuplan.workload.params import count_params
 
     positives(_lang(), ("tokens", req.tokens, False), ("seq-len", req.seq_len, True),
               ("global-batch", req.global_batch, True), ("top", req.top, True))
     # an uploaded config.json is read as `-m config.json` reads the file
     spec = spec_from_config(req.hf_config, req.model) if req.hf_config is not None else _spec(req.model)
-    _check_user_catalog(req)
-    _train_inputs(req, spec)  # the recipe, network and policy names: a bad one is a 422 now, not a failed job
-    return spec
-
-
-def _train_inputs(req: TrainPlanRequest, spec: ModelSpec) -> tuple[Any, Any, Any, Any]:
-    """The catalog, job, calibration and constraints of a training request, checked (cheap: no search)."""
-    from gpuplan.service.train_options import plan_constraints, training_job
-    from gpuplan.service.uploads import calibration_for
-    from gpuplan.workload.params import count_params
-
     cat = catalog_for(req.user_catalog)
     job = training_job(req.method, req.seq_len, req.global_batch, req.precision, kernels=req.kernels or "auto",
                        data_loading=req.data_loading, framework=req.framework, recipe=req.recipe)
@@ -77,12 +75,18 @@ def _train_inputs(req: TrainPlanRequest, spec: ModelSpec) -> tuple[Any, Any, Any
                             market=req.market, vendor=req.vendor, provider=req.provider,
                             domestic_only=req.domestic_only, network=req.network, nics_per_node=req.nics_per_node,
                             gpus_per_node=req.gpus_per_node, trust=req.trust, lang=_lang())
-    return cat, job, cal, cons
+    return spec, cat, job, cal, cons
 
 
 def check_plan_infer(req: InferPlanRequest) -> tuple[ModelSpec, Any, Any]:
-    """The checks `plan infer` makes before it searches (numbers, lengths, the model and engine names); the
-    model's spec, the load and the engine profile."""
+    """The checks `plan infer` makes before it searches (numbers, lengths, the model and engine names, the user's
+    records, the vendor and provider filters); the model's spec, the load and the engine profile."""
+    return _checked_infer(req)[:3]
+
+
+def _checked_infer(req: InferPlanRequest) -> tuple[ModelSpec, Any, Any, Any]:
+    """check_plan_infer's answers and the catalog the request plans on (its own records built in once)."""
+    from gpuplan.hardware.query import check_policy_names
     from gpuplan.service.checks import positives
     from gpuplan.service.infer_inputs import infer_load
     from gpuplan.workload.engines import engine
@@ -93,16 +97,9 @@ def check_plan_infer(req: InferPlanRequest) -> tuple[ModelSpec, Any, Any]:
     # a client's lengths never name a server path (files=False: `hist:` fails before anything is opened)
     load = infer_load(req.qps, None, req.input_len, req.output_len, req.input_dist, req.output_dist, files=False)
     spec = _spec(req.model)
-    _check_user_catalog(req)
-    return spec, load, engine(req.engine)
-
-
-def _check_user_catalog(req: TrainPlanRequest | InferPlanRequest) -> None:
-    """The request's own records fit the catalog (InputError naming the record field otherwise), and its vendor and
-    provider filters name ones that catalog has."""
-    from gpuplan.hardware.query import check_policy_names
-
-    check_policy_names(catalog_for(req.user_catalog), vendor=req.vendor, provider=req.provider)
+    cat = catalog_for(req.user_catalog)
+    check_policy_names(cat, vendor=req.vendor, provider=req.provider)
+    return spec, load, engine(req.engine), cat
 
 
 def run_plan_train(req: TrainPlanRequest) -> dict[str, Any]:
@@ -118,8 +115,7 @@ def plan_train_report(req: TrainPlanRequest) -> tuple[dict[str, Any], dict[str, 
     from gpuplan.search.train_search import plan_training
     from gpuplan.service.advice import requirements
 
-    spec = check_plan_train(req)
-    cat, job, cal, cons = _train_inputs(req, spec)
+    spec, cat, job, cal, cons = _checked_train(req)
     res = plan_training(spec, job, cat, cons, tokens=req.tokens, calibration=cal)
     if not res.plans:
         raise InputError(field="constraints", value=res.rejected, allowed="at least one feasible plan",
@@ -164,9 +160,8 @@ def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], di
     from gpuplan.search.infer_search import WEIGHTS, InferConstraints, plan_inference, plan_record
     from gpuplan.service.advice import requirements
 
-    spec, load, prof = check_plan_infer(req)
+    spec, load, prof, cat = _checked_infer(req)
     slo = InferSlo(ttft_p99_s=req.ttft_p99, tpot_p99_s=req.tpot_p99)
-    cat = catalog_for(req.user_catalog)
     cons = InferConstraints(market=req.market, vendor=req.vendor, provider=req.provider,
                             domestic_only=req.domestic_only, max_devices=req.max_devices,
                             weights=tuple(req.weights) if req.weights else WEIGHTS, kv_dtype=req.kv_dtype,

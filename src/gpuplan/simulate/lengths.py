@@ -108,6 +108,12 @@ def _read_hist(path: Path, label: str) -> LengthDist:
     except OSError as exc:
         raise InputError(field="length histogram", value=str(path), allowed="a readable CSV file",
                          hint=str(exc)) from None
+    return hist_rows(rows, label=label, field="length histogram", value=str(path))
+
+
+def hist_rows(rows: list[dict[str, str]], *, label: str, field: str, value: str | None = None) -> LengthDist:
+    """A histogram from CSV rows with header `length,weight` (one length a row) or `low,high,weight` (a bin a row):
+    a file's (`hist:`) or an upload's (`bins_spec`); InputError naming `field` on a malformed row."""
     low: list[int] = []
     high: list[int] = []
     weight: list[float] = []
@@ -121,7 +127,7 @@ def _read_hist(path: Path, label: str) -> LengthDist:
                 high.append(int(r["high"]))
             weight.append(float(r["weight"]))
     except (KeyError, TypeError, ValueError):
-        raise InputError(field="length histogram", value=str(path),
+        raise InputError(field=field, value=value,
                          allowed="CSV with header length,weight or low,high,weight and numeric rows") from None
     return LengthDist(kind="hist", low=tuple(low), high=tuple(high), weight=tuple(weight), label=label)
 
@@ -186,15 +192,10 @@ def parse_length_dist(text: str | int, *, field: str = "length", files: bool = F
 
 
 def bins_spec(rows: list[dict[str, str]], *, field: str = "length histogram") -> str:
-    """An uploaded histogram CSV's rows (header `length,weight` or `low,high,weight`) as a `bins:` spec, checked."""
-    parts: list[str] = []
-    try:
-        for r in rows[: MAX_BINS + 1]:
-            span = str(int(r["length"])) if "length" in r else f"{int(r['low'])}-{int(r['high'])}"
-            parts.append(f"{span}={float(r['weight']):g}")
-    except (KeyError, TypeError, ValueError):
-        raise InputError(field=field, value=None,
-                         allowed="CSV with header length,weight or low,high,weight and numeric rows") from None
-    spec = "bins:" + ",".join(parts)
-    parse_length_dist(spec, field=field)  # the same checks as an inline histogram
+    """An uploaded histogram CSV's rows (header `length,weight` or `low,high,weight`) as a `bins:` spec, checked
+    as an inline histogram is (at most MAX_BINS bins, finite weights, lengths in range)."""
+    dist = hist_rows(rows[: MAX_BINS + 1], label="upload", field=field)
+    spec = "bins:" + ",".join(f"{lo}-{hi}={w:g}" if hi != lo else f"{lo}={w:g}"
+                              for lo, hi, w in zip(dist.low, dist.high, dist.weight, strict=True))
+    parse_length_dist(spec, field=field)
     return spec

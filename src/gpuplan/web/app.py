@@ -24,6 +24,8 @@ from gpuplan.errors import GpuplanError, InputError
 from gpuplan.i18n import LANGS, tr
 from gpuplan.service.checks import error_fields, rule_text
 from gpuplan.web import csrf
+from gpuplan.web.i18n import page_lang
+from gpuplan.web.render import error_page, render
 
 __all__ = ["DEFAULT_TIME_LIMIT_S", "MAX_BODY_BYTES", "app_from_env", "create_app"]
 
@@ -63,9 +65,12 @@ class Guard:
         if path.startswith("/api/") and method in ("POST", "PUT", "PATCH") and not _json_body(headers):
             await _not_json(scope, receive, send)
             return
-        token = csrf.token_in(headers.get(b"cookie"))
-        fresh_token = token is None
-        scope.setdefault("state", {})["csrf"] = token = token or csrf.new_token()
+        # pages and their forms carry the CSRF token; API calls, static files and probes need none
+        page = not path.startswith(("/api/", "/static/", "/healthz", "/openapi.json"))
+        token = csrf.token_in(headers.get(b"cookie")) if page else ""
+        fresh_token = page and token is None
+        if page:
+            scope.setdefault("state", {})["csrf"] = token = token or csrf.new_token()
         if declared is None and scope.get("method") in ("POST", "PUT", "PATCH"):
             # no declared length (chunked): read the body here, up to the limit, and hand it on whole
             chunks, seen, more = [], 0, True
@@ -99,7 +104,7 @@ class Guard:
                     hs.append((b"cache-control", _cache_control(path)))
                 if lang:
                     hs.append((b"set-cookie", f"lang={lang}; Path=/; Max-Age=31536000; SameSite=Lax".encode()))
-                if fresh_token:
+                if fresh_token and token:
                     hs.append((b"set-cookie", csrf.cookie_header(token)))
                 msg = {**msg, "headers": hs}
             await send(msg)
@@ -188,7 +193,6 @@ def create_app(database_url: str | None = None, slots: int = 2, time_limit: floa
     from gpuplan.web import api, job_pages, jobs_api, login, pages, plan_import, uploads
     from gpuplan.web.auth import AuthGate, auth_from_env
     from gpuplan.web.jobs import JobPool
-    from gpuplan.web.render import error_page
     from gpuplan.web.store import Store
 
     pool = JobPool(slots, time_limit)
@@ -226,8 +230,6 @@ def create_app(database_url: str | None = None, slots: int = 2, time_limit: floa
 
     @app.get("/api/docs", include_in_schema=False)
     async def api_docs(request: Request) -> HTMLResponse:
-        from gpuplan.web.render import render
-
         return render(request, "api_docs.html")
 
     @app.get("/healthz", tags=["ops"])
@@ -242,8 +244,6 @@ def create_app(database_url: str | None = None, slots: int = 2, time_limit: floa
 
     @app.exception_handler(RequestValidationError)
     async def on_validation(request: Request, exc: RequestValidationError) -> Response:
-        from gpuplan.web.i18n import page_lang
-
         return _error(request, _from_validation(exc, page_lang(request)), 422)
 
     @app.exception_handler(StarletteHTTPException)
@@ -260,8 +260,6 @@ def create_app(database_url: str | None = None, slots: int = 2, time_limit: floa
             return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)
         message = str(exc.detail)
         if exc.status_code == 403 and exc.detail == "csrf":
-            from gpuplan.web.i18n import page_lang
-
             message = tr("web.csrf", page_lang(request))
         page = error_page(request, exc.status_code, message)
         page.headers.update(headers)
@@ -302,13 +300,9 @@ def _methods(app: FastAPI, request: Request) -> list[str]:
 
 
 def _error(request: Request, exc: Exception, status: int) -> Response:
-    from gpuplan.web.i18n import page_lang
-
     lang = page_lang(request)
     detail = error_fields(exc, lang)
     if request.url.path.startswith("/api/"):
         return JSONResponse({"detail": detail}, status_code=status)
-    from gpuplan.web.render import error_page
-
     resp: HTMLResponse = error_page(request, status, detail["message"])
     return resp

@@ -18,6 +18,7 @@ import hashlib
 import hmac
 from urllib.parse import quote
 
+from starlette.requests import cookie_parser
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -40,14 +41,6 @@ def safe_next(target: str | None) -> str:
     return "/"
 
 
-def _cookie(headers: dict[bytes, bytes], name: str) -> str | None:
-    for part in headers.get(b"cookie", b"").decode("latin-1").split(";"):
-        k, _, v = part.strip().partition("=")
-        if k == name:
-            return v
-    return None
-
-
 class AuthGate:
     """Pure ASGI middleware enforcing an AuthConfig."""
 
@@ -62,8 +55,8 @@ class AuthGate:
         bearer = headers.get(b"authorization", b"").decode("latin-1")
         if bearer.startswith("Bearer ") and hmac.compare_digest(bearer[7:].strip().encode(), c.secret.encode()):
             return True
-        session = _cookie(headers, SESSION_COOKIE)
-        return session is not None and hmac.compare_digest(session.encode(), session_value(c.secret).encode())
+        session = cookie_parser(headers.get(b"cookie", b"").decode("latin-1")).get(SESSION_COOKIE, "")
+        return bool(session) and hmac.compare_digest(session.encode(), session_value(c.secret).encode())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")

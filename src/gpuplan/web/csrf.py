@@ -16,6 +16,7 @@ import hmac
 import secrets
 
 from fastapi import HTTPException, Request
+from starlette.requests import cookie_parser
 
 __all__ = ["COOKIE", "FIELD", "check_form", "cookie_header", "new_token", "token_in"]
 
@@ -30,13 +31,8 @@ def new_token() -> str:
 
 def token_in(cookie_header: bytes | None) -> str | None:
     """The token of a request's Cookie header (None when absent or malformed)."""
-    if not cookie_header:
-        return None
-    for part in cookie_header.decode("latin-1").split(";"):
-        name, _, value = part.strip().partition("=")
-        if name == COOKIE and 20 <= len(value) <= 100 and all(c.isalnum() or c in "-_" for c in value):
-            return value
-    return None
+    value = cookie_parser(cookie_header.decode("latin-1")).get(COOKIE, "") if cookie_header else ""
+    return value if 20 <= len(value) <= 100 and all(c.isalnum() or c in "-_" for c in value) else None
 
 
 def cookie_header(token: str) -> bytes:
