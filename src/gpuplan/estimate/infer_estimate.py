@@ -178,6 +178,7 @@ def estimate_inference(spec: ModelSpec, *, accelerator: Accelerator, engine: Eng
     _check_lengths(input_len, output_len, batch, qps)
     _check_instance(instance, draft_tokens, qps, output_len)
     engine.check_runs_on(accelerator)
+    engine = engine.on_part(accelerator)  # the scheduler defaults the engine picks on this part
     kv = kv_dtype or InferenceJob(weights=weights).kv_cache_dtype
     tokens = input_len + output_len
     acc = accelerator

@@ -65,7 +65,7 @@ import math
 from typing import get_args
 
 from gpuplan.errors import InputError
-from gpuplan.estimate.calibration import load_calibration
+from gpuplan.estimate.calibration import Calibration, load_calibration
 from gpuplan.estimate.comm import node_link
 from gpuplan.estimate.gemm_shape import expert_half_width
 from gpuplan.estimate.infer_step_model import StepBreakdown, StepCostModel
@@ -79,6 +79,7 @@ from gpuplan.estimate.memory_infer import (
     max_batch_that_fits,
 )
 from gpuplan.estimate.memory_train import stage_layers
+from gpuplan.estimate.records import MemoryBreakdown
 from gpuplan.hardware.catalog import Catalog
 from gpuplan.hardware.schema_devices import Accelerator
 from gpuplan.units import GB, GIB
@@ -147,6 +148,22 @@ def node_devices(acc: Accelerator) -> int:
     return max(NODE_DEVICES, acc.fully_connected_domain or 1)
 
 
+def _profile_reserve(spec: ModelSpec, job: InferenceJob, layout: Layout, engine: EngineProfile, cal: Calibration,
+                     one_token: MemoryBreakdown) -> float:
+    """Bytes an engine that sizes its KV cache from a start-up profile keeps out of it beyond the activations of one
+    token: the larger of its dummy forward over max_batched_tokens and its sampler run over max_num_seqs rows
+    (vLLM V1 profile_run: _dummy_run(max_num_tokens), then _dummy_sampler_run; the KV cache gets
+    gpu_memory_utilization x memory minus weights, the torch peak and non-torch memory). 0 for engines that keep
+    activations in the headroom of their memory fraction (SGLang mem_fraction_static, TensorRT-LLM)."""
+    if engine.profile_sampler_bytes_per_logit <= 0:
+        return 0.0
+    full = estimate_inference_memory(spec, job.model_copy(update={"context": engine.max_batched_tokens}), layout,
+                                     calibration=cal)
+    forward = float(full.details["activations"]["forward_activations"])
+    peak = max(forward, engine.profile_sampler_bytes(spec.vocab_size))
+    return max(0.0, peak - one_token.activations_bytes)
+
+
 def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout, weights: str, kv_dtype: str,
                     engine: EngineProfile, catalog: Catalog | None = None,
                     scale_out: Link | None = None, attention_fp8: bool = False) -> StepCostModel:
@@ -162,6 +179,7 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
     _check(spec, layout, acc, scale_out)
     engine.check_runs_on(acc)  # TensorRT-LLM is CUDA only, MindIE CANN only (engines.yaml stacks)
     engine = engine.for_accelerator(acc.id)  # the engine's terms on this hardware family, else its defaults
+    engine = engine.on_part(acc)  # the scheduler defaults the engine picks on this part (vLLM get_batch_defaults)
     tp, pp, ep = layout.tp, layout.pp, layout.ep
     groups = max(ep // tp, 1)  # attention data-parallel groups sharing the experts (1: experts inside TP)
     if weights not in WEIGHT_FORMATS:
@@ -306,10 +324,11 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
     mem_gib = acc.memory_gib
     if mem_gib is None:
         raise InputError(field="accelerator", value=acc.id, allowed="a part with a memory size in the catalog")
+    mem = estimate_inference_memory(spec, job.model_copy(update={"context": 1}), layout, calibration=cal)
+    profile_reserve = _profile_reserve(spec, job, layout, engine, cal, mem)
     fit = max_batch_that_fits(spec, job.model_copy(update={"memory_fraction": engine.gpu_memory_fraction,
                                                            "context": 1}),
-                              mem_gib * GIB, layout, calibration=cal)
-    mem = estimate_inference_memory(spec, job.model_copy(update={"context": 1}), layout, calibration=cal)
+                              mem_gib * GIB, layout, calibration=cal, reserve_bytes=profile_reserve)
     heavy_layers = max(d + m for d, m in stage_layers(spec, layout))
 
     terms = engine.used()
@@ -337,6 +356,9 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         # reads of each KV head per decode step: 1 for GQA-grouped kernels, more for an older engine's per-head ones
         "decode_kv_reads_per_kv_head": kv_reads,
         "engine_version": engine.version,
+        "max_num_seqs": engine.max_num_seqs,
+        # device bytes the engine's start-up sampler profile keeps out of the KV cache beyond the forward's peak
+        "profile_sampler_reserve_gib": profile_reserve / GIB,
         "stage_layers": n_layers,
         "kv_dtype": job.kv_cache_dtype,
         "hardware_terms": sorted({str(t["scope"]) for t in used_terms.values() if t["scope"] != "engine"}),

@@ -182,13 +182,15 @@ class InferenceFit:
 
 
 def max_batch_that_fits(spec: ModelSpec, job: InferenceJob, device_memory_bytes: float,
-                        layout: Layout | None = None, *, calibration: Calibration | None = None) -> InferenceFit:
-    """Largest batch of `job.context`-token requests under the engine's memory fraction."""
+                        layout: Layout | None = None, *, calibration: Calibration | None = None,
+                        reserve_bytes: float = 0.0) -> InferenceFit:
+    """Largest batch of `job.context`-token requests under the engine's memory fraction; `reserve_bytes` more
+    are kept out of the KV cache (an engine's start-up profile peak beyond the forward's activations)."""
     one = estimate_inference_memory(spec, job.model_copy(update={"batch": 1}), layout, calibration=calibration)
     budget = device_memory_bytes * job.memory_fraction
     per_request = one.kv_cache_bytes
     per_token = one.details["kv_cache"]["per_token_all_layers"]
-    kv_budget = budget - one.weights_bytes - one.activations_bytes - one.other_bytes
+    kv_budget = budget - one.weights_bytes - one.activations_bytes - one.other_bytes - reserve_bytes
     kv_budget = max(kv_budget, 0.0)
     return InferenceFit(
         device_memory_bytes=device_memory_bytes, budget_bytes=budget, kv_budget_bytes=kv_budget,
