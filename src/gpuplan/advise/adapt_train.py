@@ -37,7 +37,9 @@ def _pinned(layout: Mapping[str, Any], gpn: int) -> LayoutChoices:
     return LayoutChoices(devices=[int(layout["devices"])], tp=[int(layout["tp"])], pp=[int(layout["pp"])],
                          cp=[int(layout["cp"])], ep=[int(layout["ep"])], vpp=[int(layout["vpp"])],
                          zero=[int(layout["zero_stage"])], micro_batch=[int(layout["micro_batch"])],
-                         recompute=[str(layout["recompute"])], max_tp=gpn, dp=[int(layout["dp"])])
+                         recompute=[str(layout["recompute"])], max_tp=gpn, dp=[int(layout["dp"])],
+                         # a plan's own layout ran: FSDP inside pipeline stages came from a framework that has it
+                         zero3_with_pp=int(layout["zero_stage"]) >= 2 and int(layout["pp"]) > 1)
 
 
 def pinned_step(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, layout: Mapping[str, Any],
