@@ -43,7 +43,7 @@ estimate_app = typer.Typer(help=help_text("help.group.estimate"), no_args_is_hel
 plan_app = typer.Typer(help=help_text("help.group.plan"), no_args_is_help=True)
 
 Method = Literal["full", "pretrain", "full_ft", "lora", "qlora"]
-Precision = Literal["bf16", "fp16", "fp32", "fp8"]
+Precision = Literal["bf16", "fp16", "fp32", "fp8", "nvfp4", "mxfp4"]
 
 
 def _catalog(dirs: list[Path] | None) -> Catalog:

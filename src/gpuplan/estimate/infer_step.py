@@ -84,11 +84,11 @@ from gpuplan.hardware.catalog import Catalog
 from gpuplan.hardware.schema_devices import Accelerator
 from gpuplan.units import GB, GIB
 from gpuplan.workload.engines import EngineProfile
-from gpuplan.workload.jobs import InferenceJob, KVDtype, Layout, WeightFormat, check_layout
+from gpuplan.workload.jobs import FP4_FORMATS, InferenceJob, KVDtype, Layout, WeightFormat, check_layout
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
-__all__ = ["StepBreakdown", "StepCostModel", "node_devices", "step_cost_model", "weight_stream_bandwidth"]
+__all__ = ["StepBreakdown", "StepCostModel", "fp4_peak", "node_devices", "step_cost_model", "weight_stream_bandwidth"]
 
 ACT_BYTES = 2.0  # activations travel in 16 bits between layers and ranks
 NODE_DEVICES = 8  # devices per node the catalog assumes (docs/catalog.md)
@@ -112,7 +112,24 @@ def _gemm_rate(acc: Accelerator, weights: str) -> tuple[float, bool, str]:
         p8 = _peak(acc, weights)
         if p8 is not None:
             return p8, False, weights
+    if weights in FP4_FORMATS:  # W4A4 GEMMs on FP4 tensor cores (NVFP4 on Blackwell, MXFP4 on Blackwell and CDNA 4)
+        return fp4_peak(acc, weights, field="weights") * 1e12, False, "fp4"
     return p16, weights != "bf16" and weights != "fp16", "bf16"
+
+
+def fp4_peak(acc: Accelerator, what: str, *, field: str) -> float:
+    """The part's dense FP4 peak (TFLOPS); InputError naming the parts that have one when it has none."""
+    p4 = acc.dense_tflops("fp4")
+    if p4 is None:
+        raise InputError(field=field, value=what,
+                         allowed=f"a format {acc.id} computes in: it has no FP4 tensor cores (no fp4_dense_tflops)",
+                         hint="FP4 (NVFP4, MXFP4) runs on Blackwell (B200, GB200, B300, GB300) and MI355X; use fp8 "
+                              "or int4 weights here")
+    if what == "nvfp4" and acc.software_stack != "cuda":
+        # NVFP4 (E4M3 scale per 16 values) is NVIDIA's block format; CDNA 4's matrix cores take the OCP MX formats
+        raise InputError(field=field, value=what, allowed=f"mxfp4 on {acc.id} (its FP4 tensor cores take OCP MX "
+                         "formats)", hint="NVFP4 is NVIDIA Blackwell's format; AMD CDNA 4 computes MXFP4")
+    return float(p4)
 
 
 def _check(spec: ModelSpec, layout: Layout, acc: Accelerator, scale_out: Link | None) -> None:
@@ -186,6 +203,8 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         raise InputError(field="weights", value=weights, allowed=", ".join(WEIGHT_FORMATS))
     if kv_dtype not in KV_DTYPES:
         raise InputError(field="kv_dtype", value=kv_dtype, allowed=", ".join(KV_DTYPES))
+    if kv_dtype in FP4_FORMATS:  # an NVFP4 KV cache is read by Blackwell-only attention kernels (TensorRT-LLM)
+        fp4_peak(acc, kv_dtype, field="kv_dtype")
     job = InferenceJob(weights=weights, kv_dtype=kv_dtype)
     e = engine.value
     bw = float(acc.hbm_bandwidth_gbps or 0.0) * GB
@@ -193,7 +212,8 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
     gemv_factor = stream / weight_stream_bandwidth(acc, engine, gemv=weights in ("bf16", "fp16"))
     rate, dequantized, rate_label = _gemm_rate(acc, weights)
     eff16 = e("gemm_efficiency")
-    gemm_eff = eff16 if rate_label == "bf16" else e("gemm_efficiency_8bit")
+    gemm_eff = (eff16 if rate_label == "bf16" else e("gemm_efficiency_fp4") if rate_label == "fp4"
+                else e("gemm_efficiency_8bit"))
     p16 = _peak(acc, "bf16") or _peak(acc, "fp16") or rate
     dq = e("dequant_overhead") if dequantized else 0.0
     flop_s = rate * gemm_eff
@@ -334,7 +354,8 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
     terms = engine.used()
     skip = {"dequant_overhead"} if not dequantized else set()
     skip |= {"moe_expert_half_width"} if spec.moe is None else set()
-    skip |= {"gemm_efficiency_8bit"} if rate_label == "bf16" else set()
+    skip |= {"gemm_efficiency_8bit"} if rate_label in ("bf16", "fp4") else set()
+    skip |= {"gemm_efficiency_fp4"} if rate_label != "fp4" else set()
     skip |= {"gemv_bytes_per_sm_cycle", "gemm_bytes_per_sm_cycle"} if not acc.sm_count else set()
     skip |= {"allreduce_latency_factor"} if not one_shot else set()
     used_terms = {k: v for k, v in terms.items() if k not in skip}

@@ -25,7 +25,7 @@ from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.estimate.kv_cache import kv_cache
 from gpuplan.estimate.memory_train import stage_layers
 from gpuplan.estimate.records import MemoryBreakdown
-from gpuplan.units import GIB
+from gpuplan.units import GIB, dtype_bytes
 from gpuplan.workload.jobs import InferenceJob, Layout, check_layout
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import ParamCounts, count_params
@@ -41,6 +41,8 @@ def matrix_bytes_per_param(spec: ModelSpec, job: InferenceJob) -> float:
         return 2.0
     if w in ("fp8", "int8"):
         return 1.0 + 4.0 / spec.hidden_size  # per-output-channel fp32 scale (rows ~ hidden)
+    if w in ("nvfp4", "mxfp4"):  # block-scaled 4-bit floats: the scale of each block of 16 (NVFP4) or 32 (MXFP4)
+        return dtype_bytes(w)
     return 0.5 + (2.0 + 0.5) / job.int4_group_size  # fp16 scale + 4-bit zero per group
 
 

@@ -40,6 +40,18 @@ class ClusterHardware:
                              hint="choose a precision the part supports (see gpuplan catalog show)")
         return value * 1e12
 
+    def fp4_peak_flops(self, fmt: str) -> float:
+        """FLOP/s of the part's FP4 tensor cores for a 4-bit float training format (NVFP4: NVIDIA Blackwell only;
+        MXFP4: Blackwell and CDNA 4); InputError when the part has none."""
+        if fmt == "nvfp4" and self.accelerator.software_stack != "cuda":
+            raise InputError(field="precision", value=fmt, allowed=f"mxfp4 on {self.accelerator.id} (its FP4 tensor "
+                             "cores take OCP MX formats)", hint="NVFP4 is NVIDIA Blackwell's format")
+        if self.accelerator.dense_tflops("fp4") is None:
+            raise InputError(field="precision", value=fmt,
+                             allowed=f"bf16 or fp8 on {self.accelerator.id} (no FP4 tensor cores)",
+                             hint="FP4 training runs on Blackwell (B200, GB200, B300, GB300) and MI355X")
+        return self.peak_flops("fp4")
+
     def intra(self, ranks_per_node: Any) -> Link:
         link = node_link(self.accelerator, ranks_per_node)
         if link is None:

@@ -28,8 +28,8 @@ __all__ = ["SHARED", "engine_for", "serving_calibration", "serving_evaluator"]
 
 SHARED = ("gemm_efficiency", "memory_bw_efficiency", "gemv_bytes_per_sm_cycle", "gemm_bytes_per_sm_cycle",
           "request_overhead_s", "allreduce_latency_factor", "roofline_overlap_exponent")
-_FRACTIONS = ("gemm_efficiency", "gemm_efficiency_8bit", "memory_bw_efficiency", "kv_read_efficiency",
-              "attention_efficiency")
+_FRACTIONS = ("gemm_efficiency", "gemm_efficiency_8bit", "gemm_efficiency_fp4", "memory_bw_efficiency",
+              "kv_read_efficiency", "attention_efficiency")
 
 
 def _bounds(name: str, value: float) -> tuple[float, float]:

@@ -41,6 +41,7 @@ Scheduling = Literal["fcfs", "prefill_first", "decode_first", "static"]
 ENGINE_TERMS = (
     "gemm_efficiency",
     "gemm_efficiency_8bit",
+    "gemm_efficiency_fp4",
     "memory_bw_efficiency",
     "gemv_bytes_per_sm_cycle",
     "gemm_bytes_per_sm_cycle",
@@ -205,7 +206,8 @@ class EngineProfile(BaseModel):
         if missing or extra:
             raise ValueError(f"engine {self.id}: terms must be exactly {list(ENGINE_TERMS)}; "
                              f"missing {missing}, unknown {extra}")
-        for name in ("gemm_efficiency", "gemm_efficiency_8bit", "memory_bw_efficiency", "kv_read_efficiency",
+        for name in ("gemm_efficiency", "gemm_efficiency_8bit", "gemm_efficiency_fp4", "memory_bw_efficiency",
+                     "kv_read_efficiency",
                      "attention_efficiency"):
             if not 0 < self.terms[name].value <= 1:
                 raise ValueError(f"engine {self.id}: {name} must be in (0, 1], got {self.terms[name].value}")
