@@ -27,7 +27,7 @@ from gpuplan.render.plan_json import compact_plans
 from gpuplan.render.report_text import bottleneck_text, cost_text, duration_text, layout_text, offer_text, rule_line
 from gpuplan.render.trust_text import band_cost, band_duration, band_num, confidence_text, trust_lines
 from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices, offered, offered_choice, why_no_layout
-from gpuplan.search.cluster import cluster_hardware, usual_network
+from gpuplan.search.cluster import cluster_hardware, default_gpus_per_node, usual_network
 from gpuplan.search.estimate_trust import COST_KINDS, training_estimate_trust
 from gpuplan.search.pricing import device_price
 from gpuplan.search.train_planner import best_layout, plan_figures
@@ -104,7 +104,7 @@ def estimate_train(
         acc = cat.accelerator(accelerator)
         note(alias_note(cat, accelerator, language))
         warn(seq_len_warning(spec, seq_len, language))
-        gpn = gpus_per_node or min(8, num_accels)
+        gpn = gpus_per_node or default_gpus_per_node(acc, num_accels)
         job = training_job(method, seq_len, global_batch, precision, micro_batch, kernels=kernels,
                            data_loading=data_loading, framework=framework, recipe=recipe,
                            devices=num_accels).model_copy(

@@ -14,8 +14,23 @@ from gpuplan.estimate.calibration import Calibration
 from gpuplan.estimate.links import Link, inter_node_link, node_link
 from gpuplan.hardware import Accelerator, Catalog, Network, Server
 
-__all__ = ["ClusterHardware", "cluster_hardware", "default_network", "hbm_scale", "measured_hardware",
-           "usual_network", "usual_server"]
+__all__ = ["ClusterHardware", "cluster_hardware", "default_gpus_per_node", "default_network", "hbm_scale",
+           "measured_hardware", "usual_network", "usual_server"]
+
+
+def default_gpus_per_node(accelerator: Accelerator, devices: int) -> int:
+    """Devices that share one NVLink domain when a job does not say: 8 per HGX-class server; on a rack-scale part
+    (fully_connected_domain above 8: GB200/GB300 NVL72, 72 GPUs on one NVLink switch fabric, NVIDIA GB200 NVL72
+    product page) the largest whole number of 4-GPU compute trays that divides the job and fits the domain, so that
+    tensor- and expert-parallel groups inside it talk over NVLink, not over the scale-out NICs."""
+    domain = accelerator.fully_connected_domain or 8
+    if domain <= 8 or devices <= 8:
+        return min(8, devices)
+    best = min(8, devices)
+    for g in range(4, min(domain, devices) + 1, 4):
+        if devices % g == 0:
+            best = g
+    return best
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -22,7 +22,7 @@ from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.hardware import Catalog
 from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices, offered, why_no_layout
-from gpuplan.search.cluster import cluster_hardware, usual_network
+from gpuplan.search.cluster import cluster_hardware, default_gpus_per_node, usual_network
 from gpuplan.search.train_planner import best_layout, plan_figures
 from gpuplan.units import GIB
 from gpuplan.validate.cases import Row, model_for_row, opt_bool, opt_float, opt_int
@@ -62,7 +62,7 @@ def evaluate_training_row(row: Row, catalog: Catalog, calibration: Calibration |
     spec = model_for_row(row)
     seq = opt_int(row, "seq_len") or 4096
     n = opt_int(row, "num_accels") or DEFAULT_DEVICES
-    gpn = opt_int(row, "gpus_per_node") or min(8, n)
+    gpn = opt_int(row, "gpus_per_node") or default_gpus_per_node(catalog.accelerator(row["accelerator"]), n)
     gb = opt_int(row, "global_batch_seqs") or default_global_batch(seq, n)
     # A row whose stated layout has more data-parallel ranks than its stated batch has sequences (NeMo's long-
     # sequence table: 8 sequences at tp4 cp8 on 512 devices, dp 16) ran at least one sequence per rank: its
