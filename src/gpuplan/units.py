@@ -11,7 +11,7 @@ from typing import Literal
 GIB = 2**30  # bytes
 GB = 10**9  # bytes
 
-Dtype = Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "nf4"]
+Dtype = Literal["fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "nf4", "nvfp4", "mxfp4"]
 
 # Bytes per element of each storage dtype (int4/nf4 pack two values per byte).
 DTYPE_BYTES: dict[str, float] = {
@@ -23,6 +23,10 @@ DTYPE_BYTES: dict[str, float] = {
     "int8": 1.0,
     "int4": 0.5,
     "nf4": 0.5,
+    # 4-bit floats with their block scales: NVFP4 one E4M3 scale per 16 values (NVIDIA, "Introducing NVFP4",
+    # developer blog 2025: 4.5 bits per value), MXFP4 one E8M0 scale per 32 (OCP Microscaling Formats v1.0)
+    "nvfp4": 0.5 + 1.0 / 16,
+    "mxfp4": 0.5 + 1.0 / 32,
 }
 
 

@@ -112,8 +112,28 @@ def test_no_sparse_figure_slipped_in(builtin: Catalog) -> None:
     for a in builtin.accelerators.values():
         if a.bf16_dense_tflops is not None:
             assert a.bf16_dense_tflops < 2600, a.id
-        if a.fp8_dense_tflops is not None:
-            assert a.fp8_dense_tflops <= 5000, a.id
+        if a.fp8_dense_tflops is not None:  # MI355X's dense 5.03 PF (8,192 FLOPs/clk/CU x 256 CUs x 2.4 GHz) is the top
+            assert a.fp8_dense_tflops <= 5100, a.id
+        if a.fp4_dense_tflops is not None:  # GB300's dense 15 PF is the top; sparse FP4 figures start at 18 PF
+            assert a.fp4_dense_tflops <= 16000, a.id
+
+
+def test_new_parts_carry_their_sourced_specs(builtin: Catalog) -> None:
+    # MI325X: 256 GB HBM3E at 6.0 TB/s, FP16 1,307 TFLOPS (Vultr ROCm hardware requirements); MI355X: 288 GB, 8 TB/s,
+    # 1400 W, FP4 20.1 PF with sparsity (Tom's Hardware, ISC 2025); B300: 288 GB, FP4 13,125 dense, FP64 1.25
+    # (glennklockwood B300); GB300 NVL72: 1.1 EF dense FP4 and 360 PF FP8 over 72 GPUs
+    mi325 = builtin.accelerator("MI325X")
+    assert (mi325.hbm_gib, mi325.hbm_bandwidth_gbps, mi325.bf16_dense_tflops) == (256, 6000, 1307.4)
+    assert mi325.fp4_dense_tflops is None  # CDNA 3 has no FP4 matrix format
+    mi355 = builtin.accelerator("MI355X")
+    assert (mi355.hbm_gib, mi355.hbm_bandwidth_gbps, mi355.tdp_w) == (288, 8000, 1400)
+    assert mi355.fp4_dense_tflops == pytest.approx(20100 / 2, rel=0.01)
+    b300 = builtin.accelerator("B300")
+    assert (b300.hbm_gib, b300.fp4_dense_tflops, b300.fp64_dense_tflops) == (288, 13125, 1.25)
+    gb300 = builtin.accelerator("GB300")
+    assert gb300.fp4_dense_tflops == pytest.approx(1.1e6 / 72, rel=0.1)
+    assert gb300.fp8_dense_tflops == pytest.approx(360e3 / 72, rel=0.01)
+    assert gb300.fully_connected_domain == 72
 
 
 def test_fp8_at_least_bf16(builtin: Catalog) -> None:

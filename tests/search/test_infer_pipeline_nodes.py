@@ -131,7 +131,7 @@ def test_estimate_infer_counts_the_batches_in_flight_as_the_planner_does() -> No
 
     acc = CAT.accelerator("h100-sxm5-80gb")
     link = Link(47.0, 5e-6)
-    eng = engine("vllm")
+    eng = engine("vllm").on_part(acc)  # the request cap vLLM starts with on an H100 (part_defaults)
     est = estimate_inference(SPEC, accelerator=acc, engine=eng, input_len=1000, output_len=300, tp=8, pp=2,
                              weights="bf16", catalog=CAT, scale_out=link)
     cm = step_cost_model(SPEC, accelerator=acc, layout=Layout(tp=8, pp=2), weights="bf16", kv_dtype="bf16",

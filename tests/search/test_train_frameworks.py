@@ -13,7 +13,7 @@ from gpuplan.cli.main import app
 from gpuplan.estimate.calibration import default_calibration
 from gpuplan.estimate.flops import forward_flops
 from gpuplan.hardware import load_catalog
-from gpuplan.search.candidates import LayoutChoices, generate
+from gpuplan.search.candidates import LayoutChoices, generate, why_no_layout
 from gpuplan.search.cluster import cluster_hardware
 from gpuplan.search.train_eval import evaluate_training
 from gpuplan.search.train_search import PlanConstraints, choose_layout_family, plan_training
@@ -315,3 +315,27 @@ def test_a_zero_group_keeps_zero3_collectives_and_the_optimizer_shard_inside_it(
     grouped = evaluate_training(spec, job.model_copy(update={"zero_group": 8}), hw, c, calibration=cal).breakdown_s
     assert grouped["dp_comm"][0] < whole["dp_comm"][0]
     assert grouped["other"][0] == pytest.approx(8 * whole["other"][0], rel=1e-6)
+
+
+def test_fsdp2_with_pipeline_stages_is_a_torchtitan_layout_and_the_refusal_names_its_rule() -> None:
+    # torchtitan composes FSDP2 (data_parallel_shard_degree) with TP and PP (torchtitan docs, composability; its
+    # Llama 3.1 405B config sets shard, tensor and pipeline degrees together). Before: the candidate mask refused
+    # ZeRO-3 with pp > 1 for every framework, and the CLI said the degrees' product was not 512 (8 x 8 divides 512).
+    args = ["estimate", "train", "-m", "llama3.1-405b", "--accelerator", "h100-sxm5-80gb", "--num-accels", "512",
+            "--tp", "8", "--pp", "8", "--zero", "3", "--seq-len", "8192", "--json"]
+    res = CliRunner().invoke(app, [*args, "--framework", "torchtitan"])
+    exited(res, 0)
+    lay = json.loads(res.output)["layout"]
+    assert (lay["tp"], lay["pp"], lay["dp"], lay["zero_stage"]) == (8, 8, 8, 3)
+    res = CliRunner().invoke(app, [*args, "--framework", "megatron"])
+    exited(res, 2)
+    assert "ZeRO-2/3 (FSDP) only without pipeline stages" in res.output and "product" not in res.output
+
+
+def test_why_no_layout_names_the_first_rule_no_layout_meets() -> None:
+    choices = LayoutChoices(devices=[12], tp=[8], pp=[1], cp=[1], ep=[1], vpp=[1], zero=[1], micro_batch=[1],
+                            recompute=["full"])
+    assert why_no_layout(LLAMA70, choices, seq_len=4096, global_batch=64) == "tp x pp x cp divides the device count"
+    heads = LayoutChoices(devices=[48], tp=[3], pp=[1], cp=[1], ep=[1], vpp=[1], zero=[1], micro_batch=[1],
+                          recompute=["full"], max_tp=8)
+    assert why_no_layout(LLAMA70, heads, seq_len=4096, global_batch=64) == "tp divides the 64 attention heads"

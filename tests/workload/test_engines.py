@@ -60,7 +60,7 @@ def test_hardware_terms_replace_the_engine_default_on_their_parts() -> None:
     mindie = engine("mindie").for_accelerator("ascend-910b")
     assert mindie.value("layer_overhead_s") == 0.0005  # MindIE on Ascend is not vllm-ascend
     rocm = v.for_accelerator("mi300x-192gb")
-    assert rocm.value("gemm_efficiency_8bit") == 0.40 and rocm.terms["gemm_efficiency_8bit"].scope == "vllm-rocm-mi300"
+    assert rocm.value("gemm_efficiency_8bit") == 0.35 and rocm.terms["gemm_efficiency_8bit"].scope == "vllm-rocm-mi300"
 
 
 def test_terms_for_every_engine_apply_to_each_engine_on_the_part() -> None:

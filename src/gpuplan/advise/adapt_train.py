@@ -21,7 +21,7 @@ from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.hardware import Catalog, Server
 from gpuplan.search.candidates import LayoutChoices, family_choices
-from gpuplan.search.cluster import ClusterHardware, cluster_hardware, usual_network
+from gpuplan.search.cluster import ClusterHardware, cluster_hardware, default_gpus_per_node, usual_network
 from gpuplan.search.train_planner import best_layout, plan_figures
 from gpuplan.units import GIB
 from gpuplan.workload.jobs import TrainingJob
@@ -37,7 +37,9 @@ def _pinned(layout: Mapping[str, Any], gpn: int) -> LayoutChoices:
     return LayoutChoices(devices=[int(layout["devices"])], tp=[int(layout["tp"])], pp=[int(layout["pp"])],
                          cp=[int(layout["cp"])], ep=[int(layout["ep"])], vpp=[int(layout["vpp"])],
                          zero=[int(layout["zero_stage"])], micro_batch=[int(layout["micro_batch"])],
-                         recompute=[str(layout["recompute"])], max_tp=gpn, dp=[int(layout["dp"])])
+                         recompute=[str(layout["recompute"])], max_tp=gpn, dp=[int(layout["dp"])],
+                         # a plan's own layout ran: FSDP inside pipeline stages came from a framework that has it
+                         zero3_with_pp=int(layout["zero_stage"]) >= 2 and int(layout["pp"]) > 1)
 
 
 def pinned_step(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, layout: Mapping[str, Any],
@@ -93,7 +95,7 @@ def evaluate_fixed(spec: ModelSpec, job: TrainingJob, catalog: Catalog, accelera
     """The fastest fitting layout of one fixed cluster (what `estimate train` does); None if nothing fits."""
     cal = calibration or default_calibration()
     acc = catalog.accelerator(accelerator)
-    gpn = gpus_per_node or min(8, devices)
+    gpn = gpus_per_node or default_gpus_per_node(acc, devices)
     net = network or (usual_network(catalog, acc.id)[0] if devices > gpn else None)
     hw = cluster_hardware(catalog, acc.id, net, gpus_per_node=gpn, nics_per_node=nics_per_node)
     c, ev, best, _ = best_layout(spec, job, hw, LayoutChoices(devices=[devices], max_tp=gpn), calibration=cal)

@@ -30,8 +30,8 @@ __all__ = ["FIGURES", "estimate_infer"]
 FIGURES = ("ttft", "tpot", "e2e", "out_tokens_s", "out_tokens_s_dev", "requests_s", "in_flight", "max_batch",
            "memory", "bound")
 
-Weights = Literal["bf16", "fp16", "fp8", "int8", "int4"]
-KV = Literal["bf16", "fp16", "fp8", "int8"]
+Weights = Literal["bf16", "fp16", "fp8", "int8", "int4", "nvfp4", "mxfp4"]
+KV = Literal["bf16", "fp16", "fp8", "int8", "nvfp4"]
 
 
 def _terms(items: list[str] | None) -> dict[str, float]:

@@ -47,7 +47,7 @@ def train_cmd(
     seq_len: int = typer.Option(4096, help=help_text("help.memory_train.seq_len")),
     micro_batch: int = typer.Option(1, help=help_text("help.memory_train.micro_batch")),
     global_batch: int = typer.Option(None, help=help_text("help.memory_train.global_batch")),
-    precision: Literal["bf16", "fp16", "fp32", "fp8"] = typer.Option("bf16"),
+    precision: Literal["bf16", "fp16", "fp32", "fp8", "nvfp4", "mxfp4"] = typer.Option("bf16"),
     optimizer: str = typer.Option("adamw", help=help_text("help.memory_train.optimizer")),
     tp: int = typer.Option(1, help=help_text("help.memory_train.tp")),
     pp: int = typer.Option(1, help=help_text("help.memory_train.pp")),
@@ -142,8 +142,8 @@ def train_cmd(
 @app.command("infer", help=help_text("help.memory_infer"))
 def infer_cmd(
     model: str = _MODEL,
-    weights: Literal["bf16", "fp16", "fp8", "int8", "int4"] = typer.Option("bf16"),
-    kv_dtype: Literal["bf16", "fp16", "fp8", "int8"] | None = typer.Option(
+    weights: Literal["bf16", "fp16", "fp8", "int8", "int4", "nvfp4", "mxfp4"] = typer.Option("bf16"),
+    kv_dtype: Literal["bf16", "fp16", "fp8", "int8", "nvfp4"] | None = typer.Option(
         None, help=help_text("help.memory_infer.kv_dtype")),
     batch: int = typer.Option(1, help=help_text("help.memory_infer.batch")),
     context: int = typer.Option(4096, help=help_text("help.memory_infer.context")),

@@ -25,8 +25,8 @@ from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.plan_json import compact_plans, ranked_rows
 from gpuplan.render.report_text import bottleneck_text, cost_text, duration_text, layout_text, offer_text, rule_line
 from gpuplan.render.trust_text import band_cost, band_duration, band_num, confidence_text, trust_lines
-from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices, offered, offered_choice
-from gpuplan.search.cluster import cluster_hardware, usual_network
+from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices, offered, offered_choice, why_no_layout
+from gpuplan.search.cluster import cluster_hardware, default_gpus_per_node, usual_network
 from gpuplan.search.estimate_trust import COST_KINDS, training_estimate_trust
 from gpuplan.search.pricing import device_price
 from gpuplan.search.train_planner import best_layout, plan_figures
@@ -43,7 +43,7 @@ estimate_app = typer.Typer(help=help_text("help.group.estimate"), no_args_is_hel
 plan_app = typer.Typer(help=help_text("help.group.plan"), no_args_is_help=True)
 
 Method = Literal["full", "pretrain", "full_ft", "lora", "qlora"]
-Precision = Literal["bf16", "fp16", "fp32", "fp8"]
+Precision = Literal["bf16", "fp16", "fp32", "fp8", "nvfp4", "mxfp4"]
 
 
 def _catalog(dirs: list[Path] | None) -> Catalog:
@@ -104,7 +104,7 @@ def estimate_train(
         acc = cat.accelerator(accelerator)
         note(alias_note(cat, accelerator, language))
         warn(seq_len_warning(spec, seq_len, language))
-        gpn = gpus_per_node or min(8, num_accels)
+        gpn = gpus_per_node or default_gpus_per_node(acc, num_accels)
         job = training_job(method, seq_len, global_batch, precision, micro_batch, kernels=kernels,
                            data_loading=data_loading, framework=framework, recipe=recipe,
                            devices=num_accels).model_copy(
@@ -127,14 +127,14 @@ def estimate_train(
             micro_batch=_pin(micro_batch, [1, 2, 4, 8]),
             recompute=offered_choice(prof, "recompute", recompute, list(prof.recompute) if prof else [],
                                      list(RECOMPUTE_CODES)), max_tp=gpn,
-            dp=[dp] if dp is not None else None)
+            dp=[dp] if dp is not None else None, zero3_with_pp=bool(prof and prof.zero3_with_pp))
         cal = load_user_calibration()  # measured terms written by `gpuplan calibrate`, if any
         c, ev, best, rejected = best_layout(spec, job, hw, choices, calibration=cal)
-        if len(c) == 0:
-            batch = (f" and whose data-parallel batch (dp x micro-batch) divides --global-batch {global_batch}"
-                     if global_batch else "")
-            raise InputError(field="layout", value=f"tp={tp} pp={pp} dp={dp} cp={cp} ep={ep}",
-                             allowed=f"degrees whose product is {num_accels} and that divide the model{batch}",
+        if len(c) == 0:  # name the rule no layout meets (not a product the stated degrees may well have)
+            rule = why_no_layout(spec, choices, seq_len=job.seq_len, global_batch=int(job.global_batch or 1),
+                                 batch_fixed=job.global_batch_fixed)
+            raise InputError(field="layout", value=f"tp={tp} pp={pp} dp={dp} cp={cp} ep={ep} zero={zero}",
+                             allowed=f"a layout on {num_accels} devices where {rule}",
                              hint="leave a degree out to let gpuplan choose it"
                                   + (", or leave --global-batch out (a ~4M-token target)" if global_batch else ""))
         if best is None:

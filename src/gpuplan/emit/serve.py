@@ -34,6 +34,9 @@ def _quant_note(t: ServeTarget) -> tuple[str, ...]:
     if w in ("int8", "int4"):
         return (f"Weights {w}: serve a pre-quantized checkpoint ({'AWQ/GPTQ' if w == 'int4' else 'W8A8/SmoothQuant'}); "
                 "the engine reads its format from the checkpoint's quantization config.",)
+    if w in ("nvfp4", "mxfp4"):
+        return (f"Weights {w}: serve a pre-quantized {w.upper()} checkpoint (NVIDIA ModelOpt FP4 for NVFP4, AMD Quark "
+                "for MXFP4); the engine reads its format from the checkpoint's quantization config.",)
     return ()
 
 

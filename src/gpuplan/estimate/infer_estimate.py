@@ -25,7 +25,7 @@ from gpuplan.estimate.calibration import load_calibration
 from gpuplan.estimate.comm import node_link
 from gpuplan.estimate.infer_pd import decode_instance_perf, prefill_instance_perf
 from gpuplan.estimate.infer_perf import InferencePerf, fixed_batch_perf, offline_perf
-from gpuplan.estimate.infer_step import node_devices, step_cost_model
+from gpuplan.estimate.infer_step import fp4_peak, node_devices, step_cost_model
 from gpuplan.estimate.infer_step_model import StepCostModel
 from gpuplan.estimate.links import Link
 from gpuplan.estimate.memory_infer import estimate_inference_memory
@@ -33,7 +33,7 @@ from gpuplan.hardware.catalog import Catalog
 from gpuplan.hardware.schema_devices import Accelerator
 from gpuplan.units import GIB
 from gpuplan.workload.engines import EngineProfile
-from gpuplan.workload.jobs import InferenceJob, Layout, serving_layout
+from gpuplan.workload.jobs import FP4_FORMATS, InferenceJob, Layout, serving_layout
 from gpuplan.workload.model_spec import ModelSpec
 
 __all__ = ["Instance", "InferenceEstimate", "estimate_inference", "smallest_fitting_layout"]
@@ -178,6 +178,10 @@ def estimate_inference(spec: ModelSpec, *, accelerator: Accelerator, engine: Eng
     _check_lengths(input_len, output_len, batch, qps)
     _check_instance(instance, draft_tokens, qps, output_len)
     engine.check_runs_on(accelerator)
+    engine = engine.on_part(accelerator)  # the scheduler defaults the engine picks on this part
+    for fmt, fld in ((weights, "weights"), (kv_dtype, "kv_dtype")):
+        if fmt in FP4_FORMATS:  # a 4-bit float format needs FP4 tensor cores: say so before any layout search
+            fp4_peak(accelerator, fmt, field=fld)
     kv = kv_dtype or InferenceJob(weights=weights).kv_cache_dtype
     tokens = input_len + output_len
     acc = accelerator

@@ -65,7 +65,7 @@ import math
 from typing import get_args
 
 from gpuplan.errors import InputError
-from gpuplan.estimate.calibration import load_calibration
+from gpuplan.estimate.calibration import Calibration, load_calibration
 from gpuplan.estimate.comm import node_link
 from gpuplan.estimate.gemm_shape import expert_half_width
 from gpuplan.estimate.infer_step_model import StepBreakdown, StepCostModel
@@ -79,15 +79,16 @@ from gpuplan.estimate.memory_infer import (
     max_batch_that_fits,
 )
 from gpuplan.estimate.memory_train import stage_layers
+from gpuplan.estimate.records import MemoryBreakdown
 from gpuplan.hardware.catalog import Catalog
 from gpuplan.hardware.schema_devices import Accelerator
 from gpuplan.units import GB, GIB
 from gpuplan.workload.engines import EngineProfile
-from gpuplan.workload.jobs import InferenceJob, KVDtype, Layout, WeightFormat, check_layout
+from gpuplan.workload.jobs import FP4_FORMATS, InferenceJob, KVDtype, Layout, WeightFormat, check_layout
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
-__all__ = ["StepBreakdown", "StepCostModel", "node_devices", "step_cost_model", "weight_stream_bandwidth"]
+__all__ = ["StepBreakdown", "StepCostModel", "fp4_peak", "node_devices", "step_cost_model", "weight_stream_bandwidth"]
 
 ACT_BYTES = 2.0  # activations travel in 16 bits between layers and ranks
 NODE_DEVICES = 8  # devices per node the catalog assumes (docs/catalog.md)
@@ -111,7 +112,24 @@ def _gemm_rate(acc: Accelerator, weights: str) -> tuple[float, bool, str]:
         p8 = _peak(acc, weights)
         if p8 is not None:
             return p8, False, weights
+    if weights in FP4_FORMATS:  # W4A4 GEMMs on FP4 tensor cores (NVFP4 on Blackwell, MXFP4 on Blackwell and CDNA 4)
+        return fp4_peak(acc, weights, field="weights") * 1e12, False, "fp4"
     return p16, weights != "bf16" and weights != "fp16", "bf16"
+
+
+def fp4_peak(acc: Accelerator, what: str, *, field: str) -> float:
+    """The part's dense FP4 peak (TFLOPS); InputError naming the parts that have one when it has none."""
+    p4 = acc.dense_tflops("fp4")
+    if p4 is None:
+        raise InputError(field=field, value=what,
+                         allowed=f"a format {acc.id} computes in: it has no FP4 tensor cores (no fp4_dense_tflops)",
+                         hint="FP4 (NVFP4, MXFP4) runs on Blackwell (B200, GB200, B300, GB300) and MI355X; use fp8 "
+                              "or int4 weights here")
+    if what == "nvfp4" and acc.software_stack != "cuda":
+        # NVFP4 (E4M3 scale per 16 values) is NVIDIA's block format; CDNA 4's matrix cores take the OCP MX formats
+        raise InputError(field=field, value=what, allowed=f"mxfp4 on {acc.id} (its FP4 tensor cores take OCP MX "
+                         "formats)", hint="NVFP4 is NVIDIA Blackwell's format; AMD CDNA 4 computes MXFP4")
+    return float(p4)
 
 
 def _check(spec: ModelSpec, layout: Layout, acc: Accelerator, scale_out: Link | None) -> None:
@@ -147,6 +165,22 @@ def node_devices(acc: Accelerator) -> int:
     return max(NODE_DEVICES, acc.fully_connected_domain or 1)
 
 
+def _profile_reserve(spec: ModelSpec, job: InferenceJob, layout: Layout, engine: EngineProfile, cal: Calibration,
+                     one_token: MemoryBreakdown) -> float:
+    """Bytes an engine that sizes its KV cache from a start-up profile keeps out of it beyond the activations of one
+    token: the larger of its dummy forward over max_batched_tokens and its sampler run over max_num_seqs rows
+    (vLLM V1 profile_run: _dummy_run(max_num_tokens), then _dummy_sampler_run; the KV cache gets
+    gpu_memory_utilization x memory minus weights, the torch peak and non-torch memory). 0 for engines that keep
+    activations in the headroom of their memory fraction (SGLang mem_fraction_static, TensorRT-LLM)."""
+    if engine.profile_sampler_bytes_per_logit <= 0:
+        return 0.0
+    full = estimate_inference_memory(spec, job.model_copy(update={"context": engine.max_batched_tokens}), layout,
+                                     calibration=cal)
+    forward = float(full.details["activations"]["forward_activations"])
+    peak = max(forward, engine.profile_sampler_bytes(spec.vocab_size))
+    return max(0.0, peak - one_token.activations_bytes)
+
+
 def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout, weights: str, kv_dtype: str,
                     engine: EngineProfile, catalog: Catalog | None = None,
                     scale_out: Link | None = None, attention_fp8: bool = False) -> StepCostModel:
@@ -162,12 +196,15 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
     _check(spec, layout, acc, scale_out)
     engine.check_runs_on(acc)  # TensorRT-LLM is CUDA only, MindIE CANN only (engines.yaml stacks)
     engine = engine.for_accelerator(acc.id)  # the engine's terms on this hardware family, else its defaults
+    engine = engine.on_part(acc)  # the scheduler defaults the engine picks on this part (vLLM get_batch_defaults)
     tp, pp, ep = layout.tp, layout.pp, layout.ep
     groups = max(ep // tp, 1)  # attention data-parallel groups sharing the experts (1: experts inside TP)
     if weights not in WEIGHT_FORMATS:
         raise InputError(field="weights", value=weights, allowed=", ".join(WEIGHT_FORMATS))
     if kv_dtype not in KV_DTYPES:
         raise InputError(field="kv_dtype", value=kv_dtype, allowed=", ".join(KV_DTYPES))
+    if kv_dtype in FP4_FORMATS:  # an NVFP4 KV cache is read by Blackwell-only attention kernels (TensorRT-LLM)
+        fp4_peak(acc, kv_dtype, field="kv_dtype")
     job = InferenceJob(weights=weights, kv_dtype=kv_dtype)
     e = engine.value
     bw = float(acc.hbm_bandwidth_gbps or 0.0) * GB
@@ -175,7 +212,8 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
     gemv_factor = stream / weight_stream_bandwidth(acc, engine, gemv=weights in ("bf16", "fp16"))
     rate, dequantized, rate_label = _gemm_rate(acc, weights)
     eff16 = e("gemm_efficiency")
-    gemm_eff = eff16 if rate_label == "bf16" else e("gemm_efficiency_8bit")
+    gemm_eff = (eff16 if rate_label == "bf16" else e("gemm_efficiency_fp4") if rate_label == "fp4"
+                else e("gemm_efficiency_8bit"))
     p16 = _peak(acc, "bf16") or _peak(acc, "fp16") or rate
     dq = e("dequant_overhead") if dequantized else 0.0
     flop_s = rate * gemm_eff
@@ -306,16 +344,18 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
     mem_gib = acc.memory_gib
     if mem_gib is None:
         raise InputError(field="accelerator", value=acc.id, allowed="a part with a memory size in the catalog")
+    mem = estimate_inference_memory(spec, job.model_copy(update={"context": 1}), layout, calibration=cal)
+    profile_reserve = _profile_reserve(spec, job, layout, engine, cal, mem)
     fit = max_batch_that_fits(spec, job.model_copy(update={"memory_fraction": engine.gpu_memory_fraction,
                                                            "context": 1}),
-                              mem_gib * GIB, layout, calibration=cal)
-    mem = estimate_inference_memory(spec, job.model_copy(update={"context": 1}), layout, calibration=cal)
+                              mem_gib * GIB, layout, calibration=cal, reserve_bytes=profile_reserve)
     heavy_layers = max(d + m for d, m in stage_layers(spec, layout))
 
     terms = engine.used()
     skip = {"dequant_overhead"} if not dequantized else set()
     skip |= {"moe_expert_half_width"} if spec.moe is None else set()
-    skip |= {"gemm_efficiency_8bit"} if rate_label == "bf16" else set()
+    skip |= {"gemm_efficiency_8bit"} if rate_label in ("bf16", "fp4") else set()
+    skip |= {"gemm_efficiency_fp4"} if rate_label != "fp4" else set()
     skip |= {"gemv_bytes_per_sm_cycle", "gemm_bytes_per_sm_cycle"} if not acc.sm_count else set()
     skip |= {"allreduce_latency_factor"} if not one_shot else set()
     used_terms = {k: v for k, v in terms.items() if k not in skip}
@@ -337,6 +377,9 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         # reads of each KV head per decode step: 1 for GQA-grouped kernels, more for an older engine's per-head ones
         "decode_kv_reads_per_kv_head": kv_reads,
         "engine_version": engine.version,
+        "max_num_seqs": engine.max_num_seqs,
+        # device bytes the engine's start-up sampler profile keeps out of the KV cache beyond the forward's peak
+        "profile_sampler_reserve_gib": profile_reserve / GIB,
         "stage_layers": n_layers,
         "kv_dtype": job.kv_cache_dtype,
         "hardware_terms": sorted({str(t["scope"]) for t in used_terms.values() if t["scope"] != "engine"}),

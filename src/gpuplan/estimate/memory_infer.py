@@ -25,7 +25,7 @@ from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.estimate.kv_cache import kv_cache
 from gpuplan.estimate.memory_train import stage_layers
 from gpuplan.estimate.records import MemoryBreakdown
-from gpuplan.units import GIB
+from gpuplan.units import GIB, dtype_bytes
 from gpuplan.workload.jobs import InferenceJob, Layout, check_layout
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import ParamCounts, count_params
@@ -41,6 +41,8 @@ def matrix_bytes_per_param(spec: ModelSpec, job: InferenceJob) -> float:
         return 2.0
     if w in ("fp8", "int8"):
         return 1.0 + 4.0 / spec.hidden_size  # per-output-channel fp32 scale (rows ~ hidden)
+    if w in ("nvfp4", "mxfp4"):  # block-scaled 4-bit floats: the scale of each block of 16 (NVFP4) or 32 (MXFP4)
+        return dtype_bytes(w)
     return 0.5 + (2.0 + 0.5) / job.int4_group_size  # fp16 scale + 4-bit zero per group
 
 
@@ -182,13 +184,15 @@ class InferenceFit:
 
 
 def max_batch_that_fits(spec: ModelSpec, job: InferenceJob, device_memory_bytes: float,
-                        layout: Layout | None = None, *, calibration: Calibration | None = None) -> InferenceFit:
-    """Largest batch of `job.context`-token requests under the engine's memory fraction."""
+                        layout: Layout | None = None, *, calibration: Calibration | None = None,
+                        reserve_bytes: float = 0.0) -> InferenceFit:
+    """Largest batch of `job.context`-token requests under the engine's memory fraction; `reserve_bytes` more
+    are kept out of the KV cache (an engine's start-up profile peak beyond the forward's activations)."""
     one = estimate_inference_memory(spec, job.model_copy(update={"batch": 1}), layout, calibration=calibration)
     budget = device_memory_bytes * job.memory_fraction
     per_request = one.kv_cache_bytes
     per_token = one.details["kv_cache"]["per_token_all_layers"]
-    kv_budget = budget - one.weights_bytes - one.activations_bytes - one.other_bytes
+    kv_budget = budget - one.weights_bytes - one.activations_bytes - one.other_bytes - reserve_bytes
     kv_budget = max(kv_budget, 0.0)
     return InferenceFit(
         device_memory_bytes=device_memory_bytes, budget_bytes=budget, kv_budget_bytes=kv_budget,

@@ -18,7 +18,7 @@ from gpuplan.workload.frameworks import Axis, FrameworkProfile, framework, frame
 from gpuplan.workload.model_spec import ModelSpec
 
 __all__ = ["LAYOUT_FAMILIES", "RECOMPUTE_CODES", "Candidates", "LayoutChoices", "family_choices", "framework_choices",
-           "generate", "offered", "offered_choice"]
+           "generate", "offered", "offered_choice", "why_no_layout"]
 
 T = TypeVar("T")
 RECOMPUTE_CODES = ("none", "selective", "full")  # index = code in Candidates.recompute
@@ -39,6 +39,7 @@ class LayoutChoices:
     recompute: Sequence[str] = RECOMPUTE_CODES
     max_tp: int = 8  # the fast-link domain: TP stays inside it
     dp: Sequence[int] | None = None  # pin dp (otherwise devices / (tp*pp*cp))
+    zero3_with_pp: bool = False  # ZeRO-2/3 (FSDP) inside pipeline stages (torchtitan's FSDP2 + PP)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +78,19 @@ def generate(spec: ModelSpec, choices: LayoutChoices, *, seq_len: int, global_ba
     data-parallel batch dp x micro_batch divides it (a cluster whose data-parallel batch exceeds it cannot run it).
     Otherwise `global_batch` is a target and each layout runs the multiple of dp x micro_batch nearest to it (at
     least one): the step's sequences are `microbatches` x dp x micro_batch either way (train_eval counts them)."""
+    rules, cols = _rules(spec, choices, seq_len=seq_len, global_batch=global_batch, batch_fixed=batch_fixed)
+    n, tp, pp, dp, cp, ep, vpp, zero, mb, rcc, microbatches = cols
+    ok = np.ones(n.shape, dtype=bool)
+    for _, mask in rules:
+        ok &= mask
+    sel = np.nonzero(ok)[0]
+    return Candidates(n[sel], tp[sel], pp[sel], dp[sel], cp[sel], ep[sel], vpp[sel], zero[sel], mb[sel],
+                      rcc[sel], microbatches[sel])
+
+
+def _rules(spec: ModelSpec, choices: LayoutChoices, *, seq_len: int, global_batch: int, batch_fixed: bool
+           ) -> tuple[list[tuple[str, np.ndarray]], tuple[np.ndarray, ...]]:
+    """The grid of every choice and the validity rules over it, in order: (what a layout must satisfy, mask)."""
     rc = [RECOMPUTE_CODES.index(r) for r in choices.recompute]
     ep_axis = choices.ep if spec.moe is not None else (1,)
     grids = np.meshgrid(
@@ -89,32 +103,52 @@ def generate(spec: ModelSpec, choices: LayoutChoices, *, seq_len: int, global_ba
     n, tp, pp, cp, ep, vpp, zero, mb, rcc = (g.ravel() for g in grids)
     model_par = tp * pp * cp
     dp = np.where(n % model_par == 0, n // np.maximum(model_par, 1), 0)
-    ok = dp > 0
-    if choices.dp is not None:
-        ok &= np.isin(dp, np.asarray(choices.dp))
-    ok &= spec.num_heads % tp == 0
-    ok &= tp <= choices.max_tp
-    ok &= pp <= spec.num_layers
-    ok &= seq_len % cp == 0
-    # interleaving needs at least one layer per virtual stage; uneven splits are allowed
-    # (Megatron-LM accounts the embedding and loss as layers when they do not divide)
-    ok &= np.where(vpp > 1, (pp > 1) & (pp * vpp <= spec.num_layers), True)
+    yes = np.ones(n.shape, dtype=bool)
+    rules: list[tuple[str, np.ndarray]] = [
+        ("tp x pp x cp divides the device count", dp > 0),
+        ("the stated dp is devices / (tp x pp x cp)",
+         np.isin(dp, np.asarray(choices.dp)) if choices.dp is not None else yes),
+        (f"tp divides the {spec.num_heads} attention heads", spec.num_heads % tp == 0),
+        (f"tp at most {choices.max_tp} (the fast-link domain)", tp <= choices.max_tp),
+        (f"pp at most the {spec.num_layers} layers", pp <= spec.num_layers),
+        (f"cp divides the sequence length {seq_len}", seq_len % cp == 0),
+        # interleaving needs at least one layer per virtual stage; uneven splits are allowed
+        # (Megatron-LM accounts the embedding and loss as layers when they do not divide)
+        ("vpp > 1 only with pp > 1 and pp x vpp at most the layers",
+         np.where(vpp > 1, (pp > 1) & (pp * vpp <= spec.num_layers), True)),
+    ]
     if spec.moe is not None:
-        ok &= spec.moe.num_experts % ep == 0
-        ok &= (dp * cp * tp) % ep == 0  # EP inside DP x CP (ETP = TP) or across TP too (ETP = 1)
+        rules.append((f"ep divides the {spec.moe.num_experts} experts", spec.moe.num_experts % ep == 0))
+        # EP inside DP x CP (ETP = TP) or across TP too (ETP = 1)
+        rules.append(("ep divides dp x cp x tp", (dp * cp * tp) % ep == 0))
     per_step = dp * mb
     safe = np.maximum(per_step, 1)
-    ok &= per_step > 0
     if batch_fixed:  # micro-batches per pipeline per step: exactly the stated batch
         microbatches = np.maximum(global_batch // safe, 1)
-        ok &= (per_step <= global_batch) & (global_batch % safe == 0)
+        rules.append((f"dp x micro-batch divides the global batch of {global_batch} sequences",
+                      (per_step > 0) & (per_step <= global_batch) & (global_batch % safe == 0)))
     else:  # the multiple of the data-parallel batch nearest the target
         microbatches = np.maximum(np.floor(global_batch / safe + 0.5).astype(np.int64), 1)
-    ok &= microbatches >= np.where(pp > 1, pp, 1)  # 1F1B needs at least pp micro-batches
-    ok &= np.where(zero >= 2, pp == 1, True)  # ZeRO-2/3 with pipelining is not supported (Megatron, DeepSpeed)
-    sel = np.nonzero(ok)[0]
-    return Candidates(n[sel], tp[sel], pp[sel], dp[sel], cp[sel], ep[sel], vpp[sel], zero[sel], mb[sel],
-                      rcc[sel], microbatches[sel])
+        rules.append(("a data-parallel batch", per_step > 0))
+    rules.append(("at least pp micro-batches per step (1F1B)", microbatches >= np.where(pp > 1, pp, 1)))
+    if not choices.zero3_with_pp:
+        # ZeRO-2/3 with pipelining: Megatron's distributed optimizer is ZeRO-1, DeepSpeed's pipeline engine refuses
+        # stages 2 and 3; torchtitan shards each stage with FSDP2 (frameworks.yaml zero3_with_pp)
+        rules.append(("ZeRO-2/3 (FSDP) only without pipeline stages under this framework; torchtitan runs "
+                      "FSDP2 with pp", np.where(zero >= 2, pp == 1, True)))
+    return rules, (n, tp, pp, dp, cp, ep, vpp, zero, mb, rcc, microbatches)
+
+
+def why_no_layout(spec: ModelSpec, choices: LayoutChoices, *, seq_len: int, global_batch: int,
+                  batch_fixed: bool = True) -> str:
+    """The first validity rule that no layout of the choice lists meets (what `generate` found empty)."""
+    rules, cols = _rules(spec, choices, seq_len=seq_len, global_batch=global_batch, batch_fixed=batch_fixed)
+    ok = np.ones(cols[0].shape, dtype=bool)
+    for reason, mask in rules:
+        ok &= mask
+        if not ok.any():
+            return reason
+    return "none (a layout exists)"
 
 
 # Layout families: how the framework a team runs lays a job out.
@@ -172,4 +206,4 @@ def framework_choices(profile: FrameworkProfile, devices: Sequence[int], max_tp:
                          pp=offered(profile, "pp", None, full.pp), cp=offered(profile, "cp", None, full.cp),
                          ep=offered(profile, "ep", None, full.ep), vpp=offered(profile, "vpp", None, full.vpp),
                          zero=profile.zero_stages, recompute=profile.recompute,
-                         max_tp=max_tp if profile.has("tp") else 1)
+                         max_tp=max_tp if profile.has("tp") else 1, zero3_with_pp=profile.zero3_with_pp)

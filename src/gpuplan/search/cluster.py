@@ -14,8 +14,23 @@ from gpuplan.estimate.calibration import Calibration
 from gpuplan.estimate.links import Link, inter_node_link, node_link
 from gpuplan.hardware import Accelerator, Catalog, Network, Server
 
-__all__ = ["ClusterHardware", "cluster_hardware", "default_network", "hbm_scale", "measured_hardware",
-           "usual_network", "usual_server"]
+__all__ = ["ClusterHardware", "cluster_hardware", "default_gpus_per_node", "default_network", "hbm_scale",
+           "measured_hardware", "usual_network", "usual_server"]
+
+
+def default_gpus_per_node(accelerator: Accelerator, devices: int) -> int:
+    """Devices that share one NVLink domain when a job does not say: 8 per HGX-class server; on a rack-scale part
+    (fully_connected_domain above 8: GB200/GB300 NVL72, 72 GPUs on one NVLink switch fabric, NVIDIA GB200 NVL72
+    product page) the largest whole number of 4-GPU compute trays that divides the job and fits the domain, so that
+    tensor- and expert-parallel groups inside it talk over NVLink, not over the scale-out NICs."""
+    domain = accelerator.fully_connected_domain or 8
+    if domain <= 8 or devices <= 8:
+        return min(8, devices)
+    best = min(8, devices)
+    for g in range(4, min(domain, devices) + 1, 4):
+        if devices % g == 0:
+            best = g
+    return best
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -39,6 +54,18 @@ class ClusterHardware:
                              allowed=f"a dtype {self.accelerator.id} supports (no dense {dtype} peak in the catalog)",
                              hint="choose a precision the part supports (see gpuplan catalog show)")
         return value * 1e12
+
+    def fp4_peak_flops(self, fmt: str) -> float:
+        """FLOP/s of the part's FP4 tensor cores for a 4-bit float training format (NVFP4: NVIDIA Blackwell only;
+        MXFP4: Blackwell and CDNA 4); InputError when the part has none."""
+        if fmt == "nvfp4" and self.accelerator.software_stack != "cuda":
+            raise InputError(field="precision", value=fmt, allowed=f"mxfp4 on {self.accelerator.id} (its FP4 tensor "
+                             "cores take OCP MX formats)", hint="NVFP4 is NVIDIA Blackwell's format")
+        if self.accelerator.dense_tflops("fp4") is None:
+            raise InputError(field="precision", value=fmt,
+                             allowed=f"bf16 or fp8 on {self.accelerator.id} (no FP4 tensor cores)",
+                             hint="FP4 training runs on Blackwell (B200, GB200, B300, GB300) and MI355X")
+        return self.peak_flops("fp4")
 
     def intra(self, ranks_per_node: Any) -> Link:
         link = node_link(self.accelerator, ranks_per_node)

@@ -45,7 +45,7 @@ from gpuplan.search.candidates import Candidates
 from gpuplan.search.cluster import ClusterHardware, hbm_scale, measured_hardware
 from gpuplan.search.memory_vec import by_unique, candidate_memory_bytes
 from gpuplan.workload.frameworks import framework as framework_profile
-from gpuplan.workload.jobs import Layout, TrainingJob
+from gpuplan.workload.jobs import FP4_FORMATS, Layout, TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import ParamCounts, count_params
 
@@ -185,6 +185,8 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     rc_scale = hw_fpt / model_fpt  # recomputation reruns a share of the same work
     if job.precision == "fp8":
         peak_g, eff_g = hw.peak_flops("fp8"), _eff(cal, acc.id, "fp8")
+    elif job.precision in FP4_FORMATS:  # NVFP4/MXFP4 training: the linear layers' GEMMs on FP4 tensor cores
+        peak_g, eff_g = hw.fp4_peak_flops(job.precision), _eff(cal, acc.id, "fp4")
     else:
         peak_g, eff_g = peak16, eff16
     moe_eff = framework_term(cal, job, "moe_gemm_efficiency")

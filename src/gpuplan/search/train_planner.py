@@ -28,7 +28,7 @@ from gpuplan.search.pricing import DevicePrice, device_price
 from gpuplan.search.train_eval import BREAKDOWN_KEYS, Evaluation, evaluate_training, pp_cross_node_hops, tp_overlap_on
 from gpuplan.units import GIB
 from gpuplan.workload.frameworks import framework as framework_profile
-from gpuplan.workload.jobs import Layout, TrainingJob
+from gpuplan.workload.jobs import FP4_FORMATS, Layout, TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
@@ -181,7 +181,7 @@ def plan_figures(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Cand
             memory_cache[key] = memory_json
     step = float(ev.step_s[i])
     tps = float(ev.tokens_per_step[i]) / step
-    peak = hw.peak_flops("bf16" if job.precision in ("bf16", "fp8") else job.precision) / 1e12
+    peak = hw.peak_flops("bf16" if job.precision in ("bf16", "fp8", *FP4_FORMATS) else job.precision) / 1e12
     tflops = ev.model_flops_per_token * tps / n / 1e12
     hw_tflops = float(ev.hw_flops_per_token[i]) * tps / n / 1e12
     rel = reliability(spec, job, n, hw.gpus_per_node, cal)
@@ -222,7 +222,7 @@ def plan_figures(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Cand
         out["time_to_train_s"] = None
         out["device_hours"] = None
         out["cost"] = price.to_json()
-    peak_note = "bf16 dense peak" if job.precision in ("bf16", "fp8") else f"{job.precision} dense peak"
+    peak_note = "bf16 dense peak" if job.precision in ("bf16", "fp8", *FP4_FORMATS) else f"{job.precision} dense peak"
     out["assumptions"] = {
         "mfu_convention": f"model FLOPs (full s x s attention, Narayanan et al. 2021) over the {peak_note}",
         "accelerator": hw.accelerator.id,

@@ -27,7 +27,7 @@ from gpuplan.search.plan_trust import meets_trust, training_bands, training_conf
 from gpuplan.search.train_planner import best_layout, cost_figures, plan_figures
 from gpuplan.units import GIB
 from gpuplan.workload.frameworks import framework as framework_profile
-from gpuplan.workload.jobs import TrainingJob
+from gpuplan.workload.jobs import FP4_FORMATS, TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 
 __all__ = ["PlanConstraints", "PlanResult", "bottleneck", "choose_layout_family", "cluster_sizes", "plan_training",
@@ -202,6 +202,10 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
             count(why)
             continue
         if job.precision == "fp8" and acc.fp8_dense_tflops is None:
+            count("precision_unsupported")
+            continue
+        if job.precision in FP4_FORMATS and (acc.fp4_dense_tflops is None
+                                             or job.precision == "nvfp4" and acc.software_stack != "cuda"):
             count("precision_unsupported")
             continue
         options = hardware_options(catalog, acc, cal, market=cons.market, provider=cons.provider,

@@ -7,7 +7,9 @@ been checked on them (released/README.md). They are copies of the project's shar
 folder part, so that CI can tell when one was edited without the other.
 
 `case_files(file)` lists every shipped CSV of one family: what `gpuplan validate training` reads and what
-benchmarks/cross_validate.py holds out one source (or engine version, or part) at a time.
+benchmarks/cross_validate.py holds out one source (or engine version, or part) at a time. The project's own rows,
+gathered from public sources for classes the shared rows lack (`validate/data/added_rows/`, issue 35), belong to
+every family's list but not to the shared copy, so `differences` never asks for them there.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import csv
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["FILES", "case_files", "differences", "family_of", "shipped_dir"]
+__all__ = ["FILES", "added_dir", "case_files", "differences", "family_of", "shipped_dir"]
 
 # Case-file families: the dev file of each and the released files of the same format (released/README.md).
 FILES: dict[str, tuple[str, ...]] = {
@@ -31,11 +33,19 @@ def shipped_dir() -> Path:
     return Path(str(resources.files("gpuplan.validate") / "data" / "ground_truth"))
 
 
-def case_files(file: str, root: Path | None = None) -> list[Path]:
+def added_dir() -> Path:
+    """The project's own rows (same case format), kept apart from the shared ground-truth copy."""
+    return Path(str(resources.files("gpuplan.validate") / "data" / "added_rows"))
+
+
+def case_files(file: str, root: Path | None = None, added: bool = True) -> list[Path]:
     """Every CSV of one family (`training`, `inference` or `memory`) under `root` (the shipped folder by
-    default), dev file first; files missing under `root` are left out."""
+    default), dev file first, then the project's added rows of the family (unless `added` is False); files
+    missing are left out."""
     base = root if root is not None else shipped_dir()
-    return [base / name for name in FILES[file] if (base / name).exists()]
+    out = [base / name for name in FILES[file] if (base / name).exists()]
+    extra = added_dir() / f"{file}.csv"
+    return out + [extra] if added and extra.exists() else out
 
 
 def family_of(path: Path) -> str | None:

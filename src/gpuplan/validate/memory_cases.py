@@ -225,14 +225,23 @@ def evaluate_memory_row(row: Row, catalog: Catalog, calibration: Calibration | N
         choices = ["full"]
     else:
         choices = ["none", "selective", "full"]
+    # an unstated ZeRO stage of a data-parallel run is the lowest that fits, as a team raises it until the job
+    # fits (DeepSpeed and FSDP configs are chosen per job; the run the row measured did fit its devices)
+    stages = [layout.zero_stage] if row.get("zero_stage") or layout.dp <= 1 else [0, 1, 2, 3]
     mem: MemoryBreakdown | None = None
-    for rc in choices:
-        mem = estimate_training_memory(spec, TrainingJob.model_validate({**base, "recompute": rc}), layout,
-                                       calibration=calibration)
-        if device is None or mem.total_bytes <= device * GIB:
+    for zero in stages:
+        lay = layout.model_copy(update={"zero_stage": zero})
+        for rc in choices:
+            mem = estimate_training_memory(spec, TrainingJob.model_validate({**base, "recompute": rc}), lay,
+                                           calibration=calibration)
+            if device is None or mem.total_bytes <= device * GIB:
+                break
+        if device is None or mem is None or mem.total_bytes <= device * GIB:
             break
     assert mem is not None
     parts = [f"recompute={mem.assumptions['recompute']}", *(f"{k}={v}" for k, v in recipe.items())]
+    if len(stages) > 1:
+        parts.append(f"zero_stage={zero} (unstated: the lowest that fits)")
     return _result(row, metric, _metric(mem, metric), " ".join(parts))
 
 

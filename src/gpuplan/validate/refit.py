@@ -143,6 +143,9 @@ DEFAULT_RULES: dict[str, tuple[str, ...]] = {
         "a100-sxm4-80gb", "h100-sxm5-80gb", "b200-sxm-180gb", "ascend-910b")),
     "compute_efficiency.default.fp8": tuple(f"compute_efficiency.{p}.fp8" for p in (
         "h100-sxm5-80gb", "b200-sxm-180gb")),
+    # fp4 is set equal to the fp8 default (calibration.yaml), so it moves with the same part terms
+    "compute_efficiency.default.fp4": tuple(f"compute_efficiency.{p}.fp8" for p in (
+        "h100-sxm5-80gb", "b200-sxm-180gb")),
 }
 
 

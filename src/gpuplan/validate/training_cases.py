@@ -21,8 +21,8 @@ from typing import Any
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.hardware import Catalog
-from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices, offered
-from gpuplan.search.cluster import cluster_hardware, usual_network
+from gpuplan.search.candidates import RECOMPUTE_CODES, LayoutChoices, offered, why_no_layout
+from gpuplan.search.cluster import cluster_hardware, default_gpus_per_node, usual_network
 from gpuplan.search.train_planner import best_layout, plan_figures
 from gpuplan.units import GIB
 from gpuplan.validate.cases import Row, model_for_row, opt_bool, opt_float, opt_int
@@ -62,7 +62,7 @@ def evaluate_training_row(row: Row, catalog: Catalog, calibration: Calibration |
     spec = model_for_row(row)
     seq = opt_int(row, "seq_len") or 4096
     n = opt_int(row, "num_accels") or DEFAULT_DEVICES
-    gpn = opt_int(row, "gpus_per_node") or min(8, n)
+    gpn = opt_int(row, "gpus_per_node") or default_gpus_per_node(catalog.accelerator(row["accelerator"]), n)
     gb = opt_int(row, "global_batch_seqs") or default_global_batch(seq, n)
     # A row whose stated layout has more data-parallel ranks than its stated batch has sequences (NeMo's long-
     # sequence table: 8 sequences at tp4 cp8 on 512 devices, dp 16) ran at least one sequence per rank: its
@@ -94,7 +94,7 @@ def evaluate_training_row(row: Row, catalog: Catalog, calibration: Calibration |
         recompute=([recompute] if recompute in RECOMPUTE_CODES else list(prof.recompute) if prof
                    else list(RECOMPUTE_CODES)),
         max_tp=max(gpn, opt_int(row, "tp") or 1),
-        dp=_axis(row, "dp"),
+        dp=_axis(row, "dp"), zero3_with_pp=bool(prof and prof.zero3_with_pp),
     )
     # a published run fit its devices: judge fit against the whole memory, without planning headroom
     whole = float(hw.accelerator.memory_gib or 0) * GIB
@@ -103,7 +103,8 @@ def evaluate_training_row(row: Row, catalog: Catalog, calibration: Calibration |
     detail = ""
     if best is None:
         if len(c) == 0:
-            raise GpuplanError("no valid layout for the stated sizes")
+            rule = why_no_layout(spec, choices, seq_len=seq, global_batch=gb, batch_fixed=fixed)
+            raise GpuplanError(f"no valid layout for the stated sizes: none where {rule}")
         best = int(ev.step_s.argmin())  # it ran, so it fit: our memory model disagrees; say so
         detail = "memory model says out of memory; fastest layout used"
     tokens = opt_float(row, "total_tokens")

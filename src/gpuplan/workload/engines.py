@@ -31,7 +31,8 @@ from gpuplan.errors import InputError, unknown_name
 from gpuplan.hardware.schema_devices import Accelerator, StackKind
 from gpuplan.terms import override_terms
 
-__all__ = ["ENGINE_TERMS", "DecodeKernelEra", "EngineProfile", "EngineTerm", "HardwareTerms", "Scheduling", "TunedOn",
+__all__ = ["ENGINE_TERMS", "DecodeKernelEra", "EngineProfile", "EngineTerm", "HardwareTerms", "PartDefaults",
+           "Scheduling", "TunedOn",
            "engine", "engine_ids", "hardware_terms", "load_engines"]
 
 Scheduling = Literal["fcfs", "prefill_first", "decode_first", "static"]
@@ -40,6 +41,7 @@ Scheduling = Literal["fcfs", "prefill_first", "decode_first", "static"]
 ENGINE_TERMS = (
     "gemm_efficiency",
     "gemm_efficiency_8bit",
+    "gemm_efficiency_fp4",
     "memory_bw_efficiency",
     "gemv_bytes_per_sm_cycle",
     "gemm_bytes_per_sm_cycle",
@@ -104,6 +106,28 @@ class DecodeKernelEra(BaseModel):
     source: str = Field(min_length=1)
 
 
+class PartDefaults(BaseModel):
+    """Scheduler defaults an engine picks from the part it starts on (vLLM `EngineArgs.get_batch_defaults`:
+    devices with at least `min_memory_gib` whose name matches none of `except_accelerators` get larger
+    `max_num_seqs` / `max_batched_tokens` than the profile's own, from `since_version` on)."""
+
+    model_config = _STRICT
+
+    min_memory_gib: float = Field(gt=0)
+    except_accelerators: tuple[str, ...] = Field(default=(), description="accelerator ids or fnmatch globs")
+    since_version: str = Field(pattern=r"^\d+(\.\d+)*$")
+    max_num_seqs: int | None = Field(default=None, gt=0)
+    max_batched_tokens: int | None = Field(default=None, gt=0)
+    source: str = Field(min_length=1)
+
+    def applies(self, accelerator: Accelerator, version: str | None) -> bool:
+        if version is not None and _version(version) < _version(self.since_version):
+            return False
+        if any(fnmatchcase(accelerator.id, g) for g in self.except_accelerators):
+            return False
+        return (accelerator.memory_gib or 0.0) >= self.min_memory_gib
+
+
 def _version(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", text)[:3])
 
@@ -161,6 +185,14 @@ class EngineProfile(BaseModel):
     min_cuda_capability_source: str = ""
     decode_kernels: tuple[DecodeKernelEra, ...] = Field(
         default=(), description="decode attention kernels of older versions (DecodeKernelEra); none: grouped")
+    part_defaults: tuple[PartDefaults, ...] = Field(
+        default=(), description="scheduler defaults the engine picks by the part it starts on (on_part)")
+    profile_sampler_bytes_per_logit: float = Field(
+        default=0.0, ge=0, description="device bytes per logit that the engine's start-up memory profile samples for "
+                                       "max_num_seqs requests and keeps out of the KV cache (0: no sampler profile)")
+    profile_sampler_source: str = ""
+    user_settings: tuple[str, ...] = Field(default=(), exclude=True,
+                                           description="settings the user set (on_part leaves them)")
     version: str | None = Field(default=None, description="the engine version a validation row states (at_version); "
                                 "None: the current engine")
     hardware_table: tuple[HardwareTerms, ...] | None = Field(
@@ -174,7 +206,8 @@ class EngineProfile(BaseModel):
         if missing or extra:
             raise ValueError(f"engine {self.id}: terms must be exactly {list(ENGINE_TERMS)}; "
                              f"missing {missing}, unknown {extra}")
-        for name in ("gemm_efficiency", "gemm_efficiency_8bit", "memory_bw_efficiency", "kv_read_efficiency",
+        for name in ("gemm_efficiency", "gemm_efficiency_8bit", "gemm_efficiency_fp4", "memory_bw_efficiency",
+                     "kv_read_efficiency",
                      "attention_efficiency"):
             if not 0 < self.terms[name].value <= 1:
                 raise ValueError(f"engine {self.id}: {name} must be in (0, 1], got {self.terms[name].value}")
@@ -205,6 +238,24 @@ class EngineProfile(BaseModel):
                 if not terms[name].overridden:
                     terms[name] = term.model_copy(update={"scope": h.id})
         return self.model_copy(update={"terms": terms})
+
+    def on_part(self, accelerator: Accelerator) -> EngineProfile:
+        """This profile as it starts on `accelerator`: the last matching `part_defaults` entry sets max_num_seqs
+        and max_batched_tokens (vLLM raises both on parts of 70 GiB or more other than the A100); settings the
+        user gave stay."""
+        update: dict[str, int] = {}
+        for d in self.part_defaults:
+            if d.applies(accelerator, self.version):
+                for name in ("max_num_seqs", "max_batched_tokens"):
+                    v = getattr(d, name)
+                    if v is not None and name not in self.user_settings:
+                        update[name] = v
+        return self.model_copy(update=update) if update else self
+
+    def profile_sampler_bytes(self, vocab_size: int) -> float:
+        """Device bytes the start-up profile's sampler run takes (max_num_seqs rows of the whole vocabulary:
+        vLLM gathers the logits on every tensor-parallel rank), kept out of the KV cache."""
+        return self.max_num_seqs * vocab_size * self.profile_sampler_bytes_per_logit
 
     def at_version(self, version: str) -> EngineProfile:
         """This profile as the stated version ran it (its decode attention kernel: `decode_kernels`)."""
@@ -336,7 +387,8 @@ def engine(engine_id: str, *, terms: Mapping[str, float] | None = None,
             if key not in _SETTINGS:
                 raise unknown_name("engine setting", key, _SETTINGS)
         try:
-            prof = EngineProfile.model_validate({**prof.model_dump(), **dict(settings)})
+            given = tuple(sorted(set(prof.user_settings) | set(settings)))
+            prof = EngineProfile.model_validate({**prof.model_dump(), **dict(settings), "user_settings": given})
         except ValidationError as exc:
             err = exc.errors()[0]
             field = ".".join(str(p) for p in err["loc"]) or "engine setting"

@@ -84,6 +84,11 @@ class FrameworkProfile(BaseModel):
         "is regenerated, so the MLP down projection is not rerun; reentrant checkpoints (Megatron, DeepSpeed, "
         "torch.utils.checkpoint(use_reentrant=True)) rerun the whole layer")
     recompute_early_stop_source: str = ""
+    zero3_with_pp: bool = Field(
+        default=False, description="whether the framework shards parameters (ZeRO-3/FSDP) inside pipeline stages "
+        "(torchtitan: FSDP2 + PP); Megatron's distributed optimizer is ZeRO-1 and DeepSpeed's pipeline engine "
+        "refuses ZeRO-2/3")
+    zero3_with_pp_source: str = ""
     terms: dict[str, FrameworkTerm] = Field(default_factory=dict)
 
     def has(self, axis: Axis) -> bool:
@@ -97,6 +102,7 @@ class FrameworkProfile(BaseModel):
                 "zero_param_sync": self.zero_param_sync, "zero_param_overlap": self.zero_param_overlap,
                 "zero_group_default": self.zero_group_default,
                 "sequence_parallel": self.sequence_parallel, "recompute_early_stop": self.recompute_early_stop,
+                "zero3_with_pp": self.zero3_with_pp,
                 "terms": {k: {"value": t.value, "unit": t.unit, "source": t.source} for k, t in self.terms.items()}}
 
 

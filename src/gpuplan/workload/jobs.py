@@ -43,9 +43,12 @@ QuantFormat = Literal["nf4", "gptq"]
 # Who shards and steps the optimizer: "torch" (DDP/FSDP + torch.optim) or "deepspeed" (the ZeRO optimizer,
 # which flattens the local gradient partition into an fp32 copy at the step and keeps bucket buffers).
 ZeroImpl = Literal["torch", "deepspeed"]
-TrainPrecision = Literal["bf16", "fp16", "fp32", "fp8"]
-WeightFormat = Literal["bf16", "fp16", "fp8", "int8", "int4"]
-KVDtype = Literal["bf16", "fp16", "fp8", "int8"]
+TrainPrecision = Literal["bf16", "fp16", "fp32", "fp8", "nvfp4", "mxfp4"]
+WeightFormat = Literal["bf16", "fp16", "fp8", "int8", "int4", "nvfp4", "mxfp4"]
+KVDtype = Literal["bf16", "fp16", "fp8", "int8", "nvfp4"]
+# 4-bit float formats (block-scaled): their GEMMs run on FP4 tensor cores, which only some parts have (the catalog's
+# fp4_dense_tflops: Blackwell B200/GB200/B300/GB300, CDNA 4 MI355X)
+FP4_FORMATS: tuple[str, ...] = ("nvfp4", "mxfp4")
 # the weight formats the serving planner searches (fp16 serves as bf16 does)
 SERVED_WEIGHTS: tuple[str, ...] = ("bf16", "fp8", "int8", "int4")
 # How the KV cache is held: a preallocated pool (vLLM/SGLang/TRT-LLM paged blocks, a static cache) or tensors
