@@ -83,11 +83,17 @@ class InferLoad:
     input_len: LengthDist
     output_len: LengthDist
     trace: Workload | None = None
+    # share of each prompt found in the prefix cache (a shared system prompt, a document asked about again), as
+    # the user states it for the router they run (`--prefix-hit`)
+    prefix_hit: float = 0.0
 
     def __post_init__(self) -> None:
         if not (self.qps > 0 and math.isfinite(self.qps)):
             raise InputError(field="qps", value=self.qps, allowed="a positive number of requests per second",
                              hint="zero or negative loads need no hardware")
+        if not 0.0 <= self.prefix_hit < 1.0:
+            raise InputError(field="prefix-hit", value=self.prefix_hit, allowed="a share from 0 up to (not incl.) 1",
+                             hint="e.g. 0.5 when half of each prompt repeats a cached prefix")
 
     @staticmethod
     def from_trace(trace: Workload) -> InferLoad:
@@ -119,7 +125,18 @@ class InferLoad:
         return Workload(arrival_s=tr.arrival_s[idx] / load_factor, input_len=tr.input_len[idx],
                         output_len=tr.output_len[idx], label=f"{tr.label} 1/{replicas} x{load_factor:g}")
 
+    def fleet_workload(self, *, load_factor: float, num_requests: int, seed: int = 0) -> Workload:
+        """The stream the whole fleet sees at `load_factor` x the load: `num_requests` Poisson requests, or the
+        trace's first `num_requests` with its gaps divided by `load_factor`."""
+        if self.trace is None:
+            return poisson_workload(qps=self.qps * load_factor, num_requests=num_requests,
+                                    input_len=self.input_len, output_len=self.output_len, seed=seed)
+        tr = self.trace
+        m = min(num_requests, tr.n)
+        return Workload(arrival_s=tr.arrival_s[:m] / load_factor, input_len=tr.input_len[:m],
+                        output_len=tr.output_len[:m], label=f"{tr.label} x{load_factor:g}")
+
     def to_json(self) -> dict[str, object]:
         return {"qps": self.qps, "input_len": self.input_len.label, "output_len": self.output_len.label,
                 "input_len_mean": self.input_len.mean, "output_len_mean": self.output_len.mean,
-                "trace": self.trace.label if self.trace is not None else None}
+                "trace": self.trace.label if self.trace is not None else None, "prefix_hit": self.prefix_hit}
