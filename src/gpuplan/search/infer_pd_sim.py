@@ -22,9 +22,9 @@ from gpuplan.estimate.infer_pd import kv_transfer_s
 from gpuplan.search.infer_fleet import whole_groups
 from gpuplan.search.infer_load import InferLoad, InferSlo
 from gpuplan.search.infer_pd_fleet import PdFleet, PdInput, pool_price
+from gpuplan.search.infer_route import DEFAULT_ROUTER, simulate_engines
 from gpuplan.search.infer_verify import min_replicas
 from gpuplan.simulate.decode_instance import DecodeInstanceCost
-from gpuplan.search.infer_route import DEFAULT_ROUTER, simulate_engines
 from gpuplan.simulate.engine_sim import EngineConfig, StepCost
 from gpuplan.simulate.fleet_sim import Router
 from gpuplan.simulate.metrics import SimMetrics, Slo
