@@ -197,7 +197,7 @@ EngineResult = tuple[list[float], list[float], list[float], list[int], float, fl
 
 def engine_loop(arr: list[float], inp: list[int], out: list[int], cost: StepCost, cfg: EngineConfig, *,
                 hit: list[int] | None = None, done_log: list[tuple[float, int]] | None = None,
-                max_run_steps: int | None = None) -> Generator[float, None, EngineResult]:
+                max_run_steps: int | None = None) -> Generator[tuple[float, float], None, EngineResult]:
     """The engine's event loop over requests `arr`/`inp`/`out` (arrival order), `arr` ending in one more time.
 
     With every arrival known, that last time is inf and the loop runs to the end without yielding. A fleet
@@ -205,7 +205,9 @@ def engine_loop(arr: list[float], inp: list[int], out: list[int], cost: StepCost
     the fleet (the horizon); when the engine reaches it, it yields its clock, and the fleet either appends the
     request (its arrival before the new horizon) or moves the horizon on (inf after the last arrival). The
     engine only ever waits at the horizon, so its trajectory is the one `simulate_engine` gives for the
-    requests it was assigned. `hit[i]`: prompt tokens of request i found in the prefix cache (vLLM automatic
+    requests it was assigned. It yields (clock, quiet): no request can finish before `quiet` unless one is
+    added (the end of the decode run it was cut from; inf when idle), so the fleet need not resume it to see
+    its completions before then. `hit[i]`: prompt tokens of request i found in the prefix cache (vLLM automatic
     prefix caching, SGLang RadixAttention): its prefill starts past them, attending to them, and its KV holds
     them (a shared prefix's blocks are counted per request: conservative). `done_log` receives (time, request)
     as requests finish, in time order (the router's view of completions).
@@ -256,6 +258,7 @@ def engine_loop(arr: list[float], inp: list[int], out: list[int], cost: StepCost
     kv_ts = 0.0
     kv_peak = 0
     inf = math.inf
+    quiet = 0.0
     heappush, heappop, sqrt, ceil = heapq.heappush, heapq.heappop, math.sqrt, math.ceil
     coef = table.coef
     run_cap = max_run_steps if max_run_steps is not None else 1 << 62
@@ -272,7 +275,7 @@ def engine_loop(arr: list[float], inp: list[int], out: list[int], cost: StepCost
         # arrivals up to now join the queue
         while arr[nxt] <= t:
             if nxt == n_req:  # the fleet's horizon: its router decides where the next request goes
-                yield t
+                yield t, quiet
                 n_req = len(arr) - 1
                 if n_req > len(sched):  # room for the requests the fleet gave it
                     more = max(n_req - len(sched), len(sched))
@@ -284,8 +287,11 @@ def engine_loop(arr: list[float], inp: list[int], out: list[int], cost: StepCost
                 continue
             waiting.append(nxt)
             nxt += 1
+            quiet = 0.0
+        quiet = 0.0  # no request can finish before this time (set by a decode run; inf when idle)
         if not running and not waiting:
             t = arr[nxt]
+            quiet = inf
             continue
         if (not waiting and not prefilling and n_dec
                 and (sum_base + n_dec * (G + B - 1)) // B + pf_blocks <= cap):
@@ -458,6 +464,7 @@ def engine_loop(arr: list[float], inp: list[int], out: list[int], cost: StepCost
                 s0 = a + b * k0
                 d = b * n_dec
                 dt = k * s0 + d * k * (k - 1) / 2.0
+                quiet = t + dt
                 if dt > delta:
                     # smallest k with k s0 + d k (k - 1) / 2 >= delta (the quadratic's root, then exact)
                     if d <= 0.0:
@@ -477,6 +484,7 @@ def engine_loop(arr: list[float], inp: list[int], out: list[int], cost: StepCost
             else:
                 ts = table.times(n_dec, k0, k)
                 cum = np.cumsum(ts)
+                quiet = t + float(cum[-1])
                 if cum[-1] > delta:
                     k = int(np.searchsorted(cum, delta)) + 1
                 dt = float(cum[k - 1])

@@ -13,7 +13,8 @@ Routers (the policies of production LLM routers):
 - `least-load`: the replica with the fewest outstanding tokens, i.e. prompt + output tokens of the requests
   routed to it and not finished (Ray Serve's KV-aware router routes to the lowest token load; llm-d scores queue
   depth; SGLang's cache-aware policy falls back to the least-loaded worker). An idle replica has none, so no
-  request is sent to a busy replica while another is idle.
+  request is sent to a busy replica while another is idle; among idle replicas, one the router already knows
+  to be idle is taken (a replica stays idle until a request is routed to it), without looking at the others.
 - `cache-aware`: the replica that already served the request's prefix group (a session or a shared document)
   holds its prefix in cache: the request goes there, unless that replica is imbalanced against the least-loaded
   one by more than `BALANCE_ABS` requests and `BALANCE_REL` times as many (the SGLang model gateway's and
@@ -105,7 +106,10 @@ def simulate_fleet(workload: Workload, cost: StepCost, config: EngineConfig | No
     ids: list[list[int]] = [[] for _ in range(replicas)]  # fleet request ids by replica-local id
     loops = [engine_loop(arrs[k], inps[k], outs[k], cost, cfg, hit=hits[k], done_log=logs[k])
              for k in range(replicas)]
-    clock = [next(g) for g in loops]  # each waits at the first arrival
+    clock = [0.0] * replicas
+    quiet = [0.0] * replicas  # no request of replica k finishes before quiet[k] unless one is routed to it
+    for k, g in enumerate(loops):  # each waits at the first arrival
+        clock[k], quiet[k] = next(g)
     read = [0] * replicas  # completions the router has seen, per replica
     load_tok = [0] * replicas  # outstanding tokens per replica
     load_req = [0] * replicas  # outstanding requests per replica
@@ -117,13 +121,13 @@ def simulate_fleet(workload: Workload, cost: StepCost, config: EngineConfig | No
     cached = [0] * n
     idle_at = [0] * n
     chosen_idle = [False] * n
-    look_all = router in ("least-load", "cache-aware")
+    look_all = router in ("least-load", "cache-aware")  # routers that compare replicas' loads
 
     def advance(k: int, a: float) -> None:
         """Run replica k to time a and take in its completions up to a."""
-        if clock[k] < a:
+        if clock[k] < a and quiet[k] <= a:
             arrs[k][-1] = a
-            clock[k] = next(loops[k])
+            clock[k], quiet[k] = next(loops[k])
         log, p = logs[k], read[k]
         while p < len(log) and log[p][0] <= a:
             j = ids[k][log[p][1]]
@@ -135,15 +139,25 @@ def simulate_fleet(workload: Workload, cost: StepCost, config: EngineConfig | No
     def least() -> int:
         return min(range(replicas), key=lambda k: (load_tok[k], load_req[k], k))
 
+    idle = set(range(replicas))  # replicas with nothing outstanding when last looked at (they stay so until routed to)
+
+    def balance() -> int:
+        """The least-loaded replica at the arrival: an idle one if any is known (all tie at zero tokens), else
+        every replica is brought up to now and compared."""
+        if idle:
+            return min(idle)
+        for k in range(replicas):
+            advance(k, a)
+            if not load_req[k]:
+                idle.add(k)
+        return min(idle) if idle else least()
+
     for j in range(n):
         a = arrival[j]
-        if look_all:
-            for k in range(replicas):
-                advance(k, a)
         if router == "least-load":
-            k = least()
+            k = balance()
         elif router == "cache-aware":
-            k = least()
+            k = balance()
             g = groups[j] if groups is not None else None
             h = home.get(g) if g is not None else None
             if h is not None and not (load_req[h] - load_req[k] > BALANCE_ABS
@@ -154,11 +168,11 @@ def simulate_fleet(workload: Workload, cost: StepCost, config: EngineConfig | No
         else:
             assert picks is not None
             k = picks[j]
-        if not look_all:
-            advance(k, a)
-        else:
-            idle_at[j] = sum(1 for x in load_req if x == 0)
+        advance(k, a)
+        if look_all:
+            idle_at[j] = len(idle)
         chosen_idle[j] = load_req[k] == 0
+        idle.discard(k)
         hit = stated[j]
         if groups is not None and plen is not None:
             g = groups[j]
@@ -171,6 +185,7 @@ def simulate_fleet(workload: Workload, cost: StepCost, config: EngineConfig | No
         load_tok[k] += tokens[j]
         load_req[k] += 1
         ids[k].append(j)
+        quiet[k] = 0.0  # its next completion may now come sooner
         arr = arrs[k]
         arr[-1] = a
         arr.append(arrival[j + 1] if j + 1 < n else math.inf)
