@@ -136,21 +136,27 @@ def simulate_fleet(workload: Workload, cost: StepCost, config: EngineConfig | No
             p += 1
         read[k] = p
 
-    def least() -> int:
-        return min(range(replicas), key=lambda k: (load_tok[k], load_req[k], k))
-
     idle = set(range(replicas))  # replicas with nothing outstanding when last looked at (they stay so until routed to)
 
     def balance() -> int:
         """The least-loaded replica at the arrival: an idle one if any is known (all tie at zero tokens), else
-        every replica is brought up to now and compared."""
+        every replica is brought up to now and compared (fewest outstanding tokens, then requests, then index)."""
         if idle:
             return min(idle)
+        best, best_tok, best_req = 0, -1, 0
         for k in range(replicas):
-            advance(k, a)
-            if not load_req[k]:
+            if clock[k] < a and quiet[k] <= a:
+                arrs[k][-1] = a
+                clock[k], quiet[k] = next(loops[k])
+            log, p = logs[k], read[k]
+            if p < len(log) and log[p][0] <= a:
+                advance(k, a)
+            tok, req = load_tok[k], load_req[k]
+            if not req:
                 idle.add(k)
-        return min(idle) if idle else least()
+            if best_tok < 0 or tok < best_tok or (tok == best_tok and req < best_req):
+                best, best_tok, best_req = k, tok, req
+        return min(idle) if idle else best
 
     for j in range(n):
         a = arrival[j]
