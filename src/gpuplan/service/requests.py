@@ -106,6 +106,9 @@ class InferPlanRequest(_Request):
     max_devices: int = 1024
     top: int = 10
     user_catalog: UserCatalog | None = UserRecords
+    router: Literal["least-load", "cache-aware", "round-robin", "random"] = Field(
+        default="least-load", description="how requests reach the replicas (docs/inference_planner.md, Routers)")
+    prefix_hit: float = Field(default=0.0, description="share of each prompt found in the prefix cache, 0 to <1")
 
 
 class MemoryTrainRequest(_Request):

@@ -8,6 +8,7 @@ tests/service/test_contract.py holds them to the CLI's output. Errors are the li
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -72,6 +73,8 @@ def check_plan_infer(req: InferPlanRequest) -> tuple[ModelSpec, Any, Any]:
               ("output-len", req.output_len, True), ("ttft-p99", req.ttft_p99, False),
               ("tpot-p99", req.tpot_p99, False), ("max-devices", req.max_devices, True), ("top", req.top, True))
     load = _load(req.qps, None, req.input_len, req.output_len, req.input_dist, req.output_dist)
+    if req.prefix_hit:
+        load = replace(load, prefix_hit=req.prefix_hit)
     spec = _spec(req.model)
     _check_user_catalog(req)
     return spec, load, engine(req.engine)
@@ -160,7 +163,7 @@ def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], di
     cons = InferConstraints(market=req.market, vendor=req.vendor, provider=req.provider,
                             domestic_only=req.domestic_only, max_devices=req.max_devices,
                             weights=tuple(req.weights) if req.weights else WEIGHTS, kv_dtype=req.kv_dtype,
-                            trust=req.trust)
+                            trust=req.trust, router=req.router)
     res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, terms=planner_terms({}))
     run = plan_record(spec, load, slo, res, prof, req.kv_dtype, slo_names=("ttft_p99", "tpot_p99"))
     # as the CLI: a part whose fleet draws a blocking finding (export, residency, compliance) is not recommended

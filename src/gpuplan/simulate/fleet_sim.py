@@ -108,8 +108,8 @@ def simulate_fleet(workload: Workload, cost: StepCost, config: EngineConfig | No
              for k in range(replicas)]
     clock = [0.0] * replicas
     quiet = [0.0] * replicas  # no request of replica k finishes before quiet[k] unless one is routed to it
-    for k, g in enumerate(loops):  # each waits at the first arrival
-        clock[k], quiet[k] = next(g)
+    for k, loop in enumerate(loops):  # each waits at the first arrival
+        clock[k], quiet[k] = next(loop)
     read = [0] * replicas  # completions the router has seen, per replica
     load_tok = [0] * replicas  # outstanding tokens per replica
     load_req = [0] * replicas  # outstanding requests per replica
