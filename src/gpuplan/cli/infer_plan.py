@@ -115,8 +115,7 @@ def plan_infer(
     emit_out: Path = typer.Option(Path("gpuplan-emit"), "--out", help=help_text("help.common.emit_out")),
     pick: int = typer.Option(None, "--pick", min=1, help=help_text("help.common.emit_pick")),
     disaggregated: bool = flag(False, "--disaggregated", help=help_text("help.plan_infer.disaggregated")),
-    router: Literal["least-load", "cache-aware", "round-robin", "random"] = typer.Option(
-        "least-load", "--router", help=help_text("help.plan_infer.router")),
+    router: str = typer.Option("least-load", "--router", help=help_text("help.plan_infer.router")),
     prefix_hit: float = typer.Option(0.0, "--prefix-hit", help=help_text("help.plan_infer.prefix_hit")),
 ) -> None:
     """Search instances, TP/PP/EP, weight format and replicas for the cheapest fleet meeting the SLO."""
