@@ -466,3 +466,16 @@ def test_a_quantized_fleet_is_not_chosen_over_a_16_bit_one_at_the_same_price() -
     for a, b in zip(res.plans, res.plans[1:], strict=False):
         if (a["cost_usd_per_hour"], a["devices"]) == (b["cost_usd_per_hour"], b["devices"]):
             assert DTYPE_BYTES[a["weights"]] >= DTYPE_BYTES[b["weights"]]
+
+
+def test_a_stated_prefix_hit_counts_only_the_prompt_past_it() -> None:
+    # half of each 80k-token prompt cached: 40k tokens computed a request, so twice the requests/s of no hit
+    # (the prompt-bound regime of the test above; attention is free in this cost)
+    cfg = EngineConfig(max_num_seqs=64, max_batched_tokens=8192)
+    cold = capacity(_PrefillBound(), cfg, length_moments(LengthDist.fixed(80_000), LengthDist.fixed(64)), 1.0)
+    warm = capacity(_PrefillBound(), cfg, length_moments(LengthDist.fixed(80_000), LengthDist.fixed(64), hit=0.5), 1.0)
+    assert warm.requests_per_s == pytest.approx(2.0 * cold.requests_per_s, rel=0.08)
+    m = length_moments(LengthDist.fixed(1000), LengthDist.fixed(1), hit=0.25)
+    # 750 tokens past 250 cached: 750 x 250 + 750 x 751 / 2 pairs
+    assert m.in_compute_mean == 750.0
+    assert m.in_compute_pairs_mean == pytest.approx(750 * 250 + 750 * 751 / 2)

@@ -1,7 +1,7 @@
 """Closed-form serving bounds of one replica, used to prune and size fleets before simulating.
 
 * Unloaded latency: TTFT = the prompt's prefill step(s) alone (chunks of the engine's
-  token budget, attention pairs c*o + c(c+1)/2 per chunk); TPOT = one decode step of a
+  token budget, attention pairs c*o + c(c+1)/2 per chunk; past a stated prefix-cache hit); TPOT = one decode step of a
   single sequence at the mean context.
 * Capacity (steady-state continuous batching, Little's law L = lambda W, Little 1961):
   with b requests decoding, each stays out_mean iterations, so requests finish at
@@ -42,13 +42,27 @@ class LengthMoments:
     in_p99: float
     out_mean: float
     out_p99: float
+    hit: float = 0.0  # share of each prompt found in the prefix cache (--prefix-hit)
+
+    @property
+    def in_compute_mean(self) -> float:
+        """Prompt tokens computed per request: those past the cached prefix."""
+        return (1.0 - self.hit) * self.in_mean
+
+    @property
+    def in_compute_pairs_mean(self) -> float:
+        """Causal attention pairs computed per request: x c + x (x + 1) / 2 for x = (1 - hit) in tokens past a
+        prefix of c = hit x in, from E[in^2] = 2 E[in (in + 1) / 2] - E[in]."""
+        h = self.hit
+        sq = 2.0 * self.in_pairs_mean - self.in_mean
+        return (1.0 - h) * h * sq + ((1.0 - h) ** 2 * sq + (1.0 - h) * self.in_mean) / 2.0
 
 
-def length_moments(inp: LengthDist, out: LengthDist) -> LengthMoments:
+def length_moments(inp: LengthDist, out: LengthDist, *, hit: float = 0.0) -> LengthMoments:
     rng = np.random.default_rng(0)
     x = inp.sample(rng, 8192).astype(np.float64)
     return LengthMoments(in_mean=inp.mean, in_pairs_mean=float((x * (x + 1) / 2).mean()),
-                         in_p99=inp.quantile(0.99), out_mean=out.mean, out_p99=out.quantile(0.99))
+                         in_p99=inp.quantile(0.99), out_mean=out.mean, out_p99=out.quantile(0.99), hit=hit)
 
 
 def _step(cost: StepCost, p: float, pairs: float, n: float, kv: float) -> float:
@@ -56,10 +70,10 @@ def _step(cost: StepCost, p: float, pairs: float, n: float, kv: float) -> float:
                        decode_kv_tokens=round(kv))
 
 
-def prefill_s(cost: StepCost, cfg: EngineConfig, tokens: int) -> float:
-    """Time to prefill one prompt alone (in token-budget chunks when the engine chunks)."""
-    chunk = cfg.max_batched_tokens if cfg.chunked_prefill else tokens
-    total, off = 0.0, 0
+def prefill_s(cost: StepCost, cfg: EngineConfig, tokens: int, *, cached: int = 0) -> float:
+    """Time to prefill one prompt alone (in token-budget chunks when the engine chunks), past `cached` tokens."""
+    chunk = cfg.max_batched_tokens if cfg.chunked_prefill else tokens - cached
+    total, off = 0.0, cached
     while off < tokens:
         c = min(chunk, tokens - off)
         total += _step(cost, c, c * off + c * (c + 1) / 2.0, 0, 0)
@@ -69,7 +83,8 @@ def prefill_s(cost: StepCost, cfg: EngineConfig, tokens: int) -> float:
 
 def unloaded_latency(cost: StepCost, cfg: EngineConfig, m: LengthMoments) -> tuple[float, float]:
     """(TTFT of a p99-length prompt, TPOT of a lone mean-length request) on an idle replica, seconds."""
-    ttft = prefill_s(cost, cfg, max(1, round(m.in_p99)))
+    n = max(1, round(m.in_p99))
+    ttft = prefill_s(cost, cfg, n, cached=min(int(m.hit * n), n - 1))
     tpot = _step(cost, 0, 0.0, 1, m.in_mean + m.out_mean / 2.0)
     return ttft, tpot
 
@@ -100,8 +115,9 @@ def capacity(cost: StepCost, cfg: EngineConfig, m: LengthMoments, tpot_limit_s: 
     room = np.maximum(cfg.max_batched_tokens - b, 1.0)
     # a prompt longer than the token budget left by the decodes is prefilled in chunks over several iterations
     # (chunked prefill): it joins as that many chunk-prompts, each with its share of the attention pairs
-    chunks = np.maximum(m.in_mean / room, 1.0) if cfg.chunked_prefill else np.ones_like(room)
-    size, chunk_pairs = m.in_mean / chunks, m.in_pairs_mean / chunks
+    tokens = m.in_compute_mean  # past a prefix-cache hit
+    chunks = np.maximum(tokens / room, 1.0) if cfg.chunked_prefill else np.ones_like(room)
+    size, chunk_pairs = tokens / chunks, m.in_compute_pairs_mean / chunks
     mu = b / out * chunks
     k = np.arange(5, dtype=np.float64)[None, :]
     fact = np.array([1.0, 1.0, 2.0, 6.0, 24.0])[None, :]
@@ -128,7 +144,7 @@ def capacity(cost: StepCost, cfg: EngineConfig, m: LengthMoments, tpot_limit_s: 
                         limited_by="tpot" if not ok_t[0] else "kv_cache")
     # requests finish at b / (out s) (Little), and their prompts must be computed as fast: the prompt tokens that
     # arrive per iteration beyond the budget left by the decodes are not, so lambda loses excess / (in_mean s)
-    lam = np.where(ok, np.maximum(b / (out * s) - excess / (max(m.in_mean, 1.0) * s), 0.0), 0.0)
+    lam = np.where(ok, np.maximum(b / (out * s) - excess / (max(tokens, 1.0) * s), 0.0), 0.0)
     i = int(np.argmax(lam))
     if i + 1 == len(b):
         why = "max_num_seqs"
