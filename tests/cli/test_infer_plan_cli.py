@@ -96,9 +96,12 @@ def test_the_table_names_the_disaggregated_fleet_the_market_allows() -> None:
     pd, rec = plan["what_if_pd_all"][0], plan["recommended"]
     out = " ".join(CliRunner().invoke(app, [*args, "--lang", "en"], terminal_width=400).output.split())
     diff = pd["usd_per_hour"] / rec["cost_usd_per_hour"] - 1.0
+    # like for like: the line names both weight formats where they differ
+    formats = (f", which serves {rec['weights']} weights: not like for like" if pd["weights"] != rec["weights"]
+               else "")
     assert (f"Prefill/decode disaggregated (each pool simulated, not a plan): the cheapest the market allows, "
-            f"{pd['prefill']['devices']} + {pd['decode']['devices']} x {pd['accelerator']} at "
-            f"{pd['usd_per_hour']:,.2f} USD/hour ({diff:+.0%} vs the recommendation)") in out
+            f"{pd['prefill']['devices']} + {pd['decode']['devices']} x {pd['accelerator']} {pd['weights']} at "
+            f"{pd['usd_per_hour']:,.2f} USD/hour ({diff:+.0%} vs the recommendation{formats})") in out
 
 
 def test_an_slo_that_looks_like_milliseconds_is_flagged_on_stderr_and_in_the_json() -> None:

@@ -23,6 +23,7 @@ from gpuplan.errors import InputError
 from gpuplan.i18n import LANGS, both, default_lang, messages, resolve_lang, tr
 from gpuplan.render.report_text import PLAN_COLS
 from gpuplan.search.train_eval import BREAKDOWN_KEYS
+from gpuplan.simulate.fleet_sim import ROUTERS
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "gpuplan"
 KEY_CALL = re.compile(r"""\b(?:tr|both|_t|help_text)\(\s*["']([a-z0-9_.]+)["']""")
@@ -91,6 +92,7 @@ def test_every_key_used_in_code_exists() -> None:
     used |= {f"trust.group.{k}" for k in ("throughput", "campaign", "memory", "latency")}
     used |= {f"cli.einfer.part.{k}" for k in ("compute", "memory", "communication", "overhead")}  # decode_step
     used |= {f"cli.pinfer.miss.{k}" for k in ("tpot", "ttft", "out_of_memory", "load")}  # parts_without_plan
+    used |= {f"cli.pinfer.router.{k}" for k in ROUTERS}  # the router a plan was sized under (simulate.fleet_sim)
     assert len(used) > 60
     missing = sorted(k for k in used if k not in messages())
     assert missing == []
