@@ -117,6 +117,7 @@ def plan_infer(
     disaggregated: bool = flag(False, "--disaggregated", help=help_text("help.plan_infer.disaggregated")),
     router: str = typer.Option("least-load", "--router", help=help_text("help.plan_infer.router")),
     prefix_hit: float = typer.Option(0.0, "--prefix-hit", help=help_text("help.plan_infer.prefix_hit")),
+    shared_prefix: int = typer.Option(0, "--shared-prefix", help=help_text("help.plan_infer.shared_prefix")),
 ) -> None:
     """Search instances, TP/PP/EP, weight format and replicas for the cheapest fleet meeting the SLO."""
     from gpuplan.advise.report_infer import choose_fleet, inference_report, named_engine, named_pd
@@ -135,8 +136,8 @@ def plan_infer(
         req = requirements(data_residency, compliance)
         th = load_thresholds(parse_pairs(threshold, "threshold"))
         load = _load(qps, trace, input_len, output_len, input_dist, output_dist)
-        if prefix_hit:
-            load = replace(load, prefix_hit=prefix_hit)
+        if prefix_hit or shared_prefix:
+            load = replace(load, prefix_hit=prefix_hit, shared_prefix_tokens=shared_prefix)
         slo = InferSlo(ttft_p99_s=ttft_p99, tpot_p99_s=tpot_p99)
         spec = load_model(model)
         cat = load_catalog(catalog_dir or ())
@@ -181,6 +182,8 @@ def plan_infer(
            recommended, blocked, router=res.router)
     if load.prefix_hit:
         console.print(tr("cli.pinfer.prefix_hit", language, share=load.prefix_hit), highlight=False)
+    if load.shared_prefix_tokens:
+        console.print(tr("cli.pinfer.shared_prefix", language, tokens=load.shared_prefix_tokens), highlight=False)
     rec = recommended
     if rec is not None:
         for line in trust_lines(rec, language):

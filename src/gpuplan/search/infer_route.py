@@ -34,11 +34,12 @@ def check_router(router: str) -> Router:
                      hint="least-load (least outstanding tokens) is what production routers run")
 
 
-def _hit(w: Workload, share: float) -> Workload:
-    """`w` with `share` of each prompt found in the prefix cache (at least one token computed)."""
-    if share <= 0.0:
+def _hit(w: Workload, share: float, shared: int = 0) -> Workload:
+    """`w` with `share` of each prompt, or its first `shared` tokens where more, found in the prefix cache (at
+    least one token computed)."""
+    if share <= 0.0 and shared <= 0:
         return w
-    cached = np.minimum(np.floor(w.input_len * share).astype(np.int64), w.input_len - 1)
+    cached = np.minimum(np.maximum(np.floor(w.input_len * share).astype(np.int64), shared), w.input_len - 1)
     return Workload(arrival_s=w.arrival_s, input_len=w.input_len, output_len=w.output_len, label=w.label,
                     cached_len=cached)
 
@@ -51,13 +52,15 @@ def simulate_engines(load: InferLoad, cost: StepCost, cfg: EngineConfig, *, engi
     warm = cal.value("sim_warmup_fraction")
     if router == "random" or engines == 1:
         w = load.replica_workload(engines, load_factor=load_factor, num_requests=n_sim)
-        return summarize(simulate_engine(_hit(_one(w, one_token), load.prefix_hit), cost, cfg), slo,
+        return summarize(simulate_engine(_hit(_one(w, one_token), load.prefix_hit, load.shared_prefix_tokens), cost,
+                                         cfg), slo,
                          warmup_fraction=warm)
     most = int(cal.value("fleet_sim_replicas_max"))
     k = min(engines, most)
     # k engines at their share of the load: the whole fleet when it has at most `most`
     w = load.fleet_workload(load_factor=load_factor * k / engines, num_requests=max(n_sim, 100 * k))
-    run = simulate_fleet(_hit(_one(w, one_token), load.prefix_hit), cost, cfg, replicas=k, router=router)
+    run = simulate_fleet(_hit(_one(w, one_token), load.prefix_hit, load.shared_prefix_tokens), cost, cfg, replicas=k,
+                         router=router)
     return summarize(run.merged, slo, warmup_fraction=warm)
 
 

@@ -148,7 +148,7 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
     cfg = EngineConfig.from_profile(prof)
     headroom = cal.value("load_headroom")
     ratio = cal.value("tpot_p99_over_mean")
-    moments = length_moments(load.input_len, load.output_len, hit=load.prefix_hit)
+    moments = length_moments(load.input_len, load.output_len, hit=load.cached_share)
     counts = count_params(spec)
     need_tokens = load.max_request_tokens
     rejected: dict[str, int] = {}

@@ -73,8 +73,8 @@ def check_plan_infer(req: InferPlanRequest) -> tuple[ModelSpec, Any, Any]:
               ("output-len", req.output_len, True), ("ttft-p99", req.ttft_p99, False),
               ("tpot-p99", req.tpot_p99, False), ("max-devices", req.max_devices, True), ("top", req.top, True))
     load = _load(req.qps, None, req.input_len, req.output_len, req.input_dist, req.output_dist)
-    if req.prefix_hit:
-        load = replace(load, prefix_hit=req.prefix_hit)
+    if req.prefix_hit or req.shared_prefix:
+        load = replace(load, prefix_hit=req.prefix_hit, shared_prefix_tokens=req.shared_prefix)
     spec = _spec(req.model)
     _check_user_catalog(req)
     return spec, load, engine(req.engine)
