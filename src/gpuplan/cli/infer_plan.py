@@ -123,6 +123,7 @@ def plan_infer(
     from gpuplan.advise.report_infer import choose_fleet, inference_report, named_engine, named_pd
     from gpuplan.advise.trust import serving_recommendation
     from gpuplan.search.infer_load import InferSlo, planner_terms
+    from gpuplan.search.infer_pd_choice import disaggregated_recommendation
     from gpuplan.search.infer_search import InferConstraints, plan_inference, plan_record
     from gpuplan.workload.engines import engine
 
@@ -161,6 +162,7 @@ def plan_infer(
         blocked = doc["not_recommended"] if doc is not None else choose_fleet(run, res.plans, cat, th, req)[1]
         recommended = serving_recommendation(res.plans, cat, market, skip=tuple(blocked))
         run.update(recommended=recommended, not_recommended=blocked)
+        run["recommended_disaggregated"] = disaggregated_recommendation(run)
         if doc is not None:  # computed for the table or --report: the JSON carries them, as plan train's does
             run["findings"] = doc["findings"]
         if report is not None and doc is not None:

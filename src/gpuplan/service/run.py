@@ -155,6 +155,7 @@ def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], di
     from gpuplan.advise.trust import serving_recommendation
     from gpuplan.cli.advise import requirements
     from gpuplan.search.infer_load import InferSlo, planner_terms
+    from gpuplan.search.infer_pd_choice import disaggregated_recommendation
     from gpuplan.search.infer_search import WEIGHTS, InferConstraints, plan_inference, plan_record
 
     spec, load, prof = check_plan_infer(req)
@@ -173,6 +174,7 @@ def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], di
     _, blocked = choose_fleet(run, res.plans, cat, th, needs)
     run.update(recommended=serving_recommendation(res.plans, cat, req.market, skip=tuple(blocked)),
                not_recommended=blocked)
+    run["recommended_disaggregated"] = disaggregated_recommendation(run)  # as the CLI
     # as the CLI's --report: default requirements and thresholds, the planned load and constraints
     doc = inference_report(run, cat, thresholds=th, requirements=needs, infer_load=load,
                            max_devices=req.max_devices, constraints=cons) if report else None
