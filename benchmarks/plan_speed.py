@@ -7,6 +7,7 @@ does, and reports the minimum and median wall time of --repeat runs after one wa
     plan train  -m llama3.1-70b --tokens 15e12                               target < 1 s
     plan train  -m llama3.1-70b --tokens 15e12 --json                        (compact JSON, --top 5)
     plan infer  (the README example)                                          target < 2 s
+    plan infer  (long context: Qwen3-32B, 2 req/s of 32-64k-token prompts)    target < 10 s
     memory train -m qwen2.5-72b (the README example)                         target < 0.5 s
 
 PYTHONDONTWRITEBYTECODE is dropped for the child processes (an installed wheel has its bytecode).
@@ -34,6 +35,9 @@ CLI_CASES: list[tuple[str, list[str], float | None]] = [
     ("plan train --json", ["plan", "train", "-m", "llama3.1-70b", "--tokens", "15e12", "--json"], None),
     ("plan infer", ["plan", "infer", "-m", "llama3.1-70b", "--qps", "20", "--input-dist", "uniform:512-2048",
                     "--output-dist", "uniform:128-512", "--ttft-p99", "2", "--tpot-p99", "0.05"], 2.0),
+    ("plan infer (long context)", ["plan", "infer", "-m", "qwen3-32b", "--qps", "2", "--input-dist",
+                                   "uniform:32768-65536", "--output-len", "256", "--ttft-p99", "20", "--tpot-p99",
+                                   "0.1", "--market", "global"], 10.0),
     ("memory train", ["memory", "train", "-m", "qwen2.5-72b", "--tp", "8", "--pp", "4", "--dp", "4", "--zero", "1",
                       "--seq-len", "8192", "--global-batch", "512"], 0.5),
 ]

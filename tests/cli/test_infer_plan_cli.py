@@ -96,9 +96,12 @@ def test_the_table_names_the_disaggregated_fleet_the_market_allows() -> None:
     pd, rec = plan["what_if_pd_all"][0], plan["recommended"]
     out = " ".join(CliRunner().invoke(app, [*args, "--lang", "en"], terminal_width=400).output.split())
     diff = pd["usd_per_hour"] / rec["cost_usd_per_hour"] - 1.0
+    # like for like: the line names both weight formats where they differ
+    formats = (f", which serves {rec['weights']} weights: not like for like" if pd["weights"] != rec["weights"]
+               else "")
     assert (f"Prefill/decode disaggregated (each pool simulated, not a plan): the cheapest the market allows, "
-            f"{pd['prefill']['devices']} + {pd['decode']['devices']} x {pd['accelerator']} at "
-            f"{pd['usd_per_hour']:,.2f} USD/hour ({diff:+.0%} vs the recommendation)") in out
+            f"{pd['prefill']['devices']} + {pd['decode']['devices']} x {pd['accelerator']} {pd['weights']} at "
+            f"{pd['usd_per_hour']:,.2f} USD/hour ({diff:+.0%} vs the recommendation{formats})") in out
 
 
 def test_an_slo_that_looks_like_milliseconds_is_flagged_on_stderr_and_in_the_json() -> None:
@@ -111,3 +114,18 @@ def test_an_slo_that_looks_like_milliseconds_is_flagged_on_stderr_and_in_the_jso
     ok = json.loads(runner.invoke(app, ["plan", "infer", "-m", "llama3.1-8b", "--qps", "2", "--ttft-p99", "3",
                                         "--tpot-p99", "0.1", "--market", "global", "--json"]).stdout)
     assert "warning" not in ok["slo"]
+
+
+def test_plan_infer_names_the_router_it_sized_for() -> None:
+    from cli_result import one_line_error
+
+    args = [*BASE, "--qps", "5", "--input-len", "512", "--output-len", "128", "--market", "global"]
+    res = runner.invoke(app, [*args, "--json", "--router", "random"])
+    exited(res, 0)
+    out = json.loads(res.stdout)
+    assert out["router"] == "random" and {p["router"] for p in out["plans"]} == {"random"}
+    assert "random router" in out["plans"][0]["provenance"]
+    res = runner.invoke(app, [*args, "--lang", "en", "--top", "2"])
+    exited(res, 0)
+    assert "fewest outstanding tokens (least-load" in " ".join(res.stdout.split())
+    one_line_error(runner.invoke(app, [*args, "--router", "fastest"]), "router")

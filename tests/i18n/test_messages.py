@@ -24,6 +24,7 @@ from gpuplan.estimate.uncertainty import NOVELTY
 from gpuplan.i18n import LANGS, both, default_lang, messages, resolve_lang, tr
 from gpuplan.render.report_text import PLAN_COLS
 from gpuplan.search.train_eval import BREAKDOWN_KEYS
+from gpuplan.simulate.fleet_sim import ROUTERS
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "gpuplan"
 KEY_CALL = re.compile(r"""\b(?:tr|both|_t|help_text)\(\s*["']([a-z0-9_.]+)["']""")
@@ -98,6 +99,7 @@ def test_every_key_used_in_code_exists() -> None:
     used |= {f"pydantic.{k}" for k in RULE_TYPES}  # validation rules in the page's language (service/checks.py)
     used |= {f"web.valid.hint.{k}" for k in ("missing", "extra_forbidden", "type", "choice", "range", "length",
                                              "other")}  # web/app.py _hint_kind
+    used |= {f"cli.pinfer.router.{k}" for k in ROUTERS}  # the router a plan was sized under (simulate.fleet_sim)
     assert len(used) > 60
     missing = sorted(k for k in used if k not in messages())
     assert missing == []

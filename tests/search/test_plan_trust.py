@@ -418,3 +418,18 @@ def test_a_plan_chosen_by_cost_gets_no_mfu_break_even_against_an_unpriced_altern
     priced = {**alt, "cost_usd": 5500.0}  # a priced alternative keeps its cost break-even
     be = next(c for c in caveats(rec, priced, "cost", CAT) if c["input"] == "efficiency")["break_even"]
     assert be["mfu"] == pytest.approx(rec["mfu"] * 2750.0 / 5500.0)
+
+
+def test_the_disaggregated_line_says_when_its_weights_differ_from_the_recommendation() -> None:
+    # issue 36: a DeepSeek-V3 recommendation in int4 was set against an fp8 disaggregated fleet with no word of it
+    from gpuplan.render.trust_text import pd_line
+
+    pd = {"accelerator": "h800-sxm5-80gb", "weights": "fp8", "usd_per_hour": 100.0, "simulated": True,
+          "prefill": {"devices": 8}, "decode": {"devices": 16}}
+    run = {"what_if_pd": pd, "recommended": {"cost_usd_per_hour": 350.0, "weights": "int4"}}
+    line = pd_line(run, "en")
+    assert "24" not in line and "8 + 16 x h800-sxm5-80gb fp8 at 100.00 USD/hour (-71% vs the recommendation, " \
+        "which serves int4 weights: not like for like)" in line
+    assert "int4" in pd_line(run, "zh")
+    run["recommended"]["weights"] = "fp8"
+    assert "like for like" not in pd_line(run, "en") and "(-71% vs the recommendation)" in pd_line(run, "en")

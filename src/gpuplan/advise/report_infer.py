@@ -309,7 +309,7 @@ def inference_report(run: Mapping[str, Any], catalog: Catalog, *, thresholds: Th
     job = {"model": run["model"], "qps": load["qps"], "input_len": load.get("input_len"),
            "output_len": load.get("output_len"), "input_len_mean": load["input_len_mean"],
            "output_len_mean": load["output_len_mean"], "ttft_p99_s": slo["ttft_p99_s"],
-           "tpot_p99_s": slo["tpot_p99_s"], "engine": run.get("engine")}
+           "tpot_p99_s": slo["tpot_p99_s"], "engine": run.get("engine"), "router": run.get("router")}
     doc: dict[str, Any] = {"schema": REPORT_SCHEMA, "kind": "infer", "generated": dt.date.today().isoformat(),
                            "gpuplan_version": __version__, "job": job,
                            "candidates_evaluated": run.get("candidates_evaluated", 0),

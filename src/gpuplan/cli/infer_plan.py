@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -84,11 +85,15 @@ def plan_infer(
     emit_out: Path = typer.Option(Path("gpuplan-emit"), "--out", help=help_text("help.common.emit_out")),
     pick: int = typer.Option(None, "--pick", min=1, help=help_text("help.common.emit_pick")),
     disaggregated: bool = flag(False, "--disaggregated", help=help_text("help.plan_infer.disaggregated")),
+    router: str = typer.Option("least-load", "--router", help=help_text("help.plan_infer.router")),
+    prefix_hit: float = typer.Option(0.0, "--prefix-hit", help=help_text("help.plan_infer.prefix_hit")),
+    shared_prefix: int = typer.Option(0, "--shared-prefix", help=help_text("help.plan_infer.shared_prefix")),
 ) -> None:
     """Search instances, TP/PP/EP, weight format and replicas for the cheapest fleet meeting the SLO."""
     from gpuplan.advise.report_infer import choose_fleet, inference_report, named_engine, named_pd
     from gpuplan.advise.trust import serving_recommendation
     from gpuplan.search.infer_load import InferSlo, planner_terms
+    from gpuplan.search.infer_pd_choice import disaggregated_recommendation
     from gpuplan.search.infer_search import InferConstraints, plan_inference, plan_record
     from gpuplan.workload.engines import engine
 
@@ -102,6 +107,8 @@ def plan_infer(
         req = requirements(data_residency, compliance)
         th = load_thresholds(parse_pairs(threshold, "threshold"))
         load = infer_load(qps, trace, input_len, output_len, input_dist, output_dist, files=True)
+        if prefix_hit or shared_prefix:
+            load = replace(load, prefix_hit=prefix_hit, shared_prefix_tokens=shared_prefix)
         slo = InferSlo(ttft_p99_s=ttft_p99, tpot_p99_s=tpot_p99)
         spec = load_model(model)
         cat = load_catalog(catalog_dir or ())
@@ -109,7 +116,7 @@ def plan_infer(
         check_policy_names(cat, vendor=vendor, provider=provider)
         cons = InferConstraints(market=market, vendor=vendor, provider=provider, domestic_only=domestic_only,
                                 max_devices=max_devices, weights=tuple(weights) if weights else WEIGHTS,
-                                kv_dtype=kv_dtype, trust=trust)
+                                kv_dtype=kv_dtype, trust=trust, router=router)
         res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, terms=planner_terms(_terms(term)))
         run = plan_record(spec, load, slo, res, prof, kv_dtype)
         if run["slo"].get("warning"):
@@ -126,6 +133,7 @@ def plan_infer(
         blocked = doc["not_recommended"] if doc is not None else choose_fleet(run, res.plans, cat, th, req)[1]
         recommended = serving_recommendation(res.plans, cat, market, skip=tuple(blocked))
         run.update(recommended=recommended, not_recommended=blocked)
+        run["recommended_disaggregated"] = disaggregated_recommendation(run)
         if doc is not None:  # computed for the table or --report: the JSON carries them, as plan train's does
             run["findings"] = doc["findings"]
         if report is not None and doc is not None:
@@ -145,7 +153,11 @@ def plan_infer(
         print_json(run)
         return
     _table(spec.name, load, slo, res.plans[:top], res.candidates_evaluated, res.simulated, res.rejected, language,
-           recommended, blocked)
+           recommended, blocked, router=res.router)
+    if load.prefix_hit:
+        console.print(tr("cli.pinfer.prefix_hit", language, share=load.prefix_hit), highlight=False)
+    if load.shared_prefix_tokens:
+        console.print(tr("cli.pinfer.shared_prefix", language, tokens=load.shared_prefix_tokens), highlight=False)
     rec = recommended
     if rec is not None:
         for line in trust_lines(rec, language):
@@ -166,10 +178,11 @@ def _tenancy(value: str, lang: str) -> str:
 
 def _table(name: str, load: InferLoad, slo: InferSlo, plans: list[dict[str, Any]], evaluated: int, simulated: int,
            rejected: dict[str, int], lang: str = "en", recommended: dict[str, Any] | None = None,
-           blocked: dict[str, str] | None = None) -> None:
+           blocked: dict[str, str] | None = None, *, router: str = "least-load") -> None:
     t = Table(title=tr("cli.pinfer.title", lang, model=name, qps=load.qps, input=load.input_len.label,
                        output=load.output_len.label, ttft=slo.ttft_p99_s, tpot=slo.tpot_p99_s),
-              caption=tr("cli.pinfer.caption", lang, candidates=evaluated, simulated=simulated, rejected=rejected))
+              caption=tr("cli.pinfer.caption", lang, candidates=evaluated, simulated=simulated, rejected=rejected,
+                         router=tr(f"cli.pinfer.router.{router}", lang)))
     for col in COLS:
         t.add_column(tr(f"cli.pinfer.col.{col}", lang), no_wrap=col == "usd_m", overflow="fold")
     blocked = blocked or {}

@@ -169,7 +169,8 @@ def infer_rows(plans: list[Mapping[str, Any]], lang: str) -> tuple[list[str], li
 
 def infer_job_lines(doc: Mapping[str, Any], lang: str) -> list[str]:
     j = doc["job"]
-    return [tr("report.job.infer", lang, model=j["model"], engine=j.get("engine") or "-", qps=j["qps"],
+    return [tr("report.job.infer", lang, model=j["model"], engine=j.get("engine") or "-",
+               router=j.get("router") or "-", qps=j["qps"],
                input_len=j.get("input_len") or "-", input_mean=j["input_len_mean"], output_len=j.get("output_len")
                or "-", output_mean=j["output_len_mean"], ttft=j["ttft_p99_s"], tpot=j["tpot_p99_s"],
                candidates=int(doc.get("candidates_evaluated", 0)), simulated=int(doc.get("simulated", 0)))]

@@ -233,8 +233,13 @@ def pd_line(result: Mapping[str, Any], lang: str) -> str:
     if not pd or not rec.get("cost_usd_per_hour"):
         return ""
     diff = float(pd["usd_per_hour"]) / float(rec["cost_usd_per_hour"]) - 1.0
-    return tr("cli.pinfer.pd", lang, p=pd["prefill"]["devices"], d=pd["decode"]["devices"], acc=pd["accelerator"],
-              usd=float(pd["usd_per_hour"]), diff=diff,
+    # like for like: a fleet at other weights than the recommendation's says so (an fp8 fleet against int4)
+    weights, rec_weights = str(pd.get("weights") or ""), str(rec.get("weights") or "")
+    formats = (tr("cli.pinfer.pd.formats", lang, rec_weights=rec_weights)
+               if weights and rec_weights and weights != rec_weights else "")
+    key = "cli.pinfer.pd_recommended" if result.get("recommended_disaggregated") else "cli.pinfer.pd"
+    return tr(key, lang, p=pd["prefill"]["devices"], d=pd["decode"]["devices"], acc=pd["accelerator"],
+              weights=weights, usd=float(pd["usd_per_hour"]), diff=diff, formats=formats,
               how=tr("cli.pinfer.pd.simulated" if pd.get("simulated") else "cli.pinfer.pd.closed", lang))
 
 

@@ -20,10 +20,12 @@ from gpuplan.search.infer_fleet import Offer, advice, attention_groups, price_la
 from gpuplan.search.infer_load import InferLoad, InferSlo
 from gpuplan.search.infer_pd_fleet import PdFleet
 from gpuplan.search.infer_pd_sim import simulate_pd
+from gpuplan.search.infer_route import DEFAULT_ROUTER, simulate_engines
 from gpuplan.search.infer_verify import min_fleet, min_replicas, score
-from gpuplan.simulate.engine_sim import EngineConfig, simulate_engine
+from gpuplan.simulate.engine_sim import EngineConfig
+from gpuplan.simulate.fleet_sim import Router
 from gpuplan.simulate.lockstep import lockstep_cost
-from gpuplan.simulate.metrics import SimMetrics, Slo, summarize
+from gpuplan.simulate.metrics import SimMetrics, Slo
 from gpuplan.simulate.pipeline import pipeline_batch
 from gpuplan.workload.engines import EngineProfile
 from gpuplan.workload.jobs import Layout
@@ -63,7 +65,7 @@ def bump(rejected: dict[str, int], why: str, n: int = 1) -> None:
 
 
 def simulated_pd(pds: list[PdFleet], load: InferLoad, slo: InferSlo, cfg: EngineConfig, cal: Calibration,
-                  max_devices: int) -> list[dict[str, Any]]:
+                  max_devices: int, router: Router = DEFAULT_ROUTER) -> list[dict[str, Any]]:
     """The disaggregated fleets, cheapest first: the `PD_SIMULATED` cheapest in closed form simulated per pool (one
     that misses the SLO in simulation is dropped), and after them any closed form still cheaper than every simulated
     fleet, up to `PD_SIMULATED_MAX` in all (a simulated pool grows to its SLO, so a closed form left unsimulated
@@ -74,7 +76,7 @@ def simulated_pd(pds: list[PdFleet], load: InferLoad, slo: InferSlo, cfg: Engine
         cheapest_sim = min((r["usd_per_hour"] for r in out if r.get("simulated")), default=math.inf)
         if tried < PD_SIMULATED or (tried < PD_SIMULATED_MAX and f.record["usd_per_hour"] < cheapest_sim):
             tried += 1
-            sim = simulate_pd(f, load=load, slo=slo, cfg=cfg, cal=cal, max_devices=max_devices)
+            sim = simulate_pd(f, load=load, slo=slo, cfg=cfg, cal=cal, max_devices=max_devices, router=router)
             if sim is not None:
                 out.append(sim)
             continue
@@ -83,12 +85,10 @@ def simulated_pd(pds: list[PdFleet], load: InferLoad, slo: InferSlo, cfg: Engine
 
 
 def verify_candidates(cands: list[Candidate], load: InferLoad, slo: InferSlo, cfg: EngineConfig, cal: Calibration,
-            prof: EngineProfile, rejected: dict[str, int],
-            max_devices: int) -> tuple[list[dict[str, Any]], int, dict[str, Any]]:
-    """Simulate the cheapest candidates; add replicas where the p99 SLO is missed."""
+            prof: EngineProfile, rejected: dict[str, int], max_devices: int,
+            router: Router = DEFAULT_ROUTER) -> tuple[list[dict[str, Any]], int, dict[str, Any]]:
+    """Simulate the cheapest candidates behind `router`; add replicas where the p99 SLO is missed."""
     headroom = cal.value("load_headroom")
-    n_sim = int(cal.value("sim_requests"))
-    warm = cal.value("sim_warmup_fraction")
     finalists = int(cal.value("finalists"))
     wanted = int(cal.value("plans_wanted"))
     max_sims = int(cal.value("max_simulations"))
@@ -104,16 +104,16 @@ def verify_candidates(cands: list[Candidate], load: InferLoad, slo: InferSlo, cf
     def sim(c: Candidate, r: int, factor: float) -> SimMetrics:
         nonlocal simulated
         simulated += 1
-        # a pipeline-parallel replica serves as pp batches in flight (simulate.pipeline): one is simulated
+        # a pipeline-parallel replica serves as pp batches in flight (simulate.pipeline): each is an engine
         pp = c.layout.pp
-        w = load.replica_workload(r * pp, load_factor=factor, num_requests=n_sim)
         batch_cost, batch_cfg = pipeline_batch(c.cost, cfg, pp)
         # attention groups of one expert group step together: the others' prefills stretch this one's steps
         cost = lockstep_cost(batch_cost, groups=attention_groups(c.layout), group_qps=load.qps * factor / (r * pp),
                              input_len_mean=load.input_len.mean, output_len_mean=load.output_len.mean,
                              max_batched_tokens=cfg.max_batched_tokens,
                              chunked_prefill=cfg.chunked_prefill)
-        return summarize(simulate_engine(w, cost, batch_cfg), sim_slo, warmup_fraction=warm)
+        return simulate_engines(load, cost, batch_cfg, engines=r * pp, load_factor=factor, router=router, cal=cal,
+                                slo=sim_slo)
 
     def verify(c: Candidate) -> bool:
         """Simulate `c`, grow it to the SLO and price it; True when it became a plan."""
@@ -150,7 +150,7 @@ def verify_candidates(cands: list[Candidate], load: InferLoad, slo: InferSlo, cf
         usd, offer, n_inst = priced
         m = sim(c, r, 1.0)
         per_acc[c.acc.id] = per_acc.get(c.acc.id, 0) + 1
-        plans.append(plan_record_of(c, r, usd, offer, n_inst, m, m_head, load, cal, prof))
+        plans.append(plan_record_of(c, r, usd, offer, n_inst, m, m_head, load, cal, prof, router))
         return True
 
     def fresh(c: Candidate) -> bool:
@@ -182,7 +182,8 @@ def verify_candidates(cands: list[Candidate], load: InferLoad, slo: InferSlo, cf
 
 
 def plan_record_of(c: Candidate, r: int, usd: float, offer: Offer, n_inst: int, m: SimMetrics, m_head: SimMetrics,
-                 load: InferLoad, cal: Calibration, prof: EngineProfile) -> dict[str, Any]:
+                 load: InferLoad, cal: Calibration, prof: EngineProfile,
+                 router: Router = DEFAULT_ROUTER) -> dict[str, Any]:
     lay = c.layout
     util = load.qps / (r * c.cap.requests_per_s)
     in_h = load.qps * load.input_len.mean * 3600.0
@@ -199,6 +200,7 @@ def plan_record_of(c: Candidate, r: int, usd: float, offer: Offer, n_inst: int, 
         "per_card": offer.cards_per_host is not None,
         "price_kind": offer.kind, "devices": r * lay.tp * lay.pp, "replicas": r,
         "layout": {"tp": lay.tp, "pp": lay.pp, "ep": lay.ep}, "weights": c.weights, "engine": prof.id,
+        "router": router,
         "cost_usd_per_hour": usd,
         "cost_usd_per_million_input_tokens": usd * share_in / in_h * 1e6,
         "cost_usd_per_million_output_tokens": usd * (1.0 - share_in) / out_h * 1e6,
@@ -213,6 +215,6 @@ def plan_record_of(c: Candidate, r: int, usd: float, offer: Offer, n_inst: int, 
         "at_headroom": {"qps": load.qps * (1.0 + cal.value("load_headroom")), "ttft_p99_s": m_head.ttft_s.p99,
                         "tpot_p99_s": m_head.tpot_s.p99, "e2e_p99_s": m_head.e2e_s.p99},
         "advice": advice(util, growth, offer, cal),
-        "provenance": "estimated: per-step cost model + discrete-event simulation per replica; "
-                      "prices from the catalog (see the instance's source)",
+        "provenance": f"estimated: per-step cost model + discrete-event simulation of the replicas behind a {router} "
+                      "router; prices from the catalog (see the instance's source)",
     }

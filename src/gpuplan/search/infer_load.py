@@ -83,11 +83,30 @@ class InferLoad:
     input_len: LengthDist
     output_len: LengthDist
     trace: Workload | None = None
+    # share of each prompt found in the prefix cache (a shared system prompt, a document asked about again), as
+    # the user states it for the router they run (`--prefix-hit`)
+    prefix_hit: float = 0.0
+    # tokens every prompt starts with (a shared system prompt): each replica keeps them cached after its first
+    # request, so they are found in cache whatever the router (vLLM automatic prefix caching, SGLang RadixAttention)
+    shared_prefix_tokens: int = 0
 
     def __post_init__(self) -> None:
         if not (self.qps > 0 and math.isfinite(self.qps)):
             raise InputError(field="qps", value=self.qps, allowed="a positive number of requests per second",
                              hint="zero or negative loads need no hardware")
+        if not 0.0 <= self.prefix_hit < 1.0:
+            raise InputError(field="prefix-hit", value=self.prefix_hit, allowed="a share from 0 up to (not incl.) 1",
+                             hint="e.g. 0.5 when half of each prompt repeats a cached prefix")
+        if not (isinstance(self.shared_prefix_tokens, int) and self.shared_prefix_tokens >= 0):
+            raise InputError(field="shared-prefix", value=self.shared_prefix_tokens,
+                             allowed="a whole number of tokens, 0 or more", hint="e.g. 2000 for a shared system prompt")
+
+    @property
+    def cached_share(self) -> float:
+        """The share of the mean prompt found in cache: the stated hit, or the shared prefix where larger (the
+        closed forms' view; the simulation caps the prefix per request below its prompt)."""
+        shared = min(self.shared_prefix_tokens, max(self.input_len.mean - 1.0, 0.0)) / max(self.input_len.mean, 1.0)
+        return max(self.prefix_hit, shared)
 
     @staticmethod
     def from_trace(trace: Workload) -> InferLoad:
@@ -119,7 +138,19 @@ class InferLoad:
         return Workload(arrival_s=tr.arrival_s[idx] / load_factor, input_len=tr.input_len[idx],
                         output_len=tr.output_len[idx], label=f"{tr.label} 1/{replicas} x{load_factor:g}")
 
+    def fleet_workload(self, *, load_factor: float, num_requests: int, seed: int = 0) -> Workload:
+        """The stream the whole fleet sees at `load_factor` x the load: `num_requests` Poisson requests, or the
+        trace's first `num_requests` with its gaps divided by `load_factor`."""
+        if self.trace is None:
+            return poisson_workload(qps=self.qps * load_factor, num_requests=num_requests,
+                                    input_len=self.input_len, output_len=self.output_len, seed=seed)
+        tr = self.trace
+        m = min(num_requests, tr.n)
+        return Workload(arrival_s=tr.arrival_s[:m] / load_factor, input_len=tr.input_len[:m],
+                        output_len=tr.output_len[:m], label=f"{tr.label} x{load_factor:g}")
+
     def to_json(self) -> dict[str, object]:
         return {"qps": self.qps, "input_len": self.input_len.label, "output_len": self.output_len.label,
                 "input_len_mean": self.input_len.mean, "output_len_mean": self.output_len.mean,
-                "trace": self.trace.label if self.trace is not None else None}
+                "trace": self.trace.label if self.trace is not None else None, "prefix_hit": self.prefix_hit,
+                "shared_prefix_tokens": self.shared_prefix_tokens}

@@ -19,8 +19,9 @@ same weights on the same part, each on its own cheapest layout:
   (simulate.pipeline.pipeline_batch): a decode group serves pp batches of B, each within 1/pp of the KV cache, and
   a prefill group pp prompts at once.
 
-It is never a plan: the cheapest fleets are then simulated per pool (search/infer_pd_sim.py), and the advisor
-names one (`serve.pd_disaggregation`) only when it saves enough against the recommended colocated fleet.
+A closed form is never a plan: the cheapest fleets are then simulated per pool (search/infer_pd_sim.py), the advisor
+names one (`serve.pd_disaggregation`) when it saves enough against the recommended colocated fleet, and a simulated
+one is recommended instead of the colocated fleet under the rule of search/infer_pd_choice.py.
 """
 
 from __future__ import annotations

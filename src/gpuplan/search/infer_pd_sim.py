@@ -17,18 +17,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.estimate.infer_pd import kv_transfer_s
 from gpuplan.search.infer_fleet import whole_groups
 from gpuplan.search.infer_load import InferLoad, InferSlo
 from gpuplan.search.infer_pd_fleet import PdFleet, PdInput, pool_price
+from gpuplan.search.infer_route import DEFAULT_ROUTER, simulate_engines
 from gpuplan.search.infer_verify import min_replicas
-from gpuplan.simulate.arrivals import Workload
 from gpuplan.simulate.decode_instance import DecodeInstanceCost
-from gpuplan.simulate.engine_sim import EngineConfig, StepCost, simulate_engine
-from gpuplan.simulate.metrics import SimMetrics, Slo, summarize
+from gpuplan.simulate.engine_sim import EngineConfig, StepCost
+from gpuplan.simulate.fleet_sim import Router
+from gpuplan.simulate.metrics import SimMetrics, Slo
 from gpuplan.simulate.pipeline import pipeline_batch
 from gpuplan.units import GB
 
@@ -36,21 +35,18 @@ __all__ = ["simulate_pd"]
 
 
 def _pool(x: PdInput, cost: StepCost, groups0: int, slo: InferSlo, *, load: InferLoad, cfg: EngineConfig,
-          cal: Calibration, one_token: bool) -> tuple[int, SimMetrics] | None:
-    """The fewest groups of `x`'s layout that meet `slo`, simulated; `cost` and `cfg` are those of one of the pp
-    batches a pipeline-parallel group keeps in flight (simulate.pipeline), which takes 1/pp of a group's load."""
+          cal: Calibration, one_token: bool, router: Router) -> tuple[int, SimMetrics] | None:
+    """The fewest groups of `x`'s layout that meet `slo`, simulated behind `router`; `cost` and `cfg` are those of
+    one of the pp batches a pipeline-parallel group keeps in flight (simulate.pipeline), which takes 1/pp of a
+    group's load."""
     lanes = x.layout.pp
     headroom = cal.value("load_headroom")
-    n_sim = int(cal.value("sim_requests"))
-    warm = cal.value("sim_warmup_fraction")
     sim_slo = Slo(ttft_s=slo.ttft_p99_s, tpot_s=slo.tpot_p99_s)
 
     def run(groups: int) -> SimMetrics:
-        w = load.replica_workload(groups * lanes, load_factor=1.0 + headroom, num_requests=n_sim)
-        if one_token:  # a prefill instance hands each request on with its first token
-            w = Workload(arrival_s=w.arrival_s, input_len=w.input_len, output_len=np.ones_like(w.output_len),
-                         label=f"{w.label} (prefill only)")
-        return summarize(simulate_engine(w, cost, cfg), sim_slo, warmup_fraction=warm)
+        # a prefill instance hands each request on with its first token
+        return simulate_engines(load, cost, cfg, engines=groups * lanes, load_factor=1.0 + headroom, router=router,
+                                cal=cal, slo=sim_slo, one_token=one_token)
 
     found = min_replicas(run, groups0, slo, queue_growth_max=cal.value("queue_growth_max"))
     if found is None:
@@ -61,14 +57,14 @@ def _pool(x: PdInput, cost: StepCost, groups0: int, slo: InferSlo, *, load: Infe
 
 
 def simulate_pd(f: PdFleet, *, load: InferLoad, slo: InferSlo, cfg: EngineConfig, cal: Calibration,
-                max_devices: int) -> dict[str, Any] | None:
+                max_devices: int, router: Router = DEFAULT_ROUTER) -> dict[str, Any] | None:
     """`f`'s record with both pools simulated and re-sized to the SLO; None when a pool cannot meet it."""
     rec = f.record
     link_bw = float(f.kv_link.bandwidth_gbyte_s) * GB
     dec_lane, dec_cfg = pipeline_batch(f.decode.cost, cfg, f.decode.layout.pp)
     dec_cost = DecodeInstanceCost(dec_lane, transfer_s_per_token=f.decode.cost.kv_bytes_per_token / link_bw)
     dec = _pool(f.decode, dec_cost, int(rec["decode"]["groups"]), slo, load=load, cfg=dec_cfg, cal=cal,
-                one_token=False)
+                one_token=False, router=router)
     if dec is None:
         return None
     g_dec, m_dec = dec
@@ -79,7 +75,7 @@ def simulate_pd(f: PdFleet, *, load: InferLoad, slo: InferSlo, cfg: EngineConfig
     pre_lane, pre_cfg = pipeline_batch(f.prefill.cost, cfg, f.prefill.layout.pp)
     pre = _pool(f.prefill, pre_lane, int(rec["prefill"]["groups"]),
                 InferSlo(ttft_p99_s=budget, tpot_p99_s=slo.tpot_p99_s), load=load, cfg=pre_cfg, cal=cal,
-                one_token=True)
+                one_token=True, router=router)
     if pre is None:
         return None
     g_pre, m_pre = pre
@@ -102,7 +98,7 @@ def simulate_pd(f: PdFleet, *, load: InferLoad, slo: InferSlo, cfg: EngineConfig
     return {**rec, **pools, "devices": devices,
             "usd_per_hour": pools["prefill"]["usd_per_hour"] + pools["decode"]["usd_per_hour"],
             "ttft_p99_s": m_pre.ttft_s.p99 + transfer + m_dec.ttft_s.p99, "tpot_p99_s": m_dec.tpot_s.p99,
-            "simulated": True,
+            "simulated": True, "router": router,
             "basis": f"simulated per pool at {cal.value('load_headroom'):.0%} headroom (the closed forms as the first "
                      "guess): p99 TTFT = prefill pool p99 + the p99 prompt's KV transfer + the decode pool's p99 wait "
                      f"for a slot; the KV cache moves over {f.kv_link.label}; not a plan"}

@@ -37,6 +37,7 @@ from gpuplan.search.infer_layouts import placements
 from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms, slo_unit_warning
 from gpuplan.search.infer_misses import parts_without_plan
 from gpuplan.search.infer_pd_fleet import PdFleet, PdInput, pd_fleet
+from gpuplan.search.infer_route import DEFAULT_ROUTER, check_router
 from gpuplan.search.infer_size import size_fleet
 from gpuplan.search.infer_whatif import rdma_what_if
 from gpuplan.search.plan_trust import meets_trust, serving_bands, serving_confidence
@@ -54,7 +55,7 @@ WEIGHTS = SERVED_WEIGHTS
 KV_DTYPES = ("bf16", "fp16", "fp8", "int8")
 TERMS_USED = ("load_headroom", "tpot_p99_over_mean", "max_simulations", "dedicated_utilization",
               "dedicated_p99_growth", "sim_requests", "sim_warmup_fraction", "finalists", "plans_wanted",
-              "queue_growth_max")
+              "queue_growth_max", "fleet_sim_replicas_max")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,8 +69,10 @@ class InferConstraints:
     weights: tuple[str, ...] = WEIGHTS
     kv_dtype: str = "bf16"
     trust: str = "low"  # plan_trust.LEVELS: keep fleets whose confidence is at least this
+    router: str = DEFAULT_ROUTER  # how requests reach the replicas (simulate.fleet_sim): sized under this router
 
     def __post_init__(self) -> None:
+        check_router(self.router)
         if self.max_devices < 1:
             raise InputError(field="max-devices", value=self.max_devices, allowed="a positive integer")
         bad = [w for w in self.weights if w not in WEIGHTS]
@@ -98,6 +101,7 @@ class InferPlanResult:
     # each part searched that has no fleet in `plans`, and why: its best unloaded TTFT/TPOT against the SLO, else the
     # load, memory or cost (infer_misses.parts_without_plan)
     parts_without_plan: list[dict[str, Any]] = field(default_factory=list)
+    router: str = DEFAULT_ROUTER  # the router the fleets were sized under
 
 
 def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog,
@@ -129,7 +133,7 @@ def plan_record(spec: ModelSpec, load: InferLoad, slo: InferSlo, res: InferPlanR
     return {"model": spec.name, "load": load.to_json(),
             "slo": {"ttft_p99_s": slo.ttft_p99_s, "tpot_p99_s": slo.tpot_p99_s,
                     **({"warning": warning} if warning else {})},
-            "engine": prof.id, "candidates_evaluated": res.candidates_evaluated,
+            "engine": prof.id, "router": res.router, "candidates_evaluated": res.candidates_evaluated,
             "simulated": res.simulated, "plans": res.plans, "rejected": res.rejected,
             "hardware_considered": res.hardware_considered, "best_unloaded": res.best_unloaded,
             "what_if_rdma": res.what_if_rdma, "what_if_rdma_all": res.what_if_rdma_all,
@@ -144,7 +148,7 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
     cfg = EngineConfig.from_profile(prof)
     headroom = cal.value("load_headroom")
     ratio = cal.value("tpot_p99_over_mean")
-    moments = length_moments(load.input_len, load.output_len)
+    moments = length_moments(load.input_len, load.output_len, hit=load.cached_share)
     counts = count_params(spec)
     need_tokens = load.max_request_tokens
     rejected: dict[str, int] = {}
@@ -238,14 +242,15 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
             alternatives and engine("sglang").runs_on(acc)) else None
         if pd is not None:
             pds.append(pd)
-    pd_records = simulated_pd(pds, load, slo, cfg, cal, cons.max_devices)
+    router = check_router(cons.router)
+    pd_records = simulated_pd(pds, load, slo, cfg, cal, cons.max_devices, router)
     if not cands:
         int4_bytes = counts.total * matrix_bytes_per_param(spec, InferenceJob(weights="int4"))
         _no_plan(spec, slo, cons, rejected, best, int4_bytes, largest, considered, prof)
     # at one price and size, the widest weights first: quantizing that saves nothing only costs quality
     cands.sort(key=lambda c: (c.usd_per_hour, c.replicas * c.layout.tp * c.layout.pp, -DTYPE_BYTES[c.weights],
                               c.tpot0))
-    plans, simulated, near = verify_candidates(cands, load, slo, cfg, cal, prof, rejected, cons.max_devices)
+    plans, simulated, near = verify_candidates(cands, load, slo, cfg, cal, prof, rejected, cons.max_devices, router)
     if not plans:
         closest = (f"the closest simulated fleet, {near['on']}, reached p99 TTFT {near['ttft_p99_s']:.3f} s and "
                    f"TPOT {near['tpot_p99_s']:.4f} s at the headroom load" if near else "no fleet fit --max-devices")
@@ -262,7 +267,7 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
     return InferPlanResult(plans=plans, candidates_evaluated=evaluated, simulated=simulated, rejected=rejected,
                            hardware_considered=considered, best_unloaded=best, terms=cal.used(*TERMS_USED),
                            what_if_rdma=cheapest, what_if_rdma_all=alts,
-                           what_if_pd_all=pd_records,
+                           what_if_pd_all=pd_records, router=router,
                            parts_without_plan=parts_without_plan(considered, plans, per_part, slo,
                                                                  unsupported=unsupported))
 

@@ -119,6 +119,10 @@ class InferPlanRequest(_Request):
     max_devices: int = Field(default=1024, le=MAX_COUNT)
     top: int = Field(default=10, le=1000)
     user_catalog: UserCatalog | None = UserRecords
+    router: Literal["least-load", "cache-aware", "round-robin", "random"] = Field(
+        default="least-load", description="how requests reach the replicas (docs/inference_planner.md, Routers)")
+    prefix_hit: float = Field(default=0.0, description="share of each prompt found in the prefix cache, 0 to <1")
+    shared_prefix: int = Field(default=0, description="tokens every prompt starts with (a shared system prompt)")
 
 
 class MemoryTrainRequest(_Request):

@@ -8,6 +8,7 @@ tests/service/test_contract.py holds them to the CLI's output. Errors are the li
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -96,6 +97,8 @@ def _checked_infer(req: InferPlanRequest) -> tuple[ModelSpec, Any, Any, Any]:
               ("tpot-p99", req.tpot_p99, False), ("max-devices", req.max_devices, True), ("top", req.top, True))
     # a client's lengths never name a server path (files=False: `hist:` fails before anything is opened)
     load = infer_load(req.qps, None, req.input_len, req.output_len, req.input_dist, req.output_dist, files=False)
+    if req.prefix_hit or req.shared_prefix:
+        load = replace(load, prefix_hit=req.prefix_hit, shared_prefix_tokens=req.shared_prefix)
     spec = _spec(req.model)
     cat = catalog_for(req.user_catalog)
     check_policy_names(cat, vendor=req.vendor, provider=req.provider)
@@ -157,6 +160,7 @@ def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], di
     from gpuplan.advise.report_infer import choose_fleet, inference_report, named_engine, named_pd
     from gpuplan.advise.trust import serving_recommendation
     from gpuplan.search.infer_load import InferSlo, planner_terms
+    from gpuplan.search.infer_pd_choice import disaggregated_recommendation
     from gpuplan.search.infer_search import WEIGHTS, InferConstraints, plan_inference, plan_record
     from gpuplan.service.advice import requirements
 
@@ -165,7 +169,7 @@ def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], di
     cons = InferConstraints(market=req.market, vendor=req.vendor, provider=req.provider,
                             domestic_only=req.domestic_only, max_devices=req.max_devices,
                             weights=tuple(req.weights) if req.weights else WEIGHTS, kv_dtype=req.kv_dtype,
-                            trust=req.trust)
+                            trust=req.trust, router=req.router)
     res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, terms=planner_terms({}))
     run = plan_record(spec, load, slo, res, prof, req.kv_dtype, slo_names=("ttft_p99", "tpot_p99"))
     # as the CLI: a part whose fleet draws a blocking finding (export, residency, compliance) is not recommended
@@ -175,6 +179,7 @@ def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], di
     _, blocked = choose_fleet(run, res.plans, cat, th, needs)
     run.update(recommended=serving_recommendation(res.plans, cat, req.market, skip=tuple(blocked)),
                not_recommended=blocked)
+    run["recommended_disaggregated"] = disaggregated_recommendation(run)  # as the CLI
     # as the CLI's --report: default requirements and thresholds, the planned load and constraints
     doc = inference_report(run, cat, thresholds=th, requirements=needs, infer_load=load,
                            max_devices=req.max_devices, constraints=cons) if report else None

@@ -28,6 +28,9 @@ class Workload:
     input_len: np.ndarray
     output_len: np.ndarray
     label: str = ""
+    # prompt tokens found in the prefix cache when the request arrives (None: none); under its input_len, since an
+    # engine computes at least the prompt's last token (vLLM automatic prefix caching)
+    cached_len: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.arrival_s)
@@ -36,6 +39,10 @@ class Workload:
         if (self.input_len < 1).any() or (self.output_len < 1).any():
             raise InputError(field="workload lengths", value=self.label, allowed="input_len >= 1 and output_len >= 1",
                              hint="zero or negative lengths cannot be served")
+        if self.cached_len is not None and (len(self.cached_len) != n or (self.cached_len < 0).any()
+                                            or (self.cached_len >= self.input_len).any()):
+            raise InputError(field="cached_len", value=self.label, allowed="0 <= cached_len < input_len per request",
+                             hint="an engine computes at least the last prompt token; lower the prefix hit")
         if (np.diff(self.arrival_s) < 0).any() or not np.isfinite(self.arrival_s).all() or self.arrival_s[0] < 0:
             raise InputError(field="arrival_s", value=self.label, allowed="finite, >= 0, non-decreasing times")
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
@@ -42,7 +43,8 @@ import numpy as np
 from gpuplan.errors import InputError
 from gpuplan.simulate.arrivals import Workload
 
-__all__ = ["EngineConfig", "RawRun", "StepCost", "simulate_engine"]
+__all__ = ["EngineConfig", "EngineResult", "RawRun", "StepCost", "check_fits", "engine_loop", "raw_run",
+           "simulate_engine"]
 
 _NO_CHUNKS: list[tuple[int, int, int]] = []  # never appended to (the fast path's empty prompt work)
 
@@ -154,6 +156,62 @@ def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | N
     closed-form runs are tested against); None jumps from event to event.
     """
     cfg = config or EngineConfig()
+    cap = int(cost.kv_capacity_tokens) // cfg.kv_block_tokens
+    check_fits(int((workload.input_len + workload.output_len).max()), cap * cfg.kv_block_tokens)
+    arr = workload.arrival_s.tolist()
+    arr.append(math.inf)  # sentinel: no arrival after the last
+    hit = workload.cached_len.tolist() if workload.cached_len is not None else None
+    loop = engine_loop(arr, workload.input_len.tolist(), workload.output_len.tolist(), cost, cfg, hit=hit,
+                       max_run_steps=max_run_steps)
+    try:
+        next(loop)
+    except StopIteration as stop:
+        return raw_run(workload, cfg, stop.value)
+    raise AssertionError("an engine with every arrival known never waits for the router")  # pragma: no cover
+
+
+def check_fits(need_tokens: int, cap_tokens: int) -> None:
+    """InputError when a request of `need_tokens` (prompt + output) exceeds the whole KV cache."""
+    if need_tokens > cap_tokens:
+        raise InputError(field="request length", value=need_tokens,
+                         allowed=f"at most {cap_tokens} tokens of KV cache on this deployment",
+                         hint="a request longer than the whole KV cache can never be served; use more memory, "
+                              "more tensor parallelism or shorter requests")
+
+
+def raw_run(workload: Workload, cfg: EngineConfig, res: EngineResult) -> RawRun:
+    """The RawRun of `workload` from an engine loop's result."""
+    (sched, first, fin, npre, t, busy, iters, batch_sum, batch_max, kv_ts, kv_peak, cap) = res
+    n = workload.n
+    return RawRun(workload=workload, config=cfg, scheduled_s=np.array(sched[:n]), first_token_s=np.array(first[:n]),
+                  finish_s=np.array(fin[:n]), preemptions=np.array(npre[:n], dtype=np.int64), end_s=t, busy_s=busy,
+                  iterations=iters, batch_sum=batch_sum, batch_max=batch_max, kv_token_seconds=kv_ts,
+                  kv_peak_blocks=kv_peak, kv_capacity_blocks=cap, kv_block_tokens=cfg.kv_block_tokens)
+
+
+# per-request times (scheduled, first token, finish), preemptions, then end, busy, iterations, batch sum and max,
+# KV token-seconds, KV peak and capacity in blocks
+EngineResult = tuple[list[float], list[float], list[float], list[int], float, float, int, float, int, float, int,
+                     int]
+
+
+def engine_loop(arr: list[float], inp: list[int], out: list[int], cost: StepCost, cfg: EngineConfig, *,
+                hit: list[int] | None = None, done_log: list[tuple[float, int]] | None = None,
+                max_run_steps: int | None = None) -> Generator[tuple[float, float], None, EngineResult]:
+    """The engine's event loop over requests `arr`/`inp`/`out` (arrival order), `arr` ending in one more time.
+
+    With every arrival known, that last time is inf and the loop runs to the end without yielding. A fleet
+    (simulate.fleet_sim) feeds arrivals as its router assigns them: the last time is then the next arrival to
+    the fleet (the horizon); when the engine reaches it, it yields its clock, and the fleet either appends the
+    request (its arrival before the new horizon) or moves the horizon on (inf after the last arrival). The
+    engine only ever waits at the horizon, so its trajectory is the one `simulate_engine` gives for the
+    requests it was assigned. It yields (clock, quiet): no request can finish before `quiet` unless one is
+    added (the end of the decode run it was cut from; inf when idle), so the fleet need not resume it to see
+    its completions before then. `hit[i]`: prompt tokens of request i found in the prefix cache (vLLM automatic
+    prefix caching, SGLang RadixAttention): its prefill starts past them, attending to them, and its KV holds
+    them (a shared prefix's blocks are counted per request: conservative). `done_log` receives (time, request)
+    as requests finish, in time order (the router's view of completions).
+    """
     B = cfg.kv_block_tokens
     cap_tokens = int(cost.kv_capacity_tokens)
     cap = cap_tokens // B
@@ -164,28 +222,21 @@ def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | N
     # batch is formed, prefilled and decoded until its longest request ends; nobody joins a decoding batch
     static = cfg.scheduling == "static"
     prefill_only = cfg.scheduling in ("prefill_first", "static") or not cfg.batching
-    arr = workload.arrival_s.tolist()
-    arr.append(math.inf)  # sentinel: no arrival after the last
-    inp = workload.input_len.tolist()
-    out = workload.output_len.tolist()
-    n_req = workload.n
-    need_max = int((workload.input_len + workload.output_len).max())
-    if -(-need_max // B) > cap:
-        raise InputError(field="request length", value=need_max,
-                         allowed=f"at most {cap * B} tokens of KV cache on this deployment",
-                         hint="a request longer than the whole KV cache can never be served; use more memory, "
-                              "more tensor parallelism or shorter requests")
+    n_req = len(arr) - 1
+    size = n_req
+    hits = hit if hit is not None else [0] * n_req
+    log = done_log if done_log is not None else []
     table = _DecodeTable(cost, cap_tokens)
     step_s = cost.step_s
 
-    sched = [math.nan] * n_req
-    first = [math.nan] * n_req
-    fin = [math.nan] * n_req
-    npre = [0] * n_req
-    gen = [0] * n_req  # output tokens generated (valid while not decoding)
-    target = [0] * n_req  # tokens to prefill (prompt + generated, after preemption)
-    base = [0] * n_req  # decoding: kv tokens at decode counter G are base + G
-    fin_g = [-1] * n_req  # decoding: counter value at which it completes; -1 if not decoding
+    sched = [math.nan] * size
+    first = [math.nan] * size
+    fin = [math.nan] * size
+    npre = [0] * size
+    gen = [0] * size  # output tokens generated (valid while not decoding)
+    target = [0] * size  # tokens to prefill (prompt + generated, after preemption)
+    base = [0] * size  # decoding: kv tokens at decode counter G are base + G
+    fin_g = [-1] * size  # decoding: counter value at which it completes; -1 if not decoding
 
     waiting: deque[int] = deque()
     running: dict[int, None] = {}  # admission order (victim = last)
@@ -207,6 +258,7 @@ def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | N
     kv_ts = 0.0
     kv_peak = 0
     inf = math.inf
+    quiet = 0.0
     heappush, heappop, sqrt, ceil = heapq.heappush, heapq.heappop, math.sqrt, math.ceil
     coef = table.coef
     run_cap = max_run_steps if max_run_steps is not None else 1 << 62
@@ -219,13 +271,27 @@ def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | N
                 s += c * ((-(r + g)) % B)
         return (sum_base + n_dec * g + s) // B
 
-    while done < n_req:
+    while done < n_req or arr[n_req] != inf:
         # arrivals up to now join the queue
         while arr[nxt] <= t:
+            if nxt == n_req:  # the fleet's horizon: its router decides where the next request goes
+                yield t, quiet
+                n_req = len(arr) - 1
+                if n_req > len(sched):  # room for the requests the fleet gave it
+                    more = max(n_req - len(sched), len(sched))
+                    for times in (sched, first, fin):
+                        times.extend([math.nan] * more)
+                    for counts in (npre, gen, target, base):
+                        counts.extend([0] * more)
+                    fin_g.extend([-1] * more)
+                continue
             waiting.append(nxt)
             nxt += 1
+            quiet = 0.0
+        quiet = 0.0  # no request can finish before this time (set by a decode run; inf when idle)
         if not running and not waiting:
             t = arr[nxt]
+            quiet = inf
             continue
         if (not waiting and not prefilling and n_dec
                 and (sum_base + n_dec * (G + B - 1)) // B + pf_blocks <= cap):
@@ -289,12 +355,13 @@ def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | N
             if not preempted and waiting and budget > 0 and not (static and n_dec):
                 while waiting and len(running) < max_seqs and budget > 0:
                     i = waiting[0]
-                    x = target[i] if target[i] else inp[i]
+                    c0 = 0 if target[i] else hits[i]  # a fresh prompt starts past its cached prefix
+                    x = (target[i] if target[i] else inp[i]) - c0
                     if not chunked and x > budget and (chunks or (n_dec and not prefill_only)):
                         break
                     if chunked:
                         x = min(x, budget)
-                    nb = -(-x // B)
+                    nb = -(-(c0 + x) // B)
                     if nb > free and not exact:
                         exact = True
                         e = dec_blocks(G)
@@ -308,12 +375,15 @@ def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | N
                     if sched[i] != sched[i]:
                         sched[i] = t
                     running[i] = None
-                    prefilling[i] = 0
+                    prefilling[i] = c0
+                    if c0:
+                        pf_blocks += -(-c0 // B)
+                        pf_tokens += c0
                     free -= nb
                     budget -= x
-                    chunks.append((i, 0, x))
+                    chunks.append((i, c0, x))
                     p_tok += x
-                    pairs += x * (x + 1) / 2.0
+                    pairs += x * c0 + x * (x + 1) / 2.0
             if prefill_only and chunks:
                 with_decodes = False  # a prefill-only iteration: running decodes pause
         if chunks:
@@ -352,6 +422,7 @@ def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | N
                     first[i] = t
                 if g >= out[i]:
                     fin[i] = t
+                    log.append((t, i))
                     del running[i]
                     done += 1
                     continue
@@ -393,6 +464,7 @@ def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | N
                 s0 = a + b * k0
                 d = b * n_dec
                 dt = k * s0 + d * k * (k - 1) / 2.0
+                quiet = t + dt
                 if dt > delta:
                     # smallest k with k s0 + d k (k - 1) / 2 >= delta (the quadratic's root, then exact)
                     if d <= 0.0:
@@ -412,6 +484,7 @@ def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | N
             else:
                 ts = table.times(n_dec, k0, k)
                 cum = np.cumsum(ts)
+                quiet = t + float(cum[-1])
                 if cum[-1] > delta:
                     k = int(np.searchsorted(cum, delta)) + 1
                 dt = float(cum[k - 1])
@@ -440,8 +513,8 @@ def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | N
             waiting.appendleft(v)
             continue
         else:
-            if nxt >= n_req:  # pragma: no cover - guarded by the length check above
-                raise InputError(field="workload", value=workload.label, allowed="requests that fit the KV cache")
+            if arr[nxt] == inf:  # pragma: no cover - guarded by the length check (check_fits)
+                raise InputError(field="workload", value=n_req, allowed="requests that fit the KV cache")
             t = max(t, arr[nxt])
             continue
         # completions at counter G
@@ -450,6 +523,7 @@ def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | N
             if fin_g[i] != g_end:
                 continue
             fin[i] = t
+            log.append((t, i))
             bv = base[i]
             cnt[bv % B] -= 1
             sum_base -= bv
@@ -458,7 +532,4 @@ def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | N
             del running[i]
             done += 1
 
-    return RawRun(workload=workload, config=cfg, scheduled_s=np.array(sched), first_token_s=np.array(first),
-                  finish_s=np.array(fin), preemptions=np.array(npre, dtype=np.int64), end_s=t, busy_s=busy,
-                  iterations=iters, batch_sum=batch_sum, batch_max=batch_max, kv_token_seconds=kv_ts,
-                  kv_peak_blocks=kv_peak, kv_capacity_blocks=cap, kv_block_tokens=B)
+    return (sched, first, fin, npre, t, busy, iters, batch_sum, batch_max, kv_ts, kv_peak, cap)
