@@ -121,8 +121,10 @@ class InferPlanRequest(_Request):
     user_catalog: UserCatalog | None = UserRecords
     router: Literal["least-load", "cache-aware", "round-robin", "random"] = Field(
         default="least-load", description="how requests reach the replicas (docs/inference_planner.md, Routers)")
-    prefix_hit: float = Field(default=0.0, description="share of each prompt found in the prefix cache, 0 to <1")
-    shared_prefix: int = Field(default=0, description="tokens every prompt starts with (a shared system prompt)")
+    prefix_hit: float = Field(default=0.0, ge=0.0, lt=1.0,
+                              description="share of each prompt found in the prefix cache, 0 to <1")
+    shared_prefix: int = Field(default=0, ge=0, le=MAX_TOKENS_PER_SEQ,
+                               description="tokens every prompt starts with (a shared system prompt)")
 
 
 class MemoryTrainRequest(_Request):
