@@ -13,7 +13,7 @@ from gpuplan.advise.findings import Figure, Finding, Provenance, Severity, Thres
 from gpuplan.advise.rules_work import _ds, _est, _th
 from gpuplan.i18n import Duration, tr
 
-__all__ = ["MARKET_RULES", "effective_market", "node_power_kw", "qlora_kernels"]
+__all__ = ["MARKET_RULES", "effective_market", "hosting_market", "node_power_kw", "qlora_kernels"]
 
 _ECO = "advise/data/ecosystem.yaml"
 _COMP = "advise/data/compliance.yaml"
@@ -57,7 +57,8 @@ def qlora_kernels(f: PlanFacts, th: Thresholds) -> list[Finding]:
 
 
 def effective_market(f: PlanFacts) -> str:
-    """The market the plan buys in: given, else the residency region, else where the part is sold."""
+    """The buyer's market: given (--market), else the residency region, else where the part is sold when that is
+    one market, else global (the default buyer)."""
     if f.market:
         return f.market
     if f.requirements.data_residency:
@@ -65,10 +66,20 @@ def effective_market(f: PlanFacts) -> str:
     return "cn" if tuple(f.accelerator.markets) == ("cn",) else "global"
 
 
+def hosting_market(f: PlanFacts) -> str:
+    """Where the plan's cards are: a rental's offer market, else the buyer's (an own cluster is hosted at home)."""
+    if f.hosting == "rented" and f.hosting_market:
+        return f.hosting_market
+    return effective_market(f)
+
+
 def export(f: PlanFacts, th: Thresholds) -> list[Finding]:
-    market = effective_market(f)
+    """Each export note applies where its `applies_by` says: an export control where the cards are (a rental in
+    China is judged by China's rules whoever rents it), guidance on use in the buyer's market."""
+    buyer, where = effective_market(f), hosting_market(f)
     out: list[Finding] = []
     for note in advise_data("compliance")["export_notes"]:
+        market = buyer if note.get("applies_by", "hosting") == "buyer" else where
         if market not in note["markets"] or not any(f.accelerator.id.startswith(p) for p in note["applies_to"]):
             continue
         # a rental in the market runs on the provider's cards already there: the rule limits new supply, not that
@@ -81,11 +92,12 @@ def export(f: PlanFacts, th: Thresholds) -> list[Finding]:
 
 
 def residency(f: PlanFacts, th: Thresholds) -> list[Finding]:
+    """The data must stay in a region: the plan's cards (a rental's offer market, else the buyer's) must be there."""
     region = f.requirements.data_residency
     if not region:
         return []
     data = advise_data("compliance")["data_residency"].get(region)
-    market = f.market or "global"
+    market = (f.hosting_market if f.hosting == "rented" and f.hosting_market else f.market) or "global"
     if data is None or market in data["markets"]:
         return []
     figs = (_data("data_residency", region, "", f"{_COMP}: {data['source']}"),)
