@@ -117,3 +117,23 @@ def test_ascend_guidance_reads_the_buyers_market_wherever_the_cards_are() -> Non
     assert [f.severity for f in x] == ["warn"] and "2025-05-13" in x[0].message["en"]
     cn = advise(inference_facts({**run, "market": "cn"}, p, catalog=catalog()))
     assert not [f for f in cn if f.id == "market.export"]
+
+
+@pytest.mark.parametrize(("acc", "offer"), [("b200-sxm-180gb", "cn-rental-8x-b200"),
+                                           ("h100-sxm5-80gb", "cn-rental-8x-h100")])
+def test_no_market_training_question_skips_the_grey_market_rental_it_would_have_picked(acc: str, offer: str) -> None:
+    """plan train without --market: the rule's first pick is the monthly rental in China (the cheapest that meets the
+    30-day target); its export note blocks it, so the recommendation is the part rented elsewhere, and the China
+    offer is listed, marked, under its own key (the part's other offers are not)."""
+    from gpuplan.advise.report_train import training_report
+    from gpuplan.search.train_search import PlanConstraints
+    from gpuplan.workload.jobs import TrainingJob
+
+    doc = training_report(load_model("llama3-70b"), TrainingJob(seq_len=4096, global_batch=1024, method="full"),
+                          catalog(), PlanConstraints(accelerators=(acc,)), tokens=2e10)
+    rec = doc["recommendation"]
+    assert rec is not None and rec["offer"] != offer and catalog().instances[rec["offer"]].market == "global"
+    key = f"{acc} ({offer})"
+    assert doc["not_recommended"][key] == "market.export"
+    assert [e["option"] for e in rec["rule"]["excluded"]][:1] == [key]
+    assert f"{acc} ({rec['offer']})" not in doc["not_recommended"]

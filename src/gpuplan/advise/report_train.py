@@ -331,11 +331,12 @@ def training_report(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: P
                            for v in others.values()) if r is not None]
     runners.sort(key=lambda p: (p.get("cost_usd") is None, p.get("cost_usd") or 0.0, p["time_to_train_s"]))
     # every listed part is judged as the recommendation is, not only those the rule reached before its pick: the best
-    # plan of each part's own clusters and of its rentals (a rule can read where the cards are: option_key) is
-    # checked, and a blocked one is marked wherever that option is listed (the same mark compare shows)
-    options: dict[tuple[str, bool], list[dict[str, Any]]] = {}
+    # plan of each part's own clusters and of each of its offers (a rule reads where the cards are: option_key; a
+    # B200 rented in China is blocked while the B200 rented elsewhere that the rule picked is not) is checked, and
+    # a blocked one is marked wherever that option is listed (the same mark compare shows)
+    options: dict[str, list[dict[str, Any]]] = {}
     for p in res.plans:
-        options.setdefault((p["accelerator"], option_key(p) != p["accelerator"]), []).append(p)
+        options.setdefault(option_key(p), []).append(p)
     for group in options.values():
         r = recommend(group, tol, target, max_days(cons, th), th.value("recommend_dominance_margin"),
                       deadline_days=cons.deadline_days)
