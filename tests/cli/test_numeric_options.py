@@ -49,7 +49,8 @@ BASE: dict[str, list[str]] = {
 
 # Options where zero is a meaningful value: ZeRO stage 0, no generated tokens, no memory floor, no draft tokens.
 ZERO_OK = {("memory train", "--zero"), ("estimate train", "--zero"), ("memory infer", "--generated"),
-           ("catalog list", "--min-memory-gib"), ("estimate infer", "--draft-tokens")}
+           ("catalog list", "--min-memory-gib"), ("estimate infer", "--draft-tokens"),
+           ("tco", "--wacc")}  # no cost of capital is a valid question (the straight-line comparison)
 NUMERIC = (int, float)
 
 
