@@ -28,8 +28,8 @@ from gpuplan.hardware import Catalog
 from gpuplan.search.plan_trust import LEVELS
 from gpuplan.units import GIB
 
-__all__ = ["caveats", "deadline_caveat", "fleet_block", "fleet_key", "is_confirmed", "memory_caveat", "plan_markets",
-           "serving_caveats", "serving_recommendation", "split_by_market"]
+__all__ = ["capacity_caveat", "caveats", "deadline_caveat", "fleet_block", "fleet_key", "is_confirmed",
+           "memory_caveat", "plan_markets", "serving_caveats", "serving_recommendation", "split_by_market"]
 
 Chooser = Callable[[Sequence[dict[str, Any]]], dict[str, Any] | None]
 
@@ -160,6 +160,19 @@ def deadline_caveat(rec: dict[str, Any], plans: Sequence[dict[str, Any]], deadli
                                            "band_high_days": high / 86400.0, "deadline_days": deadline_days},
             "break_even": None, "holds_while": None, "action": "margin", "accelerator": rec["accelerator"],
             "safe_alternative": summary(safe) if safe is not None else None}
+
+
+def capacity_caveat(rec: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A caveat when the recommendation rents an offer whose capacity is not stated: unknown (nothing says how many
+    devices it can supply) or typical (what such offers usually supply, not a quote for this one)."""
+    opt = rec.get("hardware_option") or {}
+    prov = opt.get("capacity_provenance")
+    if opt.get("kind") != "offer" or prov not in ("unknown", "typical"):
+        return None
+    return {"input": "capacity", "value": {"devices": int(rec.get("billed_devices") or rec["devices"]),
+                                           "offer": opt.get("offer"), "provenance": prov,
+                                           "max_devices": opt.get("max_devices"), "basis": opt.get("capacity_basis")},
+            "break_even": None, "holds_while": None, "action": "confirm_capacity", "accelerator": rec["accelerator"]}
 
 
 def _memory_high(plan: Mapping[str, Any]) -> float | None:

@@ -257,6 +257,7 @@ def plan_train(
     deadline: float = typer.Option(None, help=help_text("help.common.deadline")),
     budget: float = typer.Option(None, help=help_text("help.common.budget")),
     max_devices: int = typer.Option(4096),
+    capacity: list[str] = typer.Option(None, "--capacity", help=help_text("help.plan_train.capacity")),
     network: str = typer.Option(None, help=help_text("help.plan_train.network")),
     nics_per_node: float = typer.Option(None, help=help_text("help.estimate_train.nics_per_node")),
     gpus_per_node: int = typer.Option(None, help=help_text("help.estimate_train.gpus_per_node")),
@@ -301,7 +302,7 @@ def plan_train(
                                 deadline=deadline, budget=budget, max_devices=max_devices, market=market,
                                 vendor=vendor, provider=provider, domestic_only=domestic_only, network=network,
                                 nics_per_node=nics_per_node, gpus_per_node=gpus_per_node, trust=trust,
-                                lang=language)
+                                lang=language, capacity=parse_pairs(capacity, "capacity"))
         res = plan_training(spec, job, cat, cons, tokens=tokens, calibration=cal)
         if not res.plans:
             raise InputError(field="constraints", value=res.rejected, allowed="at least one feasible plan",

@@ -59,11 +59,12 @@ def device_price(catalog: Catalog, accelerator: str, *, market: str | None = Non
                        monthly_instance=moi)
 
 
-def instance_price(catalog: Catalog, inst: Instance) -> DevicePrice:
-    """USD per accelerator-hour of one instance, each kind it publishes."""
+def instance_price(catalog: Catalog, inst: Instance, *, distressed: bool = False) -> DevicePrice:
+    """USD per accelerator-hour of one instance, each kind it publishes (`distressed`: surplus-capacity rents too,
+    whatever the catalog's pricing policy)."""
     got: dict[str, float | None] = {}
     for kind, key in (("on_demand_hourly", "on_demand"), ("spot_hourly", "spot"), ("monthly", "monthly")):
-        hourly = inst.hourly("USD", catalog.rates, kind, distressed=catalog.pricing.use_distressed)
+        hourly = inst.hourly("USD", catalog.rates, kind, distressed=distressed or catalog.pricing.use_distressed)
         got[key] = hourly / inst.accelerator_count if hourly is not None else None
     return DevicePrice(on_demand=got["on_demand"], spot=got["spot"], monthly=got["monthly"],
                        on_demand_instance=inst.id if got["on_demand"] is not None else None,

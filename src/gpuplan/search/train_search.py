@@ -54,6 +54,7 @@ class PlanConstraints:
     layout_family: str = "megatron"  # candidates.LAYOUT_FAMILIES
     layout_reason: str = "pretraining: every Megatron-style layout (TP, PP, CP, EP, DP/ZeRO)"
     trust: str = "low"  # plan_trust.LEVELS: keep plans whose confidence is at least this
+    capacity: tuple[tuple[str, int], ...] = ()  # --capacity OFFER=N ("*" for every offer): overrides offer capacity
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -206,7 +207,7 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
             continue
         options = hardware_options(catalog, acc, cal, market=cons.market, provider=cons.provider,
                                    network=cons.network, nics_per_node=cons.nics_per_node,
-                                   gpus_per_node=cons.gpus_per_node)
+                                   gpus_per_node=cons.gpus_per_node, capacity=dict(cons.capacity))
         usable = usable_bytes(float(acc.memory_gib or 0) * GIB, cal)
         seen = False
         ready: list[tuple[HardwareOption, ClusterHardware, int]] = []
