@@ -134,3 +134,16 @@ def test_a_price_range_must_hold_its_amount() -> None:
     assert (ok.amount_low, ok.amount_high) == (270_000, 350_000)
     with pytest.raises(ValidationError, match="range must hold"):
         Price(kind="purchase", amount=200_000, amount_low=270_000, currency="USD", source="s", as_of="2024")
+
+
+def test_tco_in_china_says_what_the_export_rules_say_of_buying_and_renting_the_part() -> None:
+    """A B200 in China: buying new and renting the grey-market stock are both critical (us-bis-2023-10-blackwell);
+    an H800: buying critical, renting the installed base a warning; the same parts globally: no note."""
+    def notes(acc: str, market: str) -> dict[str, str]:
+        out = json.loads(runner.invoke(app, ["tco", "--accelerator", acc, "--devices", "64", "--years", "3",
+                                             "--utilization", "0.7", "--market", market, "--json"]).output)
+        return {n["how"]: n["severity"] for n in out["export_notes"]}
+
+    assert notes("b200-sxm-180gb", "cn") == {"buy": "critical", "rent": "critical"}
+    assert notes("h800-sxm5-80gb", "cn") == {"buy": "critical", "rent": "warn"}
+    assert notes("b200-sxm-180gb", "global") == {}

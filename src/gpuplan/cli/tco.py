@@ -5,13 +5,14 @@ from __future__ import annotations
 import math
 import statistics
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import typer
 from pydantic import ValidationError
 from rich.table import Table
 
 from gpuplan.advise.findings import default_thresholds
+from gpuplan.advise.rules_market import export_notes
 from gpuplan.advise.tco import year_marks
 from gpuplan.advise.tco_capital import depreciation_schedule
 from gpuplan.advise.tco_fleet import FleetTco, Quantity, TcoSetup, fleet_tco, rents_only_json, tco_for
@@ -108,17 +109,36 @@ def tco_cmd(
                if choice.price_usd is not None else None)
     except (GpuplanError, ValidationError) as exc:
         fail(exc, lang)
+    notes = _export(acc.id, setup.market)
     if res is None:  # the market's rents, and what owning needs
         if json_out:
-            print_json(rents_only_json(acc.id, devices, years, utilization, setup))
+            print_json({**rents_only_json(acc.id, devices, years, utilization, setup), "export_notes": notes})
             return
         print_rents(setup, acc.id, devices, language)
         console.print(tr("cli.tco.own_unpriced", language, acc=acc.id, where=where, per=per), highlight=False)
+        _print_export(notes, language)
         return
     if json_out:
-        print_json(res.to_json())
+        print_json({**res.to_json(), "export_notes": notes})
         return
     _print(res, setup, language)
+    _print_export(notes, language)
+
+
+def _export(acc: str, market: str) -> list[dict[str, Any]]:
+    """The export notes (advise/data/compliance.yaml) on buying the part new and on renting it, in the market."""
+    out = []
+    for how, rented in (("buy", False), ("rent", True)):
+        for note, _, text in export_notes(acc, buyer=market, where=market, rented=rented):
+            out.append({"how": how, "id": note["id"], "date": note["date"], "severity": text["severity"],
+                        "message": {"en": text["en"], "zh": text["zh"]}, "source": note["source"]})
+    return out
+
+
+def _print_export(notes: list[dict[str, Any]], lang: str) -> None:
+    for n in notes:
+        console.print(tr(f"cli.tco.export_{n['how']}", lang, severity=tr(f"report.sev.{n['severity']}", lang),
+                         date=n["date"], text=n["message"][lang]), highlight=False)
 
 
 def _print(res: FleetTco, setup: TcoSetup, lang: str) -> None:
