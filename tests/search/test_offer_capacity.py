@@ -83,3 +83,26 @@ def test_capacity_option_names_the_field() -> None:
     assert "Did you mean cn-rental-8x-h20" in bad.output
     zero = runner.invoke(app, [*base, "--capacity", "*=0"])
     assert zero.exit_code == 2 and "capacity.*=0" in zero.output
+
+
+def test_distressed_rents_are_a_listed_scenario_never_recommended_nor_on_the_front() -> None:
+    """The 910B whole-server rents in China are all distressed (15,000 CNY a month for 8 cards): they used to be
+    dropped. Now they are planned as a scenario at those rents, listed and marked price.distressed, and neither the
+    recommendation nor the Pareto front rests on them."""
+    from gpuplan.search.train_search import plan_training
+
+    spec = get_preset("llama3-8b").spec
+    job = TrainingJob(seq_len=4096, global_batch=1024, method="full")
+    cons = PlanConstraints(market="cn", accelerators=("ascend-910b", "ascend-910b2"))
+    res = plan_training(spec, job, CAT, cons, tokens=2e10)
+    scen = [p for p in res.plans if p["hardware_option"]["scenario"] == "distressed"]
+    assert {p["hardware_option"]["offer"] for p in scen} == {"cn-rental-8x-910b", "cn-rental-8x-910b2"}
+    # 15,000 CNY / 7.15 / 8 cards / 730 h = 0.359 USD per device-hour, billed by the month
+    p910 = next(p for p in scen if p["hardware_option"]["offer"] == "cn-rental-8x-910b")
+    price = p910["confidence"]["price"]
+    assert price["usd_per_device_hour"] == pytest.approx(15_000 / 7.15 / 8 / 730)
+    assert price["distressed"] and price["confidence"] == "low"
+    assert not any(p["hardware_option"].get("scenario") for p in res.pareto)
+    doc = training_report(spec, job, CAT, cons, tokens=2e10, result=res)
+    assert doc["not_recommended"]["ascend-910b (cn-rental-8x-910b)"] == "price.distressed"
+    assert doc["recommendation"]["offer"] not in ("cn-rental-8x-910b", "cn-rental-8x-910b2")

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from gpuplan.advise.findings import load_thresholds
-from gpuplan.advise.report_train import blocked_finding, training_report
+from gpuplan.advise.report_train import SCENARIO_MARK, blocked_finding, training_report
 from gpuplan.bench.calibrate import load_user_calibration
 from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_report, save_report_quiet
 from gpuplan.cli.common import console, fail, flag, note, positives, print_json, warn
@@ -374,6 +374,9 @@ def _print_plans(model: str, tokens: float, res: Any, doc: dict[str, Any], cons:
                   f"{p['mfu']:.0%}", confidence_text(p.get("confidence"), language),
                   bottleneck_text(p["breakdown_s"], language))
     console.print(t)
+    scenarios = sorted(k for k, v in blocked.items() if v == SCENARIO_MARK)
+    if scenarios:  # offers priced at distressed rents only: planned and listed, never recommended
+        console.print(tr("cli.plan.scenario_note", language, offers=", ".join(scenarios)), highlight=False)
     if res.pareto:  # priced plans only: nothing to draw when no plan has a price
         pt = Table(title=tr("cli.plan.pareto", language))
         for col in ("accelerator", "devices", "time", "cost"):

@@ -296,7 +296,9 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
         if seen:
             considered.append(acc.id)
     plans.sort(key=_rank_key)
-    priced = sorted((p for p in plans if p["cost_usd"] is not None), key=lambda p: p["time_to_train_s"])
+    # the front of real offers: a distressed-rent scenario (offers.py) is listed, not a point to choose from
+    priced = sorted((p for p in plans if p["cost_usd"] is not None and not p["hardware_option"].get("scenario")),
+                    key=lambda p: p["time_to_train_s"])
     pareto, best_cost = [], float("inf")
     for p in priced:
         if p["cost_usd"] < best_cost:
