@@ -137,8 +137,9 @@ def _export(acc: str, market: str) -> list[dict[str, Any]]:
 
 def _print_export(notes: list[dict[str, Any]], lang: str) -> None:
     for n in notes:
-        console.print(tr(f"cli.tco.export_{n['how']}", lang, severity=tr(f"report.sev.{n['severity']}", lang),
-                         date=n["date"], text=n["message"][lang]), highlight=False)
+        key = "cli.tco.export_buy" if n["how"] == "buy" else "cli.tco.export_rent"
+        console.print(tr(key, lang, severity=tr(f"report.sev.{n['severity']}", lang), date=n["date"],
+                         text=n["message"][lang]), highlight=False)
 
 
 def _print(res: FleetTco, setup: TcoSetup, lang: str) -> None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.hardware import Accelerator, Catalog, Instance, Network, Server, convert
 from gpuplan.search.cluster import usual_network, usual_server
-from gpuplan.search.pricing import DevicePrice, device_price, instance_price, price_label, used_price
+from gpuplan.search.pricing import DevicePrice, device_price, distressed_price, instance_price, price_label, used_price
 
 __all__ = ["HardwareOption", "hardware_options", "tcp_network_for"]
 
@@ -144,7 +144,7 @@ def _offer_option(catalog: Catalog, acc: Accelerator, inst: Instance, cal: Calib
     price = instance_price(catalog, inst)
     scenario = None
     if price.on_demand is None and price.monthly is None and price.spot is None:
-        price = instance_price(catalog, inst, distressed=True)  # surplus-capacity rents only: a scenario
+        price = distressed_price(catalog, inst)  # surplus-capacity rents only: a scenario
         if price.on_demand is None and price.monthly is None and price.spot is None:
             return None
         scenario = "distressed"
