@@ -48,8 +48,8 @@ from gpuplan.hardware import Accelerator, Catalog, Server
 from gpuplan.search.offers import server_purchase
 
 __all__ = ["CATALOG", "DEFAULT", "QUOTED", "USER", "FleetInputs", "FleetTco", "Quantity", "RentCase",
-           "ServerChoice", "TcoSetup", "fleet_inputs", "fleet_tco", "own_lines", "rent_rates", "rents_only_json",
-           "server_choice", "split_overrides", "tco_for", "tco_market"]
+           "ServerChoice", "TcoSetup", "fleet_inputs", "fleet_tco", "own_lines", "rent_rates", "server_choice",
+           "split_overrides", "tco_for", "tco_market"]
 
 CATALOG, QUOTED, USER, DEFAULT = "catalog", "quoted", "user input", "default"
 DEFAULT_DEVICES_PER_SERVER = 8  # the usual HGX / Atlas board when the catalog has no server for the part
@@ -485,17 +485,3 @@ def tco_for(catalog: Catalog, accelerator: Accelerator, *, devices: int, years: 
     return TcoSetup(market=where, currency="CNY" if where == "cn" else "USD", cny_per_usd=catalog.rates.cny_per_usd,
                     choice=choice, rates=rates, spreads=spreads, inp=inp, fin=fin)
 
-
-def rents_only_json(accelerator: str, devices: int, years: float, utilization: float, setup: TcoSetup) -> dict[str,
-                                                                                                              Any]:
-    """`gpuplan tco --json` for a part without a purchase price: the market's rents and the cost of capital."""
-    fin = setup.fin
-    return {"kind": "tco", "accelerator": accelerator, "devices": devices, "years": years,
-            "utilization": utilization, "market": setup.market,
-            "currency": {"code": setup.currency, "cny_per_usd": setup.cny_per_usd}, "own": None,
-            "own_missing": "no purchase price for the part in the catalog: pass --server-price",
-            "rent": [{"kind": k, "usd_per_device_hour": q.to_json(),
-                      "cheapest_usd_per_device_hour": c.to_json() if c else None} for k, q, c in setup.rates],
-            "market_rents": {sp.kind: sp.to_json() for sp in setup.spreads},
-            "cost_of_capital": {"wacc": fin.wacc, "wacc_source": "--wacc" if "wacc" in fin.overridden
-                                else "advise/data/tco.yaml wacc", "capex_usd": None}}

@@ -15,7 +15,7 @@ from gpuplan.advise.findings import default_thresholds
 from gpuplan.advise.rules_market import export_notes
 from gpuplan.advise.tco import year_marks
 from gpuplan.advise.tco_capital import depreciation_schedule
-from gpuplan.advise.tco_fleet import FleetTco, Quantity, TcoSetup, fleet_tco, rents_only_json, tco_for
+from gpuplan.advise.tco_fleet import FleetTco, Quantity, TcoSetup, fleet_tco, tco_for
 from gpuplan.cli.advise import parse_pairs
 from gpuplan.cli.common import console, fail, flag, input_error_from_validation, positive, print_json
 from gpuplan.errors import GpuplanError, InputError
@@ -112,7 +112,7 @@ def tco_cmd(
     notes = _export(acc.id, setup.market)
     if res is None:  # the market's rents, and what owning needs
         if json_out:
-            print_json({**rents_only_json(acc.id, devices, years, utilization, setup), "export_notes": notes})
+            print_json({**_rents_only_json(acc.id, devices, years, utilization, setup), "export_notes": notes})
             return
         print_rents(setup, acc.id, devices, language)
         console.print(tr("cli.tco.own_unpriced", language, acc=acc.id, where=where, per=per), highlight=False)
@@ -252,3 +252,18 @@ def print_rents(setup: TcoSetup, acc: str, devices: int, lang: str) -> None:
     console.print(t)
     if distressed:
         console.print(tr("cli.tco.distressed", lang, items="; ".join(distressed)), highlight=False)
+
+
+def _rents_only_json(accelerator: str, devices: int, years: float, utilization: float, setup: TcoSetup) -> dict[str,
+                                                                                                              Any]:
+    """`gpuplan tco --json` for a part without a purchase price: the market's rents and the cost of capital."""
+    fin = setup.fin
+    return {"kind": "tco", "accelerator": accelerator, "devices": devices, "years": years,
+            "utilization": utilization, "market": setup.market,
+            "currency": {"code": setup.currency, "cny_per_usd": setup.cny_per_usd}, "own": None,
+            "own_missing": "no purchase price for the part in the catalog: pass --server-price",
+            "rent": [{"kind": k, "usd_per_device_hour": q.to_json(),
+                      "cheapest_usd_per_device_hour": c.to_json() if c else None} for k, q, c in setup.rates],
+            "market_rents": {sp.kind: sp.to_json() for sp in setup.spreads},
+            "cost_of_capital": {"wacc": fin.wacc, "wacc_source": "--wacc" if "wacc" in fin.overridden
+                                else "advise/data/tco.yaml wacc", "capex_usd": None}}
