@@ -30,6 +30,7 @@ from gpuplan.advise.tco_fleet import (
     FleetInputs,
     Quantity,
     ServerChoice,
+    TcoSetup,
     fleet_inputs,
     fleet_tco,
     split_overrides,
@@ -133,7 +134,7 @@ def test_year_marks() -> None:
 Inputs = tuple[ServerChoice, tuple[tuple[str, Quantity], ...], TcoInputs, FleetInputs]
 
 
-def _run(acc: str, **kw: Any) -> Inputs:
+def _run(acc: str, **kw: Any) -> TcoSetup:
     cat = load_catalog(())
     return tco_for(cat, cat.accelerator(acc), pue=1.3, node_power_per_tdp=1.8, **kw)
 
@@ -145,37 +146,37 @@ def _vp(q: Quantity | None) -> tuple[float, str]:
 
 def test_price_and_power_override_precedence() -> None:
     base = {"devices": 16, "years": 3.0, "utilization": 0.5, "market": None}
-    choice = _run("b200", **base)[0]
+    choice = _run("b200", **base).choice
     assert _vp(choice.price_usd) == (485_000, CATALOG) and _vp(choice.power_kw) == (14.3, CATALOG)
     # --tco server_price_usd / node_power_kw (user input) beat the catalog
-    user = _run("b200", **base, overrides={"server_price_usd": 400_000, "node_power_kw": 12})[0]
+    user = _run("b200", **base, overrides={"server_price_usd": 400_000, "node_power_kw": 12}).choice
     assert _vp(user.price_usd) == (400_000, USER) and _vp(user.power_kw) == (12, USER)
     # --server-price (a quote) beats --tco server_price_usd
-    quoted = _run("b200", **base, server_price_usd=350_000.0, overrides={"server_price_usd": 400_000})[0]
+    quoted = _run("b200", **base, server_price_usd=350_000.0, overrides={"server_price_usd": 400_000}).choice
     assert _vp(quoted.price_usd) == (350_000, QUOTED)
     # a CNY list price is converted at the catalog's rate
     cat = load_catalog(())
-    h20 = _run("h20-96gb", **base)[0]
+    h20 = _run("h20-96gb", **base).choice
     assert _vp(h20.price_usd)[0] == pytest.approx(1_090_000 / cat.rates.cny_per_usd)
     # no server in the catalog: an 8-device server is assumed and no price is known
-    none = _run("l4-24gb", **base)[0]
+    none = _run("l4-24gb", **base).choice
     assert none.server is None and none.price_usd is None
     assert none.devices_per_server.provenance == DEFAULT
 
 
 def test_rent_kinds_and_rent_override() -> None:
     base = {"devices": 8, "years": 3.0, "utilization": 0.5}
-    _, rates, _, fin = _run("h20-96gb", **base, market="cn")  # the 910B4 rent is distressed (round 2): not used
-    got = dict(rates)
+    setup = _run("h20-96gb", **base, market="cn")  # the market's median of each kind
+    fin = setup.fin
+    got = {k: q for k, q, _ in setup.rates}
     monthly = got["monthly"].value
     assert got["yearly"].value == pytest.approx(monthly * 0.85)  # monthly x (1 - yearly_discount_vs_monthly)
     assert got["multi_year"].value == pytest.approx(monthly * 0.85 * (1 - fin.multi_year_discount_vs_yearly))
     assert got["monthly"].provenance == CATALOG and got["yearly"].provenance == "catalog + default"
-    _, rates, _, _ = _run("h100-sxm5-80gb", **base, market="global")  # China rents H100 monthly since round 2
-    got = dict(rates)
+    got = {k: q for k, q, _ in _run("h100-sxm5-80gb", **base, market="global").rates}
     assert got["multi_year"].value == pytest.approx(got["on_demand"].value * (1 - 0.57))
-    _, rates, _, _ = _run("h100-sxm5-80gb", **base, market=None, rent_usd_per_device_hour=2.0)
-    assert [(k, q.value, q.provenance) for k, q in rates] == [("quoted", 2.0, QUOTED)]
+    rates = _run("h100-sxm5-80gb", **base, market=None, rent_usd_per_device_hour=2.0).rates
+    assert [(k, q.value, q.provenance, c) for k, q, c in rates] == [("quoted", 2.0, QUOTED, None)]
 
 
 def test_cluster_lines_by_hand() -> None:
@@ -183,11 +184,10 @@ def test_cluster_lines_by_hand() -> None:
     over = {"server_price_usd": 300_000, "node_power_kw": 10, "idle_power_fraction": 0, "electricity_usd_per_kwh": 0.1,
             "hosting_usd_per_kw_month": 150, "operations_fraction_per_year": 0.05, "fabric_usd_per_gbit_per_s": 10,
             "storage_tib_per_device": 2, "storage_usd_per_tib_year": 100, "staff_devices_per_fte": 16,
-            "staff_usd_per_fte_year": 100_000}
-    choice, rates, inp, fin = _run("b200", devices=16, years=3.0, utilization=0.5, market=None,
-                                   rent_usd_per_device_hour=3.0, overrides=over)
-    res = fleet_tco(accelerator="b200-sxm-180gb", devices=16, utilization=0.5, market=None, choice=choice,
-                    rates=rates, inp=inp, fin=fin)
+            "staff_usd_per_fte_year": 100_000, "wacc": 0, "resale_fraction_after_3_years": 0}
+    setup = _run("b200", devices=16, years=3.0, utilization=0.5, market=None, rent_usd_per_device_hour=3.0,
+                 overrides=over)
+    res = fleet_tco(accelerator="b200-sxm-180gb", devices=16, utilization=0.5, setup=setup)
     lines = {ln.name: ln for ln in res.own}
     assert res.nodes == 2
     assert lines["servers"].capex_usd == 600_000
@@ -209,10 +209,8 @@ def test_cluster_lines_by_hand() -> None:
     assert case.buy_wins_year is None
     assert res.to_json()["rent"][0]["usd_per_device_hour"]["provenance"] == QUOTED
     # one server: no scale-out fabric
-    choice1, rates1, inp1, fin1 = _run("b200", devices=8, years=3.0, utilization=0.5, market=None,
-                                       rent_usd_per_device_hour=3.0, overrides=over)
-    one = fleet_tco(accelerator="b200-sxm-180gb", devices=8, utilization=0.5, market=None, choice=choice1,
-                    rates=rates1, inp=inp1, fin=fin1)
+    one = fleet_tco(accelerator="b200-sxm-180gb", devices=8, utilization=0.5, setup=_run(
+        "b200", devices=8, years=3.0, utilization=0.5, market=None, rent_usd_per_device_hour=3.0, overrides=over))
     assert "fabric" not in {ln.name for ln in one.own}
 
 
@@ -231,19 +229,21 @@ def test_a_cluster_is_compared_with_rents_that_can_stand_in_for_it() -> None:
     rent of any H100 offer, a single community-cloud card (2.69 USD/h), and a 3-year rate derived from it (1.16):
     'renting is cheaper'. A rent that stands in for the cluster is one with an RDMA fabric beyond one server (here
     CoreWeave's InfiniBand nodes), and for one server an instance of at least its devices; where none has a rate,
-    the cheapest of all, and its source says it is not like for like."""
+    all the market's quotes, and the reference says none is like for like."""
     from gpuplan.search.pricing import device_price
 
     cat = load_catalog(())
-    _, rates, _, _ = _run("h100-sxm5-80gb", devices=64, years=3.0, utilization=0.7, market="global")
-    od = dict(rates)["on_demand"]
+    setup = _run("h100-sxm5-80gb", devices=64, years=3.0, utilization=0.7, market="global")
+    _, od, cheapest = next(r for r in setup.rates if r[0] == "on_demand")
     cheapest_rdma = device_price(cat, "h100-sxm5-80gb", market="global", keep=lambda i: i.rdma_network is not None)
-    assert od.value == pytest.approx(cheapest_rdma.on_demand)
+    assert cheapest is not None and cheapest.value == pytest.approx(cheapest_rdma.on_demand)
     inst = cat.instances[cheapest_rdma.on_demand_instance or ""]
-    assert inst.rdma_network and inst.id in od.source
+    assert inst.rdma_network and inst.id in cheapest.source and inst.id in od.source
     assert od.value > (device_price(cat, "h100-sxm5-80gb", market="global").on_demand or 0)
-    one = dict(_run("h100-sxm5-80gb", devices=8, years=3.0, utilization=0.7, market="global")[1])["on_demand"]
-    assert cat.instances[one.source.split()[2].rstrip(":")].accelerator_count >= 8
-    # no A800 offer in China has an RDMA fabric: the per-card market rate, said to be no like-for-like cluster
-    a800 = dict(_run("a800-sxm4-80gb", devices=64, years=3.0, utilization=0.7, market="cn")[1])
-    assert "not a like-for-like cluster" in a800["on_demand"].source
+    one = _run("h100-sxm5-80gb", devices=8, years=3.0, utilization=0.7, market="global")
+    spread = next(sp for sp in one.spreads if sp.kind == "on_demand")
+    assert spread.basis == "comparable" and all(q.comparable for q in spread.reference)
+    assert all(cat.instances[q.instance].accelerator_count >= 8 for q in spread.reference)
+    # no A800 offer in China has an RDMA fabric: all the market's quotes, said to be none comparable
+    a800 = {k: q for k, q, _ in _run("a800-sxm4-80gb", devices=64, years=3.0, utilization=0.7, market="cn").rates}
+    assert "none comparable" in a800["on_demand"].source

@@ -74,8 +74,11 @@ def test_distressed_rents_are_not_planned_with_unless_asked(tmp_path: Path) -> N
     assert newest.distressed and newest.basis == "market_quote" and newest.amount == 15000
     assert inst.price("monthly") is None  # not the 2025 price either: superseded prices are never used
     assert device_price(CAT, "ascend-910b", market="cn").monthly is None
+    # not used as the offer's price: the offer is planned as a scenario at that rent (issue 37: it was dropped)
     opts = hardware_options(CAT, CAT.accelerator("ascend-910b"), default_calibration(), market="cn")
-    assert [o.kind for o in opts] == ["own"] and "distressed" in opts[0].price_basis
+    assert [o.kind for o in opts] == ["offer", "own"] and opts[0].scenario == "distressed"
+    assert opts[0].price.monthly == pytest.approx(15000 / CAT.rates.cny_per_usd / 730 / 8)
+    assert "scenario at distressed-capacity rents" in opts[0].price_basis
     # the user asks through a catalog file
     (tmp_path / "pricing.yaml").write_text("pricing: {use_distressed: true}\n", encoding="utf-8")
     asked = load_catalog([tmp_path], use_user_dir=False)

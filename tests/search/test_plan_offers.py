@@ -55,16 +55,21 @@ def test_an_offer_with_rdma_uses_that_fabric() -> None:
     assert p5 and all(o.network and CAT.network(o.network).rdma for o in p5)
 
 
-def test_offer_capacity_caps_the_cluster_and_the_default_is_named() -> None:
+def test_offer_capacity_caps_the_cluster_and_unknown_capacity_is_named_not_capped() -> None:
+    """A stated capacity caps the offer's plans; an offer that states none is not capped at an invented size (issue
+    37: every such offer was silently capped at 64 devices) and its plans say the capacity is unknown."""
     spec = get_preset("llama3-8b").spec
     res = plan_training(spec, _job(), CAT, PlanConstraints(accelerators=("h200-sxm-141gb",)), tokens=1e12)
     offered = [p for p in res.plans if p["hardware_option"]["kind"] == "offer"]
     assert offered
     for p in offered:
         opt = p["hardware_option"]
-        assert p["devices"] <= opt["max_devices"]
         if CAT.instance(opt["offer"]).max_devices is None:
-            assert "offer_max_devices_default" in opt["capacity_basis"]
+            assert opt["max_devices"] is None and opt["capacity_provenance"] == "unknown"
+            assert "capacity not stated: not capped" in opt["capacity_basis"]
+        else:
+            assert p["devices"] <= opt["max_devices"] and opt["capacity_provenance"] == "stated"
+    assert max(p["devices"] for p in offered if p["hardware_option"]["capacity_provenance"] == "unknown") > 64
     # a Hugging Face Jobs flavor is one machine (its max_devices, with a source)
     hf = [p for p in offered if p["hardware_option"]["offer"] == "hf-jobs-h200x8"]
     assert hf and max(p["devices"] for p in hf) == 8
@@ -130,8 +135,10 @@ def test_recommendation_rule_is_the_rule_printed() -> None:
     assert rule["outcome"] == "fastest_near_cheapest" and rec["cost_usd"] is not None
     assert rule["target_days"] == 30  # the deadline, capped at recommend_target_days
     assert rule["max_days"] == 730
-    lowest = min(p["cost_usd"] for p in res.plans if p["cost_usd"] is not None)
-    near = [p for p in res.plans if p["cost_usd"] is not None and p["cost_usd"] <= lowest * 1.1]
+    # distressed-rent scenarios are listed but never recommended: the rule's pool leaves them out
+    pool = [p for p in res.plans if p["cost_usd"] is not None and not p["hardware_option"].get("scenario")]
+    lowest = min(p["cost_usd"] for p in pool)
+    near = [p for p in pool if p["cost_usd"] <= lowest * 1.1]
     assert rec["time_s"] == min(p["time_to_train_s"] for p in near)
     assert len({p["devices"] for p in near}) >= 1
     plans = [{"cost_usd": 100.0, "time_to_train_s": 10 * 86400.0, "devices": 8},
@@ -184,11 +191,11 @@ def test_the_smallest_cluster_is_counted_in_the_devices_it_pays_for() -> None:
 def test_compare_shows_a_blocked_part_with_its_plan_marked() -> None:
     """Regression: `compare --market cn` showed '-' for every figure of a part the rule rules out (market.export),
     while `plan train` lists it with its time and cost, marked. Both now show the plan. For a pretraining run China
-    has no H800 cluster to rent (the catalog's H800 rentals are single servers): the plan buys one, which the
-    2023-10 rule blocks."""
+    has no H800 cluster to rent when its offers supply a single server (--capacity *=8, a broker's one-server quote;
+    the catalog states no capacity for them): the plan buys one, which the 2023-10 rule blocks."""
     spec = get_preset("llama3-8b").spec
     doc = compare_training(spec, _job(), CAT, ["h800-sxm5-80gb", "ascend-910b2"],
-                           PlanConstraints(market="cn", deadline_days=30), tokens=1e12)
+                           PlanConstraints(market="cn", deadline_days=30, capacity=(("*", 8),)), tokens=1e12)
     h800, ascend = doc["options"]
     assert h800["plan"] is not None and h800["plan"]["time_s"] > 0 and h800["not_recommended"] == "market.export"
     assert h800["plan"]["offer"] is None  # an own cluster
@@ -247,7 +254,9 @@ def test_every_listed_training_part_is_checked_for_blocking_findings() -> None:
     doc = training_report(spec, _job(), CAT, PlanConstraints(market="cn", accelerators=parts), tokens=2e10)
     assert doc["recommendation"] is not None and doc["recommendation"]["accelerator"] == "ascend-910b2"
     # buying either is ruled out (keyed by the part: its own clusters) ...
-    assert doc["not_recommended"] == {"a100-sxm4-80gb": "market.export", "h800-sxm5-80gb": "market.export"}
+    # ... and the 910B2 rented at distressed (surplus-capacity) rents only is a scenario, listed, not recommended
+    assert doc["not_recommended"] == {"a100-sxm4-80gb": "market.export", "h800-sxm5-80gb": "market.export",
+                                      "ascend-910b2 (cn-rental-8x-910b2)": "price.distressed"}
     # ... renting them in China is not (the runners-up are rentals, unmarked; their export finding is a warning)
     assert {r["accelerator"] for r in doc["runners_up"]} == {"a100-sxm4-80gb", "h800-sxm5-80gb"}
     assert all(r["offer"] and r["not_recommended"] is None for r in doc["runners_up"])
@@ -273,15 +282,16 @@ def test_tcp_plans_are_slower_than_infiniband_at_the_same_size() -> None:
 
 
 def test_the_910b3_rental_without_rdma_is_planned_on_tcp_not_roce() -> None:
-    # its only rent is a distressed-capacity price (catalog research round 2): planned only when asked
-    assert not [o for o in hardware_options(CAT, CAT.accelerator("ascend-910b3"), CAL, market="cn") if o.offer]
+    # its only rent is a distressed-capacity price (catalog research round 2): a scenario unless asked for
+    scen = [o for o in hardware_options(CAT, CAT.accelerator("ascend-910b3"), CAL, market="cn") if o.offer]
+    assert scen and all(o.scenario == "distressed" and "scenario" in o.price_basis for o in scen)
     cat = CAT.with_pricing(PricingPolicy(use_distressed=True))
     opts = hardware_options(cat, CAT.accelerator("ascend-910b3"), CAL, market="cn")
     rentals = [o for o in opts if o.offer and CAT.instance(o.offer).rdma_network is None]
-    assert rentals
+    assert rentals and all(o.scenario is None for o in rentals)
     for o in rentals:
         assert o.network is not None and CAT.network(o.network).kind == "tcp"
-        assert o.max_devices is not None and o.max_devices <= 64
+        assert o.max_devices is None and o.capacity_provenance == "unknown"  # no capacity stated: none invented
         assert "TCP" in o.network_basis
 
 
@@ -322,7 +332,8 @@ def test_a_rented_part_can_also_be_an_own_cluster_beyond_its_offers() -> None:
     opts = hardware_options(CAT, b200, CAL)
     offers = [o for o in opts if o.kind == "offer"]
     own = [o for o in opts if o.kind == "own"]
-    assert offers and all(o.max_devices is not None for o in offers)
+    assert offers and all((o.max_devices is not None) == (o.capacity_provenance in ("stated", "typical"))
+                          for o in offers)
     assert len(own) == 1 and own[0].max_devices is None and own[0].price.on_demand is None
     assert "gpuplan tco" in own[0].price_basis
     # a market the part is not sold in gets no own cluster; a named provider means that provider's offers
@@ -335,7 +346,9 @@ def test_a_rented_part_can_also_be_an_own_cluster_beyond_its_offers() -> None:
     cons = PlanConstraints()
     res = plan_training(spec, job, CAT, cons, tokens=15e12)
     big = [p for p in res.plans if p["accelerator"] == "b200-sxm-180gb" and p["devices"] == 4096]
-    assert big and big[0]["hardware_option"]["kind"] == "own"
+    assert big and any(p["hardware_option"]["kind"] == "own" for p in big)
+    # an offer that states no capacity is planned at that size too, its capacity said to be unknown (issue 37)
+    assert all(p["hardware_option"]["capacity_provenance"] in ("own", "unknown") for p in big)
     doc = training_report(spec, job, CAT, cons, tokens=15e12, result=res)
     rec = doc["recommendation"]
     assert rec is not None and rec["accelerator"] not in ("h100-pcie-80gb", "h100-nvl-94gb")

@@ -62,7 +62,9 @@ def inference_facts(run: Mapping[str, Any], plan: Mapping[str, Any], *, catalog:
         device_memory_bytes=device_bytes, tokens_per_s=tokens_per_s,
         price_usd_per_device_hour={kind: per_hour / billed},
         tokenize_cores_per_node=tokens_per_s / nodes / cal.value("tokenizer_tokens_per_s_per_core"),
-        market=inst.market, provider=inst.provider, hosting="rented", hosting_market=inst.market,  # rented instances
+        # the buyer's market is the run's (--market), else inferred by the rules (rules_market.effective_market);
+        # the cards are where the offer is: export rules read that
+        market=run.get("market"), provider=inst.provider, hosting="rented", hosting_market=inst.market,
         requirements=requirements or Requirements(),
         calibration=dict(run.get("terms", {})),
         replica_devices=max(int(lay["tp"]), int(lay.get("ep", 1))) * int(lay["pp"]),

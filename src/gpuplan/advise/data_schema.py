@@ -44,6 +44,8 @@ class ExportNote(_Texts, _Sourced):
     date: str = Field(pattern=r"^\d{4}-\d{2}-\d{2}$")
     applies_to: tuple[str, ...] = Field(min_length=1)  # accelerator id prefixes
     markets: tuple[Market, ...] = Field(min_length=1)
+    # whose market `markets` names: where the cards are (export controls) or the buyer's (who may use a part)
+    applies_by: Literal["hosting", "buyer"] = "hosting"
     severity: Severity
     rented: RentedNote | None = None
 

@@ -29,7 +29,7 @@ from gpuplan.advise.report_train import BLOCKING_FINDINGS, REPORT_SCHEMA
 from gpuplan.advise.rules_market import node_power_kw
 from gpuplan.advise.sources import plan_sources
 from gpuplan.advise.tco import HOURS_PER_YEAR, tco, tco_inputs
-from gpuplan.advise.trust import serving_recommendation
+from gpuplan.advise.trust import fleet_key, serving_recommendation
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import default_calibration, load_calibration
 from gpuplan.estimate.memory_infer import estimate_inference_memory
@@ -206,7 +206,8 @@ def _tco(facts: PlanFacts, catalog: Catalog, th: Thresholds) -> dict[str, Any]:
               gpus_per_node=facts.gpus_per_node, device_hours=billed * HOURS_PER_YEAR,
               time_s=HOURS_PER_YEAR * 3600.0, prices=facts.price_usd_per_device_hour, checkpoint_write_s=0.0,
               mtbf_s=float("inf"), restart_s=cal.value("restart_overhead_s"), server=facts.server, node_power_kw=kw,
-              inp=tco_inputs(facts.market, pue=cal.value("pue")), market=facts.market)
+              inp=tco_inputs(facts.hosting_market or facts.market, pue=cal.value("pue")),
+              market=facts.hosting_market or facts.market)
     return res.to_json()
 
 
@@ -216,8 +217,8 @@ def _first_clear(alts: Sequence[Mapping[str, Any]], instance_of: Callable[[Mappi
     (BLOCKING_FINDINGS), applied to the alternatives the advisor names."""
     for a in alts:
         inst = catalog.instances[instance_of(a)]
-        alt_facts = replace(facts, accelerator=catalog.accelerator(a["accelerator"]), market=inst.market,
-                            provider=inst.provider)
+        alt_facts = replace(facts, accelerator=catalog.accelerator(a["accelerator"]), hosting="rented",
+                            hosting_market=inst.market, provider=inst.provider)
         if not any(f.severity == "critical" and f.id in BLOCKING_FINDINGS for f in advise(alt_facts, th)):
             return dict(a)
     return None
@@ -271,26 +272,29 @@ def named_engine(run: Mapping[str, Any], catalog: Catalog, th: Thresholds, requi
 
 def choose_fleet(run: Mapping[str, Any], plans: Sequence[Mapping[str, Any]], catalog: Catalog, th: Thresholds,
                  requirements: Requirements | None) -> tuple[Any, dict[str, str]]:
-    """(the cheapest fleet whose part draws no blocking finding, {accelerator: finding} of every blocked part).
+    """(the cheapest fleet whose offer draws no blocking finding, {fleet_key: finding} of every blocked offer).
 
     The training rule (report_train.BLOCKING_FINDINGS): a critical export, residency or compliance finding for
-    the market the fleet is bought in removes the part from the recommendation; it stays listed, marked. Every
-    part listed is checked, those below the recommendation too, so that no listed fleet reads as clear when it
-    is not (a table once marked an export-blocked A100 below the recommendation and left an H800 above it
+    where the fleet's cards are removes that offer from the recommendation; it stays listed, marked. The check is
+    per offer, not per part: an export rule reads where the cards are, so a B200 rented in China (grey market) is
+    blocked while a B200 rented elsewhere is not (a per-part check let the first offer of a part decide for all).
+    Every offer listed is checked, those below the recommendation too, so that no listed fleet reads as clear when
+    it is not (a table once marked an export-blocked A100 below the recommendation and left an H800 above it
     unmarked)."""
     blocked: dict[str, str] = {}
     checked: set[str] = set()
     best = None
     for p in plans:
-        if p["accelerator"] in checked:
-            if best is None and p["accelerator"] not in blocked:
+        key = fleet_key(p)
+        if key in checked:
+            if best is None and key not in blocked:
                 best = p
             continue
-        checked.add(p["accelerator"])
+        checked.add(key)
         found = advise(inference_facts(run, p, catalog=catalog, requirements=requirements), th)
         hit = [f for f in found if f.severity == "critical" and f.id in BLOCKING_FINDINGS]
         if hit:
-            blocked[p["accelerator"]] = hit[0].id
+            blocked[key] = hit[0].id
         elif best is None:
             best = p
     return best, blocked

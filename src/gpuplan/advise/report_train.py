@@ -33,7 +33,14 @@ from gpuplan.advise.findings import Thresholds, advise_data, default_thresholds
 from gpuplan.advise.rules_market import node_power_kw
 from gpuplan.advise.sources import plan_sources
 from gpuplan.advise.tco import tco, tco_inputs
-from gpuplan.advise.trust import caveats, deadline_caveat, is_confirmed, memory_caveat, split_by_market
+from gpuplan.advise.trust import (
+    capacity_caveat,
+    caveats,
+    deadline_caveat,
+    is_confirmed,
+    memory_caveat,
+    split_by_market,
+)
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.hardware import Catalog
 from gpuplan.search.cluster import ClusterHardware, cluster_hardware, usual_network
@@ -44,7 +51,8 @@ from gpuplan.workload.jobs import TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
-__all__ = ["BLOCKING_FINDINGS", "REPORT_SCHEMA", "blocked_finding", "choose", "compare_training", "max_days",
+__all__ = ["BLOCKING_FINDINGS", "REPORT_SCHEMA", "SCENARIO_MARK", "blocked_finding", "choose", "compare_training",
+           "is_scenario", "max_days",
            "option_key", "plan_hardware", "plan_summary", "recommend", "recommend_rule", "target_days",
            "training_report"]
 
@@ -158,6 +166,13 @@ def _undominated(plans: Sequence[dict[str, Any]], value: Any, margin: float) -> 
 # A critical finding of these rules (export control, residency, compliance for the requested market)
 # removes a plan from the recommendation; the plan stays listed, marked.
 BLOCKING_FINDINGS = ("market.export", "market.residency", "market.compliance", "method.qlora_none")
+# an offer priced only at distressed (surplus-capacity) rents: planned and listed as a scenario, never recommended
+SCENARIO_MARK = "price.distressed"
+
+
+def is_scenario(plan: Mapping[str, Any]) -> bool:
+    """Does `plan` run on an offer priced only at distressed rents (search/offers.py `scenario`)?"""
+    return bool((plan.get("hardware_option") or {}).get("scenario"))
 
 
 def _blocking(findings: Sequence[Any]) -> list[Any]:
@@ -280,7 +295,7 @@ def choose(plans: Sequence[dict[str, Any]], spec: ModelSpec, job: TrainingJob, c
     tol = th.value("recommend_cost_tolerance")
     target = target_days(cons, th)
     excluded: dict[str, tuple[str, str]] = {}  # option_key -> (accelerator, finding)
-    pool = list(plans)
+    pool = [p for p in plans if not is_scenario(p)]  # distressed-rent scenarios are listed, never recommended
     while pool:
         picked = recommend_rule(pool, tol, target, max_days(cons, th), th.value("recommend_dominance_margin"),
                                 deadline_days=cons.deadline_days)
@@ -331,12 +346,16 @@ def training_report(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: P
                            for v in others.values()) if r is not None]
     runners.sort(key=lambda p: (p.get("cost_usd") is None, p.get("cost_usd") or 0.0, p["time_to_train_s"]))
     # every listed part is judged as the recommendation is, not only those the rule reached before its pick: the best
-    # plan of each part's own clusters and of its rentals (a rule can read where the cards are: option_key) is
-    # checked, and a blocked one is marked wherever that option is listed (the same mark compare shows)
-    options: dict[tuple[str, bool], list[dict[str, Any]]] = {}
+    # plan of each part's own clusters and of each of its offers (a rule reads where the cards are: option_key; a
+    # B200 rented in China is blocked while the B200 rented elsewhere that the rule picked is not) is checked, and
+    # a blocked one is marked wherever that option is listed (the same mark compare shows)
+    options: dict[str, list[dict[str, Any]]] = {}
     for p in res.plans:
-        options.setdefault((p["accelerator"], option_key(p) != p["accelerator"]), []).append(p)
-    for group in options.values():
+        options.setdefault(option_key(p), []).append(p)
+    for key, group in options.items():
+        if any(is_scenario(p) for p in group):  # priced at distressed rents only: a scenario, marked as such
+            blocked[key] = SCENARIO_MARK
+            continue
         r = recommend(group, tol, target, max_days(cons, th), th.value("recommend_dominance_margin"),
                       deadline_days=cons.deadline_days)
         if r is None or option_key(r) in blocked or option_key(r) == option_key(best):
@@ -414,13 +433,14 @@ def _with_trust(best: dict[str, Any], rule: dict[str, Any], plans: Sequence[dict
                 per_market[market] = plan_summary(chosen)
     late = deadline_caveat(best, plans, cons.deadline_days, pick, plan_summary)
     tight = memory_caveat(best, plans, catalog, pick, plan_summary)
+    supply = capacity_caveat(best)
     rdma_alt = None
     if any(f.severity == "critical" and f.id in _TCP_CRITICAL for f in findings):
         rdma_alt = pick([p for p in plans if _without_tcp_risk(p, catalog)])
     return {**plan_summary(best), "rule": rule,
             "rdma_alternative": plan_summary(rdma_alt) if rdma_alt is not None else None,
             "caveats": caveats(best, alt, rule.get("measure"), catalog, cons.deadline_days)
-            + [c for c in (late, tight) if c],
+            + [c for c in (late, tight, supply) if c],
             "confirmed_alternative": plan_summary(alt) if alt is not None else None,
             "best_per_market": per_market}
 

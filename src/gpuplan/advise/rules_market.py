@@ -8,12 +8,14 @@ x node power. Reliability uses the plan's Young (1974) / Daly (2006) interval an
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpuplan.advise.facts import PlanFacts
 from gpuplan.advise.findings import Figure, Finding, Provenance, Severity, Thresholds, advise_data, make_finding
 from gpuplan.advise.rules_work import _ds, _est, _th
 from gpuplan.i18n import Duration, tr
 
-__all__ = ["MARKET_RULES", "effective_market", "node_power_kw", "qlora_kernels"]
+__all__ = ["MARKET_RULES", "effective_market", "export_notes", "hosting_market", "node_power_kw", "qlora_kernels"]
 
 _ECO = "advise/data/ecosystem.yaml"
 _COMP = "advise/data/compliance.yaml"
@@ -57,7 +59,8 @@ def qlora_kernels(f: PlanFacts, th: Thresholds) -> list[Finding]:
 
 
 def effective_market(f: PlanFacts) -> str:
-    """The market the plan buys in: given, else the residency region, else where the part is sold."""
+    """The buyer's market: given (--market), else the residency region, else where the part is sold when that is
+    one market, else global (the default buyer)."""
     if f.market:
         return f.market
     if f.requirements.data_residency:
@@ -65,15 +68,35 @@ def effective_market(f: PlanFacts) -> str:
     return "cn" if tuple(f.accelerator.markets) == ("cn",) else "global"
 
 
-def export(f: PlanFacts, th: Thresholds) -> list[Finding]:
-    market = effective_market(f)
-    out: list[Finding] = []
+def hosting_market(f: PlanFacts) -> str:
+    """Where the plan's cards are: a rental's offer market, else the buyer's (an own cluster is hosted at home)."""
+    if f.hosting == "rented" and f.hosting_market:
+        return f.hosting_market
+    return effective_market(f)
+
+
+def export_notes(accelerator: str, *, buyer: str, where: str, rented: bool) -> list[tuple[dict[str, Any], str,
+                                                                                         dict[str, Any]]]:
+    """(note, the market it applies in, the text that applies: its `rented` one for a rental there) of every export
+    note of compliance.yaml for `accelerator`, bought by a buyer in `buyer` with the cards in `where`."""
+    out = []
     for note in advise_data("compliance")["export_notes"]:
-        if market not in note["markets"] or not any(f.accelerator.id.startswith(p) for p in note["applies_to"]):
+        market = buyer if note.get("applies_by", "hosting") == "buyer" else where
+        if market not in note["markets"] or not any(accelerator.startswith(p) for p in note["applies_to"]):
             continue
         # a rental in the market runs on the provider's cards already there: the rule limits new supply, not that
-        rented = note.get("rented") if f.hosting == "rented" and f.hosting_market == market else None
-        text = rented or note
+        text = (note.get("rented") if rented and where == market else None) or note
+        out.append((note, market, text))
+    return out
+
+
+def export(f: PlanFacts, th: Thresholds) -> list[Finding]:
+    """Each export note applies where its `applies_by` says: an export control where the cards are (a rental in
+    China is judged by China's rules whoever rents it), guidance on use in the buyer's market."""
+    rented = f.hosting == "rented" and f.hosting_market is not None
+    out: list[Finding] = []
+    for note, market, text in export_notes(f.accelerator.id, buyer=effective_market(f), where=hosting_market(f),
+                                           rented=rented):
         figs = (_data("date", note["date"], "", f"{_COMP}: {note['source']}"),)
         out.append(make_finding("market.export", text["severity"], figs, (), acc=f.accelerator.id, market=market,
                                 note_en=text["en"], note_zh=text["zh"], date=note["date"]))
@@ -81,11 +104,12 @@ def export(f: PlanFacts, th: Thresholds) -> list[Finding]:
 
 
 def residency(f: PlanFacts, th: Thresholds) -> list[Finding]:
+    """The data must stay in a region: the plan's cards (a rental's offer market, else the buyer's) must be there."""
     region = f.requirements.data_residency
     if not region:
         return []
     data = advise_data("compliance")["data_residency"].get(region)
-    market = f.market or "global"
+    market = (f.hosting_market if f.hosting == "rented" and f.hosting_market else f.market) or "global"
     if data is None or market in data["markets"]:
         return []
     figs = (_data("data_residency", region, "", f"{_COMP}: {data['source']}"),)

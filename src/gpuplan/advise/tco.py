@@ -10,11 +10,13 @@ Formulas (all inputs are data, advise/data/tco.yaml, overridable):
   + energy x idle share, with energy E = kW x PUE x tariff x 8760; at utilization u the year costs
   F + E x (1 - idle) x u. Renting the same capacity costs R x u with R = rate x devices x 8760.
   Break-even utilization u* = F / (R - E x (1 - idle)) (never when R <= E x (1 - idle)).
-* a cluster (`gpuplan tco`, advise/tco_fleet.py builds the lines): each CostLine has capex C (paid at t=0,
-  straight-line over the years Y), fixed running cost K and utilization-driven running cost V (at u = 1).
-  Owning costs C/Y + K + V u a year; renting the same device-hours costs R u with R = rate x devices x 8760.
-  u* = (C/Y + K) / (R - V); cumulative own(t) = C + t (K + V u) against rent(t) = t R u: buying wins in the
-  first year-end t <= Y where own(t) <= rent(t); payback t* = C / (R u - K - V u).
+* a cluster (`gpuplan tco`, advise/tco_fleet.py builds the lines): each CostLine has capex C (paid at t=0, sold
+  for S at the horizon Y), fixed running cost K and utilization-driven running cost V (at u = 1). Owning costs
+  EAC + K + V u a year, EAC the equivalent annual capex at the cost of capital r (advise/tco_capital.py;
+  C/Y at r = 0 without resale); renting the same device-hours costs R u with R = rate x devices x 8760.
+  u* = (EAC + K) / (R - V); cumulative own(t) = C + a(t) (K + V u) - S (1+r)^-Y at Y against rent(t) = a(t) R u
+  (present values, a(t) = t at r = 0): buying wins in the first year-end t <= Y where own(t) <= rent(t);
+  simple payback t* = C / (R u - K - V u) (undiscounted).
 """
 
 from __future__ import annotations
@@ -27,13 +29,14 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpuplan.advise.findings import advise_data
+from gpuplan.advise.tco_capital import annuity_factor, equivalent_annual_capex
 from gpuplan.errors import unknown_name
 from gpuplan.hardware import Catalog, Server
 from gpuplan.search.offers import server_purchase
 
 __all__ = ["BuyCase", "CostLine", "TcoInputs", "TcoResult", "break_even_utilization", "buy_wins_year",
-           "cumulative_costs", "fleet_break_even", "inputs_with_overrides", "own_cost_per_year", "payback_years",
-           "rent_per_year", "tco", "tco_inputs", "year_marks", "yearly_device_price"]
+           "cumulative_costs", "fleet_break_even", "inputs_with_overrides", "market_inputs", "own_cost_per_year",
+           "payback_years", "rent_per_year", "tco", "tco_inputs", "year_marks", "yearly_device_price"]
 
 HOURS_PER_YEAR = 8760.0
 HOURS_PER_MONTH = 730.0
@@ -58,12 +61,23 @@ class TcoInputs(BaseModel):
 
 def tco_inputs(market: str | None = None, pue: float = 1.3, overrides: Mapping[str, float] | None = None) -> TcoInputs:
     """TCO inputs for a market (electricity tariff), with user overrides by name."""
-    data = {k: float(v["value"]) for k, v in advise_data("tco")["inputs"].items()}
-    tariff = data.pop("electricity_usd_per_kwh_cn" if market == "cn" else "electricity_usd_per_kwh_global")
-    data.pop("electricity_usd_per_kwh_cn", None)
-    data.pop("electricity_usd_per_kwh_global", None)
-    values: dict[str, Any] = {**data, "electricity_usd_per_kwh": tariff, "pue": pue}
+    data = {k: float(v["value"]) for k, v in market_inputs(advise_data("tco")["inputs"], market).items()}
+    values: dict[str, Any] = {**data, "pue": pue}
     return inputs_with_overrides(TcoInputs, values, overrides, "TCO input")
+
+
+def market_inputs(raw: Mapping[str, Any], market: str | None) -> dict[str, Any]:
+    """tco.yaml entries with each NAME_cn / NAME_global pair collapsed to NAME for `market` (global when None):
+    electricity, hosting, staff pay and the cost of capital differ by region."""
+    pick = "_cn" if market == "cn" else "_global"
+    out: dict[str, Any] = {}
+    for name, entry in raw.items():
+        if name.endswith(("_cn", "_global")):
+            if name.endswith(pick):
+                out[name.removesuffix(pick)] = entry
+            continue
+        out[name] = entry
+    return out
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -214,7 +228,8 @@ class CostLine:
     """One line of owning a cluster: capex paid at t=0 and running costs per year."""
 
     name: str
-    capex_usd: float = 0.0  # paid once at t=0, amortised straight-line over the years
+    capex_usd: float = 0.0  # paid once at t=0
+    resale_usd: float = 0.0  # what the capex sells for at the horizon (advise/tco_capital.py)
     fixed_usd_per_year: float = 0.0  # running, whatever the utilization
     variable_usd_per_year: float = 0.0  # running, at utilization 1 (scales linearly with u)
     provenance: str
@@ -224,9 +239,13 @@ class CostLine:
         """Running cost per year at `utilization` (no capex)."""
         return self.fixed_usd_per_year + self.variable_usd_per_year * utilization
 
-    def per_year(self, years: float, utilization: float) -> float:
-        """Straight-line amortised capex plus running cost, per year."""
-        return self.capex_usd / years + self.running(utilization)
+    def capex_per_year(self, years: float, wacc: float = 0.0) -> float:
+        """The equivalent annual cost of the capex: (C - S) / Y at wacc 0, with the cost of capital above it."""
+        return equivalent_annual_capex(self.capex_usd, self.resale_usd, years, wacc) if self.capex_usd else 0.0
+
+    def per_year(self, years: float, utilization: float, wacc: float = 0.0) -> float:
+        """Equivalent annual capex plus running cost, per year."""
+        return self.capex_per_year(years, wacc) + self.running(utilization)
 
 
 def rent_per_year(usd_per_device_hour: float, devices: int, utilization: float) -> float:
@@ -235,9 +254,10 @@ def rent_per_year(usd_per_device_hour: float, devices: int, utilization: float) 
 
 
 def fleet_break_even(lines: tuple[CostLine, ...], years: float, usd_per_device_hour: float,
-                     devices: int) -> float | None:
-    """u* = (C/Y + K) / (R - V); None when the rent does not even cover the variable running cost."""
-    fixed = sum(ln.capex_usd / years + ln.fixed_usd_per_year for ln in lines)
+                     devices: int, wacc: float = 0.0) -> float | None:
+    """u* = (EAC + K) / (R - V) (EAC = C / Y without resale or cost of capital); None when the rent does not even
+    cover the variable running cost."""
+    fixed = sum(ln.capex_per_year(years, wacc) + ln.fixed_usd_per_year for ln in lines)
     margin = rent_per_year(usd_per_device_hour, devices, 1.0) - sum(ln.variable_usd_per_year for ln in lines)
     if margin <= 0:
         return None
@@ -251,12 +271,15 @@ def year_marks(years: float) -> tuple[float, ...]:
 
 
 def cumulative_costs(lines: tuple[CostLine, ...], years: float, utilization: float, usd_per_device_hour: float,
-                     devices: int) -> tuple[tuple[float, float, float], ...]:
-    """(t, own, rent) at each year-end: own(t) = C + t x running(u), rent(t) = t x R x u."""
+                     devices: int, wacc: float = 0.0) -> tuple[tuple[float, float, float], ...]:
+    """(t, own, rent) at each year-end, in present value at `wacc` (tco_capital): own(t) = C + running(u) x a(t),
+    less the resale S (1 + wacc)^-Y at the horizon; rent(t) = R u x a(t); a(t) = t at wacc 0."""
     capex = sum(ln.capex_usd for ln in lines)
+    resale = sum(ln.resale_usd for ln in lines) * (1.0 + wacc) ** -years
     running = sum(ln.running(utilization) for ln in lines)
     rent = rent_per_year(usd_per_device_hour, devices, utilization)
-    return tuple((t, capex + t * running, t * rent) for t in year_marks(years))
+    return tuple((t, capex + running * annuity_factor(wacc, t) - (resale if t == years else 0.0),
+                  rent * annuity_factor(wacc, t)) for t in year_marks(years))
 
 
 def buy_wins_year(cumulative: tuple[tuple[float, float, float], ...]) -> float | None:

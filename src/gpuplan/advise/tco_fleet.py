@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -35,18 +35,21 @@ from gpuplan.advise.tco import (
     cumulative_costs,
     fleet_break_even,
     inputs_with_overrides,
+    market_inputs,
     payback_years,
     rent_per_year,
     tco_inputs,
-    yearly_device_price,
+    year_marks,
 )
+from gpuplan.advise.tco_capital import Capital, resale_fraction
+from gpuplan.advise.tco_rents import RentSpread, market_rents
 from gpuplan.errors import unknown_name
 from gpuplan.hardware import Accelerator, Catalog, Server
 from gpuplan.search.offers import server_purchase
 
 __all__ = ["CATALOG", "DEFAULT", "QUOTED", "USER", "FleetInputs", "FleetTco", "Quantity", "RentCase",
-           "ServerChoice", "fleet_inputs", "fleet_tco", "own_lines", "rent_rates", "server_choice",
-           "split_overrides", "tco_for"]
+           "ServerChoice", "TcoSetup", "fleet_inputs", "fleet_tco", "own_lines", "rent_rates", "server_choice",
+           "split_overrides", "tco_for", "tco_market"]
 
 CATALOG, QUOTED, USER, DEFAULT = "catalog", "quoted", "user input", "default"
 DEFAULT_DEVICES_PER_SERVER = 8  # the usual HGX / Atlas board when the catalog has no server for the part
@@ -73,22 +76,15 @@ class FleetInputs(BaseModel):
     storage_usd_per_tib_year: float = Field(ge=0)
     staff_devices_per_fte: float = Field(gt=0)
     staff_usd_per_fte_year: float = Field(ge=0)
+    wacc: float = Field(ge=0, le=1)
+    resale_fraction_after_3_years: float = Field(ge=0, lt=1)
     node_power_kw: float | None = Field(default=None, gt=0, le=200)
     overridden: tuple[str, ...] = ()
 
 
 def _fleet_data(market: str | None) -> dict[str, dict[str, Any]]:
     """The fleet inputs of tco.yaml, the _cn / _global pair collapsed for `market` (global when None)."""
-    raw: dict[str, dict[str, Any]] = advise_data("tco")["fleet_inputs"]
-    pick = "_cn" if market == "cn" else "_global"
-    out: dict[str, dict[str, Any]] = {}
-    for name, entry in raw.items():
-        if name.endswith(("_cn", "_global")):
-            if name.endswith(pick):
-                out[name.removesuffix(pick)] = entry
-            continue
-        out[name] = entry
-    return out
+    return market_inputs(advise_data("tco")["fleet_inputs"], market)
 
 
 def split_overrides(overrides: Mapping[str, float] | None) -> tuple[dict[str, float], dict[str, float]]:
@@ -134,6 +130,7 @@ class ServerChoice:
     devices_per_server: Quantity
     price_usd: Quantity | None
     power_kw: Quantity | None
+    price_range_usd: tuple[float, float] | None = None  # the sources' low and high purchase price, catalog only
 
 
 def server_choice(catalog: Catalog, acc: Accelerator, *, server_price_usd: float | None, inp: TcoInputs,
@@ -152,15 +149,22 @@ def server_choice(catalog: Catalog, acc: Accelerator, *, server_price_usd: float
         per = Quantity(value=DEFAULT_DEVICES_PER_SERVER, unit="devices", provenance=DEFAULT,
                        source="no catalog server for this accelerator: an 8-device server assumed")
     price: Quantity | None = None
+    span: tuple[float, float] | None = None
     if server_price_usd is not None:
         price = Quantity(value=server_price_usd, unit="USD", provenance=QUOTED, source="--server-price")
     elif inp.server_price_usd is not None:
         price = Quantity(value=inp.server_price_usd, unit="USD", provenance=USER, source="--tco server_price_usd")
     elif (listed := server_purchase(catalog, server)) is not None:  # the catalog list price in USD
         rate = f", at {catalog.rates.cny_per_usd} CNY/USD" if listed.currency != "USD" else ""
+        lp = server.list_price if server is not None else None
+        lo, hi = (lp.amount_low, lp.amount_high) if lp is not None else (None, None)
+        quoted = f" (sources range {lo:,.0f}-{hi:,.0f})" if lo and hi else ""
         price = Quantity(value=listed.usd_per_server, unit="USD", provenance=CATALOG,
-                         source=f"catalog server {listed.server}: {listed.currency} {listed.amount:,.0f}{rate}; "
-                                f"{listed.source} ({listed.as_of}, confidence {listed.confidence})")
+                         source=f"catalog server {listed.server}: {listed.currency} {listed.amount:,.0f}{quoted}"
+                                f"{rate}; {listed.source} ({listed.as_of}, confidence {listed.confidence})")
+        if lo or hi:
+            usd = listed.usd_per_server / listed.amount
+            span = ((lo or listed.amount) * usd, (hi or listed.amount) * usd)
     power: Quantity | None = None
     if fin.node_power_kw is not None:
         power = Quantity(value=fin.node_power_kw, unit="kW", provenance=USER, source="--tco node_power_kw")
@@ -172,80 +176,59 @@ def server_choice(catalog: Catalog, acc: Accelerator, *, server_price_usd: float
         power = Quantity(value=kw, unit="kW", provenance=_prov(per.provenance, CATALOG, DEFAULT),
                          source=f"{per.value:g} x {acc.tdp_w:g} W (catalog TDP) x node_power_per_accelerator_tdp "
                                 f"{node_power_per_tdp:g} (advise/data/thresholds.yaml)")
-    return ServerChoice(server=server, devices_per_server=per, price_usd=price, power_kw=power)
+    return ServerChoice(server=server, devices_per_server=per, price_usd=price, power_kw=power, price_range_usd=span)
 
 
 def _label(inp_overridden: tuple[str, ...], name: str) -> str:
     return USER if name in inp_overridden else DEFAULT
 
 
-def rent_rates(catalog: Catalog, accelerator: str, *, market: str | None, inp: TcoInputs, fin: FleetInputs,
-               rent_usd_per_device_hour: float | None, devices: int = 1,
-               devices_per_server: int = 1) -> tuple[tuple[str, Quantity], ...]:
-    """(kind, USD per device-hour) for every rent kind that has a rate; --rent replaces them all.
+def rent_rates(catalog: Catalog, accelerator: str, *, market: str, inp: TcoInputs, fin: FleetInputs,
+               rent_usd_per_device_hour: float | None, devices: int = 1, devices_per_server: int = 1
+               ) -> tuple[tuple[tuple[str, Quantity, Quantity | None], ...], tuple[RentSpread, ...]]:
+    """((kind, reference rate, cheapest credible rate) for every rent kind with a quote, the market's rents).
 
-    The rent compared with owning is that of offers that can stand in for the cluster: for more devices than one
-    server holds, instances with a scale-out RDMA fabric (the owned cluster pays for one); for one server, instances
-    of at least that many devices. Where no such offer publishes a rate, the cheapest of all, and its source says so.
-    """
-    from gpuplan.search.pricing import device_price, price_label
-
+    The reference of a kind is the median of the market's comparable rents (advise/tco_rents.py), with the
+    cheapest credible beside it; --rent replaces them all with one quoted rate (the market's rents stay listed)."""
     unit = "USD per device-hour"
+    spreads = market_rents(catalog, accelerator, market=market, devices=devices,
+                           devices_per_server=devices_per_server,
+                           yearly_discount_vs_monthly=inp.yearly_discount_vs_monthly,
+                           multi_year_discount_vs_yearly=fin.multi_year_discount_vs_yearly,
+                           multi_year_discount_vs_on_demand=fin.multi_year_discount_vs_on_demand)
     if rent_usd_per_device_hour is not None:
-        return (("quoted", Quantity(value=rent_usd_per_device_hour, unit=unit, provenance=QUOTED, source="--rent")),)
-    multi = devices > devices_per_server
-    like = ("an RDMA fabric" if multi else f"{devices} devices or more in one instance")
-    dp = device_price(catalog, accelerator, market=market, keep=(
-        (lambda i: i.rdma_network is not None) if multi else (lambda i: i.accelerator_count >= devices)))
-    caveat = ""
-    if dp.on_demand is None and dp.monthly is None:  # no comparable offer: the cheapest of all, said so
-        dp = device_price(catalog, accelerator, market=market)
-        caveat = f" (no catalog offer with {like} has a rate: a single instance's, not a like-for-like cluster)"
-    out: list[tuple[str, Quantity]] = []
-
-    def inst_source(inst_id: str | None, kind: str) -> str:
-        if inst_id is None:
-            return ""
-        p = catalog.instance(inst_id).price(kind, distressed=catalog.pricing.use_distressed)
-        return f"catalog instance {inst_id}" + (f": {price_label(p)}" if p is not None else "") + caveat
-
-    od = None
-    if dp.on_demand is not None:
-        od = Quantity(value=dp.on_demand, unit=unit, provenance=CATALOG,
-                      source=inst_source(dp.on_demand_instance, "on_demand_hourly"))
-        out.append(("on_demand", od))
-    if dp.monthly is not None:
-        out.append(("monthly", Quantity(value=dp.monthly, unit=unit, provenance=CATALOG,
-                                        source=inst_source(dp.monthly_instance, "monthly"))))
-    yearly: Quantity | None = None
-    published = yearly_device_price(catalog, accelerator, market)
-    if published is not None:
-        yearly = Quantity(value=published, unit=unit, provenance=CATALOG,
-                          source="catalog: cheapest published yearly price")
-    elif dp.monthly is not None:  # yearly subscription below 12 monthly payments
-        d = inp.yearly_discount_vs_monthly
-        yearly = Quantity(value=dp.monthly * (1 - d), unit=unit,
-                          provenance=_prov(CATALOG, _label(inp.overridden, "yearly_discount_vs_monthly")),
-                          source=f"monthly x (1 - yearly_discount_vs_monthly {d:g})")
-    if yearly is not None:
-        out.append(("yearly", yearly))
-        d = fin.multi_year_discount_vs_yearly  # a multi-year term below the 1-year rate
-        out.append(("multi_year", Quantity(
-            value=yearly.value * (1 - d), unit=unit,
-            provenance=_prov(yearly.provenance, _label(fin.overridden, "multi_year_discount_vs_yearly")),
-            source=f"yearly x (1 - multi_year_discount_vs_yearly {d:g})")))
-    elif od is not None:
-        d = fin.multi_year_discount_vs_on_demand  # AWS 3-year reserved vs on demand
-        out.append(("multi_year", Quantity(
-            value=od.value * (1 - d), unit=unit,
-            provenance=_prov(CATALOG, _label(fin.overridden, "multi_year_discount_vs_on_demand")),
-            source=f"on demand x (1 - multi_year_discount_vs_on_demand {d:g})")))
-    return tuple(out)
+        return (("quoted", Quantity(value=rent_usd_per_device_hour, unit=unit, provenance=QUOTED, source="--rent"),
+                 None),), spreads
+    out = []
+    for sp in spreads:
+        ref = sp.reference
+        if sp.median_usd_per_device_hour is None or sp.cheapest is None:
+            continue
+        derived = any(q.derived for q in ref)
+        prov = _prov(CATALOG, DEFAULT if derived else "")
+        what = {"comparable": "comparable", "all": "(none comparable: all)",
+                "distressed only": "distressed-capacity (the only quotes)"}[sp.basis]
+        median = Quantity(value=sp.median_usd_per_device_hour, unit=unit, provenance=prov,
+                          source=f"median of {len(ref)} {what} offer(s) in market {market}: "
+                                 + ", ".join(q.instance for q in ref))
+        c = sp.cheapest
+        cheap = Quantity(value=c.usd_per_device_hour, unit=unit, provenance=_prov(CATALOG, DEFAULT if c.derived
+                                                                                   else ""),
+                         source=f"{c.instance}: {c.source} ({c.as_of}, confidence {c.confidence})"
+                                + (f"; {c.derived}" if c.derived else "")
+                                + ("" if sp.cheapest_credible else "; no offer of medium or high confidence"))
+        out.append((sp.kind, median, cheap))
+    return tuple(out), spreads
 
 
 def own_lines(choice: ServerChoice, devices: int, inp: TcoInputs, fin: FleetInputs, *,
-              pue_provenance: str) -> tuple[CostLine, ...]:
-    """The cost lines of owning `devices` devices in whole servers (see the module docstring)."""
+              pue_provenance: str, fx: tuple[str, float] = ("USD", 1.0)) -> tuple[CostLine, ...]:
+    """The cost lines of owning `devices` devices in whole servers (see the module docstring); the formulas show
+    amounts in `fx` (currency, units per USD): the market's currency."""
+
+    def m(usd: float, spec: str = ",.0f") -> str:
+        return f"{format(usd * fx[1], spec)} {fx[0]}"
+
     assert choice.price_usd is not None and choice.power_kw is not None
     per = int(choice.devices_per_server.value)
     nodes = max(1, math.ceil(devices / per))
@@ -258,9 +241,12 @@ def own_lines(choice: ServerChoice, devices: int, inp: TcoInputs, fin: FleetInpu
     def flab(name: str) -> str:
         return _label(fin.overridden, name)
 
-    lines = [CostLine(name="servers", capex_usd=nodes * price,
-                      provenance=_prov(pp, choice.devices_per_server.provenance),
-                      formula=f"{nodes} x {price:,.0f} USD, over {inp.years:g} years")]
+    keep = resale_fraction(fin.resale_fraction_after_3_years, inp.years)
+    lines = [CostLine(name="servers", capex_usd=nodes * price, resale_usd=nodes * price * keep,
+                      provenance=_prov(pp, choice.devices_per_server.provenance,
+                                       flab("resale_fraction_after_3_years"), flab("wacc")),
+                      formula=f"{nodes} x {m(price)}, sold for {keep:.0%} after {inp.years:g} years, "
+                              f"at a cost of capital of {fin.wacc:.1%}")]
     if nodes > 1:  # scale-out switches, optics and cables; NICs come with the server
         srv = choice.server
         gbit = srv.compute_gbit_per_s if srv is not None else 0.0
@@ -269,36 +255,36 @@ def own_lines(choice: ServerChoice, devices: int, inp: TcoInputs, fin: FleetInpu
             gbit, gprov = per * fin.fabric_gbit_per_s_per_device, flab("fabric_gbit_per_s_per_device")
         lines.append(CostLine(name="fabric", capex_usd=nodes * gbit * fin.fabric_usd_per_gbit_per_s,
                               provenance=_prov(gprov, flab("fabric_usd_per_gbit_per_s")),
-                              formula=f"{nodes} x {gbit:,.0f} Gbit/s x {fin.fabric_usd_per_gbit_per_s:g} USD"))
+                              formula=f"{nodes} x {gbit:,.0f} Gbit/s x {m(fin.fabric_usd_per_gbit_per_s, '.3g')}"))
     energy = kw * inp.pue * inp.electricity_usd_per_kwh * HOURS_PER_YEAR  # per node at full use
     lines.append(CostLine(
         name="power", fixed_usd_per_year=nodes * energy * inp.idle_power_fraction,
         variable_usd_per_year=nodes * energy * (1 - inp.idle_power_fraction),
         provenance=_prov(kp, pue_provenance, lab("electricity_usd_per_kwh"), lab("idle_power_fraction")),
-        formula=f"{nodes} x {kw:g} kW x PUE {inp.pue:g} x {inp.electricity_usd_per_kwh:g} USD/kWh x 8760 h "
+        formula=f"{nodes} x {kw:g} kW x PUE {inp.pue:g} x {m(inp.electricity_usd_per_kwh, '.3g')}/kWh x 8760 h "
                 f"x (idle {inp.idle_power_fraction:g} + (1 - idle) x u)"))
     lines.append(CostLine(name="hosting", fixed_usd_per_year=nodes * kw * inp.hosting_usd_per_kw_month * 12,
                           provenance=_prov(kp, lab("hosting_usd_per_kw_month")),
-                          formula=f"{nodes} x {kw:g} kW x {inp.hosting_usd_per_kw_month:g} USD/kW-month x 12"))
+                          formula=f"{nodes} x {kw:g} kW x {m(inp.hosting_usd_per_kw_month, '.4g')}/kW-month x 12"))
     lines.append(CostLine(name="operations", fixed_usd_per_year=nodes * price * inp.operations_fraction_per_year,
                           provenance=_prov(pp, lab("operations_fraction_per_year")),
-                          formula=f"{inp.operations_fraction_per_year:g} x {nodes} x {price:,.0f} USD"))
+                          formula=f"{inp.operations_fraction_per_year:g} x {nodes} x {m(price)}"))
     lines.append(CostLine(name="storage",
                           fixed_usd_per_year=devices * fin.storage_tib_per_device * fin.storage_usd_per_tib_year,
                           provenance=_prov(flab("storage_tib_per_device"), flab("storage_usd_per_tib_year")),
                           formula=f"{devices} x {fin.storage_tib_per_device:g} TiB x "
-                                  f"{fin.storage_usd_per_tib_year:g} USD/TiB-year"))
+                                  f"{m(fin.storage_usd_per_tib_year, '.4g')}/TiB-year"))
     lines.append(CostLine(name="staff",
                           fixed_usd_per_year=devices / fin.staff_devices_per_fte * fin.staff_usd_per_fte_year,
                           provenance=_prov(flab("staff_devices_per_fte"), flab("staff_usd_per_fte_year")),
                           formula=f"{devices} / {fin.staff_devices_per_fte:g} devices per engineer x "
-                                  f"{fin.staff_usd_per_fte_year:,.0f} USD"))
+                                  f"{m(fin.staff_usd_per_fte_year)}"))
     return tuple(lines)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RentCase:
-    """One rent kind against owning."""
+    """One rent kind against owning: at the market's median rate, and at its cheapest credible one."""
 
     kind: str
     rate: Quantity
@@ -306,12 +292,16 @@ class RentCase:
     break_even_utilization: float | None  # None: the rent does not cover the variable running cost
     buy_wins_year: float | None  # None: never within the years
     payback_years: float | None
-    cumulative: tuple[tuple[float, float, float], ...]  # (year, own USD, rent USD)
+    cumulative: tuple[tuple[float, float, float], ...]  # (year, own USD, rent USD), present values
+    cheapest: Quantity | None = None
+    break_even_at_cheapest: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "usd_per_device_hour": self.rate.to_json(), "usd_per_year": self.usd_per_year,
                 "break_even_utilization": self.break_even_utilization, "buy_wins_year": self.buy_wins_year,
                 "payback_years": self.payback_years,
+                "cheapest_usd_per_device_hour": self.cheapest.to_json() if self.cheapest else None,
+                "break_even_utilization_at_cheapest": self.break_even_at_cheapest,
                 "cumulative": [{"year": t, "own_usd": own, "rent_usd": rent} for t, own, rent in self.cumulative]}
 
 
@@ -323,38 +313,60 @@ class FleetTco:
     devices: int
     years: float
     utilization: float
-    market: str | None
+    market: str
+    currency: str  # the market's currency (CNY in China): amounts are shown in it
+    cny_per_usd: float
     server: str | None
     nodes: int
     devices_per_server: Quantity
     price_usd: Quantity
+    price_range_usd: tuple[float, float] | None
     power_kw: Quantity
     own: tuple[CostLine, ...]
+    own_at_range: tuple[float, float] | None  # owning per year at the low and high purchase price
     rent: tuple[RentCase, ...]
+    market_rents: tuple[RentSpread, ...]
+    capital: Capital
     inputs: dict[str, Quantity]
 
     @property
     def own_usd_per_year(self) -> float:
-        return sum(ln.per_year(self.years, self.utilization) for ln in self.own)
+        return sum(ln.per_year(self.years, self.utilization, self.capital.wacc) for ln in self.own)
 
     @property
     def own_usd_per_device_hour(self) -> float:
         """Owning cost per used device-hour: own per year / (devices x 8760 x u)."""
         return self.own_usd_per_year / (self.devices * HOURS_PER_YEAR * self.utilization)
 
+    def local(self, usd: float) -> float:
+        """`usd` in the market's currency."""
+        return usd * self.cny_per_usd if self.currency == "CNY" else usd
+
     def to_json(self) -> dict[str, Any]:
+        w = self.capital.wacc
         return {
             "kind": "tco", "accelerator": self.accelerator, "devices": self.devices, "years": self.years,
             "utilization": self.utilization, "market": self.market, "server": self.server, "nodes": self.nodes,
-            "devices_per_server": self.devices_per_server.to_json(), "server_price_usd": self.price_usd.to_json(),
+            "currency": {"code": self.currency, "cny_per_usd": self.cny_per_usd,
+                         "own_per_year": self.local(self.own_usd_per_year),
+                         "capex": self.local(sum(ln.capex_usd for ln in self.own)),
+                         "rent_per_year": {r.kind: self.local(r.usd_per_year) for r in self.rent}},
+            "devices_per_server": self.devices_per_server.to_json(), "server_price_usd": {
+                **self.price_usd.to_json(), "low": self.price_range_usd[0] if self.price_range_usd else None,
+                "high": self.price_range_usd[1] if self.price_range_usd else None},
             "node_power_kw": self.power_kw.to_json(),
             "own": {"usd_per_year": self.own_usd_per_year, "usd_per_device_hour": self.own_usd_per_device_hour,
+                    "usd_per_year_at_price_range": list(self.own_at_range) if self.own_at_range else None,
                     "capex_usd": sum(ln.capex_usd for ln in self.own),
-                    "lines": [{"name": ln.name, "usd_per_year": ln.per_year(self.years, self.utilization),
-                               "capex_usd": ln.capex_usd, "fixed_usd_per_year": ln.fixed_usd_per_year,
+                    "lines": [{"name": ln.name, "usd_per_year": ln.per_year(self.years, self.utilization, w),
+                               "capex_usd": ln.capex_usd, "resale_usd": ln.resale_usd,
+                               "capex_usd_per_year": ln.capex_per_year(self.years, w),
+                               "fixed_usd_per_year": ln.fixed_usd_per_year,
                                "variable_usd_per_year_at_full_use": ln.variable_usd_per_year,
                                "provenance": ln.provenance, "formula": ln.formula} for ln in self.own]},
             "rent": [r.to_json() for r in self.rent],
+            "market_rents": {sp.kind: sp.to_json() for sp in self.market_rents},
+            "cost_of_capital": self.capital.to_json(year_marks(self.years)),
             "inputs": {k: q.to_json() for k, q in self.inputs.items()},
             "provenance": "estimated from the inputs; each input says where it comes from",
         }
@@ -362,18 +374,19 @@ class FleetTco:
 
 def _input_table(inp: TcoInputs, fin: FleetInputs, market: str | None, pue_source: str,
                  pue_provenance: str) -> dict[str, Quantity]:
-    data = advise_data("tco")["inputs"]
-    tariff = "electricity_usd_per_kwh_cn" if market == "cn" else "electricity_usd_per_kwh_global"
-    names = {"electricity_usd_per_kwh": tariff, "hosting_usd_per_kw_month": "hosting_usd_per_kw_month",
-             "operations_fraction_per_year": "operations_fraction_per_year",
-             "idle_power_fraction": "idle_power_fraction", "yearly_discount_vs_monthly": "yearly_discount_vs_monthly"}
+    data = market_inputs(advise_data("tco")["inputs"], market)
+    suffix = "_cn" if market == "cn" else "_global"
+    names = ("electricity_usd_per_kwh", "hosting_usd_per_kw_month", "operations_fraction_per_year",
+             "idle_power_fraction", "yearly_discount_vs_monthly")
+    raw = advise_data("tco")["inputs"]
     out = {"years": Quantity(value=inp.years, unit="years", provenance=USER, source="--years"),
            "pue": Quantity(value=inp.pue, unit="ratio", provenance=pue_provenance, source=pue_source)}
-    for name, key in names.items():
+    for name in names:
         user = name in inp.overridden
-        out[name] = Quantity(value=float(getattr(inp, name)), unit=str(data[key]["unit"]),
+        key = name + suffix if name + suffix in raw else name
+        out[name] = Quantity(value=float(getattr(inp, name)), unit=str(data[name]["unit"]),
                              provenance=USER if user else DEFAULT,
-                             source="--tco" if user else f"advise/data/tco.yaml {key}: {data[key]['source']}")
+                             source="--tco" if user else f"advise/data/tco.yaml {key}: {data[name]['source']}")
     fdata = _fleet_data(market)
     for name in FleetInputs.model_fields:
         value = getattr(fin, name)
@@ -381,45 +394,94 @@ def _input_table(inp: TcoInputs, fin: FleetInputs, market: str | None, pue_sourc
             continue
         user = name in fin.overridden
         out[name] = Quantity(value=float(value), unit=str(fdata[name]["unit"]), provenance=USER if user else DEFAULT,
-                             source="--tco" if user else f"advise/data/tco.yaml: {fdata[name]['source']}")
+                             source=("--wacc" if name == "wacc" else "--tco") if user
+                             else f"advise/data/tco.yaml: {fdata[name]['source']}")
     return out
 
 
-def fleet_tco(*, accelerator: str, devices: int, utilization: float, market: str | None, choice: ServerChoice,
-              rates: tuple[tuple[str, Quantity], ...], inp: TcoInputs, fin: FleetInputs,
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TcoSetup:
+    """The inputs of fleet_tco: the market, the server bought, the rents and the cost inputs."""
+
+    market: str
+    currency: str
+    cny_per_usd: float
+    choice: ServerChoice
+    rates: tuple[tuple[str, Quantity, Quantity | None], ...]
+    spreads: tuple[RentSpread, ...]
+    inp: TcoInputs
+    fin: FleetInputs
+
+
+def _capital(lines: tuple[CostLine, ...], inp: TcoInputs, fin: FleetInputs) -> Capital:
+    fdata = _fleet_data(None)
+    return Capital(wacc=fin.wacc, wacc_source="--wacc" if "wacc" in fin.overridden else "advise/data/tco.yaml wacc",
+                   capex_usd=sum(ln.capex_usd for ln in lines), resale_usd=sum(ln.resale_usd for ln in lines),
+                   resale_fraction=resale_fraction(fin.resale_fraction_after_3_years, inp.years),
+                   resale_source=fdata["resale_fraction_after_3_years"]["source"], years=inp.years)
+
+
+def fleet_tco(*, accelerator: str, devices: int, utilization: float, setup: TcoSetup,
               pue_source: str = "calibration term pue") -> FleetTco:
-    """Every rent kind in `rates` against owning (choice must have a price and a power)."""
+    """Every rent kind of the setup against owning (its choice must have a price and a power)."""
+    choice, inp, fin = setup.choice, setup.inp, setup.fin
     assert choice.price_usd is not None and choice.power_kw is not None
     pue_prov = USER if "pue" in inp.overridden else DEFAULT
-    lines = own_lines(choice, devices, inp, fin, pue_provenance=pue_prov)
+    fx = (setup.currency, setup.cny_per_usd if setup.currency == "CNY" else 1.0)
+    lines = own_lines(choice, devices, inp, fin, pue_provenance=pue_prov, fx=fx)
+    w = fin.wacc
     cases = []
-    for kind, rate in rates:
-        cum = cumulative_costs(lines, inp.years, utilization, rate.value, devices)
+    for kind, rate, cheap in setup.rates:
+        cum = cumulative_costs(lines, inp.years, utilization, rate.value, devices, w)
         cases.append(RentCase(kind=kind, rate=rate, usd_per_year=rent_per_year(rate.value, devices, utilization),
-                              break_even_utilization=fleet_break_even(lines, inp.years, rate.value, devices),
+                              break_even_utilization=fleet_break_even(lines, inp.years, rate.value, devices, w),
                               buy_wins_year=buy_wins_year(cum),
-                              payback_years=payback_years(lines, utilization, rate.value, devices), cumulative=cum))
+                              payback_years=payback_years(lines, utilization, rate.value, devices), cumulative=cum,
+                              cheapest=cheap, break_even_at_cheapest=fleet_break_even(
+                                  lines, inp.years, cheap.value, devices, w) if cheap is not None else None))
+    at_range = None
+    bought = choice.price_usd
+    if choice.price_range_usd is not None:  # owning per year at the sources' low and high purchase price
+        def own_at(price: float) -> float:
+            q = replace(choice, price_usd=replace(bought, value=price))
+            return sum(ln.per_year(inp.years, utilization, w)
+                       for ln in own_lines(q, devices, inp, fin, pue_provenance=pue_prov))
+        at_range = (own_at(choice.price_range_usd[0]), own_at(choice.price_range_usd[1]))
     per = int(choice.devices_per_server.value)
     return FleetTco(accelerator=accelerator, devices=devices, years=inp.years, utilization=utilization,
-                    market=market, server=choice.server.id if choice.server else None,
+                    market=setup.market, currency=setup.currency, cny_per_usd=setup.cny_per_usd,
+                    server=choice.server.id if choice.server else None,
                     nodes=max(1, math.ceil(devices / per)), devices_per_server=choice.devices_per_server,
-                    price_usd=choice.price_usd, power_kw=choice.power_kw, own=lines, rent=tuple(cases),
-                    inputs=_input_table(inp, fin, market, pue_source, pue_prov))
+                    price_usd=choice.price_usd, price_range_usd=choice.price_range_usd, power_kw=choice.power_kw,
+                    own=lines, own_at_range=at_range, rent=tuple(cases), market_rents=setup.spreads,
+                    capital=_capital(lines, inp, fin), inputs=_input_table(inp, fin, setup.market, pue_source,
+                                                                           pue_prov))
+
+
+def tco_market(accelerator: Accelerator, market: str | None) -> str:
+    """The market asked: given, else the part's own when it is sold in one market only, else global."""
+    if market:
+        return market
+    return "cn" if tuple(accelerator.markets) == ("cn",) else "global"
 
 
 def tco_for(catalog: Catalog, accelerator: Accelerator, *, devices: int, years: float, utilization: float,
             market: str | None, pue: float, node_power_per_tdp: float, server_price_usd: float | None = None,
-            rent_usd_per_device_hour: float | None = None,
-            overrides: Mapping[str, float] | None = None) -> tuple[ServerChoice, tuple[tuple[str, Quantity], ...],
-                                                                   TcoInputs, FleetInputs]:
+            rent_usd_per_device_hour: float | None = None, wacc: float | None = None,
+            overrides: Mapping[str, float] | None = None) -> TcoSetup:
     """The inputs of fleet_tco from the catalog and the user's values (the caller checks for missing ones)."""
+    where = tco_market(accelerator, market)
     base, fleet = split_overrides(overrides)
-    inp = tco_inputs(market, pue=pue, overrides={**base, "years": years})
+    if wacc is not None:
+        fleet["wacc"] = wacc
+    inp = tco_inputs(where, pue=pue, overrides={**base, "years": years})
     inp = inp.model_copy(update={"overridden": tuple(sorted(base))})
-    fin = fleet_inputs(market, fleet)
+    fin = fleet_inputs(where, fleet)
     choice = server_choice(catalog, accelerator, server_price_usd=server_price_usd, inp=inp, fin=fin,
                            node_power_per_tdp=node_power_per_tdp)
-    rates = rent_rates(catalog, accelerator.id, market=market, inp=inp, fin=fin,
-                       rent_usd_per_device_hour=rent_usd_per_device_hour, devices=devices,
-                       devices_per_server=int(choice.devices_per_server.value))
-    return choice, rates, inp, fin
+    rates, spreads = rent_rates(catalog, accelerator.id, market=where, inp=inp, fin=fin,
+                                rent_usd_per_device_hour=rent_usd_per_device_hour, devices=devices,
+                                devices_per_server=int(choice.devices_per_server.value))
+    return TcoSetup(market=where, currency="CNY" if where == "cn" else "USD", cny_per_usd=catalog.rates.cny_per_usd,
+                    choice=choice, rates=rates, spreads=spreads, inp=inp, fin=fin)
+

@@ -28,8 +28,8 @@ from gpuplan.hardware import Catalog
 from gpuplan.search.plan_trust import LEVELS
 from gpuplan.units import GIB
 
-__all__ = ["caveats", "deadline_caveat", "is_confirmed", "memory_caveat", "plan_markets", "serving_caveats",
-           "serving_recommendation", "split_by_market"]
+__all__ = ["capacity_caveat", "caveats", "deadline_caveat", "fleet_block", "fleet_key", "is_confirmed",
+           "memory_caveat", "plan_markets", "serving_caveats", "serving_recommendation", "split_by_market"]
 
 Chooser = Callable[[Sequence[dict[str, Any]]], dict[str, Any] | None]
 
@@ -51,6 +51,18 @@ def is_confirmed(plan: dict[str, Any]) -> bool:
     price = conf.get("price")
     return (eff.get("provenance") in ("measured", "validated") and not _efficiency_unconfirmed(eff)
             and (price is None or price.get("confidence") in LEVELS[1:]))
+
+
+def fleet_key(plan: Mapping[str, Any]) -> str:
+    """What a blocked serving fleet is listed under in `not_recommended`: its part and its offer (an export rule
+    reads where the cards are, so a B200 rented in China is blocked while a B200 rented elsewhere is not)."""
+    return f"{plan['accelerator']} ({plan['instance']})"
+
+
+def fleet_block(plan: Mapping[str, Any], blocked: Mapping[str, str]) -> str | None:
+    """The blocking finding of `plan`'s offer in `blocked`, or of its part (a document keyed by part)."""
+    hit = blocked.get(fleet_key(plan))
+    return hit if hit is not None else blocked.get(str(plan["accelerator"]))
 
 
 def plan_markets(plan: dict[str, Any], catalog: Catalog) -> tuple[str, ...]:
@@ -150,6 +162,19 @@ def deadline_caveat(rec: dict[str, Any], plans: Sequence[dict[str, Any]], deadli
             "safe_alternative": summary(safe) if safe is not None else None}
 
 
+def capacity_caveat(rec: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A caveat when the recommendation rents an offer whose capacity is not stated: unknown (nothing says how many
+    devices it can supply) or typical (what such offers usually supply, not a quote for this one)."""
+    opt = rec.get("hardware_option") or {}
+    prov = opt.get("capacity_provenance")
+    if opt.get("kind") != "offer" or prov not in ("unknown", "typical"):
+        return None
+    return {"input": "capacity", "value": {"devices": int(rec.get("billed_devices") or rec["devices"]),
+                                           "offer": opt.get("offer"), "provenance": prov,
+                                           "max_devices": opt.get("max_devices"), "basis": opt.get("capacity_basis")},
+            "break_even": None, "holds_while": None, "action": "confirm_capacity", "accelerator": rec["accelerator"]}
+
+
 def _memory_high(plan: Mapping[str, Any]) -> float | None:
     band = (plan.get("band") or {}).get("memory.total_bytes")
     return float(band[1]) if band else None
@@ -207,8 +232,10 @@ def serving_caveats(rec: dict[str, Any], alt: dict[str, Any] | None, catalog: Ca
 def serving_recommendation(plans: Sequence[dict[str, Any]], catalog: Catalog, market: str | None,
                            skip: Sequence[str] = ()) -> dict[str, Any] | None:
     """The cheapest fleet with its band, confidence, caveats, the cheapest fleet on confirmed inputs and,
-    without --market, the cheapest fleet of each market. `skip`: parts removed by a blocking finding."""
-    plans = [p for p in plans if p["accelerator"] not in skip]
+    without --market, the cheapest fleet of each market. `skip`: fleets (`fleet_key`) or parts removed by a blocking
+    finding."""
+    skipped = dict.fromkeys(skip, "")
+    plans = [p for p in plans if fleet_block(p, skipped) is None]
     if not plans:
         return None
     rec = plans[0]

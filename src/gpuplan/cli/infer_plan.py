@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from gpuplan.advise.findings import load_thresholds
+from gpuplan.advise.trust import fleet_block
 from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_report, save_report_quiet
 from gpuplan.cli.common import console, fail, flag, positives, print_json, warn
 from gpuplan.cli.emit import check_disaggregated, check_formats, pick_plan, write_serve, write_serve_pd
@@ -187,8 +188,8 @@ def _table(name: str, load: InferLoad, slo: InferSlo, plans: list[dict[str, Any]
         t.add_column(tr(f"cli.pinfer.col.{col}", lang), no_wrap=col == "usd_m", overflow="fold")
     blocked = blocked or {}
     for p in plans:
-        mark = ("\n(" + tr("report.not_recommended", lang, finding=blocked[p["accelerator"]]) + ")"
-                if p["accelerator"] in blocked else "")
+        hit = fleet_block(p, blocked)
+        mark = "\n(" + tr("report.not_recommended", lang, finding=hit) + ")" if hit is not None else ""
         t.add_row(fleet_text(p, lang) + mark,
                   fleet_units_text(p, lang),
                   band_num(p["cost_usd_per_hour"], (p.get("band") or {}).get("cost_usd_per_hour"), ",.2f"),

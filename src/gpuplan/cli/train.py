@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from gpuplan.advise.findings import load_thresholds
-from gpuplan.advise.report_train import blocked_finding, training_report
+from gpuplan.advise.report_train import SCENARIO_MARK, blocked_finding, training_report
 from gpuplan.bench.calibrate import load_user_calibration
 from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_report, save_report_quiet
 from gpuplan.cli.common import console, fail, flag, note, positives, print_json, warn
@@ -246,6 +246,7 @@ def plan_train(
     deadline: float = typer.Option(None, help=help_text("help.common.deadline")),
     budget: float = typer.Option(None, help=help_text("help.common.budget")),
     max_devices: int = typer.Option(4096),
+    capacity: list[str] = typer.Option(None, "--capacity", help=help_text("help.plan_train.capacity")),
     network: str = typer.Option(None, help=help_text("help.plan_train.network")),
     nics_per_node: float = typer.Option(None, help=help_text("help.estimate_train.nics_per_node")),
     gpus_per_node: int = typer.Option(None, help=help_text("help.estimate_train.gpus_per_node")),
@@ -290,7 +291,7 @@ def plan_train(
                                 deadline=deadline, budget=budget, max_devices=max_devices, market=market,
                                 vendor=vendor, provider=provider, domestic_only=domestic_only, network=network,
                                 nics_per_node=nics_per_node, gpus_per_node=gpus_per_node, trust=trust,
-                                lang=language)
+                                lang=language, capacity=parse_pairs(capacity, "capacity"))
         res = plan_training(spec, job, cat, cons, tokens=tokens, calibration=cal)
         if not res.plans:
             raise InputError(field="constraints", value=res.rejected, allowed="at least one feasible plan",
@@ -362,6 +363,9 @@ def _print_plans(model: str, tokens: float, res: Any, doc: dict[str, Any], cons:
                   f"{p['mfu']:.0%}", confidence_text(p.get("confidence"), language),
                   bottleneck_text(p["breakdown_s"], language))
     console.print(t)
+    scenarios = sorted(k for k, v in blocked.items() if v == SCENARIO_MARK)
+    if scenarios:  # offers priced at distressed rents only: planned and listed, never recommended
+        console.print(tr("cli.plan.scenario_note", language, offers=", ".join(scenarios)), highlight=False)
     if res.pareto:  # priced plans only: nothing to draw when no plan has a price
         pt = Table(title=tr("cli.plan.pareto", language))
         for col in ("accelerator", "devices", "time", "cost"):

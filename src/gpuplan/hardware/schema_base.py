@@ -100,7 +100,19 @@ class Price(BaseModel):
     confidence: Confidence = "medium"
     basis: PriceBasis = "list_price"
     distressed: bool = Field(default=False, description="surplus-capacity price; not used by default")
+    # the range the sources give around `amount` (e.g. a purchase quoted 270k-350k): shown as a sensitivity
+    amount_low: float | None = Field(default=None, gt=0, description="lowest figure the sources give")
+    amount_high: float | None = Field(default=None, gt=0, description="highest figure the sources give")
     note: str = ""
+
+    @model_validator(mode="after")
+    def _range(self) -> Price:
+        lo, hi, mid = self.amount_low, self.amount_high, self.amount
+        if (lo is not None or hi is not None) and mid is None:
+            raise ValueError("amount_low/amount_high need the central amount")
+        if mid is not None and ((lo is not None and lo > mid) or (hi is not None and hi < mid)):
+            raise ValueError(f"the range must hold the amount: amount_low <= {mid:g} <= amount_high")
+        return self
 
     @property
     def as_of_key(self) -> str:

@@ -98,8 +98,11 @@ class Instance(Sourced):
     regions: tuple[str, ...] = ()
     market: Market
     max_devices: int | None = Field(
-        default=None, ge=1, description="largest cluster (accelerators) the offer can supply at once; "
-        "cite it in field_sources.max_devices")
+        default=None, ge=1, description="largest cluster (accelerators) the offer can supply at once, as stated by "
+        "the provider or a quote; cite it in field_sources.max_devices")
+    typical_max_devices: int | None = Field(
+        default=None, ge=1, description="the cluster such an offer typically supplies when none is stated (a "
+        "provider's reservation product, a broker's usual lot); cite it in field_sources.typical_max_devices")
     cards_per_host: int | None = Field(
         default=None, ge=2, le=72, description="a per-card rental (accelerator_count 1) whose provider puts up to "
         "this many cards of one host in one rental (a pod, a lease), each billed at the per-card price: a plan of "
@@ -110,6 +113,8 @@ class Instance(Sourced):
     def _check(self) -> Instance:
         if self.tenancy != "shared" and self.accelerator_count != int(self.accelerator_count):
             raise ValueError("accelerator_count must be whole unless tenancy is shared")
+        if self.typical_max_devices is not None and "typical_max_devices" not in self.field_sources:
+            raise ValueError("typical_max_devices needs its source in field_sources.typical_max_devices")
         if self.cards_per_host is not None:
             if self.accelerator_count != 1:
                 raise ValueError("cards_per_host describes a per-card rental: accelerator_count must be 1")
@@ -123,6 +128,16 @@ class Instance(Sourced):
             raise ValueError("two prices of the same kind, region and as_of (a price history needs "
                              "a different as_of for each entry)")
         return self
+
+    @property
+    def capacity(self) -> tuple[int | None, str]:
+        """(the largest cluster the offer supplies, its provenance): "stated" (max_devices), "typical"
+        (typical_max_devices) or "unknown" (None: nothing says; a planner must say so, not assume a size)."""
+        if self.max_devices is not None:
+            return self.max_devices, "stated"
+        if self.typical_max_devices is not None:
+            return self.typical_max_devices, "typical"
+        return None, "unknown"
 
     def price_history(self, kind: str, region: str | None = None) -> list[Price]:
         """Every price of `kind` (optionally in `region`) with a known amount, newest `as_of` first."""

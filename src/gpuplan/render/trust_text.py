@@ -123,6 +123,11 @@ def caveat_lines(rec: Mapping[str, Any], lang: str) -> list[str]:
             lines.append(tr("trust.caveat.deadline", lang, acc=c["accelerator"], days=f"{v['days']:.1f}",
                             high=f"{v['band_high_days']:.1f}", deadline=f"{v['deadline_days']:g}",
                             safe=_safe_text(c.get("safe_alternative"), "deadline", lang)))
+        elif c["input"] == "capacity":
+            v = c["value"]
+            key = "trust.caveat.capacity_typical" if v["provenance"] == "typical" else "trust.caveat.capacity"
+            lines.append(tr(key, lang, acc=c["accelerator"], offer=v["offer"], devices=v["devices"],
+                            typical=v.get("max_devices") or 0))
         elif c["input"] == "memory":
             v = c["value"]
             lines.append(tr("trust.caveat.memory", lang, acc=c["accelerator"], gib=f"{v['gib']:.1f}",

@@ -6,9 +6,12 @@ A plan is only as real as the offer that prices it. Each option fixes, from one 
 * the scale-out fabric: the instance's RDMA network, or, when it has none, TCP over its VPC
   bandwidth (`eth-25-tcp` / `eth-100-tcp` scaled to the stated Gbit/s; unstated: one 25 GbE
   port, the conservative default `offer_tcp_gbit_default`);
-* its capacity: the largest cluster the offer can supply (`max_devices` of the instance, with
-  its source), else the calibration default `offer_max_devices_default`, named in the output;
-* its price: this offer's per-device-hour rates, not the cheapest of some other offer.
+* its capacity, with its provenance: --capacity OFFER=N (user input), else the instance's stated `max_devices`,
+  else its `typical_max_devices` (typical), else unknown: no cap is invented (the plan may be as large as
+  --max-devices) and the recommendation carries a capacity caveat (advise/trust.capacity_caveat);
+* its price: this offer's per-device-hour rates, not the cheapest of some other offer. An offer whose only rents
+  are distressed (surplus-capacity) ones is kept as a scenario (`scenario: "distressed"`) at those rents: listed,
+  never recommended (advise/report_train), instead of dropped.
 
 Every accelerator sold in the market asked is also planned as the team's own cluster on the fabric of
 its catalog server (or the part's usual one), at any size and without a price (owning is costed by
@@ -19,12 +22,13 @@ offer as a proxy (the output says so).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.hardware import Accelerator, Catalog, Instance, Network, Server, convert
 from gpuplan.search.cluster import usual_network, usual_server
-from gpuplan.search.pricing import DevicePrice, device_price, instance_price, price_label, used_price
+from gpuplan.search.pricing import DevicePrice, device_price, distressed_price, instance_price, price_label, used_price
 
 __all__ = ["HardwareOption", "hardware_options", "tcp_network_for"]
 
@@ -45,12 +49,14 @@ class HardwareOption:
     network_basis: str  # why this fabric and NIC count, in words
     max_devices: int | None  # None: no cap beyond --max-devices
     capacity_basis: str
+    capacity_provenance: str  # "stated" | "typical" | "unknown" | "user input" | "own" (own or as specified)
     price: DevicePrice
     price_basis: str
     billing_unit: int | None = None  # devices billed together (one instance); None: a whole node
     # an own cluster's catalog purchase price (server_purchase): what buying it costs, to compare own clusters
     # of different parts by (device-hours of different parts are not a cost); None: no list price
     purchase: Purchase | None = None
+    scenario: str | None = None  # "distressed": priced at surplus-capacity rents only; listed, never recommended
 
     def billed_devices(self, devices: int) -> int:
         """Devices a plan of `devices` pays for: an offer bills whole instances (2 devices of an 8-GPU server
@@ -65,6 +71,7 @@ class HardwareOption:
                 "billing_unit": self.billing_unit or self.gpus_per_node,
                 "network": self.network, "nics_per_node": self.nics_per_node, "network_basis": self.network_basis,
                 "max_devices": self.max_devices, "capacity_basis": self.capacity_basis,
+                "capacity_provenance": self.capacity_provenance, "scenario": self.scenario,
                 "price_basis": self.price_basis,
                 "purchase": self.purchase.to_json() if self.purchase is not None else None}
 
@@ -129,13 +136,18 @@ def tcp_network_for(inst: Instance, cal: Calibration) -> tuple[str, float, str]:
     return net, gbit / nic, basis
 
 
-def _offer_option(catalog: Catalog, acc: Accelerator, inst: Instance, cal: Calibration) -> HardwareOption | None:
+def _offer_option(catalog: Catalog, acc: Accelerator, inst: Instance, cal: Calibration,
+                  capacity: Mapping[str, int] | None = None) -> HardwareOption | None:
     count = inst.accelerator_count
     if count < 1 or count != int(count):  # a fraction of a GPU does not train
         return None
     price = instance_price(catalog, inst)
+    scenario = None
     if price.on_demand is None and price.monthly is None and price.spot is None:
-        return None
+        price = distressed_price(catalog, inst)  # surplus-capacity rents only: a scenario
+        if price.on_demand is None and price.monthly is None and price.spot is None:
+            return None
+        scenario = "distressed"
     gpn = int(count)
     host = ""
     cards = catalog.host_cards(inst)
@@ -156,42 +168,44 @@ def _offer_option(catalog: Catalog, acc: Accelerator, inst: Instance, cal: Calib
         net_id = net.id
     else:
         net_id, nics, basis = tcp_network_for(inst, cal)
-    if inst.max_devices is not None:
-        cap, cap_basis = inst.max_devices, f"offer capacity: {inst.source_of('max_devices')}"
+    given = (capacity or {}).get(inst.id, (capacity or {}).get("*"))
+    stated, prov = inst.capacity
+    cap: int | None
+    if given is not None:
+        cap, prov, cap_basis = given, "user input", f"offer capacity: --capacity {inst.id}={given}"
+    elif prov == "stated":
+        cap, cap_basis = stated, f"offer capacity: {inst.source_of('max_devices')}"
+    elif prov == "typical":
+        cap = stated
+        cap_basis = f"typical capacity, not stated for this offer: {inst.source_of('typical_max_devices')}"
     else:
-        cap = int(cal.value("offer_max_devices_default"))
-        cap_basis = f"capacity not stated: at most {cap} devices assumed (calibration offer_max_devices_default)"
-    cap = max(gpn, cap - cap % gpn)  # whole instances
+        cap, cap_basis = None, ("capacity not stated: not capped (up to --max-devices); confirm with the provider "
+                                "that it can supply the plan's devices, or plan within a quote with --capacity "
+                                f"{inst.id}=N")
+    if cap is not None:
+        cap = max(gpn, cap - cap % gpn)  # whole instances
+    text = _price_text(catalog, inst) if scenario is None else _price_text(catalog, inst, distressed=True)
     return HardwareOption(accelerator=acc.id, kind="offer", offer=inst.id, gpus_per_node=gpn, network=net_id,
                           nics_per_node=nics, network_basis=basis + host, max_devices=cap, capacity_basis=cap_basis,
-                          billing_unit=int(count),
-                          price=price, price_basis=f"offer {inst.id} ({inst.provider}, {inst.market}): "
-                          + _price_text(catalog, inst))
+                          capacity_provenance=prov, billing_unit=int(count), scenario=scenario,
+                          price=price, price_basis=f"offer {inst.id} ({inst.provider}, {inst.market}): " + text
+                          + ("; a scenario at distressed-capacity rents (surplus capacity that may not be there at "
+                             "scale): listed, not recommended" if scenario else ""))
 
 
-def _price_text(catalog: Catalog, inst: Instance) -> str:
+def _price_text(catalog: Catalog, inst: Instance, *, distressed: bool = False) -> str:
     """The label of the price a plan on `inst` pays (on demand, else monthly, else spot)."""
     for kind in ("on_demand_hourly", "monthly", "spot_hourly"):
-        p = used_price(catalog, inst, kind)
+        p = inst.price(kind, distressed=True) if distressed else used_price(catalog, inst, kind)
         if p is not None:
             return price_label(p)
     return "no price"
 
 
-def _distressed_note(catalog: Catalog, acc: str, market: str | None) -> str:
-    """Names the offers of `acc` left unpriced because their newest price is a distressed-capacity one."""
-    ids = sorted(i.id for i in catalog.instances.values()
-                 if catalog.server(i.server).accelerator == acc and not (market and i.market != market)
-                 and any(p.distressed for p in i.prices) and instance_price(catalog, i) == NO_PRICE)
-    if not ids:
-        return ""
-    return (f"; {', '.join(ids)} list only distressed-capacity rents, not used for planning unless a catalog "
-            "file sets pricing: {use_distressed: true}")
-
-
 def hardware_options(catalog: Catalog, acc: Accelerator, cal: Calibration, *, market: str | None = None,
                      provider: str | None = None, network: str | None = None, nics_per_node: float | None = None,
-                     gpus_per_node: int | None = None) -> list[HardwareOption]:
+                     gpus_per_node: int | None = None,
+                     capacity: Mapping[str, int] | None = None) -> list[HardwareOption]:
     """Every way the planner may get a cluster of `acc` (see the module docstring)."""
     sv = usual_server(catalog, acc.id)
     usual_g = gpus_per_node or (sv.accelerators_per_node if sv is not None else 8)
@@ -204,6 +218,7 @@ def hardware_options(catalog: Catalog, acc: Accelerator, cal: Calibration, *, ma
             accelerator=acc.id, kind="as_specified", offer=None, gpus_per_node=usual_g, network=net.id,
             nics_per_node=nics, network_basis=f"--network {net.id}, {nics:g} NIC(s) per node",
             max_devices=None, capacity_basis="your own or reserved cluster: no offer capacity applied",
+            capacity_provenance="own",
             price=price, price_basis=(f"proxy: the cheapest offer ({', '.join(named)}), whatever its fabric"
                                       if named else "no offer prices this part"))]
     out: list[HardwareOption] = []
@@ -212,7 +227,7 @@ def hardware_options(catalog: Catalog, acc: Accelerator, cal: Calibration, *, ma
             continue
         if (market and inst.market != market) or (provider and inst.provider != provider):
             continue
-        opt = _offer_option(catalog, acc, inst, cal)
+        opt = _offer_option(catalog, acc, inst, cal, capacity)
         if opt is not None:
             out.append(opt)
     # A team can also build (buy or lease whole servers) a cluster of any part sold in its market, at any size:
@@ -232,12 +247,12 @@ def hardware_options(catalog: Catalog, acc: Accelerator, cal: Calibration, *, ma
         out.append(HardwareOption(
             accelerator=acc.id, kind="own", offer=None, gpus_per_node=usual_g, network=net_id,
             nics_per_node=own_nics, network_basis=f"own cluster on {net_id} ({why}), {nic_basis}",
-            max_devices=None, capacity_basis="own cluster: no offer capacity applied", price=NO_PRICE,
+            max_devices=None, capacity_basis="own cluster: no offer capacity applied", capacity_provenance="own",
+            price=NO_PRICE,
             purchase=buy,
             price_basis=("an own cluster has no rental price (its offers are separate options)"
                          + (bought or ": cost the purchase with `gpuplan tco`") if rented else
                          "no offer in the catalog prices this part"
                          + (f" in market {market}" if market else "")
-                         + ": add one with --catalog (see docs/catalog.md)"
-                         + _distressed_note(catalog, acc.id, market) + bought)))
+                         + ": add one with --catalog (see docs/catalog.md)" + bought)))
     return out

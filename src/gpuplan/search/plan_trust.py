@@ -90,17 +90,20 @@ def thin_evidence(rows: int, sources: int) -> bool:
 
 
 def price_confidence(catalog: Catalog, opt: HardwareOption) -> dict[str, Any] | None:
-    """The catalog price behind an option's cost (on-demand, else monthly), None without a price."""
-    return device_price_confidence(catalog, opt.price)
+    """The catalog price behind an option's cost (on-demand, else monthly), None without a price; a distressed-rent
+    scenario's price is its distressed rent (low confidence)."""
+    return device_price_confidence(catalog, opt.price, distressed=opt.scenario == "distressed")
 
 
-def device_price_confidence(catalog: Catalog, price: DevicePrice) -> dict[str, Any] | None:
+def device_price_confidence(catalog: Catalog, price: DevicePrice, *,
+                            distressed: bool = False) -> dict[str, Any] | None:
     """The catalog price behind a per-device price (on-demand, else monthly), None without a price."""
     for key, kind in _PRICE_KINDS:
         inst_id = getattr(price, f"{key}_instance")
         if inst_id is None:
             continue
-        p = used_price(catalog, catalog.instances[inst_id], kind)
+        inst = catalog.instances[inst_id]
+        p = inst.price(kind, distressed=True) if distressed else used_price(catalog, inst, kind)
         if p is None:
             continue
         return _price_record(p, kind, inst_id, getattr(price, key))

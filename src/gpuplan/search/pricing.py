@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from gpuplan.hardware import Catalog, Instance, Price
 from gpuplan.i18n import tr
 
-__all__ = ["PROVENANCE", "DevicePrice", "device_price", "instance_price", "price_label", "used_price"]
+__all__ = ["PROVENANCE", "DevicePrice", "device_price", "distressed_price", "instance_price", "price_label",
+           "used_price"]
 
 PROVENANCE = ("catalog price: each instance's newest price of a kind, a list price or a market quote "
               "with its own source, date and confidence (distressed-capacity prices only when asked)")
@@ -61,9 +62,19 @@ def device_price(catalog: Catalog, accelerator: str, *, market: str | None = Non
 
 def instance_price(catalog: Catalog, inst: Instance) -> DevicePrice:
     """USD per accelerator-hour of one instance, each kind it publishes."""
+    return _instance_price(catalog, inst, catalog.pricing.use_distressed)
+
+
+def distressed_price(catalog: Catalog, inst: Instance) -> DevicePrice:
+    """`instance_price` with surplus-capacity (distressed) rents too, whatever the catalog's pricing policy: the
+    price of a distressed-rent scenario (search/offers.py)."""
+    return _instance_price(catalog, inst, True)
+
+
+def _instance_price(catalog: Catalog, inst: Instance, distressed: bool) -> DevicePrice:
     got: dict[str, float | None] = {}
     for kind, key in (("on_demand_hourly", "on_demand"), ("spot_hourly", "spot"), ("monthly", "monthly")):
-        hourly = inst.hourly("USD", catalog.rates, kind, distressed=catalog.pricing.use_distressed)
+        hourly = inst.hourly("USD", catalog.rates, kind, distressed=distressed)
         got[key] = hourly / inst.accelerator_count if hourly is not None else None
     return DevicePrice(on_demand=got["on_demand"], spot=got["spot"], monthly=got["monthly"],
                        on_demand_instance=inst.id if got["on_demand"] is not None else None,

@@ -54,6 +54,7 @@ class PlanConstraints:
     layout_family: str = "megatron"  # candidates.LAYOUT_FAMILIES
     layout_reason: str = "pretraining: every Megatron-style layout (TP, PP, CP, EP, DP/ZeRO)"
     trust: str = "low"  # plan_trust.LEVELS: keep plans whose confidence is at least this
+    capacity: tuple[tuple[str, int], ...] = ()  # --capacity OFFER=N ("*" for every offer): overrides offer capacity
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -210,7 +211,7 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
             continue
         options = hardware_options(catalog, acc, cal, market=cons.market, provider=cons.provider,
                                    network=cons.network, nics_per_node=cons.nics_per_node,
-                                   gpus_per_node=cons.gpus_per_node)
+                                   gpus_per_node=cons.gpus_per_node, capacity=dict(cons.capacity))
         usable = usable_bytes(float(acc.memory_gib or 0) * GIB, cal)
         seen = False
         ready: list[tuple[HardwareOption, ClusterHardware, int]] = []
@@ -299,7 +300,9 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
         if seen:
             considered.append(acc.id)
     plans.sort(key=_rank_key)
-    priced = sorted((p for p in plans if p["cost_usd"] is not None), key=lambda p: p["time_to_train_s"])
+    # the front of real offers: a distressed-rent scenario (offers.py) is listed, not a point to choose from
+    priced = sorted((p for p in plans if p["cost_usd"] is not None and not p["hardware_option"].get("scenario")),
+                    key=lambda p: p["time_to_train_s"])
     pareto, best_cost = [], float("inf")
     for p in priced:
         if p["cost_usd"] < best_cost:

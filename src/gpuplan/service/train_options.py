@@ -3,7 +3,9 @@ constraints, checked."""
 
 from __future__ import annotations
 
-from gpuplan.errors import InputError
+from collections.abc import Mapping
+
+from gpuplan.errors import InputError, unknown_name
 from gpuplan.estimate.calibration import Calibration
 from gpuplan.hardware import Catalog
 from gpuplan.hardware.query import check_policy_names
@@ -20,8 +22,10 @@ def plan_constraints(cat: Catalog, spec_params: float, cal: Calibration, *, meth
                      vendor: str | None = None, provider: str | None = None, domestic_only: bool = False,
                      network: str | None = None, nics_per_node: float | None = None,
                      gpus_per_node: int | None = None, accelerators: tuple[str, ...] = (),
-                     trust: str = "low", lang: str = "en") -> PlanConstraints:
-    """The planner's constraints from the options `plan train` and `compare` share, checked."""
+                     trust: str = "low", lang: str = "en",
+                     capacity: Mapping[str, float] | None = None) -> PlanConstraints:
+    """The planner's constraints from the options `plan train` and `compare` share, checked; `capacity`:
+    --capacity OFFER=N pairs (an instance id, or * for every offer)."""
     positives(lang, ("deadline", deadline, False), ("budget", budget, False), ("max-devices", max_devices, True),
               ("nics-per-node", nics_per_node, False), ("gpus-per-node", gpus_per_node, True))
     check_policy_names(cat, vendor=vendor, provider=provider)
@@ -30,11 +34,20 @@ def plan_constraints(cat: Catalog, spec_params: float, cal: Calibration, *, meth
     elif nics_per_node is not None:
         raise InputError(field="nics-per-node", value=nics_per_node, allowed="used together with --network",
                          hint="add --network ID (gpuplan catalog list networks); offers bring their own NICs")
+    caps: list[tuple[str, int]] = []
+    for name, value in (capacity or {}).items():
+        if name != "*" and name not in cat.instances:
+            raise unknown_name("capacity", name, ["*", *sorted(cat.instances)])
+        if value != int(value) or value < 1:
+            raise InputError(field=f"capacity.{name}", value=value, allowed="a whole number of devices >= 1",
+                             hint=f"pass --capacity {name}=N with the devices the provider commits to")
+        caps.append((name, int(value)))
     family, why = choose_layout_family(method, framework, spec_params, cal)
     return PlanConstraints(deadline_days=deadline, budget_usd=budget, max_devices=max_devices, market=market,
                            vendor=vendor, provider=provider, domestic_only=domestic_only, framework=framework,
                            network=network, nics_per_node=nics_per_node, gpus_per_node=gpus_per_node,
-                           layout_family=family, layout_reason=why, accelerators=accelerators, trust=trust)
+                           layout_family=family, layout_reason=why, accelerators=accelerators, trust=trust,
+                           capacity=tuple(caps))
 
 
 def training_job(method: str, seq_len: int, global_batch: int | None, precision: str, micro_batch: int | None = None,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gpuplan.advise.trust import fleet_block
 from gpuplan.i18n import tr
 from gpuplan.web import views
 
@@ -26,7 +27,8 @@ def marked_infer_rows(result: Mapping[str, Any], lang: str, top: int = 10) -> li
     key = (rec.get("accelerator"), rec.get("instance"), rec.get("replicas"), rec.get("weights"))
     for row, p in zip(rows, (result.get("plans") or [])[:top], strict=False):
         acc = p["accelerator"]
-        row["blocked"] = tr("report.not_recommended", lang, finding=blocked[acc]) if acc in blocked else ""
+        hit = fleet_block(p, blocked)
+        row["blocked"] = tr("report.not_recommended", lang, finding=hit) if hit is not None else ""
         row["recommended"] = bool(rec) and (acc, p["instance"], p["replicas"], p["weights"]) == key
     return rows
 

@@ -1,0 +1,139 @@
+"""Issue 37: every export-control note of advise/data/compliance.yaml, one test each.
+
+A note applies where its `applies_by` says: an export control where the cards are (a rental's offer market, an own
+cluster's buyer market), guidance on use in the buyer's market. A critical note removes the offer from the
+recommendation, also for a question asked without --market (the buyer then defaults to global, and an offer in
+China is still judged by China's rules: a B200 rented in China is grey-market stock whoever rents it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import cache
+from typing import Any
+
+import pytest
+
+from gpuplan.advise import advise
+from gpuplan.advise.adapt_infer import inference_facts
+from gpuplan.advise.findings import advise_data, default_thresholds
+from gpuplan.advise.report_infer import choose_fleet
+from gpuplan.advise.trust import fleet_key
+from gpuplan.hardware import Catalog, load_catalog
+from gpuplan.search.infer_load import InferLoad, InferSlo
+from gpuplan.search.infer_search import InferConstraints, plan_inference
+from gpuplan.simulate.lengths import parse_length_dist
+from gpuplan.workload.presets import load_model
+
+
+@cache
+def catalog() -> Catalog:
+    return load_catalog(use_user_dir=False)
+
+
+# (note id, a part it covers, that part's rental offer in the note's market, severity renting it there,
+#  severity buying it new there); the figures are the sources' (see the note texts): A100s, A800/H800s and L40Ss
+# entered China legally before their rules, no H100 or Blackwell part ever did, H200 licences are case by case
+# since 2026-01-15, H20 licences were required from 2025-04 and then granted
+RULES = [
+    ("us-bis-2022-10", "a100-sxm4-80gb", "cn-rental-8x-a100-80gb", "warn", "critical"),
+    ("us-bis-2022-10-h100", "h100-sxm5-80gb", "cn-rental-8x-h100", "critical", "critical"),
+    ("us-bis-2023-10", "h800-sxm5-80gb", "cn-rental-8x-h800", "warn", "critical"),
+    ("us-bis-2023-10-blackwell", "b200-sxm-180gb", "cn-rental-8x-b200", "critical", "critical"),
+    ("us-bis-2026-01-h200", "h200-sxm-141gb", "cn-rental-8x-h200", "warn", "warn"),
+    ("us-h20-2025", "h20-96gb", "cn-rental-8x-h20", "warn", "warn"),
+]
+LOAD = InferLoad(qps=1.0, input_len=parse_length_dist(512), output_len=parse_length_dist(128))
+SLO = InferSlo(ttft_p99_s=3.0, tpot_p99_s=0.1)
+
+
+def _notes() -> dict[str, dict[str, Any]]:
+    return {n["id"]: n for n in advise_data("compliance")["export_notes"]}
+
+
+def test_every_shipped_note_has_a_test_here() -> None:
+    assert {r[0] for r in RULES} | {"us-ascend-2025"} == set(_notes())
+
+
+def _run(acc: str, offer: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A question asked without --market: one part, its fleets on `offer` (the planner keeps the cheapest offers,
+    so the offer in China is asked for by its provider) and its fleets anywhere."""
+    spec = load_model("llama3-8b")
+    provider = catalog().instances[offer].provider
+    asks = (InferConstraints(accelerators=(acc,), provider=provider), InferConstraints(accelerators=(acc,)))
+    plans = [p for c in asks for p in plan_inference(spec, LOAD, SLO, catalog(), c).plans]
+    run = {"model": spec.name, "load": LOAD.to_json(), "slo": {"ttft_p99_s": 3.0, "tpot_p99_s": 0.1},
+           "engine": "vllm", "plans": plans}
+    return run, plans
+
+
+def _exports(run: dict[str, Any], plan: dict[str, Any]) -> list[Any]:
+    return [f for f in advise(inference_facts(run, plan, catalog=catalog())) if f.id == "market.export"]
+
+
+@pytest.mark.parametrize(("note", "acc", "offer", "rent", "buy"), RULES)
+def test_no_market_question_never_recommends_an_offer_its_rules_block(note: str, acc: str, offer: str, rent: str,
+                                                                     buy: str) -> None:
+    rule = _notes()[note]
+    assert any(acc.startswith(p) for p in rule["applies_to"]) and rule["markets"] == ["cn"]
+    assert catalog().instances[offer].market == "cn"
+    run, plans = _run(acc, offer)
+    here = [p for p in plans if p["instance"] == offer]
+    assert here, sorted({p["instance"] for p in plans})
+    # the offer in China ranked first, as the cheapest fleet of a no-market question may be
+    ranked = here + [p for p in plans if p["instance"] != offer]
+    found = _exports(run, here[0])
+    assert [f.severity for f in found] == [rent] and rule["date"] in found[0].message["en"]
+    best, blocked = choose_fleet(run, ranked, catalog(), default_thresholds(), None)
+    if rent == "critical":
+        assert blocked[fleet_key(here[0])] == "market.export"
+        assert best is None or catalog().instances[best["instance"]].market != "cn"
+        if best is not None:  # the same part rented outside China stays clear: the check is per offer
+            assert not [f for f in _exports(run, best) if f.severity == "critical"]
+    else:
+        assert best is here[0] and fleet_key(here[0]) not in blocked
+
+
+@pytest.mark.parametrize(("note", "acc", "offer", "rent", "buy"), RULES)
+def test_buying_new_in_china_reads_the_note_and_buying_elsewhere_does_not(note: str, acc: str, offer: str, rent: str,
+                                                                          buy: str) -> None:
+    run, plans = _run(acc, offer)
+    base = inference_facts(run, next(p for p in plans if p["instance"] == offer), catalog=catalog())
+    own_cn = replace(base, hosting="owned", hosting_market=None, market="cn")
+    x = [f for f in advise(own_cn) if f.id == "market.export"]
+    assert [f.severity for f in x] == [buy] and _notes()[note]["date"] in x[0].message["zh"]
+    own_global = replace(own_cn, market="global")
+    assert not [f for f in advise(own_global) if f.id == "market.export"]
+
+
+def test_ascend_guidance_reads_the_buyers_market_wherever_the_cards_are() -> None:
+    """us-ascend-2025 (applies_by: buyer): a buyer outside China renting 910B2s in China is warned; a buyer in China,
+    or a question that names no market for a part sold only in China (the buyer is then inferred as China), is not."""
+    run, plans = _run("ascend-910b2", "gitee-ai-910b2c")
+    p = next(p for p in plans if p["instance"] == "gitee-ai-910b2c")
+    assert not [f for f in advise(inference_facts(run, p, catalog=catalog())) if f.id == "market.export"]
+    glob = advise(inference_facts({**run, "market": "global"}, p, catalog=catalog()))
+    x = [f for f in glob if f.id == "market.export"]
+    assert [f.severity for f in x] == ["warn"] and "2025-05-13" in x[0].message["en"]
+    cn = advise(inference_facts({**run, "market": "cn"}, p, catalog=catalog()))
+    assert not [f for f in cn if f.id == "market.export"]
+
+
+@pytest.mark.parametrize(("acc", "offer"), [("b200-sxm-180gb", "cn-rental-8x-b200"),
+                                           ("h100-sxm5-80gb", "cn-rental-8x-h100")])
+def test_no_market_training_question_skips_the_grey_market_rental_it_would_have_picked(acc: str, offer: str) -> None:
+    """plan train without --market: the rule's first pick is the monthly rental in China (the cheapest that meets the
+    30-day target); its export note blocks it, so the recommendation is the part rented elsewhere, and the China
+    offer is listed, marked, under its own key (the part's other offers are not)."""
+    from gpuplan.advise.report_train import training_report
+    from gpuplan.search.train_search import PlanConstraints
+    from gpuplan.workload.jobs import TrainingJob
+
+    doc = training_report(load_model("llama3-70b"), TrainingJob(seq_len=4096, global_batch=1024, method="full"),
+                          catalog(), PlanConstraints(accelerators=(acc,)), tokens=2e10)
+    rec = doc["recommendation"]
+    assert rec is not None and rec["offer"] != offer and catalog().instances[rec["offer"]].market == "global"
+    key = f"{acc} ({offer})"
+    assert doc["not_recommended"][key] == "market.export"
+    assert [e["option"] for e in rec["rule"]["excluded"]][:1] == [key]
+    assert f"{acc} ({rec['offer']})" not in doc["not_recommended"]
