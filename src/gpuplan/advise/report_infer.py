@@ -29,7 +29,7 @@ from gpuplan.advise.report_train import BLOCKING_FINDINGS, REPORT_SCHEMA
 from gpuplan.advise.rules_market import node_power_kw
 from gpuplan.advise.sources import plan_sources
 from gpuplan.advise.tco import HOURS_PER_YEAR, tco, tco_inputs
-from gpuplan.advise.trust import fleet_key, serving_recommendation
+from gpuplan.advise.trust import fleet_key, in_buyer_market, serving_recommendation
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import default_calibration, load_calibration
 from gpuplan.estimate.memory_infer import estimate_inference_memory
@@ -257,7 +257,7 @@ def named_engine(run: Mapping[str, Any], catalog: Catalog, th: Thresholds, requi
     from gpuplan.search.infer_load import InferSlo, planner_terms
     from gpuplan.search.infer_search import plan_inference
 
-    best, _ = choose_fleet(run, run.get("plans") or [], catalog, th, requirements)
+    best, _ = choose_fleet(run, run.get("plans") or [], catalog, th, requirements, constraints.market)
     if best is None:
         return None
     acc = catalog.accelerator(str(best["accelerator"]))
@@ -271,7 +271,7 @@ def named_engine(run: Mapping[str, Any], catalog: Catalog, th: Thresholds, requi
 
 
 def choose_fleet(run: Mapping[str, Any], plans: Sequence[Mapping[str, Any]], catalog: Catalog, th: Thresholds,
-                 requirements: Requirements | None) -> tuple[Any, dict[str, str]]:
+                 requirements: Requirements | None, market: str | None = None) -> tuple[Any, dict[str, str]]:
     """(the cheapest fleet whose offer draws no blocking finding, {fleet_key: finding} of every blocked offer).
 
     The training rule (report_train.BLOCKING_FINDINGS): a critical export, residency or compliance finding for
@@ -280,24 +280,22 @@ def choose_fleet(run: Mapping[str, Any], plans: Sequence[Mapping[str, Any]], cat
     blocked while a B200 rented elsewhere is not (a per-part check let the first offer of a part decide for all).
     Every offer listed is checked, those below the recommendation too, so that no listed fleet reads as clear when
     it is not (a table once marked an export-blocked A100 below the recommendation and left an H800 above it
-    unmarked)."""
+    unmarked). The fleet comes from the buyer's market (`market`, else the residency region, else global:
+    trust.in_buyer_market) when one there is clear; the best of each market is listed beside it."""
     blocked: dict[str, str] = {}
     checked: set[str] = set()
-    best = None
     for p in plans:
         key = fleet_key(p)
         if key in checked:
-            if best is None and key not in blocked:
-                best = p
             continue
         checked.add(key)
         found = advise(inference_facts(run, p, catalog=catalog, requirements=requirements), th)
         hit = [f for f in found if f.severity == "critical" and f.id in BLOCKING_FINDINGS]
         if hit:
             blocked[key] = hit[0].id
-        elif best is None:
-            best = p
-    return best, blocked
+    clear = [p for p in plans if fleet_key(p) not in blocked]
+    mine = in_buyer_market(clear, catalog, market, requirements.data_residency if requirements else None)
+    return (mine[0] if mine else None), blocked
 
 
 def inference_report(run: Mapping[str, Any], catalog: Catalog, *, thresholds: Thresholds | None = None,
@@ -321,7 +319,7 @@ def inference_report(run: Mapping[str, Any], catalog: Catalog, *, thresholds: Th
     if not plans:
         doc.update(recommendation=None, runners_up=[], plans=[], findings=[])
         return doc
-    best, blocked = choose_fleet(run, plans, catalog, th, requirements)
+    best, blocked = choose_fleet(run, plans, catalog, th, requirements, constraints.market if constraints else None)
     if best is None:
         doc.update(recommendation=None, runners_up=[], plans=[infer_summary(p) for p in plans], findings=[],
                    not_recommended=blocked)
@@ -351,7 +349,7 @@ def inference_report(run: Mapping[str, Any], catalog: Catalog, *, thresholds: Th
         recommendation={**infer_summary(best), "advice": best["advice"],
                         **{k: v for k, v in (serving_recommendation(
                             plans, catalog, constraints.market if constraints else None,
-                            skip=tuple(blocked)) or {}).items()
+                            skip=tuple(blocked), residency=requirements.data_residency if requirements else None) or {}).items()
                            if k in ("caveats", "confirmed_alternative", "best_per_market")}},
         not_recommended=blocked,
         runners_up=[infer_summary(p) for p in runners[:runners_up]],

@@ -34,9 +34,11 @@ from gpuplan.advise.rules_market import node_power_kw
 from gpuplan.advise.sources import plan_sources
 from gpuplan.advise.tco import tco, tco_inputs
 from gpuplan.advise.trust import (
+    buyer_market,
     capacity_caveat,
     caveats,
     deadline_caveat,
+    in_buyer_market,
     is_confirmed,
     memory_caveat,
     split_by_market,
@@ -296,6 +298,11 @@ def choose(plans: Sequence[dict[str, Any]], spec: ModelSpec, job: TrainingJob, c
     target = target_days(cons, th)
     excluded: dict[str, tuple[str, str]] = {}  # option_key -> (accelerator, finding)
     pool = [p for p in plans if not is_scenario(p)]  # distressed-rent scenarios are listed, never recommended
+    # the buyer's market (--market, else the residency region, else global): another market's plans are shown
+    # beside the recommendation (best_per_market), not chosen for a buyer who cannot rent them (issue 37)
+    residency = requirements.data_residency if requirements else None
+    buyer = buyer_market(cons.market, residency)
+    pool = in_buyer_market(pool, catalog, cons.market, residency)
     while pool:
         picked = recommend_rule(pool, tol, target, max_days(cons, th), th.value("recommend_dominance_margin"),
                                 deadline_days=cons.deadline_days)
@@ -307,13 +314,15 @@ def choose(plans: Sequence[dict[str, Any]], spec: ModelSpec, job: TrainingJob, c
         blocks = _blocking(findings)
         if not blocks or not skip_blocked:
             rule["deadline_days"] = cons.deadline_days
+            rule["buyer_market"] = buyer
+            rule["buyer_market_default"] = cons.market is None and residency is None
             rule["excluded"] = [{"accelerator": a, "option": k, "finding": f} for k, (a, f) in excluded.items()]
             return best, rule, facts, findings
         key = option_key(best)
         excluded[key] = (best["accelerator"], blocks[0].id)
         pool = [p for p in pool if option_key(p) != key]
     rule = {"measure": None, "recommend_cost_tolerance": tol, "target_days": target, "outcome": "none",
-            "deadline_days": cons.deadline_days,
+            "deadline_days": cons.deadline_days, "buyer_market": buyer,
             "excluded": [{"accelerator": a, "option": k, "finding": f} for k, (a, f) in excluded.items()]}
     return None, rule, None, []
 
@@ -421,14 +430,16 @@ def _with_trust(best: dict[str, Any], rule: dict[str, Any], plans: Sequence[dict
     """The recommendation with what it rests on (advise/trust.py): caveats with break-even values against
     the best plan on confirmed inputs, the best plan of each market when no --market was given, and, when the
     recommendation is critical for multi-node TCP (`net.rdma_required`), the best plan without it."""
-    def pick(pool: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
-        return choose(pool, spec, job, catalog, cal, th, cons, tokens, requirements, light=True)[0] if pool else None
+    def pick(pool: Sequence[dict[str, Any]], market: str | None = None) -> dict[str, Any] | None:
+        """The rule's pick in `pool`, for a buyer in `market` (the run's own by default)."""
+        asked = cons if market is None else replace(cons, market=market)
+        return choose(pool, spec, job, catalog, cal, th, asked, tokens, requirements, light=True)[0] if pool else None
 
     alt = None if is_confirmed(best) else pick([p for p in plans if is_confirmed(p)])
     per_market = {}
     if cons.market is None:
         for market, pool in sorted(split_by_market(plans, catalog).items()):
-            chosen = pick(pool)
+            chosen = pick(pool, market)  # judged as a buyer there would be (its export rules, its offers)
             if chosen is not None:
                 per_market[market] = plan_summary(chosen)
     late = deadline_caveat(best, plans, cons.deadline_days, pick, plan_summary)

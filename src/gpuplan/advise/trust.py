@@ -22,15 +22,16 @@ silently together: `best_per_market` gives the recommendation of each market.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from gpuplan.hardware import Catalog
 from gpuplan.search.plan_trust import LEVELS
 from gpuplan.units import GIB
 
-__all__ = ["capacity_caveat", "caveats", "deadline_caveat", "fleet_block", "fleet_key", "is_confirmed",
-           "memory_caveat", "plan_markets", "serving_caveats", "serving_recommendation", "split_by_market"]
+__all__ = ["DEFAULT_BUYER_MARKET", "buyer_market", "capacity_caveat", "caveats", "deadline_caveat", "fleet_block",
+           "fleet_key", "in_buyer_market", "is_confirmed", "memory_caveat", "plan_markets", "serving_caveats", "serving_recommendation", "split_by_market"]
 
+T = TypeVar("T", bound=Mapping[str, Any])
 Chooser = Callable[[Sequence[dict[str, Any]]], dict[str, Any] | None]
 
 
@@ -65,12 +66,34 @@ def fleet_block(plan: Mapping[str, Any], blocked: Mapping[str, str]) -> str | No
     return hit if hit is not None else blocked.get(str(plan["accelerator"]))
 
 
-def plan_markets(plan: dict[str, Any], catalog: Catalog) -> tuple[str, ...]:
-    """Where the plan's hardware can be had: its offer's market, else the part's markets (own cluster)."""
-    offer = (plan.get("hardware_option") or {}).get("offer")
+def plan_markets(plan: Mapping[str, Any], catalog: Catalog) -> tuple[str, ...]:
+    """Where the plan's hardware can be had: its offer's market (a training plan's `hardware_option.offer`, a
+    serving fleet's `instance`), else the part's markets (own cluster)."""
+    offer = (plan.get("hardware_option") or {}).get("offer") or plan.get("instance")
     if offer and offer in catalog.instances:
         return (catalog.instances[offer].market,)
     return tuple(catalog.accelerator(plan["accelerator"]).markets)
+
+
+# Issue 37: the buyer's market is asked for (--market) or inferred (data residency), else global. Offers of
+# another market are not the buyer's to rent (a China rental needs a Chinese entity, real-name accounts and CNY
+# billing; one outside needs an export-compliant buyer), so the recommendation comes from the buyer's market and
+# the best plan of each other market is shown beside it (best_per_market).
+DEFAULT_BUYER_MARKET = "global"
+
+
+def buyer_market(market: str | None, residency: str | None = None) -> str:
+    """The market a recommendation is drawn from: --market, else the data-residency region, else global."""
+    return market or residency or DEFAULT_BUYER_MARKET
+
+
+def in_buyer_market(plans: Sequence[T], catalog: Catalog, market: str | None,
+                    residency: str | None = None) -> list[T]:
+    """The plans whose hardware can be had in the buyer's market (`buyer_market`), in their order; every plan
+    when none can (a part sold in one market only, asked for by name)."""
+    buyer = buyer_market(market, residency)
+    mine = [p for p in plans if buyer in plan_markets(p, catalog)]
+    return mine or list(plans)
 
 
 def split_by_market(plans: Sequence[dict[str, Any]], catalog: Catalog) -> dict[str, list[dict[str, Any]]]:
@@ -230,23 +253,25 @@ def serving_caveats(rec: dict[str, Any], alt: dict[str, Any] | None, catalog: Ca
 
 
 def serving_recommendation(plans: Sequence[dict[str, Any]], catalog: Catalog, market: str | None,
-                           skip: Sequence[str] = ()) -> dict[str, Any] | None:
-    """The cheapest fleet with its band, confidence, caveats, the cheapest fleet on confirmed inputs and,
-    without --market, the cheapest fleet of each market. `skip`: fleets (`fleet_key`) or parts removed by a blocking
-    finding."""
+                           skip: Sequence[str] = (), residency: str | None = None) -> dict[str, Any] | None:
+    """The cheapest fleet of the buyer's market (`in_buyer_market`) with its band, confidence, caveats, the cheapest
+    fleet on confirmed inputs and, without --market, the cheapest fleet of each market. `skip`: fleets
+    (`fleet_key`) or parts removed by a blocking finding."""
     skipped = dict.fromkeys(skip, "")
     plans = [p for p in plans if fleet_block(p, skipped) is None]
     if not plans:
         return None
-    rec = plans[0]
-    alt = None if is_confirmed(rec) else next((p for p in plans if is_confirmed(p)), None)
+    mine = in_buyer_market(plans, catalog, market, residency)
+    rec = mine[0]
+    alt = None if is_confirmed(rec) else next((p for p in mine if is_confirmed(p)), None)
     per_market: dict[str, Any] = {}
     if market is None:
         for m, pool in sorted(split_by_market([{**p, "hardware_option": {"offer": p["instance"]}} for p in plans],
                                               catalog).items()):
             per_market[m] = _serving_summary(pool[0])
     return {**_serving_summary(rec), "rule": "cheapest verified fleet per hour that meets the SLO at the headroom "
-                                             "load (search/infer_search.py)",
+                                             "load (search/infer_search.py), in the buyer's market",
+            "buyer_market": buyer_market(market, residency),
             "caveats": serving_caveats(rec, alt, catalog),
             "confirmed_alternative": _serving_summary(alt) if alt is not None else None,
             "best_per_market": per_market}

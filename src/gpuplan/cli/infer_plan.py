@@ -131,8 +131,8 @@ def plan_infer(
                                    max_devices=max_devices, constraints=cons)
         # a part whose fleet draws a blocking finding (export, residency, compliance) is not recommended;
         # the report has chosen already, else choose here
-        blocked = doc["not_recommended"] if doc is not None else choose_fleet(run, res.plans, cat, th, req)[1]
-        recommended = serving_recommendation(res.plans, cat, market, skip=tuple(blocked))
+        blocked = doc["not_recommended"] if doc is not None else choose_fleet(run, res.plans, cat, th, req, market)[1]
+        recommended = serving_recommendation(res.plans, cat, market, skip=tuple(blocked), residency=data_residency)
         run.update(recommended=recommended, not_recommended=blocked)
         run["recommended_disaggregated"] = disaggregated_recommendation(run)
         if doc is not None:  # computed for the table or --report: the JSON carries them, as plan train's does

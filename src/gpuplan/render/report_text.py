@@ -201,6 +201,8 @@ def rule_line(rec: Mapping[str, Any], lang: str) -> str:
         line += " " + tr("report.rec.dominated", lang, n=rule["dominated"], margin=rule["dominance_margin"])
     for ex in rule.get("excluded") or ():
         line += " " + tr("report.rec.excluded", lang, acc=ex.get("option") or ex["accelerator"], finding=ex["finding"])
+    if rule.get("buyer_market_default"):
+        line += " " + tr("report.rec.buyer_market", lang, market=tr(f"trust.market.{rule['buyer_market']}", lang))
     return line
 
 

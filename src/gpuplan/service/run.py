@@ -176,7 +176,7 @@ def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], di
     th, needs = load_thresholds({}), requirements(None, None)
     run["what_if_pd"] = named_pd(run, cat, th, needs)  # the disaggregated fleet the advisor would name
     run["what_if_engine"] = named_engine(run, cat, th, needs, load=load, constraints=cons)
-    _, blocked = choose_fleet(run, res.plans, cat, th, needs)
+    _, blocked = choose_fleet(run, res.plans, cat, th, needs, req.market)
     run.update(recommended=serving_recommendation(res.plans, cat, req.market, skip=tuple(blocked)),
                not_recommended=blocked)
     run["recommended_disaggregated"] = disaggregated_recommendation(run)  # as the CLI
