@@ -85,13 +85,18 @@ def test_no_market_question_never_recommends_an_offer_its_rules_block(note: str,
     found = _exports(run, here[0])
     assert [f.severity for f in found] == [rent] and rule["date"] in found[0].message["en"]
     best, blocked = choose_fleet(run, ranked, catalog(), default_thresholds(), None)
+    # no --market: the buyer is global, so the fleet comes from an offer outside China whatever the China offer's
+    # rule says; the China offer is checked all the same and marked when its rule blocks it
+    abroad = [p for p in ranked if catalog().instances[p["instance"]].market == "global"]
+    assert best is not None and best is (abroad[0] if abroad else here[0])  # H800, H20: rented in China only
+    if abroad:
+        assert not [f for f in _exports(run, best) if f.severity == "critical"]  # the check is per offer
+    asked_cn, blocked_cn = choose_fleet({**run, "market": "cn"}, ranked, catalog(), default_thresholds(), None, "cn")
     if rent == "critical":
-        assert blocked[fleet_key(here[0])] == "market.export"
-        assert best is None or catalog().instances[best["instance"]].market != "cn"
-        if best is not None:  # the same part rented outside China stays clear: the check is per offer
-            assert not [f for f in _exports(run, best) if f.severity == "critical"]
-    else:
-        assert best is here[0] and fleet_key(here[0]) not in blocked
+        assert blocked[fleet_key(here[0])] == "market.export" == blocked_cn[fleet_key(here[0])]
+        assert asked_cn is None or catalog().instances[asked_cn["instance"]].market != "cn"
+    else:  # a buyer in China may rent the installed base: the China offer is its pick, warned
+        assert fleet_key(here[0]) not in blocked and asked_cn is here[0]
 
 
 @pytest.mark.parametrize(("note", "acc", "offer", "rent", "buy"), RULES)
@@ -122,9 +127,10 @@ def test_ascend_guidance_reads_the_buyers_market_wherever_the_cards_are() -> Non
 @pytest.mark.parametrize(("acc", "offer"), [("b200-sxm-180gb", "cn-rental-8x-b200"),
                                            ("h100-sxm5-80gb", "cn-rental-8x-h100")])
 def test_no_market_training_question_skips_the_grey_market_rental_it_would_have_picked(acc: str, offer: str) -> None:
-    """plan train without --market: the rule's first pick is the monthly rental in China (the cheapest that meets the
-    30-day target); its export note blocks it, so the recommendation is the part rented elsewhere, and the China
-    offer is listed, marked, under its own key (the part's other offers are not)."""
+    """plan train without --market: the buyer is global, so the recommendation is the part rented outside China
+    (the monthly rental in China, the cheapest that meets the 30-day target, is not the default buyer's to rent);
+    the China offer is still judged by its export note and listed, marked, under its own key (the part's other offers
+    are not). Asked for China, the China rental is never the recommendation."""
     from gpuplan.advise.report_train import training_report
     from gpuplan.search.train_search import PlanConstraints
     from gpuplan.workload.jobs import TrainingJob
@@ -135,5 +141,8 @@ def test_no_market_training_question_skips_the_grey_market_rental_it_would_have_
     assert rec is not None and rec["offer"] != offer and catalog().instances[rec["offer"]].market == "global"
     key = f"{acc} ({offer})"
     assert doc["not_recommended"][key] == "market.export"
-    assert [e["option"] for e in rec["rule"]["excluded"]][:1] == [key]
+    assert rec["rule"]["buyer_market"] == "global" and rec["rule"]["buyer_market_default"]
     assert f"{acc} ({rec['offer']})" not in doc["not_recommended"]
+    cn = training_report(load_model("llama3-70b"), TrainingJob(seq_len=4096, global_batch=1024, method="full"),
+                         catalog(), PlanConstraints(accelerators=(acc,), market="cn"), tokens=2e10)
+    assert cn["recommendation"] is None or cn["recommendation"]["offer"] != offer

@@ -348,9 +348,9 @@ def inference_report(run: Mapping[str, Any], catalog: Catalog, *, thresholds: Th
     doc.update(
         recommendation={**infer_summary(best), "advice": best["advice"],
                         **{k: v for k, v in (serving_recommendation(
-                            plans, catalog, constraints.market if constraints else None,
-                            skip=tuple(blocked), residency=requirements.data_residency if requirements else None) or {}).items()
-                           if k in ("caveats", "confirmed_alternative", "best_per_market")}},
+                            plans, catalog, constraints.market if constraints else None, skip=tuple(blocked),
+                            residency=requirements.data_residency if requirements else None) or {}).items()
+                           if k in ("caveats", "confirmed_alternative", "best_per_market", "buyer_market")}},
         not_recommended=blocked,
         runners_up=[infer_summary(p) for p in runners[:runners_up]],
         plans=[infer_summary(p) for p in plans],

@@ -29,7 +29,8 @@ from gpuplan.search.plan_trust import LEVELS
 from gpuplan.units import GIB
 
 __all__ = ["DEFAULT_BUYER_MARKET", "buyer_market", "capacity_caveat", "caveats", "deadline_caveat", "fleet_block",
-           "fleet_key", "in_buyer_market", "is_confirmed", "memory_caveat", "plan_markets", "serving_caveats", "serving_recommendation", "split_by_market"]
+           "fleet_key", "in_buyer_market", "is_confirmed", "memory_caveat", "plan_markets", "serving_caveats",
+           "serving_recommendation", "split_by_market"]
 
 T = TypeVar("T", bound=Mapping[str, Any])
 Chooser = Callable[[Sequence[dict[str, Any]]], dict[str, Any] | None]

@@ -153,8 +153,11 @@ def plan_infer(
     if json_out:
         print_json(run)
         return
-    _table(spec.name, load, slo, res.plans[:top], res.candidates_evaluated, res.simulated, res.rejected, language,
-           recommended, blocked, router=res.router)
+    _table(spec.name, load, slo, _shown(res.plans, top, recommended), res.candidates_evaluated, res.simulated,
+           res.rejected, language, recommended, blocked, router=res.router)
+    if recommended is not None and market is None and data_residency is None:
+        console.print(tr("report.rec.buyer_market", language,
+                         market=tr(f"trust.market.{recommended['buyer_market']}", language)), highlight=False)
     if load.prefix_hit:
         console.print(tr("cli.pinfer.prefix_hit", language, share=load.prefix_hit), highlight=False)
     if load.shared_prefix_tokens:
@@ -171,6 +174,19 @@ def plan_infer(
         console.print(missed, highlight=False)
     if doc is not None and doc.get("recommendation"):
         print_findings(doc["findings"], language)
+
+
+_FLEET_KEYS = ("accelerator", "instance", "replicas", "layout", "weights")
+
+
+def _shown(plans: list[dict[str, Any]], top: int, recommended: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The table's rows: the `top` cheapest fleets, and the recommended one below them when it ranks lower (a
+    cheaper fleet of another market, or a blocked one, sits above it)."""
+    shown = plans[:top]
+    if recommended is None or any(all(p.get(k) == recommended.get(k) for k in _FLEET_KEYS) for p in shown):
+        return shown
+    rec = next((p for p in plans if all(p.get(k) == recommended.get(k) for k in _FLEET_KEYS)), None)
+    return shown + [rec] if rec is not None else shown
 
 
 def _tenancy(value: str, lang: str) -> str:
