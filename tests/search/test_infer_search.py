@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 import numpy as np
 import pytest
@@ -268,9 +269,13 @@ def test_attention_data_parallel_plans_come_in_whole_expert_groups() -> None:
         groups = p["layout"]["ep"] // p["layout"]["tp"]
         assert p["replicas"] % groups == 0
         assert p["devices"] == p["replicas"] * p["layout"]["tp"] * p["layout"]["pp"]
-    for acc in {p["accelerator"] for p in dp}:
-        tp8 = [p for p in res.plans if p["accelerator"] == acc and p["layout"]["tp"] == 8]
-        mine = min(p["cost_usd_per_hour"] for p in dp if p["accelerator"] == acc)
+    # per part and market (no --market: each market's fleets are planned, a buyer rents in its own)
+    def market(p: dict[str, Any]) -> str:
+        return _catalog().instances[p["instance"]].market
+
+    for acc, where in {(p["accelerator"], market(p)) for p in dp}:
+        tp8 = [p for p in res.plans if p["accelerator"] == acc and market(p) == where and p["layout"]["tp"] == 8]
+        mine = min(p["cost_usd_per_hour"] for p in dp if p["accelerator"] == acc and market(p) == where)
         assert all(mine <= p["cost_usd_per_hour"] for p in tp8)
 
 

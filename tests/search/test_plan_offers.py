@@ -13,6 +13,7 @@ import pytest
 
 from gpuplan.advise.findings import default_thresholds
 from gpuplan.advise.report_train import compare_training, recommend_rule, training_report
+from gpuplan.advise.trust import plan_markets
 from gpuplan.estimate.calibration import default_calibration
 from gpuplan.hardware import PricingPolicy, load_catalog
 from gpuplan.search.offers import hardware_options
@@ -135,8 +136,11 @@ def test_recommendation_rule_is_the_rule_printed() -> None:
     assert rule["outcome"] == "fastest_near_cheapest" and rec["cost_usd"] is not None
     assert rule["target_days"] == 30  # the deadline, capped at recommend_target_days
     assert rule["max_days"] == 730
-    # distressed-rent scenarios are listed but never recommended: the rule's pool leaves them out
-    pool = [p for p in res.plans if p["cost_usd"] is not None and not p["hardware_option"].get("scenario")]
+    # distressed-rent scenarios are listed but never recommended: the rule's pool leaves them out; no --market: the
+    # pool is the default buyer's market (global; advise.trust.in_buyer_market)
+    pool = [p for p in res.plans if p["cost_usd"] is not None and not p["hardware_option"].get("scenario")
+            and "global" in plan_markets(p, CAT)]
+    assert rule["buyer_market"] == "global"
     lowest = min(p["cost_usd"] for p in pool)
     near = [p for p in pool if p["cost_usd"] <= lowest * 1.1]
     assert rec["time_s"] == min(p["time_to_train_s"] for p in near)
@@ -320,7 +324,8 @@ def test_a_plan_beaten_on_cost_and_time_is_never_recommended() -> None:
     spec = get_preset("llama3-70b").spec
     doc = training_report(spec, _job(), CAT, PlanConstraints(deadline_days=7), tokens=2e9)
     rec = doc["recommendation"]
-    res_plans = plan_training(spec, _job(), CAT, PlanConstraints(deadline_days=7), tokens=2e9).plans
+    res_plans = [p for p in plan_training(spec, _job(), CAT, PlanConstraints(deadline_days=7), tokens=2e9).plans
+                 if "global" in plan_markets(p, CAT)]  # the default buyer's market: what the rule chooses from
     assert not any(p["cost_usd"] is not None and p["cost_usd"] < rec["cost_usd"]
                    and p["time_to_train_s"] < rec["time_s"] for p in res_plans)
 

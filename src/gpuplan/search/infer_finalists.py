@@ -55,6 +55,11 @@ class Candidate:
     spans: bool = False  # its expert group spans instances (timed on their RDMA link)
 
 
+def _group(c: Candidate) -> tuple[str, str]:
+    """A candidate's part and market: the finalists' variety counts per both."""
+    return (c.acc.id, c.offer.market)
+
+
 def candidate_label(c: Candidate) -> str:
     lay = c.layout
     return f"{c.acc.id} tp{lay.tp} pp{lay.pp} ep{lay.ep} {c.weights}"
@@ -95,7 +100,7 @@ def verify_candidates(cands: list[Candidate], load: InferLoad, slo: InferSlo, cf
     growth_max = cal.value("queue_growth_max")
     sim_slo = Slo(ttft_s=slo.ttft_p99_s, tpot_s=slo.tpot_p99_s)
     plans: list[dict[str, Any]] = []
-    per_acc: dict[str, int] = {}
+    per_acc: dict[tuple[str, str], int] = {}
     seen: set[tuple[object, ...]] = set()
     near_miss: dict[str, Any] = {}
     simulated = 0
@@ -149,14 +154,14 @@ def verify_candidates(cands: list[Candidate], load: InferLoad, slo: InferSlo, cf
             return False
         usd, offer, n_inst = priced
         m = sim(c, r, 1.0)
-        per_acc[c.acc.id] = per_acc.get(c.acc.id, 0) + 1
+        per_acc[_group(c)] = per_acc.get(_group(c), 0) + 1
         plans.append(plan_record_of(c, r, usd, offer, n_inst, m, m_head, load, cal, prof, router))
         return True
 
     def fresh(c: Candidate) -> bool:
         # formats with the same speed and size on a part (e.g. fp8 and int8 on H200) give one fleet
-        key = (c.acc.id, c.layout, c.replicas, round(c.usd_per_hour, 6), round(c.cap.requests_per_s, 9),
-               round(c.ttft0, 12), round(c.tpot0, 12))
+        key = (c.acc.id, c.offer.market, c.layout, c.replicas, round(c.usd_per_hour, 6),
+               round(c.cap.requests_per_s, 9), round(c.ttft0, 12), round(c.tpot0, 12))
         if key in seen:
             return False
         seen.add(key)
@@ -165,17 +170,18 @@ def verify_candidates(cands: list[Candidate], load: InferLoad, slo: InferSlo, cf
     for c in cands:
         if tried >= finalists or len(plans) >= wanted or (plans and simulated >= max_sims):
             break
-        if per_acc.get(c.acc.id, 0) >= 2 or not fresh(c):  # variety: at most two plans per accelerator
+        if per_acc.get(_group(c), 0) >= 2 or not fresh(c):  # variety: at most two plans per part and market
             continue
         tried += 1
         verify(c)
     # every part that has candidates shows its cheapest fleet, even past the plans wanted: a buyer compares parts
-    # (a domestic part at twice the price is an answer, not a miss); its PART_TRIES cheapest candidates are tried
-    extra: dict[str, int] = {}
+    # (a domestic part at twice the price is an answer, not a miss); its PART_TRIES cheapest candidates are tried, in
+    # each market it is offered in when no --market was given (the buyer rents in its own: advise.trust)
+    extra: dict[tuple[str, str], int] = {}
     for c in cands:
-        if c.acc.id in per_acc or extra.get(c.acc.id, 0) >= PART_TRIES or not fresh(c):
+        if _group(c) in per_acc or extra.get(_group(c), 0) >= PART_TRIES or not fresh(c):
             continue
-        extra[c.acc.id] = extra.get(c.acc.id, 0) + 1
+        extra[_group(c)] = extra.get(_group(c), 0) + 1
         verify(c)
     return plans, simulated, near_miss
 

@@ -34,6 +34,7 @@ class Offer:
     scale_out: Link | None = None  # one device's share of the instance's RDMA NICs; None: no RDMA fabric
     cards_per_host: int | None = None  # a per-card rental: up to this many cards of one host per rental
     hop_link: Link | None = None  # one device's share of the link between two instances: RDMA, else TCP over the VPC
+    market: str = ""  # the offer's market (cn | global): a buyer rents in its own market (advise.trust)
 
     @property
     def host_devices(self) -> int:
@@ -58,7 +59,8 @@ def fleet_offers(catalog: Catalog, accelerator: str, *, market: str | None = Non
                 rdma = _rdma_link(catalog, inst)
                 out.append(Offer(instance=inst.id, accelerator_count=int(inst.accelerator_count), usd_per_hour=usd,
                                  kind=kind, tenancy=inst.tenancy, scale_out=rdma,
-                                 cards_per_host=catalog.host_cards(inst), hop_link=rdma or _tcp_link(catalog, inst)))
+                                 cards_per_host=catalog.host_cards(inst), hop_link=rdma or _tcp_link(catalog, inst),
+                                 market=inst.market))
                 break
     return out
 

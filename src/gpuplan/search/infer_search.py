@@ -32,20 +32,20 @@ from gpuplan.search import progress
 from gpuplan.search.infer_capacity import length_moments
 from gpuplan.search.infer_engines import with_engine_hint
 from gpuplan.search.infer_finalists import Candidate, bump, simulated_pd, verify_candidates
-from gpuplan.search.infer_fleet import fleet_offers
+from gpuplan.search.infer_fleet import Offer, fleet_offers
 from gpuplan.search.infer_layouts import placements
 from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms, slo_unit_warning
 from gpuplan.search.infer_misses import parts_without_plan
 from gpuplan.search.infer_pd_fleet import PdFleet, PdInput, pd_fleet
 from gpuplan.search.infer_route import DEFAULT_ROUTER, check_router
-from gpuplan.search.infer_size import size_fleet
+from gpuplan.search.infer_size import Sized, priced_on, size_fleet
 from gpuplan.search.infer_whatif import rdma_what_if
 from gpuplan.search.plan_trust import meets_trust, serving_bands, serving_confidence
 from gpuplan.search.train_search import PlanConstraints, policy_rejection
 from gpuplan.simulate.engine_sim import EngineConfig
 from gpuplan.units import DTYPE_BYTES, GIB
 from gpuplan.workload.engines import EngineProfile, engine
-from gpuplan.workload.jobs import SERVED_WEIGHTS, InferenceJob
+from gpuplan.workload.jobs import SERVED_WEIGHTS, InferenceJob, Layout
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
@@ -102,6 +102,23 @@ class InferPlanResult:
     # load, memory or cost (infer_misses.parts_without_plan)
     parts_without_plan: list[dict[str, Any]] = field(default_factory=list)
     router: str = DEFAULT_ROUTER  # the router the fleets were sized under
+
+
+def _per_market(sz: Sized, layout: Layout, offers: list[Offer], cons: InferConstraints, qps: float,
+                headroom: float, span: bool) -> list[tuple[Sized, list[Offer]]]:
+    """The sized replica priced in each market that has offers for it when no --market was given (a buyer rents in
+    its own market: advise.trust.in_buyer_market, so each market's cheapest fleet must be a candidate), else as
+    sized; each with the offers its replicas may be priced on later (search/infer_finalists.verify_candidates)."""
+    markets = sorted({o.market for o in offers})
+    if cons.market is not None or len(markets) < 2 or sz.cap is None or sz.cap.requests_per_s <= 0 or (
+            sz.rejected not in (None, "no_instance_fits", "max_devices")):
+        return [(sz, offers)]
+    out = []
+    for m in markets:
+        mine = [o for o in offers if o.market == m]
+        out.append((priced_on(sz, layout, mine, qps=qps, headroom=headroom, max_devices=cons.max_devices, span=span),
+                    mine))
+    return out
 
 
 def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog,
@@ -229,13 +246,14 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
                     devices = sz.replicas * lay.tp * lay.pp
                     if "devices_needed" not in best or devices < best["devices_needed"][0]:
                         best["devices_needed"] = (devices, label)
-                if sz.rejected is not None or sz.cap is None or sz.offer is None:
-                    bump(rejected, sz.rejected or "no_instance_fits")
-                    continue
-                cands.append(Candidate(acc=acc, layout=lay, weights=weights, cost=cm, cap=sz.cap, ttft0=sz.ttft0,
-                                   tpot0=sz.tpot0, replicas=sz.replicas, usd_per_hour=sz.usd_per_hour,
-                                   offer=sz.offer, instances=sz.instances, offers=lay_offers,
-                                   spans=link is not None))
+                for sm, sm_offers in _per_market(sz, lay, lay_offers, cons, load.qps, headroom, link is not None):
+                    if sm.rejected is not None or sm.cap is None or sm.offer is None:
+                        bump(rejected, sm.rejected or "no_instance_fits")
+                        continue
+                    cands.append(Candidate(acc=acc, layout=lay, weights=weights, cost=cm, cap=sm.cap, ttft0=sm.ttft0,
+                                           tpot0=sm.tpot0, replicas=sm.replicas, usd_per_hour=sm.usd_per_hour,
+                                           offer=sm.offer, instances=sm.instances, offers=sm_offers,
+                                           spans=link is not None))
         # the disaggregated fleet is launched with SGLang (emit sglang --disaggregated): only on parts it runs on
         pd = pd_fleet(pd_inputs, accelerator=acc.id, moments=moments, slo=slo, qps=load.qps, headroom=headroom, cfg=cfg,
                       tpot_p99_over_mean=ratio, max_devices=cons.max_devices) if (

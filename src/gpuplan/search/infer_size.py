@@ -24,7 +24,7 @@ from gpuplan.simulate.engine_sim import EngineConfig
 from gpuplan.simulate.pipeline import pipeline_batch
 from gpuplan.workload.jobs import Layout
 
-__all__ = ["Sized", "size_fleet"]
+__all__ = ["Sized", "priced_on", "size_fleet"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,11 +59,21 @@ def size_fleet(cm: StepCostModel, layout: Layout, offers: list[Offer], *, cfg: E
     cap = replace(cap, requests_per_s=cap.requests_per_s * layout.pp)
     if tpot0 > slo.tpot_p99_s or cap.requests_per_s <= 0:
         return Sized("tpot_slo", ttft0, tpot0, cap)
+    return priced_on(Sized(None, ttft0, tpot0, cap), layout, offers, qps=qps, headroom=headroom,
+                     max_devices=max_devices, span=span)
+
+
+def priced_on(sized: Sized, layout: Layout, offers: list[Offer], *, qps: float, headroom: float, max_devices: int,
+              span: bool) -> Sized:
+    """Step 4 alone: a replica sized in closed form (`sized.cap`) priced on `offers` (the cheapest whole groups that
+    carry the load with its headroom); the same replica on another market's offers is priced again, not re-sized."""
+    cap = sized.cap
+    assert cap is not None and cap.requests_per_s > 0
     needed = qps * (1.0 + headroom) / cap.requests_per_s
     priced = priced_groups(offers, layout, needed, max_devices=max_devices, span=span)
     if priced is None:
         replicas = whole_groups(max(1, math.ceil(needed)), layout)
         why = "max_devices" if replicas * layout.tp * layout.pp > max_devices else "no_instance_fits"
-        return Sized(why, ttft0, tpot0, cap, replicas)
+        return Sized(why, sized.ttft0, sized.tpot0, cap, replicas)
     replicas, usd, offer, instances = priced
-    return Sized(None, ttft0, tpot0, cap, replicas, usd, offer, instances)
+    return Sized(None, sized.ttft0, sized.tpot0, cap, replicas, usd, offer, instances)
