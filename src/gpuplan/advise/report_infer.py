@@ -29,7 +29,7 @@ from gpuplan.advise.report_train import BLOCKING_FINDINGS, REPORT_SCHEMA
 from gpuplan.advise.rules_market import node_power_kw
 from gpuplan.advise.sources import plan_sources
 from gpuplan.advise.tco import HOURS_PER_YEAR, tco, tco_inputs
-from gpuplan.advise.trust import fleet_key, in_buyer_market, serving_recommendation
+from gpuplan.advise.trust import buyer_market, fleet_key, in_buyer_market, serving_recommendation
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import default_calibration, load_calibration
 from gpuplan.estimate.memory_infer import estimate_inference_memory
@@ -214,8 +214,11 @@ def _tco(facts: PlanFacts, catalog: Catalog, th: Thresholds) -> dict[str, Any]:
 def _first_clear(alts: Sequence[Mapping[str, Any]], instance_of: Callable[[Mapping[str, Any]], str],
                  facts: PlanFacts, catalog: Catalog, th: Thresholds) -> dict[str, Any] | None:
     """The first alternative whose part draws no blocking finding in its offer's market: the recommendation's rule
-    (BLOCKING_FINDINGS), applied to the alternatives the advisor names."""
-    for a in alts:
+    (BLOCKING_FINDINGS), applied to the alternatives the advisor names; those the buyer can rent (its market:
+    trust.buyer_market) first, as the recommendation is drawn."""
+    buyer = buyer_market(facts.market, facts.requirements.data_residency)
+    mine = [a for a in alts if catalog.instances[instance_of(a)].market == buyer]
+    for a in mine or alts:
         inst = catalog.instances[instance_of(a)]
         alt_facts = replace(facts, accelerator=catalog.accelerator(a["accelerator"]), hosting="rented",
                             hosting_market=inst.market, provider=inst.provider)

@@ -28,7 +28,8 @@ from gpuplan.hardware import Catalog
 from gpuplan.search.plan_trust import LEVELS
 from gpuplan.units import GIB
 
-__all__ = ["DEFAULT_BUYER_MARKET", "buyer_market", "capacity_caveat", "caveats", "deadline_caveat", "fleet_block",
+__all__ = ["DEFAULT_BUYER_MARKET", "buyer_market", "capacity_caveat", "caveats", "deadline_caveat", "eligible_fleets",
+           "fleet_block",
            "fleet_key", "in_buyer_market", "is_confirmed", "memory_caveat", "plan_markets", "serving_caveats",
            "serving_recommendation", "split_by_market"]
 
@@ -95,6 +96,13 @@ def in_buyer_market(plans: Sequence[T], catalog: Catalog, market: str | None,
     buyer = buyer_market(market, residency)
     mine = [p for p in plans if buyer in plan_markets(p, catalog)]
     return mine or list(plans)
+
+
+def eligible_fleets(plans: Sequence[T], catalog: Catalog, market: str | None, blocked: Mapping[str, str],
+                    residency: str | None = None) -> list[T]:
+    """The fleets a serving recommendation may be drawn from: the buyer's market's (`in_buyer_market`), none
+    blocked (`fleet_block`)."""
+    return [p for p in in_buyer_market(plans, catalog, market, residency) if fleet_block(p, blocked) is None]
 
 
 def split_by_market(plans: Sequence[dict[str, Any]], catalog: Catalog) -> dict[str, list[dict[str, Any]]]:

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from gpuplan.advise.findings import load_thresholds
-from gpuplan.advise.trust import fleet_block
+from gpuplan.advise.trust import eligible_fleets, fleet_block
 from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_report, save_report_quiet
 from gpuplan.cli.common import console, fail, flag, positives, print_json, warn
 from gpuplan.cli.emit import check_disaggregated, check_formats, pick_plan, write_serve, write_serve_pd
@@ -134,7 +134,8 @@ def plan_infer(
         blocked = doc["not_recommended"] if doc is not None else choose_fleet(run, res.plans, cat, th, req, market)[1]
         recommended = serving_recommendation(res.plans, cat, market, skip=tuple(blocked), residency=data_residency)
         run.update(recommended=recommended, not_recommended=blocked)
-        run["recommended_disaggregated"] = disaggregated_recommendation(run)
+        run["recommended_disaggregated"] = disaggregated_recommendation(
+            run, eligible_fleets(res.plans, cat, market, blocked, data_residency))
         if doc is not None:  # computed for the table or --report: the JSON carries them, as plan train's does
             run["findings"] = doc["findings"]
         if report is not None and doc is not None:

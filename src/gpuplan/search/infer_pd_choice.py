@@ -14,22 +14,25 @@ Its launch is `--emit sglang --disaggregated` (emit/serve_pd.py).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = ["disaggregated_recommendation"]
 
 
-def disaggregated_recommendation(run: Mapping[str, Any]) -> dict[str, Any] | None:
+def disaggregated_recommendation(run: Mapping[str, Any],
+                                 eligible: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any] | None:
     """{"fleet", "instead_of", "same_format"} for the disaggregated fleet to recommend over `run["recommended"]`,
-    else None (rules 1-3 of the module docstring)."""
+    else None (rules 1-3 of the module docstring). `eligible`: the colocated fleets the buyer could be recommended
+    (its market's, none blocked: advise.trust.eligible_fleets); every listed fleet by default."""
     pd, rec = run.get("what_if_pd"), run.get("recommended")
     if not pd or not rec or not pd.get("simulated"):
         return None
     usd = float(pd["usd_per_hour"])
     if usd >= float(rec["cost_usd_per_hour"]):
         return None
-    same = [p for p in run.get("plans") or [] if p.get("weights") == pd.get("weights")]
+    pool = run.get("plans") or [] if eligible is None else eligible
+    same = [p for p in pool if p.get("weights") == pd.get("weights")]
     if any(float(p["cost_usd_per_hour"]) <= usd for p in same):
         return None
     best_same = min(same, key=lambda p: float(p["cost_usd_per_hour"])) if same else None

@@ -158,7 +158,7 @@ def plan_infer_report(req: InferPlanRequest) -> tuple[dict[str, Any], dict[str, 
 def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], dict[str, Any] | None]:
     from gpuplan.advise.findings import load_thresholds
     from gpuplan.advise.report_infer import choose_fleet, inference_report, named_engine, named_pd
-    from gpuplan.advise.trust import serving_recommendation
+    from gpuplan.advise.trust import eligible_fleets, serving_recommendation
     from gpuplan.search.infer_load import InferSlo, planner_terms
     from gpuplan.search.infer_pd_choice import disaggregated_recommendation
     from gpuplan.search.infer_search import WEIGHTS, InferConstraints, plan_inference, plan_record
@@ -179,7 +179,8 @@ def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], di
     _, blocked = choose_fleet(run, res.plans, cat, th, needs, req.market)
     run.update(recommended=serving_recommendation(res.plans, cat, req.market, skip=tuple(blocked)),
                not_recommended=blocked)
-    run["recommended_disaggregated"] = disaggregated_recommendation(run)  # as the CLI
+    run["recommended_disaggregated"] = disaggregated_recommendation(  # as the CLI
+        run, eligible_fleets(res.plans, cat, req.market, blocked))
     # as the CLI's --report: default requirements and thresholds, the planned load and constraints
     doc = inference_report(run, cat, thresholds=th, requirements=needs, infer_load=load,
                            max_devices=req.max_devices, constraints=cons) if report else None
