@@ -84,16 +84,18 @@ def test_shipped_cross_validation_matches_todays_estimates() -> None:
 
 
 # Regression guards on the shipped cross-validation (2026-12-05, issue 35: every term tuned on rows refitted in each
-# fold, dev and released rows), each the observed figure plus a small margin. They are NOT the project's targets,
-# several of which these figures miss (docs/validation.md "At a glance" reports them against the targets): training
-# <= 8% / 20%, serving <= 10% / 30%, memory <= 10% / 25%, serving held out by part p90 <= 40%. Observed:
-#   source:      training 9.10% / 24.54%, serving 8.92% / 51.86%, memory 7.88% / 45.11%
-#   part:        training 11.62% / 32.39%, serving 11.21% / 54.64%, memory 6.52% / 45.03%
-#   engine version (serving) / framework: training 10.14% / 24.78%, serving 11.32% / 51.76%, memory 7.88% / 45.11%
+# fold; dev, released and the project's added rows), each the observed figure plus a small margin. They are NOT the
+# project's targets, several of which these figures miss (docs/validation.md "At a glance" reports them against the
+# targets): training <= 8% / 20%, serving <= 10% / 30%, memory <= 10% / 25%, serving held out by part p90 <= 40%.
+# Observed after the vLLM start-up profile, FP4 formats, new parts and the added FP4/MoE rows (memory 45% -> 26% p90
+# by source; training and serving p90 held out grew with rows of classes no other row covers):
+#   source:      training 9.48% / 27.33%, serving 9.47% / 52.12%, memory 5.79% / 25.71%
+#   part:        training 11.67% / 31.49%, serving 10.01% / 74.62%, memory 5.79% / 22.75%
+#   engine version (serving) / framework: training 10.28% / 29.02%, serving 9.13% / 60.09%, memory 5.79% / 25.71%
 GATES = [
-    ("source", "train", 0.095, 0.255), ("source", "serve", 0.095, 0.53), ("source", "memory", 0.085, 0.46),
-    ("accelerator", "train", 0.12, 0.335), ("accelerator", "serve", 0.12, 0.56), ("accelerator", "memory", 0.07, 0.46),
-    ("stack", "train", 0.105, 0.255), ("stack", "serve", 0.12, 0.53), ("stack", "memory", 0.085, 0.46),
+    ("source", "train", 0.10, 0.285), ("source", "serve", 0.10, 0.54), ("source", "memory", 0.065, 0.27),
+    ("accelerator", "train", 0.12, 0.33), ("accelerator", "serve", 0.11, 0.77), ("accelerator", "memory", 0.065, 0.24),
+    ("stack", "train", 0.108, 0.30), ("stack", "serve", 0.10, 0.62), ("stack", "memory", 0.065, 0.27),
 ]
 
 
