@@ -1,0 +1,96 @@
+"""The text of `plan infer --traffic` (CLI, HTML report, web page): the schedule in spans of equal replicas, the
+scale-up time, the purchase mix against all on demand, the spot scenario and the prices' provenance (en/zh)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gpuplan.i18n import tr
+from gpuplan.units import sig
+
+__all__ = ["kind_text", "schedule_spans", "traffic_lines"]
+
+
+def kind_text(kind: str, lang: str) -> str:
+    return tr(f"traffic.kind.{kind}", lang)
+
+
+def _when(row: Mapping[str, Any], lang: str) -> str:
+    day = row.get("day")
+    return (tr(f"traffic.day.{day}", lang) + " " if day else "") + f"{int(row['hour']):02d}:00"
+
+
+def schedule_spans(rows: Sequence[Mapping[str, Any]], lang: str) -> list[str]:
+    """One line per run of hours with the same replicas: when, the rates it covers, replicas and instances."""
+    out: list[str] = []
+    i = 0
+    while i < len(rows):
+        j = i
+        while j + 1 < len(rows) and rows[j + 1]["replicas"] == rows[i]["replicas"] and (
+                rows[j + 1].get("day") == rows[i].get("day")):
+            j += 1
+        qps = [float(r["qps"]) for r in rows[i:j + 1]]
+        end = (int(rows[j]["hour"]) + 1)
+        out.append(tr("traffic.span", lang, start=_when(rows[i], lang), end=f"{end:02d}:00",
+                      lo=sig(min(qps)), hi=sig(max(qps)), replicas=rows[i]["replicas"],
+                      instances=rows[i]["instances"], devices=rows[i]["devices"],
+                      usd=rows[i]["cost_usd_per_hour"]))
+        i = j + 1
+    return out
+
+
+def _rate_line(r: Mapping[str, Any], lang: str) -> str:
+    derived = tr("traffic.derived", lang, how=r["derived"]) if r.get("derived") else ""
+    return tr("traffic.rate", lang, kind=kind_text(r["kind"], lang), usd=r["usd_per_instance_hour"],
+              instance=r["instance"], source=r["source"], as_of=r["as_of"], confidence=r["confidence"],
+              derived=derived)
+
+
+def traffic_lines(doc: Mapping[str, Any], lang: str) -> list[str]:
+    """The whole answer as lines of text, in `lang`."""
+    t, mix = doc["traffic"], doc["purchase_mix"]
+    fleet, up = mix["fleet"], mix["scale_up"]
+    out = [tr("traffic.title", lang, span=tr("traffic.week" if t["weekly"] else "traffic.day", lang),
+              label=t["label"], peak=sig(t["peak_qps"]), acc=fleet["accelerator"], instance=fleet["instance"],
+              replicas=fleet["replicas"], devices=fleet["devices"], weights=fleet["weights"],
+              tp=fleet["layout"]["tp"], pp=fleet["layout"]["pp"])]
+    out += ["  " + s for s in schedule_spans(doc["schedule"], lang)]
+    out.append(tr("traffic.scale_up", lang, total=up["total_s"], inst=up["instance_start_s"],
+                  read=up["weights_read_s"], eng=up["engine_start_s"], lead=up["lead_hours"]))
+    out.append(tr("traffic.caveat", lang))
+    c, od = mix["chosen"], mix["all_on_demand"]
+    rates = mix["rates"]
+    if c is not None:
+        if c["commit"] == "on_demand":
+            out.append(tr("traffic.mix_on_demand", lang, usd=c["monthly_usd"], per_m=sig(c["usd_per_million_tokens"]),
+                          peak=mix["peak_instances"], instance=fleet["instance"]))
+        elif c["burst"] is None:
+            out.append(tr("traffic.mix_peak", lang, n=c["baseline_instances"], instance=fleet["instance"],
+                          kind=kind_text(c["commit"], lang), rate=rates[c["commit"]]["usd_per_instance_hour"],
+                          usd=c["monthly_usd"], per_m=sig(c["usd_per_million_tokens"])))
+        else:
+            out.append(tr("traffic.mix", lang, n=c["baseline_instances"], instance=fleet["instance"],
+                          kind=kind_text(c["commit"], lang), rate=rates[c["commit"]]["usd_per_instance_hour"],
+                          hours=c["burst_instance_hours"], od=rates["on_demand"]["usd_per_instance_hour"],
+                          usd=c["monthly_usd"], per_m=sig(c["usd_per_million_tokens"]),
+                          be=c["break_even_utilization"]))
+    if mix["no_on_demand"]:
+        out.append(tr("traffic.no_on_demand", lang, instance=fleet["instance"]))
+    if od is not None and c is not None and c["commit"] != "on_demand":
+        out.append(tr("traffic.vs_on_demand", lang, usd=od["monthly_usd"], per_m=sig(od["usd_per_million_tokens"]),
+                      save=mix["savings_vs_all_on_demand"] or 0.0))
+    out.append(tr("traffic.always_on", lang, usd=mix["always_on_peak_usd"]))
+    for s in mix["spot"]:
+        if s["burst"] == "spot":
+            out.append(tr("traffic.spot", lang, n=s["baseline_instances"], kind=kind_text(s["commit"], lang),
+                          usd=s["monthly_usd"], reclaims=s["expected_preemptions_per_month"],
+                          secs=up["total_s"]))
+    cheaper = mix.get("cheaper_fleet")
+    if cheaper is not None:
+        out.append(tr("traffic.cheaper", lang, acc=cheaper["accelerator"], instance=cheaper["instance"],
+                      weights=cheaper["weights"], usd=cheaper["mix"]["monthly_usd"],
+                      kind=kind_text(cheaper["mix"]["commit"], lang)))
+    out.append(tr("traffic.prices", lang))
+    out += ["  " + _rate_line(r, lang) for r in rates.values()]
+    return out
