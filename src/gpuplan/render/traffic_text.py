@@ -31,9 +31,10 @@ def schedule_spans(rows: Sequence[Mapping[str, Any]], lang: str) -> list[str]:
                 rows[j + 1].get("day") == rows[i].get("day")):
             j += 1
         qps = [float(r["qps"]) for r in rows[i:j + 1]]
-        end = (int(rows[j]["hour"]) + 1)
-        out.append(tr("traffic.span", lang, start=_when(rows[i], lang), end=f"{end:02d}:00",
-                      lo=sig(min(qps)), hi=sig(max(qps)), replicas=rows[i]["replicas"],
+        end = int(rows[j]["hour"]) + 1
+        rate = sig(min(qps)) if min(qps) == max(qps) else f"{sig(min(qps))}-{sig(max(qps))}"
+        out.append(tr("traffic.span", lang, start=_when(rows[i], lang), end=f"{end:02d}:00", rate=rate,
+                      replicas=rows[i]["replicas"],
                       instances=rows[i]["instances"], devices=rows[i]["devices"],
                       usd=rows[i]["cost_usd_per_hour"]))
         i = j + 1
