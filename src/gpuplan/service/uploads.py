@@ -68,6 +68,23 @@ def histogram_bins(data: bytes, field: str, limit: int) -> str:
     return bins_spec(list(csv.DictReader(io.StringIO(text))), field=field)
 
 
+def traffic_rows(data: bytes, field: str, limit: int) -> list[dict[str, object]]:
+    """An uploaded traffic CSV (`hour,qps` or `day,hour,qps`, as `plan infer --traffic` reads) checked and turned
+    into the request's inline `traffic` rows: the server keeps the rows, never a path."""
+    from gpuplan.search.infer_traffic import DAYS, read_traffic
+
+    if len(data) > limit:
+        raise TooLarge(field, len(data), limit, hint="one row an hour: 24 rows for a day, 168 for a week")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError(field=field, value="<binary>", allowed="a CSV text file",
+                         hint="export the traffic as CSV (UTF-8)") from None
+    curve = read_traffic(text, label=field)
+    return [{**({"day": DAYS[r.day]} if r.day is not None else {}), "hour": r.hour, "qps": r.qps}
+            for r in curve.rows]
+
+
 def check_config_size(cfg: Mapping[str, Any]) -> None:
     size = len(json.dumps(cfg, separators=(",", ":")).encode())
     if size > MAX_CONFIG_BYTES:
