@@ -156,6 +156,11 @@ def test_plan_infer_traffic_schedule_and_mix(tmp_path: Path) -> None:
     firm = [o for o in mix["options"] if o["burst"] != "spot"]
     assert mix["chosen"]["monthly_usd"] == min(o["monthly_usd"] for o in firm)
     assert sum(s["cost_usd_per_hour"] for s in sched) * 730 / 24 == pytest.approx(mix["chosen"]["monthly_usd"])
+    # a derived (unpublished) term rate is flagged, with the best mix on published rates beside it
+    assert mix["chosen_rate_derived"] == bool(mix["rates"][mix["chosen"]["commit"]]["derived"])
+    pub = mix["chosen_published"]
+    assert pub is not None and not mix["rates"][pub["commit"]]["derived"]
+    assert pub["monthly_usd"] >= mix["chosen"]["monthly_usd"]
     assert {"scale_up_instance_start_s", "scale_up_read_gb_per_s", "scale_up_engine_start_s",
             "traffic_min_replicas"} <= set(mix["terms"])
 

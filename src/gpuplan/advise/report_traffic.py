@@ -84,6 +84,9 @@ def traffic_answer(run: Mapping[str, Any], curve: TrafficCurve, *, catalog: Cata
     hours, rates, options, up = fleet_traffic(plan, curve, catalog=catalog, spec=spec, load=load, terms=terms,
                                               provider=provider, market=market)
     chosen = _chosen(options)
+    # a committed rate the catalog does not publish is derived (low confidence): the best mix on published
+    # rates alone is named beside it, so a buyer sees what the choice rests on
+    published = _chosen([o for o in options if o.commit in rates and not rates[o.commit].derived])
     od = next((o for o in options if o.commit == "on_demand"), None)
     spot = [o for o in options if o.burst == "spot"]
     peak_units = max(h.units for h in hours)
@@ -127,6 +130,8 @@ def traffic_answer(run: Mapping[str, Any], curve: TrafficCurve, *, catalog: Cata
         "requests_per_month": curve.requests_per_month, "tokens_per_month": tokens,
         "rates": {k: r.to_json() for k, r in rates.items()},
         "chosen": chosen.to_json() if chosen is not None else None,
+        "chosen_rate_derived": bool(chosen is not None and rates[chosen.commit].derived),
+        "chosen_published": published.to_json() if published is not None else None,
         "all_on_demand": od.to_json() if od is not None else None,
         "savings_vs_all_on_demand": (1.0 - chosen.monthly_usd / od.monthly_usd
                                      if chosen is not None and od is not None and od.monthly_usd > 0 else None),

@@ -22,7 +22,27 @@ def _when(row: Mapping[str, Any], lang: str) -> str:
 
 
 def schedule_spans(rows: Sequence[Mapping[str, Any]], lang: str) -> list[str]:
-    """One line per run of hours with the same replicas: when, the rates it covers, replicas and instances."""
+    """One line per run of hours with the same replicas: when, the rates it covers, replicas and instances; in a
+    week, consecutive days with the same replicas hour by hour are written once ("Mon-Fri")."""
+    if not rows or rows[0].get("day") is None:
+        return _spans(rows, lang, "")
+    days = [list(rows[i:i + 24]) for i in range(0, len(rows), 24)]
+    out: list[str] = []
+    i = 0
+    while i < len(days):
+        j = i
+        same = [(r["replicas"], r["cost_usd_per_hour"]) for r in days[i]]
+        while j + 1 < len(days) and [(r["replicas"], r["cost_usd_per_hour"]) for r in days[j + 1]] == same:
+            j += 1
+        first, last = (tr(f"traffic.day.{days[k][0]['day']}", lang) for k in (i, j))
+        merged = [{**r, "day": None, "qps_all": [days[k][h]["qps"] for k in range(i, j + 1)]}
+                  for h, r in enumerate(days[i])]
+        out += _spans(merged, lang, first if i == j else f"{first}-{last}")
+        i = j + 1
+    return out
+
+
+def _spans(rows: Sequence[Mapping[str, Any]], lang: str, days: str) -> list[str]:
     out: list[str] = []
     i = 0
     while i < len(rows):
@@ -30,10 +50,11 @@ def schedule_spans(rows: Sequence[Mapping[str, Any]], lang: str) -> list[str]:
         while j + 1 < len(rows) and rows[j + 1]["replicas"] == rows[i]["replicas"] and (
                 rows[j + 1].get("day") == rows[i].get("day")):
             j += 1
-        qps = [float(r["qps"]) for r in rows[i:j + 1]]
+        qps = [float(q) for r in rows[i:j + 1] for q in r.get("qps_all", [r["qps"]])]
         end = int(rows[j]["hour"]) + 1
         rate = sig(min(qps)) if min(qps) == max(qps) else f"{sig(min(qps))}-{sig(max(qps))}"
-        out.append(tr("traffic.span", lang, start=_when(rows[i], lang), end=f"{end:02d}:00", rate=rate,
+        start = (days + " " if days else "") + _when(rows[i], lang)
+        out.append(tr("traffic.span", lang, start=start, end=f"{end:02d}:00", rate=rate,
                       replicas=rows[i]["replicas"],
                       instances=rows[i]["instances"], devices=rows[i]["devices"],
                       usd=rows[i]["cost_usd_per_hour"]))
@@ -76,6 +97,11 @@ def traffic_lines(doc: Mapping[str, Any], lang: str) -> list[str]:
                           hours=c["burst_instance_hours"], od=rates["on_demand"]["usd_per_instance_hour"],
                           usd=c["monthly_usd"], per_m=sig(c["usd_per_million_tokens"]),
                           be=c["break_even_utilization"]))
+    pub = mix.get("chosen_published")
+    if mix.get("chosen_rate_derived") and pub is not None and c is not None:
+        out.append(tr("traffic.published", lang, kind=kind_text(c["commit"], lang),
+                      pub_kind=kind_text(pub["commit"], lang), n=pub["baseline_instances"], usd=pub["monthly_usd"],
+                      per_m=sig(pub["usd_per_million_tokens"])))
     if mix["no_on_demand"]:
         out.append(tr("traffic.no_on_demand", lang, instance=fleet["instance"]))
     if od is not None and c is not None and c["commit"] != "on_demand":
