@@ -74,3 +74,20 @@ def test_catalog_rates_derive_terms_and_keep_provenance() -> None:
     assert od.usd_per_instance_hour == pytest.approx(6.0) and od.source and od.as_of and not od.derived
     assert r["multi_year"].usd_per_instance_hour == pytest.approx(6.0 * 0.43)
     assert "multi_year_discount_vs_on_demand" in r["multi_year"].derived and r["multi_year"].confidence == "low"
+
+
+def test_owned_baseline_by_hand() -> None:
+    # owning costs a fixed 1,000 USD a month per instance's worth plus 100 USD at full use; on demand 3.0 USD/h.
+    # n = 2 (the quiet level): 2 x 1,000 + 2 x 100 x 1.0 (used every hour) + 12 x 8 x 3.0 x 730/24 = 2,200 + 8,760
+    # n = 10: 10,000 + 10 x 100 x (12 x 10 + 12 x 2) / 240 = 10,600 -> the cheapest
+    def own_month(n: int, used: float) -> float:
+        return n * 1000.0 + n * 100.0 * used
+
+    from gpuplan.advise.traffic_mix import owned_option
+
+    o = owned_option(_hours(TWO_LEVEL), own_month, on_demand=_rate("on_demand", 3.0), hours_per_row=W,
+                     tokens_per_month=1e9, devices_per_unit=8)
+    assert o is not None and o.commit == "owned" and o.baseline == 10 and o.burst is None
+    assert o.monthly_usd == pytest.approx(10_000 + 1000 * 144 / 240)
+    assert owned_option(_hours(TWO_LEVEL), own_month, on_demand=None, hours_per_row=W, tokens_per_month=1e9,
+                        devices_per_unit=8) is None

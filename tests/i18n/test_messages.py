@@ -103,7 +103,7 @@ def test_every_key_used_in_code_exists() -> None:
     from gpuplan.search.infer_traffic import DAYS
 
     used |= {f"traffic.day.{k}" for k in DAYS}  # plan infer --traffic (render/traffic_text.py)
-    used |= {f"traffic.kind.{k}" for k in ("on_demand", "spot", "monthly", "yearly", "multi_year")}
+    used |= {f"traffic.kind.{k}" for k in ("on_demand", "spot", "monthly", "yearly", "multi_year", "owned")}
     assert len(used) > 60
     missing = sorted(k for k in used if k not in messages())
     assert missing == []

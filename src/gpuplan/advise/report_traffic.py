@@ -12,11 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gpuplan.advise.findings import default_thresholds
 from gpuplan.advise.tco import tco_inputs
-from gpuplan.advise.tco_fleet import fleet_inputs
-from gpuplan.advise.traffic_mix import MixOption, Rate, mix_options, unit_rates
+from gpuplan.advise.tco_fleet import fleet_inputs, fleet_tco, tco_for
+from gpuplan.advise.traffic_mix import MixOption, Rate, mix_options, owned_option, unit_rates
 from gpuplan.advise.trust import fleet_block
-from gpuplan.estimate.calibration import Calibration
+from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.estimate.memory_infer import matrix_bytes_per_param
 from gpuplan.hardware import Catalog
 from gpuplan.search.infer_load import InferLoad
@@ -60,7 +61,28 @@ def fleet_traffic(plan: Mapping[str, Any], curve: TrafficCurve, *, catalog: Cata
     tokens = curve.requests_per_month * (load.input_len.mean + load.output_len.mean)
     options = mix_options(hours, rates, hours_per_row=curve.hours_per_row, tokens_per_month=tokens,
                           devices_per_unit=per_unit)
-    return hours, rates, options, up
+    owned = _owned(catalog, plan, hours, rates, tco_market, hours_per_row=curve.hours_per_row, tokens=tokens,
+                   per_unit=per_unit)
+    return hours, rates, options + ([owned] if owned is not None else []), up
+
+
+def _owned(catalog: Catalog, plan: Mapping[str, Any], hours: Sequence[ScheduleHour], rates: dict[str, Rate],
+           market: str, *, hours_per_row: float, tokens: float, per_unit: int) -> MixOption | None:
+    """Owning the baseline's servers (gpuplan tco's lines for that many devices), where the catalog prices the
+    server and its power; None otherwise."""
+    acc = catalog.accelerator(plan["accelerator"])
+    setup = tco_for(catalog, acc, devices=per_unit, years=tco_inputs(market).years, utilization=1.0, market=market,
+                    pue=default_calibration().value("pue"),
+                    node_power_per_tdp=default_thresholds().value("node_power_per_accelerator_tdp"))
+    if setup.choice.price_usd is None or setup.choice.power_kw is None:
+        return None
+
+    def own_month(n: int, used: float) -> float:
+        t = fleet_tco(accelerator=acc.id, devices=n * per_unit, utilization=max(used, 1e-6), setup=setup)
+        return t.own_usd_per_year / 12.0
+
+    return owned_option(hours, own_month, on_demand=rates.get("on_demand"), hours_per_row=hours_per_row,
+                        tokens_per_month=tokens, devices_per_unit=per_unit)
 
 
 def _chosen(options: Sequence[MixOption]) -> MixOption | None:
@@ -86,18 +108,20 @@ def traffic_answer(run: Mapping[str, Any], curve: TrafficCurve, *, catalog: Cata
     chosen = _chosen(options)
     # a committed rate the catalog does not publish is derived (low confidence): the best mix on published
     # rates alone is named beside it, so a buyer sees what the choice rests on
-    published = _chosen([o for o in options if o.commit in rates and not rates[o.commit].derived])
+    published = _chosen([o for o in options if o.commit == "owned"
+                         or (o.commit in rates and not rates[o.commit].derived)])
     od = next((o for o in options if o.commit == "on_demand"), None)
     spot = [o for o in options if o.burst == "spot"]
     peak_units = max(h.units for h in hours)
     tokens = curve.requests_per_month * (load.input_len.mean + load.output_len.mean)
-    commit_rate = rates.get(chosen.commit) if chosen is not None else None
+    # a baseline instance-hour: its committed rate, or owning's monthly cost over its hours
+    commit_usd = (0.0 if chosen is None else chosen.baseline_usd / (chosen.baseline * 730.0) if chosen.baseline
+                  else 0.0)
     burst_rate = rates.get("on_demand")
     rows = []
     for h in hours:
         base = min(h.units, chosen.baseline) if chosen is not None else 0
-        cost = ((chosen.baseline * commit_rate.usd_per_instance_hour
-                 if chosen is not None and commit_rate is not None else 0.0)
+        cost = ((chosen.baseline * commit_usd if chosen is not None else 0.0)
                 + (h.units - base) * (burst_rate.usd_per_instance_hour if burst_rate is not None else 0.0))
         rows.append({**h.to_json(), "baseline_instances": base, "burst_instances": h.units - base,
                      "cost_usd_per_hour": cost,
@@ -130,7 +154,7 @@ def traffic_answer(run: Mapping[str, Any], curve: TrafficCurve, *, catalog: Cata
         "requests_per_month": curve.requests_per_month, "tokens_per_month": tokens,
         "rates": {k: r.to_json() for k, r in rates.items()},
         "chosen": chosen.to_json() if chosen is not None else None,
-        "chosen_rate_derived": bool(chosen is not None and rates[chosen.commit].derived),
+        "chosen_rate_derived": bool(chosen is not None and chosen.commit in rates and rates[chosen.commit].derived),
         "chosen_published": published.to_json() if published is not None else None,
         "all_on_demand": od.to_json() if od is not None else None,
         "savings_vs_all_on_demand": (1.0 - chosen.monthly_usd / od.monthly_usd

@@ -17,14 +17,15 @@ Spot burst is a scenario beside the mix, never the choice: a spot instance can b
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from gpuplan.hardware import Catalog, Instance, convert
 from gpuplan.search.infer_traffic import HOURS_PER_MONTH, ScheduleHour
 
-__all__ = ["COMMIT_KINDS", "MixOption", "Rate", "baseline_cost", "best_baseline", "mix_options", "unit_rates"]
+__all__ = ["COMMIT_KINDS", "MixOption", "Rate", "baseline_cost", "best_baseline", "mix_options", "owned_option",
+           "unit_rates"]
 
 COMMIT_KINDS = ("monthly", "yearly", "multi_year")
 _PRICE_KIND = {"on_demand": "on_demand_hourly", "spot": "spot_hourly", "monthly": "monthly", "yearly": "yearly"}
@@ -167,3 +168,31 @@ def mix_options(hours: Sequence[ScheduleHour], rates: dict[str, Rate], *, hours_
                               hours_per_row=hours_per_row)
             out.append(option(kind, c.usd_per_instance_hour, burst, n))
     return out
+
+
+def owned_option(hours: Sequence[ScheduleHour], own_month: Callable[[int, float], float], *,
+                 on_demand: Rate | None, hours_per_row: float, tokens_per_month: float,
+                 devices_per_unit: int) -> MixOption | None:
+    """A baseline of owned servers with on-demand burst: for N instances' worth of devices, `own_month(N, u)` is
+    the monthly cost of owning them used a share u of the month (advise/tco_fleet: servers, fabric, power at u,
+    hosting, operations, storage, staff, cost of capital, resale); N is the cheapest of 1 .. the peak. None
+    without an on-demand rate (the burst) or when owning is not priced."""
+    if on_demand is None:
+        return None
+    units = [h.units for h in hours]
+    best: tuple[float, int, float, float] | None = None
+    for n in range(1, max(units) + 1):
+        used = sum(min(u, n) for u in units) * hours_per_row / (n * HOURS_PER_MONTH)
+        base = own_month(n, used)
+        burst_h = sum(max(0, u - n) for u in units) * hours_per_row
+        total = base + burst_h * on_demand.usd_per_instance_hour
+        if best is None or total < best[0]:
+            best = (total, n, base, burst_h)
+    if best is None:
+        return None
+    total, n, base, burst_h = best
+    return MixOption(commit="owned", burst="on_demand" if burst_h > 0 else None, baseline=n,
+                     baseline_devices=n * devices_per_unit, monthly_usd=total, baseline_usd=base,
+                     burst_usd=total - base, burst_instance_hours=burst_h,
+                     break_even_utilization=base / (n * HOURS_PER_MONTH) / on_demand.usd_per_instance_hour,
+                     usd_per_million_tokens=total / tokens_per_month * 1e6)

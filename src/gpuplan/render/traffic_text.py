@@ -84,22 +84,25 @@ def traffic_lines(doc: Mapping[str, Any], lang: str) -> list[str]:
     c, od = mix["chosen"], mix["all_on_demand"]
     rates = mix["rates"]
     if c is not None:
+        # a baseline instance-hour: the committed rate, or owning's monthly cost over the baseline's hours
+        rate = c["baseline_usd"] / (c["baseline_instances"] * 730.0) if c["baseline_instances"] else 0.0
         if c["commit"] == "on_demand":
             out.append(tr("traffic.mix_on_demand", lang, usd=c["monthly_usd"], per_m=sig(c["usd_per_million_tokens"]),
                           peak=mix["peak_instances"], instance=fleet["instance"]))
         elif c["burst"] is None:
             out.append(tr("traffic.mix_peak", lang, n=c["baseline_instances"], instance=fleet["instance"],
-                          kind=kind_text(c["commit"], lang), rate=rates[c["commit"]]["usd_per_instance_hour"],
+                          kind=kind_text(c["commit"], lang), rate=rate,
                           usd=c["monthly_usd"], per_m=sig(c["usd_per_million_tokens"])))
         else:
             out.append(tr("traffic.mix", lang, n=c["baseline_instances"], instance=fleet["instance"],
-                          kind=kind_text(c["commit"], lang), rate=rates[c["commit"]]["usd_per_instance_hour"],
+                          kind=kind_text(c["commit"], lang), rate=rate,
                           hours=c["burst_instance_hours"], od=rates["on_demand"]["usd_per_instance_hour"],
                           usd=c["monthly_usd"], per_m=sig(c["usd_per_million_tokens"]),
                           be=c["break_even_utilization"]))
     pub = mix.get("chosen_published")
     if mix.get("chosen_rate_derived") and pub is not None and c is not None:
-        out.append(tr("traffic.published", lang, kind=kind_text(c["commit"], lang),
+        key = "traffic.published_on_demand" if pub["commit"] == "on_demand" else "traffic.published"
+        out.append(tr(key, lang, kind=kind_text(c["commit"], lang),
                       pub_kind=kind_text(pub["commit"], lang), n=pub["baseline_instances"], usd=pub["monthly_usd"],
                       per_m=sig(pub["usd_per_million_tokens"])))
     if mix["no_on_demand"]:
@@ -108,6 +111,10 @@ def traffic_lines(doc: Mapping[str, Any], lang: str) -> list[str]:
         out.append(tr("traffic.vs_on_demand", lang, usd=od["monthly_usd"], per_m=sig(od["usd_per_million_tokens"]),
                       save=mix["savings_vs_all_on_demand"] or 0.0))
     out.append(tr("traffic.always_on", lang, usd=mix["always_on_peak_usd"]))
+    owned = next((o for o in mix["options"] if o["commit"] == "owned"), None)
+    if owned is not None and (c is None or c["commit"] != "owned"):
+        out.append(tr("traffic.owned", lang, n=owned["baseline_instances"], devices=owned["baseline_devices"],
+                      usd=owned["monthly_usd"], per_m=sig(owned["usd_per_million_tokens"])))
     for s in mix["spot"]:
         if s["burst"] == "spot":
             out.append(tr("traffic.spot", lang, n=s["baseline_instances"], kind=kind_text(s["commit"], lang),
