@@ -117,7 +117,8 @@ def traffic_lines(doc: Mapping[str, Any], lang: str) -> list[str]:
                       usd=owned["monthly_usd"], per_m=sig(owned["usd_per_million_tokens"])))
     for s in mix["spot"]:
         if s["burst"] == "spot":
-            out.append(tr("traffic.spot" if s["baseline_instances"] else "traffic.spot_all", lang, n=s["baseline_instances"], kind=kind_text(s["commit"], lang),
+            key = "traffic.spot" if s["baseline_instances"] else "traffic.spot_all"
+            out.append(tr(key, lang, n=s["baseline_instances"], kind=kind_text(s["commit"], lang),
                           usd=s["monthly_usd"], reclaims=s["expected_preemptions_per_month"],
                           secs=up["total_s"]))
     cheaper = mix.get("cheaper_fleet")
