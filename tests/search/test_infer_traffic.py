@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuplan.errors import InputError
 from gpuplan.search.infer_traffic import (
@@ -103,3 +105,22 @@ def test_units_and_scale_up() -> None:
     assert up.weights_read_s == pytest.approx(140.0) and up.total_s == pytest.approx(500.0)
     assert lead_hours(up.total_s) == 1 and lead_hours(3600.0) == 1 and lead_hours(3601.0) == 2
     assert lead_hours(0.0) == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(qps=st.lists(st.floats(0.0, 500.0), min_size=24, max_size=24).filter(lambda q: max(q) > 0.01),
+       peak_replicas=st.integers(1, 64), headroom=st.floats(0.0, 0.5), lead=st.integers(0, 3),
+       minimum=st.integers(1, 3))
+def test_schedule_never_loads_a_replica_past_the_verified_peak(qps: list[float], peak_replicas: int,
+                                                               headroom: float, lead: int, minimum: int) -> None:
+    c = traffic_from_rows([{"hour": h, "qps": q} for h, q in enumerate(qps)])
+    verified = c.peak_qps * (1 + headroom) / peak_replicas
+    s = schedule(c, peak_replicas=peak_replicas, capacity_rps=c.peak_qps / peak_replicas * 1.01, headroom=headroom,
+                 min_replicas=minimum, lead=lead, devices_per_replica=2, devices_per_unit=8)
+    for i, h in enumerate(s):
+        assert h.replicas >= max(h.need, minimum)
+        assert h.qps * (1 + headroom) / h.need <= verified * (1 + 1e-9)
+        assert h.replicas == max(s[(i + k) % 24].need for k in range(lead + 1))
+        assert h.units == -(-h.replicas // 4)  # four 2-device replicas to an 8-device instance
+    peak_hour = max(range(24), key=lambda i: qps[i])
+    assert s[peak_hour].need == max(peak_replicas, minimum)
