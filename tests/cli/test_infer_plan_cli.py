@@ -129,3 +129,67 @@ def test_plan_infer_names_the_router_it_sized_for() -> None:
     exited(res, 0)
     assert "fewest outstanding tokens (least-load" in " ".join(res.stdout.split())
     one_line_error(runner.invoke(app, [*args, "--router", "fastest"]), "router")
+
+
+DAY_CSV = "hour,qps\n" + "".join(f"{h},{8 if 9 <= h < 18 else 1}\n" for h in range(24))
+
+
+def test_plan_infer_traffic_schedule_and_mix(tmp_path: Path) -> None:
+    f = tmp_path / "day.csv"
+    f.write_text(DAY_CSV, encoding="utf-8")
+    res = runner.invoke(app, [*BASE, "--traffic", str(f), "--output-len", "128", "--market", "global", "--json"])
+    exited(res, 0)
+    out = json.loads(res.stdout)
+    assert out["load"]["qps"] == 8.0 and out["traffic"] == {"label": "day.csv", "weekly": False, "peak_qps": 8.0,
+                                                            "rows": 24}
+    rec, sched, mix = out["recommended"], out["schedule"], out["purchase_mix"]
+    assert mix["fleet"]["accelerator"] == rec["accelerator"] and mix["fleet"]["replicas"] == rec["replicas"]
+    assert max(s["replicas"] for s in sched) == rec["replicas"]
+    # the scale-up time is the sum of its sourced terms; each hour keeps up the need of the next `lead` hours
+    up = mix["scale_up"]
+    assert up["total_s"] == up["instance_start_s"] + up["weights_read_s"] + up["engine_start_s"]
+    lead = up["lead_hours"]
+    for i, s in enumerate(sched):
+        ahead = [sched[(i + k) % 24]["replicas_needed"] for k in range(lead + 1)]
+        assert s["replicas"] == max(ahead)
+    # the chosen mix is the cheapest firm option, and its monthly cost is what the schedule's hours add up to
+    firm = [o for o in mix["options"] if o["burst"] != "spot"]
+    assert mix["chosen"]["monthly_usd"] == min(o["monthly_usd"] for o in firm)
+    assert sum(s["cost_usd_per_hour"] for s in sched) * 730 / 24 == pytest.approx(mix["chosen"]["monthly_usd"])
+    # a derived (unpublished) term rate is flagged, with the best mix on published rates beside it
+    assert mix["chosen_rate_derived"] == bool(mix["rates"][mix["chosen"]["commit"]]["derived"])
+    pub = mix["chosen_published"]
+    assert pub is not None and not mix["rates"][pub["commit"]]["derived"]
+    assert pub["monthly_usd"] >= mix["chosen"]["monthly_usd"]
+    assert {"scale_up_instance_start_s", "scale_up_read_gb_per_s", "scale_up_engine_start_s",
+            "traffic_min_replicas"} <= set(mix["terms"])
+
+
+def test_plan_infer_traffic_table_in_chinese(tmp_path: Path) -> None:
+    f = tmp_path / "day.csv"
+    f.write_text(DAY_CSV, encoding="utf-8")
+    res = runner.invoke(app, [*BASE, "--traffic", str(f), "--output-len", "128", "--market", "global",
+                              "--lang", "zh"])
+    exited(res, 0)
+    assert "采购组合" in res.output and "扩容时间" in res.output
+
+
+@pytest.mark.parametrize(("extra", "text", "field"), [
+    (["--qps", "5"], DAY_CSV, "qps"),
+    ([], "hour,qps\n0,1\nnine,2\n", "traffic line 3: hour"),
+    ([], "hour,qps\n" + "".join(f"{h},1\n" for h in range(23)), "traffic"),
+])
+def test_plan_infer_traffic_bad_input_is_one_line(tmp_path: Path, extra: list[str], text: str, field: str) -> None:
+    from cli_result import one_line_error
+
+    f = tmp_path / "day.csv"
+    f.write_text(text, encoding="utf-8")
+    res = runner.invoke(app, [*BASE, "--traffic", str(f), *extra])
+    one_line_error(res, field)
+
+
+def test_plan_infer_traffic_missing_file_is_one_line(tmp_path: Path) -> None:
+    from cli_result import one_line_error
+
+    res = runner.invoke(app, [*BASE, "--traffic", str(tmp_path / "none.csv")])
+    one_line_error(res, "traffic")

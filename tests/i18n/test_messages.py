@@ -100,6 +100,10 @@ def test_every_key_used_in_code_exists() -> None:
     used |= {f"web.valid.hint.{k}" for k in ("missing", "extra_forbidden", "type", "choice", "range", "length",
                                              "other")}  # web/app.py _hint_kind
     used |= {f"cli.pinfer.router.{k}" for k in ROUTERS}  # the router a plan was sized under (simulate.fleet_sim)
+    from gpuplan.search.infer_traffic import DAYS
+
+    used |= {f"traffic.day.{k}" for k in DAYS}  # plan infer --traffic (render/traffic_text.py)
+    used |= {f"traffic.kind.{k}" for k in ("on_demand", "spot", "monthly", "yearly", "multi_year", "owned")}
     assert len(used) > 60
     missing = sorted(k for k in used if k not in messages())
     assert missing == []

@@ -22,8 +22,9 @@ from gpuplan.hardware import load_catalog
 from gpuplan.hardware.query import check_policy_names
 from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.report_text import fleet_text, fleet_units_text, recommended_rule_line
+from gpuplan.render.traffic_text import traffic_lines
 from gpuplan.render.trust_text import band_num, confidence_text, misses_line, pd_line, trust_lines
-from gpuplan.service.infer_inputs import infer_load
+from gpuplan.service.infer_inputs import infer_load, traffic_file
 from gpuplan.units import sig
 from gpuplan.workload.jobs import SERVED_WEIGHTS
 from gpuplan.workload.presets import load_model
@@ -89,6 +90,7 @@ def plan_infer(
     router: str = typer.Option("least-load", "--router", help=help_text("help.plan_infer.router")),
     prefix_hit: float = typer.Option(0.0, "--prefix-hit", help=help_text("help.plan_infer.prefix_hit")),
     shared_prefix: int = typer.Option(0, "--shared-prefix", help=help_text("help.plan_infer.shared_prefix")),
+    traffic: Path = typer.Option(None, "--traffic", help=help_text("help.plan_infer.traffic")),
 ) -> None:
     """Search instances, TP/PP/EP, weight format and replicas for the cheapest fleet meeting the SLO."""
     from gpuplan.advise.report_infer import choose_fleet, inference_report, named_engine, named_pd
@@ -107,7 +109,10 @@ def plan_infer(
                   ("top", top, True))
         req = requirements(data_residency, compliance)
         th = load_thresholds(parse_pairs(threshold, "threshold"))
-        load = infer_load(qps, trace, input_len, output_len, input_dist, output_dist, files=True)
+        curve = traffic_file(traffic, qps, trace) if traffic is not None else None
+        # with a traffic curve the fleet is planned at its peak hour's rate (advise/report_traffic.py)
+        load = infer_load(curve.peak_qps if curve is not None else qps, trace, input_len, output_len, input_dist,
+                          output_dist, files=True)
         if prefix_hit or shared_prefix:
             load = replace(load, prefix_hit=prefix_hit, shared_prefix_tokens=shared_prefix)
         slo = InferSlo(ttft_p99_s=ttft_p99, tpot_p99_s=tpot_p99)
@@ -118,7 +123,8 @@ def plan_infer(
         cons = InferConstraints(market=market, vendor=vendor, provider=provider, domestic_only=domestic_only,
                                 max_devices=max_devices, weights=tuple(weights) if weights else WEIGHTS,
                                 kv_dtype=kv_dtype, trust=trust, router=router)
-        res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, terms=planner_terms(_terms(term)))
+        cal = planner_terms(_terms(term))
+        res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, terms=cal)
         run = plan_record(spec, load, slo, res, prof, kv_dtype)
         if run["slo"].get("warning"):
             warn(run["slo"]["warning"][language])
@@ -136,6 +142,13 @@ def plan_infer(
         run.update(recommended=recommended, not_recommended=blocked)
         run["recommended_disaggregated"] = disaggregated_recommendation(
             run, eligible_fleets(res.plans, cat, market, blocked, data_residency))
+        if curve is not None:  # the schedule and purchase mix of the recommended fleet
+            from gpuplan.advise.report_traffic import traffic_answer
+
+            run.update(traffic_answer(run, curve, catalog=cat, spec=spec, load=load, terms=cal, provider=provider,
+                                      market=market, fleets=top))
+            if doc is not None:
+                doc["traffic"] = {k: run[k] for k in ("traffic", "schedule", "purchase_mix")}
         if doc is not None:  # computed for the table or --report: the JSON carries them, as plan train's does
             run["findings"] = doc["findings"]
         if report is not None and doc is not None:
@@ -173,6 +186,9 @@ def plan_infer(
     missed = misses_line(run.get("parts_without_plan") or [], slo.ttft_p99_s, slo.tpot_p99_s, language)
     if missed:
         console.print(missed, highlight=False)
+    if curve is not None:
+        for line in traffic_lines(run, language):
+            console.print(line, highlight=False)
     if doc is not None and doc.get("recommendation"):
         print_findings(doc["findings"], language)
 

@@ -36,6 +36,7 @@ from gpuplan.render.report_text import (
     tco_lines,
     tco_rows,
 )
+from gpuplan.render.traffic_text import traffic_lines
 from gpuplan.render.trust_text import trust_lines
 
 __all__ = ["render_html", "render_infer_html"]
@@ -306,6 +307,30 @@ def _infer_memory_chart(doc: Mapping[str, Any], lang: str) -> go.Figure:
     return fig
 
 
+def _traffic_chart(t: Mapping[str, Any], lang: str) -> go.Figure:
+    """Replicas per hour (bars: the committed baseline and the burst) and the fleet's cost per hour (line)."""
+    rows = t["schedule"]
+    x = [(tr(f"traffic.day.{r['day']}", lang) + " " if r.get("day") else "") + f"{r['hour']:02d}" for r in rows]
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    fig.add_trace(go.Bar(x=x, y=[r["baseline_instances"] for r in rows], name=tr("report.chart.baseline", lang),
+                         marker={"color": "#2b6cb0"}, customdata=[[r["replicas"], r["qps"]] for r in rows],
+                         hovertemplate="%{y} / %{customdata[0]} replicas, %{customdata[1]} req/s"),
+                  secondary_y=False)
+    fig.add_trace(go.Bar(x=x, y=[r["burst_instances"] for r in rows], name=tr("report.chart.burst", lang),
+                         marker={"color": "#90cdf4"}), secondary_y=False)
+    fig.add_trace(go.Scatter(x=x, y=[r["cost_usd_per_hour"] for r in rows], mode="lines+markers",
+                             name=tr("report.chart.cost_mix", lang), line={"color": "#c53030"}), secondary_y=True)
+    if all(r["on_demand_usd_per_hour"] is not None for r in rows):
+        fig.add_trace(go.Scatter(x=x, y=[r["on_demand_usd_per_hour"] for r in rows], mode="lines",
+                                 name=tr("report.chart.cost_on_demand", lang),
+                                 line={"color": "#627d98", "dash": "dot"}), secondary_y=True)
+    fig.update_layout(barmode="stack", title=tr("report.section.traffic", lang), height=420,
+                      xaxis={"title": tr("report.axis.hour", lang)})
+    fig.update_yaxes(title_text=tr("report.axis.instances", lang), secondary_y=False)
+    fig.update_yaxes(title_text=tr("report.axis.usd_h", lang), secondary_y=True, rangemode="tozero")
+    return fig
+
+
 def render_infer_html(doc: Mapping[str, Any], lang: str) -> str:
     """The inference report document (kind "infer") as one self-contained HTML page."""
     title = tr("report.title.infer", lang, model=doc["job"]["model"])
@@ -332,6 +357,9 @@ def render_infer_html(doc: Mapping[str, Any], lang: str) -> str:
     grow = growth_line(doc, lang)
     if grow:
         out += [_h2("growth", lang), _p(grow)]
+    if doc.get("traffic"):  # plan infer --traffic: replicas and cost per hour, then the mix in words
+        out += [_h2("traffic", lang), _chart(_traffic_chart(doc["traffic"], lang), "chart-traffic"),
+                *(_p(line.strip()) for line in traffic_lines(doc["traffic"], lang))]
     if doc.get("tco"):
         out += [_h2("tco", lang), _chart(_tco_chart(doc["tco"], lang), "chart-tco"),
                 _table(*tco_rows(doc["tco"], lang)), *(_p(line) for line in tco_lines(doc["tco"], lang))]

@@ -26,6 +26,7 @@ from gpuplan.render.report_text import (
     tco_lines,
     tco_rows,
 )
+from gpuplan.render.traffic_text import traffic_lines
 from gpuplan.render.trust_text import band_duration, confidence_text, trust_lines
 
 __all__ = ["md_table", "render_markdown"]
@@ -191,6 +192,8 @@ def _infer(doc: Mapping[str, Any], lang: str) -> str:
     grow = growth_line(doc, lang)
     if grow:
         out += [_section("growth", lang), grow]
+    if doc.get("traffic"):  # plan infer --traffic: schedule and purchase mix (render/traffic_text.py)
+        out += [_section("traffic", lang), *[f"- {line.strip()}" for line in traffic_lines(doc["traffic"], lang)]]
     if doc.get("tco"):
         out += [_section("tco", lang), md_table(*tco_rows(doc["tco"], lang)), "",
                 *[f"- {line}" for line in tco_lines(doc["tco"], lang)]]

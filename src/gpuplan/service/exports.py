@@ -20,6 +20,7 @@ from gpuplan.service.requests import InferPlanRequest, TrainPlanRequest
 __all__ = ["INFER_CSV", "TRAIN_CSV", "cli_command", "csv_cell", "plans_csv", "request_of"]
 
 QUOTES_DIR = "gpuplan-quotes"  # the folder the command writes the request's own catalog records into
+TRAFFIC_FILE = "traffic.csv"  # the file the command writes the request's traffic rows into (plan infer --traffic)
 COMMANDS = {"train": ("plan", "train"), "infer": ("plan", "infer")}
 TRAIN_CSV = ("rank", "accelerator", "offer", "devices", "tp", "pp", "dp", "cp", "ep", "zero_stage", "micro_batch",
              "recompute", "days", "days_p10", "days_p90", "cost_usd", "cost_usd_p10", "cost_usd_p90", "device_hours",
@@ -76,7 +77,7 @@ def cli_command(req: TrainPlanRequest | InferPlanRequest, lang: str = "en") -> s
     fields = type(req).model_fields
     args = ["gpuplan", *COMMANDS[req.kind]]
     for name, value in req.model_dump(mode="json").items():
-        if name in ("kind", "hf_config", "calibration", "user_catalog") or value is None:
+        if name in ("kind", "hf_config", "calibration", "user_catalog", "traffic") or value is None:
             continue
         if name == "model" and isinstance(req, TrainPlanRequest) and req.hf_config is not None:
             value = "config.json"
@@ -94,7 +95,20 @@ def cli_command(req: TrainPlanRequest | InferPlanRequest, lang: str = "en") -> s
             args += [opt, _num(value) if isinstance(value, (int, float)) else str(value)]
     if req.user_catalog is not None:
         args += ["--catalog", QUOTES_DIR]
-    return "\n".join([*_notes(req, lang), *_quotes_file(req), " ".join(shlex.quote(a) for a in args)])
+    if isinstance(req, InferPlanRequest) and req.traffic is not None:
+        args += ["--traffic", TRAFFIC_FILE]
+    return "\n".join([*_notes(req, lang), *_quotes_file(req), *_traffic_file(req),
+                      " ".join(shlex.quote(a) for a in args)])
+
+
+def _traffic_file(req: TrainPlanRequest | InferPlanRequest) -> list[str]:
+    """Shell lines that write the request's traffic rows as the CSV `--traffic` reads."""
+    if not isinstance(req, InferPlanRequest) or req.traffic is None:
+        return []
+    weekly = req.traffic[0].day is not None
+    rows = [("day,hour,qps" if weekly else "hour,qps")]
+    rows += [(f"{r.day}," if weekly else "") + f"{r.hour},{_num(r.qps)}" for r in req.traffic]
+    return [f"cat > {TRAFFIC_FILE} <<'GPUPLAN_EOF'", *rows, "GPUPLAN_EOF"]
 
 
 def _quotes_file(req: TrainPlanRequest | InferPlanRequest) -> list[str]:

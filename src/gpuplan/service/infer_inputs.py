@@ -9,8 +9,32 @@ from gpuplan.errors import InputError
 
 if TYPE_CHECKING:
     from gpuplan.search.infer_load import InferLoad
+    from gpuplan.search.infer_traffic import TrafficCurve
 
-__all__ = ["infer_load"]
+__all__ = ["infer_load", "traffic_file"]
+
+
+def traffic_file(path: Path, qps: float | None, trace: Path | None) -> TrafficCurve:
+    """`--traffic FILE.csv` (the CLI, on its own user's machine): the curve, read and checked; it sets the rate,
+    so `--qps` and `--trace` are left out."""
+    from gpuplan.search.infer_traffic import MAX_TRAFFIC_BYTES, read_traffic
+
+    for name, v in (("qps", qps), ("trace", trace)):
+        if v is not None:
+            raise InputError(field=name, value=str(v), allowed="left out with --traffic (the curve sets the rates)",
+                             hint=f"drop --{name}, or drop --traffic to plan for one rate")
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(MAX_TRAFFIC_BYTES + 1)
+    except OSError as exc:
+        raise InputError(field="traffic", value=str(path), allowed="a readable CSV file",
+                         hint=f"{exc.strerror or exc}; check the path") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(field="traffic", value=str(path), allowed="UTF-8 text",
+                         hint="save the CSV as UTF-8") from None
+    return read_traffic(text, label=path.name)
 
 
 def infer_load(qps: float | None, trace: Path | None, input_len: int | None, output_len: int | None,

@@ -16,7 +16,8 @@ from gpuplan.bench.calibrate import CalibrationFile
 from gpuplan.service.user_catalog import UserCatalog
 from gpuplan.workload.frameworks import FrameworkId
 
-__all__ = ["CompareRequest", "InferPlanRequest", "MemoryTrainRequest", "TrainPlanRequest", "canonical_json"]
+__all__ = ["CompareRequest", "InferPlanRequest", "MemoryTrainRequest", "TrafficRow", "TrainPlanRequest",
+           "canonical_json"]
 
 Method = Literal["full", "pretrain", "full_ft", "lora", "qlora"]
 Precision = Literal["bf16", "fp16", "fp32", "fp8"]
@@ -97,11 +98,27 @@ class TrainPlanRequest(_Request):
         return v
 
 
+class TrafficRow(BaseModel):
+    """One hour of a traffic curve (`plan infer --traffic`): its rate, and its day in a week's curve."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    day: Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun", 0, 1, 2, 3, 4, 5, 6] | None = Field(
+        default=None, description="mon..sun or 0-6 (0 = Monday); on every row (a week) or on none (a day)")
+    hour: int = Field(..., ge=0, le=23, description="the hour the rate starts, 0-23")
+    qps: float = Field(..., ge=0, le=1e6, description="mean requests per second in that hour")
+
+
 class InferPlanRequest(_Request):
-    """`gpuplan plan infer` on a rate (`qps`) with fixed lengths or length distributions (no trace files)."""
+    """`gpuplan plan infer` on a rate (`qps`) or a traffic curve (`traffic`) with fixed lengths or length
+    distributions (no trace files)."""
 
     kind: Literal["infer"] = "infer"
-    qps: float = Field(..., le=1e6, description="requests per second")
+    qps: float | None = Field(default=None, le=1e6, description="requests per second (left out with traffic)")
+    traffic: list[TrafficRow] | None = Field(
+        default=None, max_length=168, description="the rate over a day (24 rows {hour, qps}) or a week (168 rows "
+        "{day, hour, qps}), as the CLI's --traffic CSV: the fleet is planned at the peak hour, then the answer "
+        "carries `schedule` (replicas per hour) and `purchase_mix` (committed baseline + on-demand burst)")
     input_len: int | None = Field(default=None, le=MAX_TOKENS_PER_SEQ)
     output_len: int | None = Field(default=None, le=MAX_TOKENS_PER_SEQ)
     input_dist: str | None = Field(default=None, max_length=DIST_CHARS, description=DIST_HELP)

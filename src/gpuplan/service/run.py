@@ -17,7 +17,7 @@ from gpuplan.service.requests import CompareRequest, InferPlanRequest, MemoryTra
 from gpuplan.service.user_catalog import catalog_for
 from gpuplan.workload.model_spec import ModelSpec
 
-__all__ = ["catalog_version", "check_plan_infer", "check_plan_train",
+__all__ = ["catalog_version", "check_plan_infer", "check_plan_train", "traffic_of",
            "plan_infer_report", "plan_train_report", "run_compare", "run_memory_train",
            "run_plan_infer", "run_plan_train"]
 
@@ -85,6 +85,18 @@ def check_plan_infer(req: InferPlanRequest) -> tuple[ModelSpec, Any, Any]:
     return _checked_infer(req)[:3]
 
 
+def traffic_of(req: InferPlanRequest) -> Any:
+    """The request's traffic curve (search/infer_traffic.TrafficCurve), checked row by row; None without one."""
+    from gpuplan.search.infer_traffic import traffic_from_rows
+
+    if req.traffic is None:
+        return None
+    if req.qps is not None:
+        raise InputError(field="qps", value=req.qps, allowed="left out with traffic (the curve sets the rates)",
+                         hint="drop qps, or drop traffic to plan for one rate")
+    return traffic_from_rows([r.model_dump(exclude_none=True) for r in req.traffic], label="traffic")
+
+
 def _checked_infer(req: InferPlanRequest) -> tuple[ModelSpec, Any, Any, Any]:
     """check_plan_infer's answers and the catalog the request plans on (its own records built in once)."""
     from gpuplan.hardware.query import check_policy_names
@@ -92,11 +104,13 @@ def _checked_infer(req: InferPlanRequest) -> tuple[ModelSpec, Any, Any, Any]:
     from gpuplan.service.infer_inputs import infer_load
     from gpuplan.workload.engines import engine
 
+    curve = traffic_of(req)
+    qps = curve.peak_qps if curve is not None else req.qps
     positives(_lang(), ("qps", req.qps, False), ("input-len", req.input_len, True),
               ("output-len", req.output_len, True), ("ttft-p99", req.ttft_p99, False),
               ("tpot-p99", req.tpot_p99, False), ("max-devices", req.max_devices, True), ("top", req.top, True))
     # a client's lengths never name a server path (files=False: `hist:` fails before anything is opened)
-    load = infer_load(req.qps, None, req.input_len, req.output_len, req.input_dist, req.output_dist, files=False)
+    load = infer_load(qps, None, req.input_len, req.output_len, req.input_dist, req.output_dist, files=False)
     if req.prefix_hit or req.shared_prefix:
         load = replace(load, prefix_hit=req.prefix_hit, shared_prefix_tokens=req.shared_prefix)
     spec = _spec(req.model)
@@ -170,7 +184,8 @@ def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], di
                             domestic_only=req.domestic_only, max_devices=req.max_devices,
                             weights=tuple(req.weights) if req.weights else WEIGHTS, kv_dtype=req.kv_dtype,
                             trust=req.trust, router=req.router)
-    res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, terms=planner_terms({}))
+    cal = planner_terms({})
+    res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, terms=cal)
     run = plan_record(spec, load, slo, res, prof, req.kv_dtype, slo_names=("ttft_p99", "tpot_p99"))
     # as the CLI: a part whose fleet draws a blocking finding (export, residency, compliance) is not recommended
     th, needs = load_thresholds({}), requirements(None, None)
@@ -181,9 +196,17 @@ def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], di
                not_recommended=blocked)
     run["recommended_disaggregated"] = disaggregated_recommendation(  # as the CLI
         run, eligible_fleets(res.plans, cat, req.market, blocked))
+    curve = traffic_of(req)
+    if curve is not None:  # as the CLI's --traffic: the recommended fleet's schedule and purchase mix
+        from gpuplan.advise.report_traffic import traffic_answer
+
+        run.update(traffic_answer(run, curve, catalog=cat, spec=spec, load=load, terms=cal, provider=req.provider,
+                                  market=req.market, fleets=req.top))
     # as the CLI's --report: default requirements and thresholds, the planned load and constraints
     doc = inference_report(run, cat, thresholds=th, requirements=needs, infer_load=load,
                            max_devices=req.max_devices, constraints=cons) if report else None
+    if doc is not None and curve is not None:  # the HTML report's schedule chart and purchase mix
+        doc["traffic"] = {k: run[k] for k in ("traffic", "schedule", "purchase_mix")}
     return run, doc
 
 

@@ -58,14 +58,32 @@ def histogram_bins(data: bytes, field: str, limit: int) -> str:
 
     from gpuplan.simulate.lengths import bins_spec
 
+    text = _csv_text(data, field, limit, size_hint="a length histogram is a few hundred rows at most",
+                     what="the histogram")
+    return bins_spec(list(csv.DictReader(io.StringIO(text))), field=field)
+
+
+def _csv_text(data: bytes, field: str, limit: int, *, size_hint: str, what: str) -> str:
+    """An uploaded CSV's text: TooLarge over `limit` bytes, InputError naming `field` when it is not UTF-8."""
     if len(data) > limit:
-        raise TooLarge(field, len(data), limit, hint="a length histogram is a few hundred rows at most")
+        raise TooLarge(field, len(data), limit, hint=size_hint)
     try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise InputError(field=field, value="<binary>", allowed="a CSV text file",
-                         hint="export the histogram as CSV (UTF-8)") from None
-    return bins_spec(list(csv.DictReader(io.StringIO(text))), field=field)
+                         hint=f"export {what} as CSV (UTF-8)") from None
+
+
+def traffic_rows(data: bytes, field: str, limit: int) -> list[dict[str, object]]:
+    """An uploaded traffic CSV (`hour,qps` or `day,hour,qps`, as `plan infer --traffic` reads) checked and turned
+    into the request's inline `traffic` rows: the server keeps the rows, never a path."""
+    from gpuplan.search.infer_traffic import DAYS, read_traffic
+
+    text = _csv_text(data, field, limit, size_hint="one row an hour: 24 rows for a day, 168 for a week",
+                     what="the traffic")
+    curve = read_traffic(text, label=field)
+    return [{**({"day": DAYS[r.day]} if r.day is not None else {}), "hour": r.hour, "qps": r.qps}
+            for r in curve.rows]
 
 
 def check_config_size(cfg: Mapping[str, Any]) -> None:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.i18n import tr
+from gpuplan.render.traffic_text import traffic_lines
 from gpuplan.service import (
     CompareRequest,
     InferPlanRequest,
@@ -54,6 +55,8 @@ def _request_from(cls: type[BaseModel], data: dict[str, Any], lang: str = "en") 
             clean[key] = _json_field(key, value)
         elif ann == "<class 'bool'>":
             clean[key] = value in ("on", "true", "1", True)
+        elif "list" in ann and isinstance(value, list):  # rows an upload was read into (traffic)
+            clean[key] = value
         elif "list" in ann:
             clean[key] = [v for v in str(value).split(",") if v]
         else:
@@ -250,8 +253,11 @@ async def plan_page(request: Request, plan_id: str) -> HTMLResponse:
                       scenario=scenario(saved.request, lang, saved.result), **common)
     from gpuplan.web.marks import marked_infer_rows
 
+    traffic = saved.result.get("purchase_mix") is not None  # plan infer --traffic: schedule and mix
     return render(request, "plan_infer.html", rows=marked_infer_rows(saved.result, lang),
-                  chart=views.infer_chart(saved.result, lang), **common)
+                  chart=views.infer_chart(saved.result, lang),
+                  traffic_lines=traffic_lines(saved.result, lang) if traffic else None,
+                  traffic_chart=views.traffic_chart(saved.result, lang) if traffic else None, **common)
 
 
 TRAIN_ONLY = ("tokens", "seq_len", "method", "precision", "deadline", "budget", "framework", "recipe")

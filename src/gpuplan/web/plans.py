@@ -30,7 +30,9 @@ def title_of(req: PlanRequest) -> str:
     if isinstance(req, TrainPlanRequest):
         extra = f", {req.deadline:g} days" if req.deadline else ""
         return f"train {req.model}, {req.tokens:.3g} tokens, {req.method}{extra}"
-    return f"serve {req.model}, {req.qps:g} req/s, p99 TTFT {req.ttft_p99:g} s, TPOT {req.tpot_p99 * 1e3:g} ms"
+    rate = f"{req.qps:g} req/s" if req.qps is not None else (
+        f"traffic peak {max(r.qps for r in req.traffic):g} req/s" if req.traffic else "no rate")
+    return f"serve {req.model}, {rate}, p99 TTFT {req.ttft_p99:g} s, TPOT {req.tpot_p99 * 1e3:g} ms"
 
 
 def _check(req: PlanRequest) -> None:

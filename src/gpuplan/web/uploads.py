@@ -33,6 +33,7 @@ BODY_LIMITS = {"/api/v1/bench": MAX_BENCH_BYTES, "/bench": MAX_BENCH_BYTES + 16 
 CONFIG_FILE = "hf_config_file"
 HIST_FILES = {"input_hist_file": "input_dist", "output_hist_file": "output_dist"}
 MAX_HIST_BYTES = 16 * 1024  # 256 rows of low,high,weight
+TRAFFIC_FILE = "traffic_file"  # the serving form's traffic CSV (plan infer --traffic)
 
 
 @api_router.post("/bench", responses={413: {"description": f"body over {MAX_BENCH_BYTES} bytes"},
@@ -119,7 +120,8 @@ async def serve_fields(request: Request) -> dict[str, Any]:
     """The serving form's fields; an uploaded length-histogram CSV becomes the inline bins of `input_dist` or
     `output_dist` (the upload's bytes are read, never a path; TooLarge over 16 KiB, InputError naming the file's
     field otherwise)."""
-    from gpuplan.service.uploads import histogram_bins
+    from gpuplan.search.infer_traffic import MAX_TRAFFIC_BYTES
+    from gpuplan.service.uploads import histogram_bins, traffic_rows
 
     form = await request.form()
     fields: dict[str, Any] = {k: v for k, v in form.items() if not isinstance(v, UploadFile)}
@@ -127,4 +129,8 @@ async def serve_fields(request: Request) -> dict[str, Any]:
         up = form.get(name)
         if isinstance(up, UploadFile) and up.filename:
             fields[target] = histogram_bins(await _read_upload(up, MAX_HIST_BYTES), name, MAX_HIST_BYTES)
+    up = form.get(TRAFFIC_FILE)
+    if isinstance(up, UploadFile) and up.filename:  # a day's or week's rates: the curve sets the rate, not qps
+        fields["traffic"] = traffic_rows(await _read_upload(up, MAX_TRAFFIC_BYTES), TRAFFIC_FILE, MAX_TRAFFIC_BYTES)
+        fields.pop("qps", None)
     return fields

@@ -181,6 +181,23 @@ def infer_chart(result: Mapping[str, Any], lang: str) -> dict[str, Any]:
     return {"data": data, "layout": layout}
 
 
+def traffic_chart(result: Mapping[str, Any], lang: str) -> dict[str, Any]:
+    """plan infer --traffic: committed and burst instances per hour (stacked bars) and the cost per hour (line)."""
+    rows = result.get("schedule") or []
+    x = [(tr(f"traffic.day.{r['day']}", lang) + " " if r.get("day") else "") + f"{r['hour']:02d}" for r in rows]
+    data = [{"type": "bar", "name": tr("report.chart.baseline", lang), "x": x,
+             "y": [r["baseline_instances"] for r in rows]},
+            {"type": "bar", "name": tr("report.chart.burst", lang), "x": x, "y": [r["burst_instances"] for r in rows]},
+            {"type": "scatter", "mode": "lines+markers", "name": tr("report.chart.cost_mix", lang), "x": x,
+             "y": [r["cost_usd_per_hour"] for r in rows], "yaxis": "y2"}]
+    layout = {"barmode": "stack", "xaxis": {"title": {"text": tr("report.axis.hour", lang)}},
+              "yaxis": {"title": {"text": tr("report.axis.instances", lang)}},
+              "yaxis2": {"title": {"text": tr("report.axis.usd_h", lang)}, "overlaying": "y", "side": "right",
+                         "rangemode": "tozero"},
+              "margin": {"t": 20}, "height": 380}
+    return {"data": data, "layout": layout}
+
+
 def memory_parts(result: Mapping[str, Any], lang: str) -> dict[str, Any]:
     """Memory by part in GiB, a bar chart of it and the fit line."""
     parts = [(k.removesuffix("_bytes"), result.get(k) or 0) for k in MEMORY_KEYS]
