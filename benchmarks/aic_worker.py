@@ -20,7 +20,7 @@ from typing import Any
 
 
 def _run(job: dict[str, Any]) -> dict[str, Any]:
-    from aiconfigurator.cli.api import cli_estimate
+    from aiconfigurator.cli.api import cli_estimate  # type: ignore[import-not-found]
 
     last = "no batch tried"
     for bs in job["batches"]:

@@ -26,8 +26,8 @@ def _batch_time(llm: Any, system: Any, logger: logging.Logger, job: dict[str, An
 def main() -> None:
     root = Path(sys.argv[1]).resolve()
     sys.path.insert(0, str(root))
-    from calculon.llm import Llm
-    from calculon.system import System
+    from calculon.llm import Llm  # type: ignore[import-not-found]
+    from calculon.system import System  # type: ignore[import-not-found]
 
     logger = logging.getLogger("calculon")
     for line in sys.stdin:

@@ -5,12 +5,12 @@ Usage (from the repository root; about 10-15 minutes on 2 shared CPU cores):
         --aic-python .venv-aic/bin/python --calculon .calculon --json compare_tools.json
 
 Rows: every shipped ground-truth row (validate.ground_truth.case_files: dev, released/ and added_rows/) of the
-`inference` family (against aiconfigurator) and the `training` family (against Calculon). gpuplan's figure for a row is
-what `gpuplan validate` prints (gpuplan.validate.run.validate_file on the family); the other tool's figure comes from the
-mapping below. Each tool is scored on the rows it can express; gpuplan's median/p90 APE is shown on exactly those rows.
-Rows a tool cannot express are counted with the reason.
+`inference` family (against aiconfigurator) and the `training` family (against Calculon). gpuplan's figure for a row
+is what `gpuplan validate` prints (gpuplan.validate.run.validate_file on the family); the other tool's figure comes
+from the mapping below. Each tool is scored on the rows it can express; gpuplan's median/p90 APE is shown on exactly
+those rows. Rows a tool cannot express are counted with the reason.
 
-aiconfigurator (pip install aiconfigurator==0.12.0 in its own Python 3.11 virtualenv; run through benchmarks/aic_worker.py)
+aiconfigurator (pip install aiconfigurator==0.12.0 in its own Python 3.11 virtualenv; run by benchmarks/aic_worker.py)
 - system: h100-sxm5-80gb -> h100_sxm, h200-sxm-141gb -> h200_sxm, a100-sxm4-80gb -> a100_sxm, b200-sxm-180gb ->
   b200_sxm, gb200-186gb -> gb200, l40s-48gb -> l40s; other parts (H20, H800, MI300X, Ascend, A100-40GB) have no
   system file. backend: trtllm, vllm, sglang as the row's engine (lmdeploy, mindie, generic: none); version: the
@@ -35,11 +35,15 @@ Calculon (github calculon-ai/calculon, pure Python; --calculon PATH is a checkou
 - model: hidden, seq_size, attn_heads, attn_size = hidden/heads, num_blocks = layers; feedforward = ffn for a plain MLP,
   1.5 x ffn for SwiGLU (same weights and FLOPs in Calculon's two-matrix MLP). Grouped-query attention is run as
   multi-head (Calculon knows multihead and multiquery only). It has no embedding/LM-head compute. Not expressible: MoE,
-  LoRA/QLoRA, context parallelism, ZeRO-2/3 or FSDP, FP8 on A100.
+  LoRA/QLoRA, a stated context parallelism, a stated ZeRO-2/3 or FSDP, FP8 on A100. Where Calculon's memory model
+  says a published run does not fit, it is timed anyway with unlimited memory (flagged in the JSON), as gpuplan's
+  validate does with its own memory model.
 - execution: the row's tp/pp/dp/micro_batch/recompute/vpp where stated, else the layout gpuplan chose for the row (the
-  `detail` of its validate result); recompute none/selective/full -> none/attn_only/full; sequence parallelism (rs_ag)
-  unless the row says seq_parallel false; ZeRO-1 -> optimizer_sharding; DP gradient overlap on; tensor/pipeline/data
-  groups on the NVLink network while they fit in 8 devices, else the scale-out network; global batch as gpuplan uses it.
+  `detail` of its validate result; gpuplan's own context parallelism folds into data parallelism and an unstated ZeRO
+  stage is ZeRO-1, the most Calculon has); recompute none/selective/full -> none/attn_only/full; sequence
+  parallelism (rs_ag) unless the row says seq_parallel false; ZeRO-1 -> optimizer_sharding; DP gradient overlap on;
+  tensor/pipeline/data groups on the NVLink network while they fit in 8 devices, else the scale-out network; global
+  batch as gpuplan uses it.
 - metric: Calculon's batch time t gives tokens/s/device = batch x seq / (t x devices). Other metrics use gpuplan's own
   conversion for the same row and layout (metric / tokens-per-second of gpuplan's prediction, evaluated again with
   metric tokens_per_s_per_device), so both tools are converted the same way.
@@ -187,13 +191,16 @@ def calculon_inputs(row: Row, spec: ModelSpec, layout: dict[str, Any],
     prec = row.get("precision") or "bf16"
     if prec == "fp8" and acc != "h100-sxm5-80gb" or prec not in ("bf16", "fp16", "fp8"):
         return Skip(f"precision {prec} on {acc}: no matching Calculon datatype")
-    tp, pp, dp, cp = (opt_int(row, k) or layout[k] for k in ("tp", "pp", "dp", "cp"))
+    tp, pp, dp = (opt_int(row, k) or layout[k] for k in ("tp", "pp", "dp"))
+    if (opt_int(row, "cp") or 1) > 1:
+        return Skip("context parallelism stated: not in Calculon")
+    if not opt_int(row, "dp"):  # gpuplan's own context-parallel split, when the row left it open, becomes data
+        dp *= layout["cp"]      # parallelism (the same devices and batch; Calculon has no CP)
     zero = opt_int(row, "zero_stage")
-    zero = layout["zero"] if zero is None else zero
-    if cp > 1:
-        return Skip("context parallelism: not in Calculon")
-    if zero > 1:
-        return Skip(f"ZeRO-{zero}/FSDP: Calculon shards the optimizer only (ZeRO-1)")
+    if zero is not None and zero > 1:
+        return Skip(f"ZeRO-{zero}/FSDP stated: Calculon shards the optimizer only (ZeRO-1)")
+    if zero is None:  # not stated: the best Calculon can run, the Megatron distributed optimizer (ZeRO-1)
+        zero = 1
     rc_code = row.get("recompute") or layout["recompute"]
     rc = {"none": "none", "selective": "attn_only", "full": "full"}.get(rc_code)
     if rc is None:
@@ -392,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     if args.aic_python:
         with tempfile.TemporaryDirectory() as tmp:
-            res, sk = run_aic(args.aic_python, Path(tmp))
+            res, sk = run_aic(str(Path(args.aic_python).absolute()), Path(tmp))
         out["aiconfigurator"] = _print("aiconfig", res, sk)
     if args.calculon:
         res, sk = run_calculon(args.calculon, args.calculon_python or args.aic_python or sys.executable)
