@@ -26,7 +26,9 @@ aiconfigurator (pip install aiconfigurator==0.12.0 in its own Python 3.11 virtua
   metric, as gpuplan does; MoE expert parallelism = the row's ep, else tp. Devices beyond tp x pp are replicas.
 - scenario fixed_batch -> mode "static" (one batch of `batch` requests, ISL/OSL as stated; batch split over replicas);
   offline -> mode "agg" (in-flight batching) at the largest batch that fits (tried 2048, 1024, ... 1, capped by the
-  row's batch); server rows (a request rate and a latency target) and rows without stated lengths: not expressible.
+  row's batch) with a prefill budget of max(ISL, 8192) tokens a step (TensorRT-LLM's default max_num_tokens; the
+  tool's own default, ISL, admits one prefill a step and halves short-prompt throughput); server rows (a request
+  rate and a latency target) and rows without stated lengths: not expressible.
 - metric: output_tokens_per_s(_per_device) <- tokens/s(/gpu) x replicas; total_tokens_per_s <- output x (isl+osl)/osl;
   requests_per_s <- seq/s; ttft_ms, tpot_ms as given; e2e_latency_s <- request_latency / 1000.
 
@@ -83,6 +85,7 @@ AIC_HF = {"llama3.1-8b": "meta-llama/Meta-Llama-3.1-8B", "llama3.1-70b": "meta-l
 AIC_GEMM = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "nvfp4": "nvfp4", "int8": "int8_wo",
             "int4": "int4_wo"}
 AIC_KV = {"fp8": "fp8", "int8": "int8"}
+AIC_CTX_TOKENS = 8192  # prefill token budget per step in agg mode: TensorRT-LLM's default max_num_tokens (8192)
 AIC_BATCHES = (2048, 1024, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1)
 CALCULON_SYSTEMS = {"a100-sxm4-80gb": "systems/a100_80g.json", "h100-sxm5-80gb": "systems/h100_80g_nvl8.json"}
 _THROUGHPUT = ("tokens_per_s_per_device", "tflops_per_device", "hw_tflops_per_device", "mfu", "hfu")
@@ -149,6 +152,7 @@ def aic_jobs(row: Row, spec: ModelSpec | None, model_path: str | None,
         jobs.append({"key": f"{row['id']}|tp{tp}", "model_path": model_path, "system": system, "backend": backend,
                      "mode": "static" if scenario == "fixed_batch" else "agg", "isl": isl, "osl": osl,
                      "batches": batches, "tp": tp, "pp": pp, "gemm": gemm, "kv": kv,
+                     "ctx_tokens": max(isl, AIC_CTX_TOKENS) if scenario == "offline" else None,
                      "moe_ep": ep if moe else None, "moe_tp": (tp // ep if ep <= tp and tp % ep == 0 else 1)
                      if moe else None, "replicas": replicas})
     return jobs

@@ -48,6 +48,7 @@ def test_offline_row_without_tp_searches_tp_and_largest_batch(ct: ModuleType) ->
     assert [j["tp"] for j in jobs] == [1, 2, 4, 8]
     assert [j["replicas"] for j in jobs] == [8, 4, 2, 1]
     assert jobs[0]["mode"] == "agg" and jobs[0]["batches"][0] == 2048 and jobs[0]["batches"][-1] == 1
+    assert jobs[0]["ctx_tokens"] == 8192  # TensorRT-LLM's default max_num_tokens, not one 128-token prefill a step
 
 
 def test_rows_the_tool_cannot_express_say_why(ct: ModuleType) -> None:
