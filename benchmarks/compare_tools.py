@@ -250,6 +250,17 @@ def stats(apes: list[float]) -> tuple[float | None, float | None]:
 
 # ---------- running ----------
 
+def heldout(file: str) -> dict[str, float]:
+    """gpuplan's held-out prediction per row id: the leave-one-source-out fold of the shipped cross-validation
+    (estimate/data/accuracy.json, written by benchmarks/cross_validate.py), i.e. with every term refitted without the
+    row's own source, as the other tools never saw it either."""
+    from importlib import resources
+
+    data = json.loads((resources.files("gpuplan.estimate") / "data" / "accuracy.json").read_text())
+    return {r["id"]: float(r["cv_pred"]) for r in data["rows"]
+            if r["file"] == file and r["fold"] == "source" and r.get("cv_pred") is not None}
+
+
 def _family(name: str) -> tuple[dict[str, Row], dict[str, Any]]:
     rows = {r["id"]: r for p in case_files(name) for r in read_rows(p)}
     report = validate_file(Path(name))
@@ -377,19 +388,31 @@ def run_calculon(path: Path, python: str) -> tuple[list[dict[str, Any]], dict[st
     return results, skipped
 
 
-def _print(tool: str, results: list[dict[str, Any]], skipped: dict[str, int]) -> dict[str, Any]:
+def _print(tool: str, results: list[dict[str, Any]], skipped: dict[str, int], file: str) -> dict[str, Any]:
+    cv = heldout(file)
+    for r in results:
+        r["gpuplan_heldout"] = cv.get(r["id"])
+        r["gpuplan_heldout_ape"] = ape(cv[r["id"]], r["measured"]) if r["id"] in cv else None
     gm, gp = stats([r["gpuplan_ape"] for r in results])
     tm, tpp = stats([r["tool_ape"] for r in results])
+    held = [r for r in results if r["gpuplan_heldout_ape"] is not None]
+    hm, hp = stats([r["gpuplan_heldout_ape"] for r in held])
+    htm, htp = stats([r["tool_ape"] for r in held])
     wins = sum(r["gpuplan_ape"] < r["tool_ape"] for r in results)
     print(f"\n== {tool}: {len(results)} rows both tools ran; {sum(skipped.values())} not expressible")
-    print(f"{'':12}{'median APE':>12}{'p90 APE':>10}")
+    print(f"{'':34}{'median APE':>12}{'p90 APE':>10}")
     if results:
-        print(f"{'gpuplan':12}{gm:>12.1%}{gp:>10.1%}\n{tool:12}{tm:>12.1%}{tpp:>10.1%}")
+        print(f"{'gpuplan (in sample)':34}{gm:>12.1%}{gp:>10.1%}\n{tool:34}{tm:>12.1%}{tpp:>10.1%}")
         print(f"gpuplan closer on {wins} of {len(results)} rows")
+    if held and hm is not None and hp is not None and htm is not None and htp is not None:
+        print(f"on the {len(held)} rows with a held-out (leave-one-source-out) gpuplan figure:")
+        print(f"{'gpuplan (source held out)':34}{hm:>12.1%}{hp:>10.1%}\n{tool:34}{htm:>12.1%}{htp:>10.1%}")
     for reason, k in sorted(skipped.items(), key=lambda x: -x[1]):
         print(f"  not expressible ({k}): {reason}")
     return {"rows": len(results), "gpuplan_median_ape": gm, "gpuplan_p90_ape": gp, "tool_median_ape": tm,
-            "tool_p90_ape": tpp, "gpuplan_closer_rows": wins, "skipped": skipped, "per_row": results}
+            "tool_p90_ape": tpp, "heldout_rows": len(held), "gpuplan_heldout_median_ape": hm,
+            "gpuplan_heldout_p90_ape": hp, "tool_median_ape_on_heldout_rows": htm, "tool_p90_ape_on_heldout_rows": htp,
+            "gpuplan_closer_rows": wins, "skipped": skipped, "per_row": results}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -398,16 +421,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--calculon", type=Path, help="a checkout of calculon-ai/calculon (skip if absent)")
     ap.add_argument("--calculon-python", help="python with pandas to run Calculon (default: --aic-python)")
     ap.add_argument("--json", type=Path, default=Path("compare_tools.json"), help="per-row detail file")
+    ap.add_argument("--rescore", type=Path, help="print the table again from a per-row file this script wrote")
     args = ap.parse_args(argv)
     out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d")}
     t0 = time.time()
+    if args.rescore:  # the tools' figures as recorded; gpuplan's held-out column from today's accuracy.json
+        old = json.loads(args.rescore.read_text())
+        for tool, file in (("aiconfigurator", "inference"), ("calculon", "training")):
+            if tool in old:
+                out[tool] = _print(tool, old[tool]["per_row"], old[tool]["skipped"], file)
+        args.json.write_text(json.dumps(out, indent=1))
+        return 0
     if args.aic_python:
         with tempfile.TemporaryDirectory() as tmp:
             res, sk = run_aic(str(Path(args.aic_python).absolute()), Path(tmp))
-        out["aiconfigurator"] = _print("aiconfig", res, sk)
+        out["aiconfigurator"] = _print("aiconfigurator", res, sk, "inference")
     if args.calculon:
         res, sk = run_calculon(args.calculon, args.calculon_python or args.aic_python or sys.executable)
-        out["calculon"] = _print("calculon", res, sk)
+        out["calculon"] = _print("calculon", res, sk, "training")
     args.json.write_text(json.dumps(out, indent=1))
     print(f"\nper-row detail: {args.json}; {time.time() - t0:.0f} s")
     return 0
