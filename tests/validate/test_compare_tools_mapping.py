@@ -122,3 +122,12 @@ def test_training_metric_conversion_uses_gpuplans_ratio(ct: ModuleType) -> None:
 def test_parse_layout(ct: ModuleType) -> None:
     got = ct.parse_layout("tp2 pp4 dp8 cp1 ep1 vpp2 z1 mb2 rc=selective memory model says out of memory")
     assert got == {"tp": 2, "pp": 4, "dp": 8, "cp": 1, "ep": 1, "vpp": 2, "zero": 1, "mb": 2, "recompute": "selective"}
+
+
+def test_calculon_layouts_search_only_when_the_row_states_no_layout(ct: ModuleType) -> None:
+    assert ct.calculon_layouts(M17, LAYOUT) == [LAYOUT]  # tp/pp/dp stated: the row's (and gpuplan's) layout
+    open_row = {**M17, "tp": "", "pp": "", "dp": ""}
+    got = ct.calculon_layouts(open_row, LAYOUT)
+    assert got[0] == LAYOUT and len(got) > 1
+    assert all(g["tp"] * g["pp"] * g["dp"] == 32 and g["zero"] == 1 for g in got[1:])  # the same 32 devices
+    assert {g["recompute"] for g in got[1:]} == {"none", "selective", "full"}
