@@ -283,6 +283,21 @@ def _family(name: str) -> tuple[dict[str, Row], dict[str, Any]]:
     return rows, {c.id: c for c in report.cases}
 
 
+def _run_worker(cmd: list[str], jobs: list[dict[str, Any]], cwd: Path | None,
+                ) -> dict[str, list[tuple[dict[str, Any], dict[str, Any]]]]:
+    """Feed jobs (JSON lines) to a tool's worker; each row's jobs (keys 'ROWID|n') with their results."""
+    proc = subprocess.run(cmd, cwd=cwd, input="".join(json.dumps(j) + "\n" for j in jobs), capture_output=True,
+                          text=True)
+    if proc.returncode:
+        raise SystemExit(f"{Path(cmd[1]).name} failed: {proc.stderr.strip().splitlines()[-1:]}")
+    by_key = {r["key"]: r for r in (json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{"))}
+    per_row: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+    for j in jobs:
+        per_row.setdefault(j["key"].split("|")[0], []).append(
+            (j, by_key.get(j["key"], {"ok": False, "error": "no result"})))
+    return per_row
+
+
 def _aic_available(aic_python: str) -> dict[str, set[str]]:
     code = ("import aiconfigurator_core, pathlib, json; d = pathlib.Path(aiconfigurator_core.__file__).parent / "
             "'systems' / 'data'; print(json.dumps({s.name: [b.name for b in (s / 'gemm').iterdir()] "
@@ -314,13 +329,7 @@ def run_aic(aic_python: str, tmp: Path) -> tuple[list[dict[str, Any]], dict[str,
             skipped[got.reason] = skipped.get(got.reason, 0) + 1
             continue
         jobs.extend(got)
-    proc = subprocess.run([aic_python, str(Path(__file__).with_name("aic_worker.py"))], cwd=tmp,
-                          input="".join(json.dumps(j) + "\n" for j in jobs), capture_output=True, text=True)
-    by_key = {r["key"]: r for r in (json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{"))}
-    per_row: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
-    for j in jobs:
-        per_row.setdefault(j["key"].split("|")[0], []).append((j, by_key.get(j["key"], {"ok": False,
-                                                                                          "error": "no result"})))
+    per_row = _run_worker([aic_python, str(Path(__file__).with_name("aic_worker.py"))], jobs, tmp)
     for rid, tries in per_row.items():
         row, case = rows[rid], cases[rid]
         metric = row["metric"]
@@ -374,16 +383,8 @@ def run_calculon(path: Path, python: str) -> tuple[list[dict[str, Any]], dict[st
             skip(tries[0].reason if isinstance(tries[0], Skip) else "no layout")
             continue
         jobs.extend({"key": f"{rid}|{i}", "app": t[0], "exe": t[1], "system": t[2]} for i, t in enumerate(ok))
-    proc = subprocess.run([python, str(Path(__file__).with_name("calculon_worker.py")), str(path)],
-                          input="".join(json.dumps(j) + "\n" for j in jobs), capture_output=True, text=True)
-    if proc.returncode:
-        raise SystemExit(f"calculon worker failed: {proc.stderr.strip().splitlines()[-1:]}")
-    by_key = {r["key"]: r for r in (json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{"))}
+    per_row = _run_worker([python, str(Path(__file__).with_name("calculon_worker.py")), str(path)], jobs, None)
     results: list[dict[str, Any]] = []
-    per_row: dict[str, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
-    for j in jobs:
-        per_row.setdefault(j["key"].split("|")[0], []).append((j, by_key.get(j["key"], {"ok": False,
-                                                                                          "error": "no result"})))
     for rid, tries_r in per_row.items():
         row, case = rows[rid], cases[rid]
         done = [(j, r) for j, r in tries_r if r["ok"]]
