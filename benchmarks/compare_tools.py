@@ -1,6 +1,6 @@
 """Score gpuplan side by side with NVIDIA aiconfigurator (serving) and Calculon (training) on the shipped rows.
 
-Usage (from the repository root; about 10-15 minutes on 2 shared CPU cores):
+Usage (from the repository root; 3 to 8 minutes on 2 shared CPU cores):
     PYTHONPATH=src .venv/bin/python benchmarks/compare_tools.py \
         --aic-python .venv-aic/bin/python --calculon .calculon --json compare_tools.json
 
