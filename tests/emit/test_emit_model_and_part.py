@@ -57,7 +57,10 @@ def test_torchtitan_toml_of_a_70b_plan_names_the_70b_flavour_and_the_plans_micro
     assert key_problems("torchtitan", toml) == []
     micro, dp, gb = (_chosen(text, k) for k in ("micro_batch", "dp", "global_batch"))
     tr, par = toml["training"], toml["parallelism"]
-    assert par["pipeline_parallel_degree"] == 1 and tr["local_batch_size"] == micro
+    if par["pipeline_parallel_degree"] == 1:  # one forward carries the plan's micro-batch
+        assert tr["local_batch_size"] == micro
+    else:  # a pipeline step carries local_batch_size sequences in microbatches of the plan's micro-batch
+        assert par["pipeline_parallel_microbatch_size"] == micro and tr["local_batch_size"] % micro == 0
     assert tr["global_batch_size"] == gb and gb % (tr["local_batch_size"] * dp) == 0  # torchtitan train.py asserts it
     assert "WARNING: flavour 70B applies RoPE scaling llama3 x8; Meta-Llama-3-70B has none" in text
 
