@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from gpuplan.estimate.infer_step import step_cost_model
 from gpuplan.hardware import load_catalog
 from gpuplan.simulate import EngineConfig, LengthDist, poisson_workload, simulate_engine, summarize
-from gpuplan.simulate.engine_sim import _DecodeTable
+from gpuplan.simulate.decode_table import DecodeTable
 from gpuplan.simulate.lockstep import LockstepCost, lockstep_cost
 from gpuplan.workload.engines import engine
 from gpuplan.workload.jobs import serving_layout
@@ -50,7 +50,7 @@ def test_a_step_is_stretched_by_the_chance_of_a_foreign_prefill() -> None:
     assert own < ls.step_s(**kw, decode_kv_tokens=16 * 1152) < foreign
     # pure decode steps stay affine in the cached tokens (the simulator's closed-form runs), and the numpy twin
     # agrees with the scalar form
-    assert _DecodeTable(ls, ls.kv_capacity_tokens).get(16) is not None
+    assert DecodeTable(ls, ls.kv_capacity_tokens).get(16) is not None
     kv = np.array([1000, 20000, 40000])
     arr = ls.step_s_array(prefill_tokens=np.array([0, 0, 512]), prefill_attn_pairs=np.array([0.0, 0.0, 1e5]),
                           decode_seqs=np.array([16, 16, 8]), decode_kv_tokens=kv)

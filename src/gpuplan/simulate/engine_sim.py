@@ -35,117 +35,18 @@ import heapq
 import math
 from collections import deque
 from collections.abc import Generator
-from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
 
 import numpy as np
 
 from gpuplan.errors import InputError
 from gpuplan.simulate.arrivals import Workload
+from gpuplan.simulate.decode_table import DecodeTable
+from gpuplan.simulate.engine_config import EngineConfig, EngineResult, RawRun, StepCost
 
 __all__ = ["EngineConfig", "EngineResult", "RawRun", "StepCost", "check_fits", "engine_loop", "raw_run",
            "simulate_engine"]
 
 _NO_CHUNKS: list[tuple[int, int, int]] = []  # never appended to (the fast path's empty prompt work)
-
-
-@runtime_checkable
-class StepCost(Protocol):
-    """What the simulator needs from a per-step cost model (estimate.infer_step.StepCostModel)."""
-
-    @property
-    def kv_capacity_tokens(self) -> int: ...
-
-    def step_s(self, *, prefill_tokens: int, prefill_attn_pairs: float, decode_seqs: int,
-               decode_kv_tokens: int) -> float: ...
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EngineConfig:
-    """Scheduler settings (from an engine profile, workload.engines.EngineProfile)."""
-
-    kv_block_tokens: int = 16
-    max_num_seqs: int = 256
-    max_batched_tokens: int = 8192
-    chunked_prefill: bool = True
-    scheduling: Literal["fcfs", "prefill_first", "decode_first", "static"] = "fcfs"
-    batching: bool = True
-
-    def __post_init__(self) -> None:
-        for name in ("kv_block_tokens", "max_num_seqs", "max_batched_tokens"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or v < 1:
-                raise InputError(field=name, value=v, allowed="a positive integer")
-        if self.scheduling not in ("fcfs", "prefill_first", "decode_first", "static"):
-            raise InputError(field="scheduling", value=self.scheduling,
-                             allowed="fcfs, prefill_first, decode_first or static")
-
-    @staticmethod
-    def from_profile(profile: object, *, batching: bool = True) -> EngineConfig:
-        """Settings from any object with the EngineProfile field names."""
-        return EngineConfig(kv_block_tokens=int(getattr(profile, "kv_block_tokens", 16)),
-                            max_num_seqs=int(getattr(profile, "max_num_seqs", 256)),
-                            max_batched_tokens=int(getattr(profile, "max_batched_tokens", 8192)),
-                            chunked_prefill=bool(getattr(profile, "chunked_prefill", True)),
-                            scheduling=getattr(profile, "scheduling", "fcfs"), batching=batching)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
-class RawRun:
-    """Per-request times and run totals of one simulation (metrics.summarize turns it into figures)."""
-
-    workload: Workload
-    config: EngineConfig
-    scheduled_s: np.ndarray  # first time the request entered a batch
-    first_token_s: np.ndarray
-    finish_s: np.ndarray
-    preemptions: np.ndarray  # per request
-    end_s: float
-    busy_s: float
-    iterations: int
-    batch_sum: float  # sum over iterations of requests in the batch
-    batch_max: int
-    kv_token_seconds: float  # time integral of KV tokens held
-    kv_peak_blocks: int
-    kv_capacity_blocks: int
-    kv_block_tokens: int
-
-
-class _DecodeTable:
-    """Per decode batch size n: step time a + b*kv_tokens, or None where step_s is not affine in kv."""
-
-    def __init__(self, cost: StepCost, cap_tokens: int) -> None:
-        self.cost = cost
-        self.cap = max(cap_tokens, 4)
-        self.coef: dict[int, tuple[float, float] | None] = {}
-        self.arr = getattr(cost, "step_s_array", None)
-
-    def get(self, n: int) -> tuple[float, float] | None:
-        if n in self.coef:
-            return self.coef[n]
-        f = self.cost.step_s
-        k1, k2 = n, max(self.cap, 2 * n)
-        k3 = (k1 + k2) // 2
-        s1 = f(prefill_tokens=0, prefill_attn_pairs=0.0, decode_seqs=n, decode_kv_tokens=k1)
-        s2 = f(prefill_tokens=0, prefill_attn_pairs=0.0, decode_seqs=n, decode_kv_tokens=k2)
-        s3 = f(prefill_tokens=0, prefill_attn_pairs=0.0, decode_seqs=n, decode_kv_tokens=k3)
-        b = (s2 - s1) / (k2 - k1)
-        a = s1 - b * k1
-        ok = abs(a + b * k3 - s3) <= 1e-9 * max(abs(s3), 1e-12) and b >= 0.0
-        self.coef[n] = (a, b) if ok else None
-        return self.coef[n]
-
-    def times(self, n: int, k0: int, steps: int) -> np.ndarray:
-        """Exact per-step times of `steps` pure-decode steps (the non-affine path)."""
-        kv = k0 + n * np.arange(steps, dtype=np.int64)
-        if self.arr is not None:
-            z = np.zeros(steps, dtype=np.int64)
-            return np.asarray(self.arr(prefill_tokens=z, prefill_attn_pairs=z.astype(np.float64),
-                                       decode_seqs=np.full(steps, n, dtype=np.int64), decode_kv_tokens=kv),
-                              dtype=np.float64)
-        f = self.cost.step_s
-        return np.array([f(prefill_tokens=0, prefill_attn_pairs=0.0, decode_seqs=n, decode_kv_tokens=int(x))
-                         for x in kv], dtype=np.float64)
 
 
 def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | None = None, *,
@@ -189,10 +90,6 @@ def raw_run(workload: Workload, cfg: EngineConfig, res: EngineResult) -> RawRun:
                   kv_peak_blocks=kv_peak, kv_capacity_blocks=cap, kv_block_tokens=cfg.kv_block_tokens)
 
 
-# per-request times (scheduled, first token, finish), preemptions, then end, busy, iterations, batch sum and max,
-# KV token-seconds, KV peak and capacity in blocks
-EngineResult = tuple[list[float], list[float], list[float], list[int], float, float, int, float, int, float, int,
-                     int]
 
 
 def engine_loop(arr: list[float], inp: list[int], out: list[int], cost: StepCost, cfg: EngineConfig, *,
@@ -226,7 +123,7 @@ def engine_loop(arr: list[float], inp: list[int], out: list[int], cost: StepCost
     size = n_req
     hits = hit if hit is not None else [0] * n_req
     log = done_log if done_log is not None else []
-    table = _DecodeTable(cost, cap_tokens)
+    table = DecodeTable(cost, cap_tokens)
     step_s = cost.step_s
 
     sched = [math.nan] * size
