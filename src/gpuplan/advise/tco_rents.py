@@ -20,6 +20,7 @@ import statistics
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gpuplan.advise.commit_terms import with_commit_terms
 from gpuplan.hardware import Catalog, Instance, convert
 
 __all__ = ["RENT_KINDS", "RentQuote", "RentSpread", "market_rents"]
@@ -109,21 +110,11 @@ def market_rents(catalog: Catalog, accelerator: str, *, market: str, devices: in
                 got[kind] = RentQuote(instance=inst.id, provider=inst.provider, kind=kind, usd_per_device_hour=usd,
                                       confidence=p.confidence, source=p.source, as_of=str(p.as_of),
                                       comparable=comparable, distressed=p.distressed)
-        if "yearly" not in got and "monthly" in got:  # a 1-year term below 12 monthly payments
-            m, yd = got["monthly"], yearly_discount_vs_monthly
-            got["yearly"] = replace(m, kind="yearly", usd_per_device_hour=m.usd_per_device_hour * (1 - yd),
-                                    derived=f"monthly x (1 - yearly_discount_vs_monthly {yd:g})")
-        if "yearly" in got:  # a 3-year term below the 1-year rate (or, without one, below on demand)
-            y = got["yearly"]
-            d = multi_year_discount_vs_yearly
-            got["multi_year"] = replace(y, kind="multi_year", usd_per_device_hour=y.usd_per_device_hour * (1 - d),
-                                        derived=(y.derived + "; then " if y.derived else "")
-                                        + f"1-year x (1 - multi_year_discount_vs_yearly {d:g})")
-        elif "on_demand" in got:
-            o = got["on_demand"]
-            d = multi_year_discount_vs_on_demand
-            got["multi_year"] = replace(o, kind="multi_year", usd_per_device_hour=o.usd_per_device_hour * (1 - d),
-                                        derived=f"on demand x (1 - multi_year_discount_vs_on_demand {d:g})")
+        got = with_commit_terms(got, lambda q, kind, f, how: replace(
+            q, kind=kind, usd_per_device_hour=q.usd_per_device_hour * f, derived=how),
+            yearly_discount_vs_monthly=yearly_discount_vs_monthly,
+            multi_year_discount_vs_yearly=multi_year_discount_vs_yearly,
+            multi_year_discount_vs_on_demand=multi_year_discount_vs_on_demand)
         for kind, q in got.items():
             by_kind[kind].append(q)
     out = []

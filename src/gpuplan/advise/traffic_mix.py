@@ -18,9 +18,10 @@ Spot burst is a scenario beside the mix, never the choice: a spot instance can b
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from gpuplan.advise.commit_terms import with_commit_terms
 from gpuplan.hardware import Catalog, Instance, convert
 from gpuplan.search.infer_traffic import HOURS_PER_MONTH, ScheduleHour
 
@@ -74,23 +75,12 @@ def unit_rates(catalog: Catalog, instance: str, *, provider: str | None, yearly_
                      as_of=str(p.as_of), confidence=p.confidence)
             if kind not in got or r.usd_per_instance_hour < got[kind].usd_per_instance_hour:
                 got[kind] = r
-    if "yearly" not in got and "monthly" in got:
-        m, d = got["monthly"], yearly_discount_vs_monthly
-        got["yearly"] = Rate(kind="yearly", usd_per_instance_hour=m.usd_per_instance_hour * (1 - d),
-                             instance=m.instance, source=m.source, as_of=m.as_of, confidence="low",
-                             derived=f"monthly x (1 - yearly_discount_vs_monthly {d:g})")
-    if "yearly" in got:
-        y, d = got["yearly"], multi_year_discount_vs_yearly
-        got["multi_year"] = Rate(kind="multi_year", usd_per_instance_hour=y.usd_per_instance_hour * (1 - d),
-                                 instance=y.instance, source=y.source, as_of=y.as_of, confidence="low",
-                                 derived=(y.derived + "; then " if y.derived else "")
-                                 + f"1-year x (1 - multi_year_discount_vs_yearly {d:g})")
-    elif "on_demand" in got:
-        o, d = got["on_demand"], multi_year_discount_vs_on_demand
-        got["multi_year"] = Rate(kind="multi_year", usd_per_instance_hour=o.usd_per_instance_hour * (1 - d),
-                                 instance=o.instance, source=o.source, as_of=o.as_of, confidence="low",
-                                 derived=f"on demand x (1 - multi_year_discount_vs_on_demand {d:g})")
-    return got
+    # a rate the catalog does not publish rests on a discount estimate: low confidence
+    return with_commit_terms(got, lambda r, kind, f, how: replace(
+        r, kind=kind, usd_per_instance_hour=r.usd_per_instance_hour * f, confidence="low", derived=how),
+        yearly_discount_vs_monthly=yearly_discount_vs_monthly,
+        multi_year_discount_vs_yearly=multi_year_discount_vs_yearly,
+        multi_year_discount_vs_on_demand=multi_year_discount_vs_on_demand)
 
 
 def baseline_cost(units: Sequence[int], n_base: int, *, commit_usd: float, burst_usd: float | None,
