@@ -146,3 +146,19 @@ def test_no_market_training_question_skips_the_grey_market_rental_it_would_have_
     cn = training_report(load_model("llama3-70b"), TrainingJob(seq_len=4096, global_batch=1024, method="full"),
                          catalog(), PlanConstraints(accelerators=(acc,), market="cn"), tokens=2e10)
     assert cn["recommendation"] is None or cn["recommendation"]["offer"] != offer
+
+
+def test_a_part_sold_only_in_china_is_not_said_to_be_drawn_from_outside_china() -> None:
+    """No --market, a part no offer outside China rents (H20): the rule falls back to every market's plans, so the
+    recommendation is a China offer and the rule must not say it came from the default buyer's market (it did)."""
+    from gpuplan.advise.report_train import training_report
+    from gpuplan.render.report_text import rule_line
+    from gpuplan.search.train_search import PlanConstraints
+    from gpuplan.workload.jobs import TrainingJob
+
+    doc = training_report(load_model("llama3-8b"), TrainingJob(seq_len=4096, global_batch=512, method="full"),
+                          catalog(), PlanConstraints(accelerators=("h20-96gb",)), tokens=1e10)
+    rec = doc["recommendation"]
+    assert rec is not None and catalog().instances[rec["offer"]].market == "cn"
+    assert rec["rule"]["buyer_market"] == "global" and not rec["rule"]["buyer_market_default"]
+    assert "outside China" not in rule_line(rec, "en")

@@ -41,6 +41,7 @@ from gpuplan.advise.trust import (
     in_buyer_market,
     is_confirmed,
     memory_caveat,
+    plan_markets,
     split_by_market,
 )
 from gpuplan.estimate.calibration import Calibration, default_calibration
@@ -302,6 +303,7 @@ def choose(plans: Sequence[dict[str, Any]], spec: ModelSpec, job: TrainingJob, c
     # beside the recommendation (best_per_market), not chosen for a buyer who cannot rent them (issue 37)
     residency = requirements.data_residency if requirements else None
     buyer = buyer_market(cons.market, residency)
+    drawn = any(buyer in plan_markets(p, catalog) for p in pool)  # else every market's plans (in_buyer_market)
     pool = in_buyer_market(pool, catalog, cons.market, residency)
     while pool:
         picked = recommend_rule(pool, tol, target, max_days(cons, th), th.value("recommend_dominance_margin"),
@@ -315,7 +317,7 @@ def choose(plans: Sequence[dict[str, Any]], spec: ModelSpec, job: TrainingJob, c
         if not blocks or not skip_blocked:
             rule["deadline_days"] = cons.deadline_days
             rule["buyer_market"] = buyer
-            rule["buyer_market_default"] = cons.market is None and residency is None
+            rule["buyer_market_default"] = cons.market is None and residency is None and drawn
             rule["excluded"] = [{"accelerator": a, "option": k, "finding": f} for k, (a, f) in excluded.items()]
             return best, rule, facts, findings
         key = option_key(best)

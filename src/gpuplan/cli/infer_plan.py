@@ -169,7 +169,8 @@ def plan_infer(
         return
     _table(spec.name, load, slo, _shown(res.plans, top, recommended), res.candidates_evaluated, res.simulated,
            res.rejected, language, recommended, blocked, router=res.router)
-    if recommended is not None and market is None and data_residency is None:
+    if recommended is not None and market is None and data_residency is None and (
+            cat.instances[recommended["instance"]].market == recommended["buyer_market"]):
         console.print(tr("report.rec.buyer_market", language,
                          market=tr(f"trust.market.{recommended['buyer_market']}", language)), highlight=False)
     if load.prefix_hit:
