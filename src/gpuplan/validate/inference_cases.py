@@ -162,17 +162,21 @@ def _predict(row: Row, spec: ModelSpec, model: StepCostModel, eng: EngineProfile
         return offline_perf(model, input_len=input_len, output_len=output_len, max_num_seqs=eng.max_num_seqs,
                             max_batched_tokens=eng.max_batched_tokens, scheduling=eng.scheduling,
                             chunked_prefill=eng.chunked_prefill, kv_block_tokens=eng.kv_block_tokens,
-                            replicas=replicas, devices_per_replica=per_replica)
+                            replicas=replicas, devices_per_replica=per_replica, attention_groups=layout.dp)
     if scenario == "fixed_batch":
         batch = opt_int(row, "batch") or 1
         return fixed_batch_perf(model, batch=batch, input_len=int(input_len), output_len=int(output_len),
                                 replicas=replicas, devices_per_replica=per_replica,
                                 max_batched_tokens=eng.max_batched_tokens, chunked_prefill=eng.chunked_prefill)
     if scenario == "offline":
+        # with attention data parallelism (ep > tp) the row's cap is the engine's concurrency, shared by its
+        # attention groups (trtllm-bench --concurrency is the whole engine's; --max_batch_size each rank's)
+        cap = opt_int(row, "batch")
         return offline_perf(model, input_len=input_len, output_len=output_len, max_num_seqs=eng.max_num_seqs,
                             max_batched_tokens=eng.max_batched_tokens, scheduling=eng.scheduling,
                             chunked_prefill=eng.chunked_prefill, kv_block_tokens=eng.kv_block_tokens,
-                            cap=opt_int(row, "batch"), replicas=replicas, devices_per_replica=per_replica)
+                            cap=-(-cap // layout.dp) if cap else None, replicas=replicas,
+                            devices_per_replica=per_replica, attention_groups=layout.dp)
     raise GpuplanError(f"unknown scenario {scenario!r}")
 
 
