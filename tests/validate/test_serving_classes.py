@@ -9,6 +9,7 @@ from gpuplan.estimate.infer_perf import InferencePerf, offline_perf
 from gpuplan.estimate.infer_step import step_cost_model
 from gpuplan.hardware import load_catalog
 from gpuplan.validate.inference_cases import evaluate_inference_row
+from gpuplan.validate.inference_workloads import dataset, simulate_row
 from gpuplan.workload.engines import engine
 from gpuplan.workload.jobs import serving_layout
 from gpuplan.workload.presets import load_model
@@ -65,3 +66,27 @@ def test_deepseek_r1_attention_dp_rows_within_a_third_of_the_published_figures()
     # load imbalance across the EP ranks (no EPLB in these runs) is not modelled.
     assert 11489 <= h200.predicted < 1.3 * 11489
     assert 36384 <= b200.predicted < 1.3 * 36384
+
+
+def test_simulated_attention_groups_stall_on_the_others_prefills() -> None:
+    """A dataset row with attention data parallelism runs one group through the load simulator with the lock-step
+    stall that `estimate infer --qps` applies (simulate.lockstep): at 2 requests/s per group of ShareGPT traffic
+    (8 x H200, DeepSeek-V3 FP8, tp=1 ep=8) the mean TPOT is longer than the group's alone. Before: the validation
+    simulated each group as an independent replica."""
+    spec, acc = load_model("deepseek-v3"), CAT.accelerator("h200-sxm-141gb")
+    eng = engine("sglang").on_part(acc)
+    model = step_cost_model(spec, accelerator=acc, layout=serving_layout(tp=1, ep=8), weights="fp8", kv_dtype="bf16",
+                            engine=eng)
+    sharegpt = dataset("sharegpt")
+    alone = simulate_row(model, eng, sharegpt, scenario="server", rate_or_cap=2, prompts=None)
+    locked = simulate_row(model, eng, sharegpt, scenario="server", rate_or_cap=2, prompts=None, groups=8)
+    assert locked.tpot_s.mean > 1.1 * alone.tpot_s.mean
+    assert abs(locked.requests_per_s - alone.requests_per_s) < 0.05 * alone.requests_per_s  # same load served
+
+
+def test_simulated_attention_groups_share_the_rows_cap() -> None:
+    row = {**DSR1_H200, "engine": "sglang", "input_len": "", "output_len": "", "batch": "256",
+           "settings": "dataset=sharegpt;num_prompts=2000"}
+    r = evaluate_inference_row(row, CAT)
+    mean_batch = int(r.detail.split("batch=")[1].split()[0])
+    assert mean_batch <= 32  # 256 over 8 groups (before: each group was allowed all 256)
