@@ -10,8 +10,10 @@ import pytest
 from gpuplan.errors import InputError
 from gpuplan.hardware import load_catalog
 from gpuplan.search.cluster import default_gpus_per_node
+from gpuplan.search.train_planner import _framework_assumption
 from gpuplan.validate.memory_cases import recipe_job_fields
 from gpuplan.validate.training_cases import evaluate_training_row
+from gpuplan.workload.jobs import TrainingJob
 
 CAT = load_catalog()
 
@@ -20,8 +22,8 @@ CAT = load_catalog()
 QWEN3_GB200 = {
     "id": "A35-MOE-05", "model": "qwen3-235b-a22b", "seq_len": "4096", "accelerator": "gb200-186gb", "tp": "1",
     "pp": "2", "cp": "1", "ep": "16", "precision": "fp8", "method": "pretrain", "global_batch_seqs": "8192",
-    "micro_batch": "1", "metric": "tflops_per_device", "value": "919", "settings": "framework=megatron;moe_dispatcher=flex",
-    "confidence": "medium",
+    "micro_batch": "1", "metric": "tflops_per_device", "value": "919",
+    "settings": "framework=megatron;moe_dispatcher=flex", "confidence": "medium",
 }
 
 # Megatron-Bridge performance summary, NeMo 25.11, DGX-B200: Qwen3-30B-A3B, FP8-MX, 8 GPUs, GBS 512, MBS 1, EP8:
@@ -69,6 +71,10 @@ def test_recipe_states_the_moe_dispatcher() -> None:
     assert recipe_job_fields("moe_dispatcher=flex", method="full") == {"moe_dispatcher": "flex"}
     with pytest.raises(InputError, match="moe_dispatcher"):
         recipe_job_fields("moe_dispatcher=deepep", method="full")
+    # a plan says which dispatcher its step time assumed (assumptions.framework.moe_dispatcher)
+    assert _framework_assumption(TrainingJob(**recipe_job_fields("moe_dispatcher=flex", method="full")))[
+        "moe_dispatcher"] == "flex"
+    assert _framework_assumption(TrainingJob())["moe_dispatcher"] == "alltoall"
 
 
 # Megatron-Bridge performance summary, NeMo 26.06, LoRA Performance: Llama 3 70B on 8 GB200, FP8, GBS 32, MBS 1,
