@@ -373,3 +373,24 @@ def test_tp_traffic_of_recomputation(rc: str, volumes: int) -> None:
     hidden = default_calibration().value("tp_overlap")
     # 32 layers x 64 micro-batches x volumes x one all-reduce of 32 MiB over the NVLink ring, less the hidden share
     assert ev.breakdown_s["tp_comm"][0] == pytest.approx(32 * 64 * volumes * one * (1 - hidden), rel=1e-9)
+
+
+def test_moe_layouts_keep_expert_parallelism_for_the_grouped_gemm_rows() -> None:
+    """Each expert's grouped GEMM gets M = ep x mb x s/cp x top-k / experts rows per micro-batch, at M / (M + 128) of
+    its efficiency (DeepGEMM's H800 tables: 1233 TFLOPS at 1024 rows per group, 932 at 256, 1297 at 8192). Qwen3-235B-
+    A22B (128 experts, top-8) on 256 B200s under HybridEP at 1,024 sequences of 4096: the planner's layout keeps the
+    experts' rows up with EP8 inside each 8-GPU node and PP8 (what Megatron-Bridge's B200 recipes run: PP8 EP8);
+    without the rows it chose EP2 here, and EP1 with PP32 and CP4 on 1,024 GB200s (64 rows per expert)."""
+    spec = get_preset("qwen3-235b-a22b").spec
+    job = TrainingJob(seq_len=4096, global_batch=1024, precision="fp8", framework="megatron", moe_dispatcher="flex")
+    hw = cluster_hardware(CAT, "b200-sxm-180gb", "ib-ndr-400")
+    c, ev, best, _ = best_layout(spec, job, hw, LayoutChoices(devices=[256], max_tp=8))
+    assert best is not None
+    assert int(c.ep[best]) == 8 and int(c.pp[best]) == 8 and int(c.cp[best]) == 1
+    one = LayoutChoices(devices=[256], tp=[1], pp=[8], cp=[1], ep=[1, 8], vpp=[1], zero=[1], micro_batch=[1],
+                        recompute=["none"])
+    c1 = generate(spec, one, seq_len=4096, global_batch=1024)
+    e1 = evaluate_training(spec, job, hw, c1)
+    ep1, ep8 = (int(np.flatnonzero(c1.ep == k)[0]) for k in (1, 8))
+    # same FLOPs, rows 256 -> 2048 per expert: the experts' GEMMs run (2048/2176) / (256/384) = 1.41x faster
+    assert e1.breakdown_s["compute"][ep1] > 1.25 * e1.breakdown_s["compute"][ep8]

@@ -240,7 +240,8 @@ def estimate_inference(spec: ModelSpec, *, accelerator: Accelerator, engine: Eng
         perf = offline_perf(batch_model, input_len=input_len, output_len=output_len, max_num_seqs=seqs,
                             max_batched_tokens=engine.max_batched_tokens, scheduling=engine.scheduling,
                             chunked_prefill=engine.chunked_prefill, kv_block_tokens=engine.kv_block_tokens,
-                            replicas=replicas * pp, devices_per_replica=per_replica // pp)
+                            replicas=replicas * pp, devices_per_replica=per_replica // pp,
+                            attention_groups=layout.dp)
         perf = _whole_replicas(perf, pp, replicas, per_replica)
     in_flight = perf.batch if perf.batch else 1
     cal = load_calibration({"runtime_context_gib": engine.runtime_overhead_gib,

@@ -20,6 +20,11 @@ state each finished request is replaced by a new one, so:
         new prompts' share, B x I / O tokens (Sarathi-Serve, Agrawal et al. 2024);
     prefill_first engines: a batch of B prompts is prefilled (in budget-size chunks),
         then decoded for O steps; output tokens/s = B x O / (prefill + O x decode step).
+    attention data parallelism (ep > tp: `attention_groups` groups sharing the experts): the groups step
+        together (every MoE layer is a collective over all of them), so a group's step also waits for the
+        prompts the other groups prefill: the mixing step above stretched by simulate.lockstep's expected
+        stall, at the other groups' prompt rate (groups - 1) x B / (O x step), solved as a fixed point
+        (the same stall the load simulator applies; SGLang large-scale EP blog, lmsys.org 2025-05-05).
 All figures are estimates.
 """
 
@@ -31,6 +36,7 @@ from typing import Any, Literal
 
 from gpuplan.errors import InputError
 from gpuplan.estimate.infer_step_model import StepCostModel
+from gpuplan.simulate.lockstep import lockstep_cost
 
 __all__ = ["InferencePerf", "Scenario", "fixed_batch_perf", "offline_perf", "prefill_s"]
 
@@ -136,10 +142,31 @@ def offline_batch(model: StepCostModel, *, input_len: float, output_len: float, 
     return max(0, min(fit, max_num_seqs, cap or max_num_seqs))
 
 
+def _lockstep_step(model: StepCostModel, *, groups: int, step: float, b_step: int, new: float, input_len: float,
+                   output_len: float, max_batched_tokens: int, chunked_prefill: bool) -> float:
+    """The mixing step of one of `groups` attention groups in lock-step: `step` (the group's own, with its prompt
+    share) stretched by the other groups' prefills, whose rate depends on the stretched step (fixed point)."""
+    mean_ctx = input_len + output_len / 2
+    own = step
+    for _ in range(50):  # the stall grows with the rate, the rate shrinks with the step: a contraction
+        cost = lockstep_cost(model, groups=groups, group_qps=b_step / (output_len * step), input_len_mean=input_len,
+                             output_len_mean=output_len, max_batched_tokens=max_batched_tokens,
+                             chunked_prefill=chunked_prefill)
+        nxt = cost.step_s(prefill_tokens=max(1, round(new * input_len)),
+                          prefill_attn_pairs=new * input_len * (input_len + 1) / 2, decode_seqs=b_step,
+                          decode_kv_tokens=round(b_step * mean_ctx))
+        if abs(nxt - step) <= 1e-9 * own:
+            return nxt
+        step = nxt
+    return step
+
+
 def offline_perf(model: StepCostModel, *, input_len: float, output_len: float, max_num_seqs: int,
                  max_batched_tokens: int, scheduling: str, chunked_prefill: bool, kv_block_tokens: int = 1,
-                 cap: int | None = None, replicas: int = 1, devices_per_replica: int = 1) -> InferencePerf:
-    """Steady-state throughput with as many requests in flight as fit (continuous batching)."""
+                 cap: int | None = None, replicas: int = 1, devices_per_replica: int = 1,
+                 attention_groups: int = 1) -> InferencePerf:
+    """Steady-state throughput with as many requests in flight as fit (continuous batching); `replicas` counts
+    the attention groups when there are several (`attention_groups`, each with its own sequences)."""
     _check_lengths(input_len, output_len, cap)
     b = offline_batch(model, input_len=input_len, output_len=output_len, max_num_seqs=max_num_seqs,
                       kv_block_tokens=kv_block_tokens, cap=cap)
@@ -161,6 +188,10 @@ def offline_perf(model: StepCostModel, *, input_len: float, output_len: float, m
         new = b_step / output_len
         step = model.step_s(prefill_tokens=max(1, round(new * input_len)), prefill_attn_pairs=new * pairs_per_req,
                             decode_seqs=b_step, decode_kv_tokens=round(b_step * mean_ctx))
+        if attention_groups > 1:
+            step = _lockstep_step(model, groups=attention_groups, step=step, b_step=b_step, new=new,
+                                  input_len=input_len, output_len=output_len, max_batched_tokens=max_batched_tokens,
+                                  chunked_prefill=chunked_prefill)
         tokens_per_s = b_step / step
         b = b_step
         ttft, tpot = step, step

@@ -129,6 +129,37 @@ def pp_cross_node_hops(c: Candidates, gpus_per_node: int) -> np.ndarray:
     return out
 
 
+def _expert_rows_factor(spec: ModelSpec, s: int, c: Candidates, cal: Calibration) -> Any:
+    """Efficiency of the grouped expert GEMMs for the rows each expert gets per micro-batch, M / (M + m_half).
+
+    An expert-parallel group of ep ranks dispatches its mb x s/cp x top-k token copies to the experts it holds, so
+    each expert's GEMM has M = ep x mb x (s / cp) x top-k / experts rows (balanced routing, as the benchmarks force
+    it). Few rows leave the kernel's row tiles part-empty and its waves short: DeepGEMM's FP8 grouped GEMMs on H800
+    (README tables, N x K = 4096 x 7168) run 1297 TFLOPS at 8192 rows per group, 1233 at 1024, 1040 at 512 and 932 at
+    256, i.e. M / (M + ~100-130); `moe_expert_rows_half` (128, one row tile) is read from those tables, not tuned.
+    This is why MoE teams run EP: without it a rank's experts see a handful of rows each."""
+    assert spec.moe is not None
+    rows = c.ep * c.micro_batch * (s / c.cp) * spec.moe.top_k / spec.moe.num_experts
+    half = cal.value("moe_expert_rows_half")
+    return rows / (rows + half)
+
+
+def _moe_host_wait_s(spec: ModelSpec, job: TrainingJob, c: Candidates, cal: Calibration) -> Any:
+    """Time each rank's GPU waits on the host in MoE layers whose dispatcher synchronises with it.
+
+    Megatron-Core's alltoall dispatcher hands the grouped expert GEMMs each expert's token count as host integers
+    (Transformer Engine GroupedLinear `m_splits`; MoEAlltoAllTokenDispatcher copies tokens_per_expert to the host and
+    synchronises the stream, megatron/core/transformer/moe/token_dispatcher.py): per MoE layer and pass the GPU
+    drains, then waits while the host launches the rest of the layer. The flex dispatcher (DeepEP/HybridEP) with CUDA
+    graphs over the router and dispatch preprocessing keeps the counts on the device (Megatron-Core MoE README,
+    v0.15 HybridEP; arXiv 2603.07685, the host-overhead "compute wall"). Passes: forward, backward and full
+    recomputation's second forward; `moe_host_wait_s` is the wait of one layer-pass, tuned on the MoE rows."""
+    if spec.moe is None or job.moe_dispatcher == "flex":
+        return np.zeros(len(c))
+    layer_passes = (2.0 + (c.recompute == 2)) * spec.num_moe_layers / c.pp * c.microbatches
+    return layer_passes * framework_term(cal, job, "moe_host_wait_s")
+
+
 def _pp_hop_s(nbytes: Any, c: Candidates, hw: ClusterHardware) -> Any:
     """One activation (or gradient) send between neighbouring stages, at the pace of the slowest hop.
 
@@ -204,9 +235,11 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
         # Flash-attention kernels skip the masked half of causal attention: the executed core is
         # half the full-s^2 count that MFU uses (Dao 2023), sliding windows aside.
         core_time = forward_flops(spec, s, causal=True).attention_core / (peak16 * attn_eff)
+    if spec.moe is not None:  # few rows per expert leave the grouped GEMM's row tiles part-empty
+        moe_eff = moe_eff * _expert_rows_factor(spec, s, c, cal)
     per_token_s = passes * (gemm / (peak_g * eff_g) + experts / (peak_g * eff_g * moe_eff) + core_time)
     gemm_s = rc_scale * per_token_s * tokens_step / n / narrow
-    compute = gemm_s + _elementwise_s(spec, job, hw, c, cal, rc_scale)
+    compute = gemm_s + _elementwise_s(spec, job, hw, c, cal, rc_scale) + _moe_host_wait_s(spec, job, c, cal)
     if job.pp_partition != "balanced":  # the pipeline runs at its heaviest stage's pace (estimate/pipeline_split.py)
         factors = {int(p): stage_imbalance(spec, int(s), int(p), job.pp_partition) for p in np.unique(c.pp)}
         compute = compute * np.vectorize(factors.__getitem__, otypes=[float])(c.pp)

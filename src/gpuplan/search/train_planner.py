@@ -238,7 +238,8 @@ def plan_figures(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Cand
 def _framework_assumption(job: TrainingJob) -> dict[str, Any]:
     """The framework profile the step time assumed (its terms replace the calibration's of the same name)."""
     used = {"tp_comm_overlap": tp_overlap_on(job), "kernels": job.kernels,
-            "sequence_parallel": job.sequence_parallel_on(), "zero_group": job.zero_shard_group()}
+            "sequence_parallel": job.sequence_parallel_on(), "zero_group": job.zero_shard_group(),
+            "moe_dispatcher": job.moe_dispatcher or "alltoall"}  # MoE layers' host wait (train_eval._moe_host_wait_s)
     if job.framework is None:
         return {"id": None, "note": "no framework named: the shipped terms, Megatron-Core with TP overlap and bf16 "
                 "gradient reduction for model-parallel layouts, FSDP/ZeRO for data-parallel ones (--framework "

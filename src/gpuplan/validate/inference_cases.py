@@ -128,8 +128,9 @@ def _layouts(spec: ModelSpec, row: Row, n_devices: int) -> list[Layout]:
 
 
 def _simulated(row: Row, model: StepCostModel, eng: EngineProfile, d: Dataset, replicas: int,
-               per_replica: int, prompts: int | None) -> InferencePerf:
-    """A dataset run through the load simulator, scaled to the replicas (each gets 1/replicas of the load)."""
+               per_replica: int, prompts: int | None, groups: int = 1) -> InferencePerf:
+    """A dataset run through the load simulator, scaled to the replicas (each gets 1/replicas of the load; with
+    attention data parallelism the replicas are the `groups` attention groups, which share the row's cap)."""
     scenario = row.get("scenario", "")
     rate = opt_int(row, "batch")
     if scenario == "server":
@@ -137,9 +138,9 @@ def _simulated(row: Row, model: StepCostModel, eng: EngineProfile, d: Dataset, r
             raise GpuplanError("server row states no request rate (its concurrency is not stated)")
         load = max(1, round(rate / replicas))
     else:
-        load = rate or 0
+        load = -(-rate // groups) if rate else 0
     m = simulate_row(model, eng, d, scenario=scenario, rate_or_cap=load or None,
-                     prompts=max(1, prompts // replicas) if prompts else None)
+                     prompts=max(1, prompts // replicas) if prompts else None, groups=groups)
     return InferencePerf(
         scenario=scenario, batch=round(m.batch_mean), replicas=replicas, devices_per_replica=per_replica,
         input_len=m.input_tokens_per_s / m.requests_per_s, output_len=m.output_tokens_per_s / m.requests_per_s,
@@ -157,22 +158,26 @@ def _predict(row: Row, spec: ModelSpec, model: StepCostModel, eng: EngineProfile
     per_replica = layout.tp * layout.pp
     replicas = max(1, n_devices // per_replica)
     if simulate and dataset is not None:
-        return _simulated(row, model, eng, dataset, replicas, per_replica, prompts)
+        return _simulated(row, model, eng, dataset, replicas, per_replica, prompts, groups=layout.dp)
     if scenario == "server":
         return offline_perf(model, input_len=input_len, output_len=output_len, max_num_seqs=eng.max_num_seqs,
                             max_batched_tokens=eng.max_batched_tokens, scheduling=eng.scheduling,
                             chunked_prefill=eng.chunked_prefill, kv_block_tokens=eng.kv_block_tokens,
-                            replicas=replicas, devices_per_replica=per_replica)
+                            replicas=replicas, devices_per_replica=per_replica, attention_groups=layout.dp)
     if scenario == "fixed_batch":
         batch = opt_int(row, "batch") or 1
         return fixed_batch_perf(model, batch=batch, input_len=int(input_len), output_len=int(output_len),
                                 replicas=replicas, devices_per_replica=per_replica,
                                 max_batched_tokens=eng.max_batched_tokens, chunked_prefill=eng.chunked_prefill)
     if scenario == "offline":
+        # with attention data parallelism (ep > tp) the row's cap is the engine's concurrency, shared by its
+        # attention groups (trtllm-bench --concurrency is the whole engine's; --max_batch_size each rank's)
+        cap = opt_int(row, "batch")
         return offline_perf(model, input_len=input_len, output_len=output_len, max_num_seqs=eng.max_num_seqs,
                             max_batched_tokens=eng.max_batched_tokens, scheduling=eng.scheduling,
                             chunked_prefill=eng.chunked_prefill, kv_block_tokens=eng.kv_block_tokens,
-                            cap=opt_int(row, "batch"), replicas=replicas, devices_per_replica=per_replica)
+                            cap=-(-cap // layout.dp) if cap else None, replicas=replicas,
+                            devices_per_replica=per_replica, attention_groups=layout.dp)
     raise GpuplanError(f"unknown scenario {scenario!r}")
 
 

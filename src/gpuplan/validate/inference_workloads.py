@@ -26,6 +26,7 @@ from gpuplan import yamlio
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.infer_step_model import StepCostModel
 from gpuplan.simulate import EngineConfig, LengthDist, SimMetrics, Workload, simulate_engine, summarize
+from gpuplan.simulate.lockstep import lockstep_cost
 from gpuplan.workload.engines import EngineProfile
 
 __all__ = ["Dataset", "dataset", "quantile_hist", "simulate_row", "truncated_exponential"]
@@ -35,6 +36,7 @@ _STRICT = ConfigDict(extra="forbid", frozen=True)
 SEED = 0
 SERVER_REQUESTS = 3000  # Poisson arrivals simulated for a server row
 OFFLINE_REQUESTS = 3000  # prompts of an offline row that does not say how many
+LOCKSTEP_RUNS = 2  # reruns of an offline run with attention groups, each at the prompt rate the last one reached
 
 
 class _Side(BaseModel):
@@ -158,8 +160,12 @@ def _lengths(d: Dataset, rng: np.random.Generator, n: int) -> tuple[np.ndarray, 
 
 
 def simulate_row(model: StepCostModel, eng: EngineProfile, d: Dataset, *, scenario: str, rate_or_cap: int | None,
-                 prompts: int | None) -> SimMetrics:
-    """Simulate one replica: an offline run of `prompts` queued requests, or Poisson arrivals at a rate."""
+                 prompts: int | None, groups: int = 1) -> SimMetrics:
+    """Simulate one replica: an offline run of `prompts` queued requests, or Poisson arrivals at a rate.
+
+    With `groups` attention groups (ep > tp) one group is simulated, its steps stretched by the other groups'
+    prefills (simulate.lockstep, as `estimate infer --qps` does): at the row's rate for a server row; for an
+    offline run at the rate the run itself reaches, found by running it again (`LOCKSTEP_RUNS` times)."""
     rng = np.random.default_rng(SEED)
     seqs = eng.max_num_seqs
     if scenario == "server":
@@ -175,5 +181,18 @@ def simulate_row(model: StepCostModel, eng: EngineProfile, d: Dataset, *, scenar
     cfg = EngineConfig(kv_block_tokens=eng.kv_block_tokens, max_num_seqs=seqs,
                        max_batched_tokens=max(eng.max_batched_tokens, int(inp.max())),
                        chunked_prefill=eng.chunked_prefill, scheduling=eng.scheduling)
-    run = simulate_engine(Workload(arrival_s=arrivals, input_len=inp, output_len=out, label=d.key), model, cfg)
-    return summarize(run, warmup_fraction=0.1 if scenario == "server" else 0.0)
+    wl = Workload(arrival_s=arrivals, input_len=inp, output_len=out, label=d.key)
+    warmup = 0.1 if scenario == "server" else 0.0
+
+    def run(group_qps: float) -> SimMetrics:
+        cost = lockstep_cost(model, groups=groups, group_qps=group_qps, input_len_mean=float(inp.mean()),
+                             output_len_mean=float(out.mean()), max_batched_tokens=cfg.max_batched_tokens,
+                             chunked_prefill=eng.chunked_prefill)
+        return summarize(simulate_engine(wl, cost, cfg), warmup_fraction=warmup)
+
+    if scenario == "server" or groups <= 1:
+        return run(float(rate_or_cap or 0) if scenario == "server" else 0.0)
+    m = run(0.0)
+    for _ in range(LOCKSTEP_RUNS):  # the stall slows the run, which lowers the other groups' prompt rate
+        m = run(m.requests_per_s)
+    return m

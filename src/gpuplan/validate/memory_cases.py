@@ -100,13 +100,15 @@ def recipe_settings(row: Row, st: RowSettings) -> dict[str, object]:
         job["recompute_early_stop"] = st.recompute_early_stop
     if st.pp_partition is not None:
         job["pp_partition"] = st.pp_partition
+    if st.moe_dispatcher is not None:
+        job["moe_dispatcher"] = st.moe_dispatcher
     return job
 
 
 # the recipe keys of the settings syntax that set a training job's fields (recipe_settings)
 TRAIN_RECIPE_KEYS = ("loss", "compile", "trainable_extra", "lora_targets", "quant_format", "zero_impl",
                      "optimizer_impl", "optimizer_offload", "optimizer_in_bwd", "zero_group", "grad_reduce_overlap",
-                     "recompute_early_stop", "pp_partition")
+                     "recompute_early_stop", "pp_partition", "moe_dispatcher")
 
 
 def recipe_job_fields(text: str, *, method: str, optimizer: str = "adamw") -> dict[str, object]:

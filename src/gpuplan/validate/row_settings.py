@@ -27,7 +27,9 @@ overlapping it: TrainingJob.grad_reduce_overlap) and `recompute_early_stop` (tra
 stopped before each dense layer's MLP down projection, as PyTorch's non-reentrant checkpoint does from torch 2.1;
 `false` for a run on an older torch or a reentrant checkpoint: TrainingJob.recompute_early_stop) and `pp_partition`
 (training: how the run split its pipeline stages, `layers` or `layers_and_embeddings`, when its source says:
-TrainingJob.pp_partition).
+TrainingJob.pp_partition) and `moe_dispatcher` (training: `flex` for a MoE run on DeepEP/HybridEP with CUDA graphs
+over the router and dispatch preprocessing, `alltoall` for Megatron-Core's host-synchronised alltoall dispatcher:
+TrainingJob.moe_dispatcher).
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ class RowSettings(BaseModel):
     zero_group: int | None = Field(default=None, ge=1)
     custom_all_reduce: bool | None = None
     grad_reduce_overlap: bool | None = None
+    moe_dispatcher: Literal["alltoall", "flex"] | None = None
     recompute_early_stop: bool | None = None
     pp_partition: PpPartition | None = None
 

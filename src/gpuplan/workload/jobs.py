@@ -146,6 +146,12 @@ class TrainingJob(BaseModel):
     tp_comm_overlap: bool | None = Field(
         default=None, description="tensor-parallel collectives overlapped with the GEMMs (Transformer Engine "
         "userbuffers, --tp-comm-overlap); None: the framework's default")
+    moe_dispatcher: Literal["alltoall", "flex"] | None = Field(
+        default=None, description="how MoE layers dispatch tokens to experts: alltoall (Megatron-Core's alltoall "
+        "token dispatcher: the grouped expert GEMMs take each expert's token count on the host, a device-to-host "
+        "sync per MoE layer and pass, after which the GPU waits for the host to launch the rest of the layer) or "
+        "flex (DeepEP/HybridEP, --moe-token-dispatcher-type flex, with CUDA graphs over the router and the "
+        "dispatch preprocessing: no host wait); None: alltoall")
     grad_reduce_overlap: bool | None = Field(
         default=None, description="data-parallel gradient reduction overlapped with the backward (PyTorch DDP and "
         "Megatron --overlap-grad-reduce buckets, DeepSpeed overlap_comm); False: it runs after the backward, whole "
