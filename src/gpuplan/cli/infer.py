@@ -113,7 +113,7 @@ def estimate_infer(
     if json_out:
         print_json(d)
         return
-    if engine_why is not None:
+    if engine_why is not None and engine_id != default_engine(None)[0]:  # named when the part's stack chose it
         note(tr("cli.einfer.engine_default", language, engine=engine_id, stack=acc.software_stack,
                 source=engine_why))
     _table(d, language)

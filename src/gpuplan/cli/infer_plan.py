@@ -161,7 +161,8 @@ def plan_infer(
     if json_out:
         print_json(run)
         return
-    if engine_why is not None and engine_id != "vllm":  # name the engine when the parts' stack chose it
+    # name the engine when the parts' stack chose it
+    if engine_why is not None and engine_id != default_engine_for_parts(())[0]:
         console.print(tr("cli.einfer.engine_default", language, engine=engine_id, stack=prof.stacks[0],
                          source=engine_why), highlight=False)
     _table(spec.name, load, slo, res.plans[:top], res.candidates_evaluated, res.simulated, res.rejected, language,
