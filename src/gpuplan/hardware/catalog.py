@@ -321,6 +321,23 @@ def _check_refs(merged: Mapping[str, Entry], issues: list[CatalogIssue]) -> None
                         field="accelerator_count",
                     )
                 )
+            if (
+                srv is not None
+                and isinstance(srv.record, Server)
+                and rec.cards_per_host is not None
+                and rec.cards_per_host > srv.record.accelerators_per_node
+            ):
+                issues.append(
+                    CatalogIssue(
+                        e.path,
+                        e.line_of("cards_per_host"),
+                        f"cards_per_host {rec.cards_per_host} exceeds the server's "
+                        f"{srv.record.accelerators_per_node} per node",
+                        kind=e.kind,
+                        record=rec.id,
+                        field="cards_per_host",
+                    )
+                )
 
 
 def _pick_rates(layers: Sequence[Layer], issues: list[CatalogIssue]) -> tuple[CurrencyRates, Origin] | None:
