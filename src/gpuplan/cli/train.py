@@ -375,6 +375,12 @@ def _print_plans(model: str, tokens: float, res: Any, doc: dict[str, Any], cons:
                        duration_text(p["time_to_train_s"], language), cost_text(p, language, with_band=False))
         console.print(pt)
     console.print(tr("cli.plan.layouts", language, why=cons.layout_reason), highlight=False)
+    named = {p["accelerator"]: p["layout_family"]["framework"] for p in res.plans
+             if (p.get("layout_family") or {}).get("framework")}
+    if named:  # the framework of the parts' stack (MindSpeed-LLM on Ascend), workload/data/frameworks.yaml
+        fw = next(iter(named.values()))
+        console.print(tr("cli.plan.stack_framework", language, parts=", ".join(sorted(named)), name=fw["name"],
+                         id=fw["id"], source=fw["source"]), highlight=False)
     if recipe.strip():
         console.print(tr("cli.plan.recipe", language, facts=recipe.strip()), highlight=False)
     if rec is not None:
