@@ -393,7 +393,8 @@ def _print_plans(model: str, tokens: float, res: Any, doc: dict[str, Any], cons:
             console.print(tr("cli.plan.buy_option", language, devices=buy["devices"], acc=buy["accelerator"],
                              servers=buy["servers"], server=buy["server"], each=buy["price_per_server"],
                              total=buy["purchase_amount"], currency=buy["currency"], usd=buy["purchase_usd"],
-                             days=buy["days"], source=buy["source"], confidence=buy["confidence"]),
+                             days=buy["days"], source=buy["source"],
+                             confidence=tr(f"price.confidence.{buy['confidence']}", language)),
                           highlight=False)
         opt = rec.get("hardware_option") or {}
         if opt:
