@@ -27,6 +27,7 @@ from typing import Any
 
 from gpuplan import __version__
 from gpuplan.advise.adapt_train import training_facts
+from gpuplan.advise.buy_option import buy_option
 from gpuplan.advise.engine import advise
 from gpuplan.advise.facts import PlanFacts, Requirements
 from gpuplan.advise.findings import Thresholds, advise_data, default_thresholds
@@ -400,6 +401,7 @@ def training_report(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: P
         breakdown_s=best["breakdown_s"],
         findings=[f.to_json() for f in findings],
         tco=_tco(facts, catalog, cal, th, tco_overrides),
+        buy_option=buy_option(res.plans, blocked, target),  # owning instead of renting, when a server has a price
         reliability=best["reliability"],
         data_pipeline={k: v for k, v in best["data_pipeline"].items() if k != "note"},
         assumptions={"mfu_convention": best["assumptions"]["mfu_convention"],

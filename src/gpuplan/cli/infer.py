@@ -21,7 +21,7 @@ from gpuplan.i18n import help_text, resolve_lang, tr
 from gpuplan.render.trust_text import band_num, trust_lines
 from gpuplan.search.cluster import cluster_hardware, usual_network
 from gpuplan.search.estimate_trust import serving_estimate_trust
-from gpuplan.workload.engines import engine
+from gpuplan.workload.engines import default_engine, engine
 from gpuplan.workload.presets import load_model
 
 __all__ = ["FIGURES", "estimate_infer"]
@@ -65,7 +65,7 @@ def estimate_infer(
     tp: int = typer.Option(None, help=help_text("help.estimate_infer.tp")),
     pp: int = typer.Option(1, help=help_text("help.estimate_infer.pp")),
     ep: int = typer.Option(1, help=help_text("help.estimate_infer.ep")),
-    engine_id: str = typer.Option("vllm", "--engine", help=help_text("help.estimate_infer.engine_id")),
+    engine_id: str = typer.Option(None, "--engine", help=help_text("help.estimate_infer.engine_id")),
     weights: Weights = typer.Option("bf16", help=help_text("help.estimate_infer.weights")),
     kv_dtype: KV = typer.Option(None, "--kv-dtype", help=help_text("help.estimate_infer.kv_dtype")),
     input_len: int = typer.Option(..., help=help_text("help.estimate_infer.input_len")),
@@ -92,6 +92,9 @@ def estimate_infer(
         spec = load_model(model)
         cat = load_catalog(catalog_dir or ())
         acc = cat.accelerator(accelerator)
+        engine_why = None
+        if engine_id is None:  # the engine teams on the part's stack serve with (engines.yaml stack_default_engines)
+            engine_id, engine_why = default_engine(acc)
         prof = engine(engine_id, terms=_terms(term), settings=_settings(setting))
         est = estimate_inference(spec, accelerator=acc, engine=prof, input_len=input_len, output_len=output_len,
                                  num_accels=num_accels, tp=tp, pp=pp, ep=ep, weights=weights, kv_dtype=kv_dtype,
@@ -102,12 +105,17 @@ def estimate_infer(
         fail(exc, lang)
     note(alias_note(cat, accelerator, language))
     d = est.to_json()
+    if engine_why is not None:
+        d["assumptions"]["engine_default"] = {"engine": engine_id, "stack": acc.software_stack, "source": engine_why}
     d.update(serving_estimate_trust(  # how sure: the confidence and 80% bands a serving plan carries
         d, accelerator=acc.id, engine=engine_id, engine_overridden=bool(term), moe=spec.moe is not None,
         devices_per_replica=est.num_accels // est.replicas))
     if json_out:
         print_json(d)
         return
+    if engine_why is not None and engine_id != default_engine(None)[0]:  # named when the part's stack chose it
+        note(tr("cli.einfer.engine_default", language, engine=engine_id, stack=acc.software_stack,
+                source=engine_why))
     _table(d, language)
 
 

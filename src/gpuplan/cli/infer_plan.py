@@ -65,7 +65,7 @@ def plan_infer(
     output_dist: str = typer.Option(None, help=help_text("help.plan_infer.output_dist")),
     ttft_p99: float = typer.Option(..., help=help_text("help.plan_infer.ttft_p99")),
     tpot_p99: float = typer.Option(..., help=help_text("help.plan_infer.tpot_p99")),
-    engine_id: str = typer.Option("vllm", "--engine", help=help_text("help.plan_infer.engine_id")),
+    engine_id: str = typer.Option(None, "--engine", help=help_text("help.plan_infer.engine_id")),
     weights: list[str] = typer.Option(None, help=help_text("help.plan_infer.weights", formats=", ".join(WEIGHTS))),
     kv_dtype: Literal["bf16", "fp16", "fp8", "int8"] = typer.Option("bf16", help=help_text("help.plan_infer.kv_dtype")),
     market: Literal["cn", "global"] | None = typer.Option(None),
@@ -98,7 +98,8 @@ def plan_infer(
     from gpuplan.search.infer_load import InferSlo, planner_terms
     from gpuplan.search.infer_pd_choice import disaggregated_recommendation
     from gpuplan.search.infer_search import InferConstraints, plan_inference, plan_record
-    from gpuplan.workload.engines import engine
+    from gpuplan.search.train_search import policy_rejection
+    from gpuplan.workload.engines import default_engine_for_parts, engine
 
     try:
         language = resolve_lang(lang)
@@ -118,14 +119,21 @@ def plan_infer(
         slo = InferSlo(ttft_p99_s=ttft_p99, tpot_p99_s=tpot_p99)
         spec = load_model(model)
         cat = load_catalog(catalog_dir or ())
-        prof = engine(engine_id)
         check_policy_names(cat, vendor=vendor, provider=provider)
         cons = InferConstraints(market=market, vendor=vendor, provider=provider, domestic_only=domestic_only,
                                 max_devices=max_devices, weights=tuple(weights) if weights else WEIGHTS,
                                 kv_dtype=kv_dtype, trust=trust, router=router)
+        engine_why = None
+        if engine_id is None:  # the parts' stack's engine when they share one (MindIE with --vendor Huawei), else vLLM
+            policy = cons.policy()
+            engine_id, engine_why = default_engine_for_parts(
+                a for a in cat.accelerators.values() if policy_rejection(a, policy) is None)
+        prof = engine(engine_id)
         cal = planner_terms(_terms(term))
         res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, terms=cal)
         run = plan_record(spec, load, slo, res, prof, kv_dtype)
+        if engine_why is not None:
+            run["engine_default"] = {"engine": engine_id, "source": engine_why}
         if run["slo"].get("warning"):
             warn(run["slo"]["warning"][language])
         run["what_if_pd"] = named_pd(run, cat, th, req)  # the disaggregated fleet the advisor would name
@@ -167,6 +175,10 @@ def plan_infer(
     if json_out:
         print_json(run)
         return
+    # name the engine when the parts' stack chose it
+    if engine_why is not None and engine_id != default_engine_for_parts(())[0]:
+        console.print(tr("cli.einfer.engine_default", language, engine=engine_id, stack=prof.stacks[0],
+                         source=engine_why), highlight=False)
     _table(spec.name, load, slo, _shown(res.plans, top, recommended), res.candidates_evaluated, res.simulated,
            res.rejected, language, recommended, blocked, router=res.router)
     if recommended is not None and market is None and data_residency is None and (

@@ -327,7 +327,7 @@ def plan_train(
                     "layout_family": {"family": cons.layout_family, "why": cons.layout_reason},
                     "rejected": res.rejected, "hardware_considered": res.hardware_considered,
                     "recommended": doc["recommendation"], "not_recommended": doc["not_recommended"],
-                    "findings": doc["findings"], "tco": doc["tco"]})
+                    "findings": doc["findings"], "tco": doc["tco"], "buy_option": doc.get("buy_option")})
         return
     _print_plans(spec.name, tokens, res, doc, cons, top, language, recipe)
 
@@ -375,6 +375,12 @@ def _print_plans(model: str, tokens: float, res: Any, doc: dict[str, Any], cons:
                        duration_text(p["time_to_train_s"], language), cost_text(p, language, with_band=False))
         console.print(pt)
     console.print(tr("cli.plan.layouts", language, why=cons.layout_reason), highlight=False)
+    named = {p["accelerator"]: p["layout_family"]["framework"] for p in res.plans
+             if (p.get("layout_family") or {}).get("framework")}
+    if named:  # the framework of the parts' stack (MindSpeed-LLM on Ascend), workload/data/frameworks.yaml
+        fw = next(iter(named.values()))
+        console.print(tr("cli.plan.stack_framework", language, parts=", ".join(sorted(named)), name=fw["name"],
+                         id=fw["id"], source=fw["source"]), highlight=False)
     if recipe.strip():
         console.print(tr("cli.plan.recipe", language, facts=recipe.strip()), highlight=False)
     if rec is not None:
@@ -382,6 +388,14 @@ def _print_plans(model: str, tokens: float, res: Any, doc: dict[str, Any], cons:
                          offer=offer_text(rec, language), time=duration_text(rec["time_s"], language),
                          cost=cost_text(rec, language, with_band=False)),
                       highlight=False)
+        buy = doc.get("buy_option")
+        if buy is not None:  # owning instead of renting (advise/buy_option.py)
+            console.print(tr("cli.plan.buy_option", language, devices=buy["devices"], acc=buy["accelerator"],
+                             servers=buy["servers"], server=buy["server"], each=buy["price_per_server"],
+                             total=buy["purchase_amount"], currency=buy["currency"], usd=buy["purchase_usd"],
+                             days=buy["days"], source=buy["source"],
+                             confidence=tr(f"price.confidence.{buy['confidence']}", language)),
+                          highlight=False)
         opt = rec.get("hardware_option") or {}
         if opt:
             console.print(tr("cli.plan.option_basis", language, network=opt["network_basis"],

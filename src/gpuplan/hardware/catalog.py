@@ -305,22 +305,15 @@ def _check_refs(merged: Mapping[str, Entry], issues: list[CatalogIssue]) -> None
             _ref(e, "server", rec.server, merged, "servers", issues)
             _ref(e, "rdma_network", rec.rdma_network, merged, "networks", issues)
             srv = merged.get(rec.server)
-            if (
-                srv is not None
-                and isinstance(srv.record, Server)
-                and (rec.accelerator_count > srv.record.accelerators_per_node)
-            ):
-                issues.append(
-                    CatalogIssue(
-                        e.path,
-                        e.line_of("accelerator_count"),
-                        f"accelerator_count {rec.accelerator_count:g} exceeds the server's "
-                        f"{srv.record.accelerators_per_node} per node",
-                        kind=e.kind,
-                        record=rec.id,
-                        field="accelerator_count",
-                    )
-                )
+            if srv is None or not isinstance(srv.record, Server):
+                continue
+            # an instance holds at most its server's scale-up domain (a whole CloudMatrix384 is 384), not a fixed cap
+            per_node = srv.record.accelerators_per_node
+            for name, count in (("accelerator_count", rec.accelerator_count), ("cards_per_host", rec.cards_per_host)):
+                if count is not None and count > per_node:
+                    issues.append(CatalogIssue(e.path, e.line_of(name),
+                                               f"{name} {count:g} exceeds the server's {per_node} per node",
+                                               kind=e.kind, record=rec.id, field=name))
 
 
 def _pick_rates(layers: Sequence[Layer], issues: list[CatalogIssue]) -> tuple[CurrencyRates, Origin] | None:

@@ -87,7 +87,8 @@ class Instance(Sourced):
     family: str = ""
     server: str = Field(description="server id this instance runs on")
     accelerator_count: float = Field(
-        gt=0, le=72, description="accelerators in the instance (0.5 = half a GPU)"
+        gt=0, description="accelerators in the instance (0.5 = half a GPU); at most its server's "
+        "accelerators_per_node (checked against the server when the catalog is built: 384 on a CloudMatrix384)"
     )
     tenancy: Literal["shared", "dedicated_vm", "bare_metal"]
     vcpus: int | None = Field(default=None, ge=1)
@@ -104,7 +105,7 @@ class Instance(Sourced):
         default=None, ge=1, description="the cluster such an offer typically supplies when none is stated (a "
         "provider's reservation product, a broker's usual lot); cite it in field_sources.typical_max_devices")
     cards_per_host: int | None = Field(
-        default=None, ge=2, le=72, description="a per-card rental (accelerator_count 1) whose provider puts up to "
+        default=None, ge=2, description="a per-card rental (accelerator_count 1) whose provider puts up to "
         "this many cards of one host in one rental (a pod, a lease), each billed at the per-card price: a plan of "
         "that many devices runs on one machine's own links; cite it in field_sources.cards_per_host")
     prices: tuple[Price, ...] = ()

@@ -27,6 +27,7 @@ from gpuplan.search.plan_trust import meets_trust, training_bands, training_conf
 from gpuplan.search.train_planner import best_layout, cost_figures, plan_figures
 from gpuplan.units import GIB
 from gpuplan.workload.frameworks import framework as framework_profile
+from gpuplan.workload.frameworks import stack_framework
 from gpuplan.workload.jobs import FP4_FORMATS, TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 
@@ -145,6 +146,17 @@ def choose_layout_family(method: str, framework: str | None, params: float, cal:
                                  "dp_only_finetune_max_params): FSDP/ZeRO data parallelism; --framework megatron "
                                  "for TP/PP layouts")
     return "megatron", "every Megatron-style layout (TP, PP, CP, EP, DP/ZeRO)"
+
+
+def _stack_framework(acc: Accelerator, cons: PlanConstraints) -> dict[str, str] | None:
+    """The framework a team on the part's stack runs a Megatron-style layout with, when no --framework was given
+    (workload/data/frameworks.yaml stack_default_frameworks: MindSpeed-LLM on CANN); None elsewhere."""
+    if cons.framework is not None or cons.layout_family != "megatron":
+        return None
+    entry = stack_framework(acc.software_stack)
+    if entry is None:
+        return None
+    return {"id": entry.framework, "name": framework_profile(entry.framework).name, "source": entry.source}
 
 
 def _rank_key(p: dict[str, Any]) -> tuple[bool, float, float]:
@@ -293,6 +305,9 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
                 fig["bottleneck"] = bottleneck(fig["breakdown_s"])
                 fig["hardware_option"] = opt.to_json()
                 fig["layout_family"] = {"family": cons.layout_family, "why": cons.layout_reason}
+                named = _stack_framework(acc, cons)
+                if named is not None:  # MindSpeed-LLM on Ascend: the framework the plan's layout is run with
+                    fig["layout_family"]["framework"] = named
                 fig["band"], fig["band_basis"] = training_bands(
                     fig, efficiency=conf["efficiency"]["provenance"], moe=spec.moe is not None,
                     nodes=-(-n // hw.gpus_per_node), framework_stated=cons.framework is not None)

@@ -18,7 +18,7 @@ user override is never replaced); an engine or part no entry names keeps the def
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from fnmatch import fnmatchcase
 from functools import cache
 from importlib import resources
@@ -32,8 +32,8 @@ from gpuplan.hardware.schema_devices import Accelerator, StackKind
 from gpuplan.terms import override_terms
 
 __all__ = ["ENGINE_TERMS", "DecodeKernelEra", "EngineProfile", "EngineTerm", "HardwareTerms", "PartDefaults",
-           "Scheduling", "TunedOn",
-           "engine", "engine_ids", "hardware_terms", "load_engines"]
+           "Scheduling", "StackDefault", "TunedOn",
+           "default_engine", "default_engine_for_parts", "engine", "engine_ids", "hardware_terms", "load_engines"]
 
 Scheduling = Literal["fcfs", "prefill_first", "decode_first", "static"]
 
@@ -313,6 +313,17 @@ class EngineProfile(BaseModel):
                                         "runtime_overhead_gib"})
 
 
+class StackDefault(BaseModel):
+    """The engine teams on one software stack serve with (MindIE on CANN), used when the user names none."""
+
+    model_config = _STRICT
+
+    stack: StackKind
+    engine: str = Field(min_length=1)
+    source: str = Field(min_length=1)
+    as_of: str = Field(pattern=r"^\d{4}-\d{2}(-\d{2})?$")
+
+
 class _EngineFile(BaseModel):
     model_config = _STRICT
 
@@ -321,6 +332,8 @@ class _EngineFile(BaseModel):
     default_terms: dict[str, EngineTerm]  # what each profile's `terms` starts from (YAML merge key)
     engines: tuple[EngineProfile, ...]
     hardware_terms: tuple[HardwareTerms, ...] = ()
+    default_engine: str = "vllm"
+    stack_default_engines: tuple[StackDefault, ...] = ()
 
 
 _SETTINGS = ("gpu_memory_fraction", "kv_block_tokens", "max_num_seqs", "max_batched_tokens",
@@ -340,7 +353,31 @@ def _load_file() -> _EngineFile:
         bad = [e for e in h.engines if e != "*" and e not in ids]
         if bad:
             raise RuntimeError(f"engines.yaml hardware_terms {h.id}: unknown engines {bad}")
+    for d in (parsed.default_engine, *(s.engine for s in parsed.stack_default_engines)):
+        if d not in ids:
+            raise RuntimeError(f"engines.yaml default engine {d!r} is not an engine id")
     return parsed
+
+
+def default_engine(accelerator: Accelerator | None = None) -> tuple[str, str]:
+    """The engine a part serves with when the user names none, and why: its stack's entry in engines.yaml
+    `stack_default_engines` (MindIE on CANN), else `default_engine` (vLLM). Returns (engine id, source)."""
+    data = _load_file()
+    if accelerator is not None:
+        for entry in data.stack_default_engines:
+            if entry.stack == accelerator.software_stack:
+                return entry.engine, entry.source
+    return data.default_engine, "engines.yaml default_engine"
+
+
+def default_engine_for_parts(accelerators: Iterable[Accelerator]) -> tuple[str, str]:
+    """The default engine of a search over several parts: their stack's (default_engine) when they all share one
+    stack, else engines.yaml `default_engine` (one engine serves every part of a search)."""
+    parts = list(accelerators)
+    stacks = {a.software_stack for a in parts}
+    if len(stacks) == 1:
+        return default_engine(parts[0])
+    return default_engine(None)
 
 
 @cache

@@ -24,9 +24,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuplan import yamlio
 from gpuplan.errors import unknown_name
+from gpuplan.hardware.schema_devices import StackKind
 from gpuplan.terms import Term
 
-__all__ = ["Axis", "FrameworkId", "FrameworkProfile", "FrameworkTerm", "framework", "framework_ids", "load_frameworks"]
+__all__ = ["Axis", "FrameworkId", "FrameworkProfile", "FrameworkTerm", "StackFramework", "framework", "framework_ids",
+           "load_frameworks", "stack_framework"]
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
@@ -106,22 +108,45 @@ class FrameworkProfile(BaseModel):
                 "terms": {k: {"value": t.value, "unit": t.unit, "source": t.source} for k, t in self.terms.items()}}
 
 
+class StackFramework(BaseModel):
+    """The framework teams on one software stack train with (MindSpeed-LLM on CANN), named when none is given."""
+
+    model_config = _STRICT
+
+    stack: StackKind
+    framework: FrameworkId
+    source: str = Field(min_length=1)
+    as_of: str = Field(pattern=r"^\d{4}-\d{2}(-\d{2})?$")
+
+
 class _FrameworkFile(BaseModel):
     model_config = _STRICT
 
     schema_version: Literal[1]
     as_of: str
     frameworks: tuple[FrameworkProfile, ...]
+    stack_default_frameworks: tuple[StackFramework, ...] = ()
+
+
+@cache
+def _load_file() -> _FrameworkFile:
+    path = resources.files("gpuplan.workload") / "data" / "frameworks.yaml"
+    try:
+        return _FrameworkFile.model_validate(yamlio.safe_load(path.read_text(encoding="utf-8")))
+    except ValidationError as exc:  # a shipped-data defect: say where
+        raise RuntimeError(f"workload/data/frameworks.yaml: {exc}") from None
+
+
+def stack_framework(stack: str) -> StackFramework | None:
+    """The framework a team on `stack` trains with when it names none (frameworks.yaml stack_default_frameworks:
+    MindSpeed-LLM on CANN); None where the plan names no framework (Megatron-style layouts on CUDA/ROCm)."""
+    return next((f for f in _load_file().stack_default_frameworks if f.stack == stack), None)
 
 
 @cache
 def load_frameworks() -> dict[str, FrameworkProfile]:
     """Every shipped profile by id (data/frameworks.yaml)."""
-    path = resources.files("gpuplan.workload") / "data" / "frameworks.yaml"
-    try:
-        data = _FrameworkFile.model_validate(yamlio.safe_load(path.read_text(encoding="utf-8")))
-    except ValidationError as exc:  # a shipped-data defect: say where
-        raise RuntimeError(f"workload/data/frameworks.yaml: {exc}") from None
+    data = _load_file()
     out: dict[str, FrameworkProfile] = {p.id: p for p in data.frameworks}
     if len(out) != len(data.frameworks) or set(out) != set(get_args(FrameworkId)):
         raise RuntimeError("workload/data/frameworks.yaml: duplicate ids, or ids that differ from FrameworkId")
