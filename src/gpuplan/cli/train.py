@@ -85,6 +85,7 @@ def estimate_train(
     data_loading: DataLoading = typer.Option("pretokenized", help=help_text("help.common.data_loading")),
     recipe: str = typer.Option("", help=help_text("help.common.recipe")),
     catalog_dir: list[Path] = typer.Option(None, "--catalog", help=help_text("help.common.catalog_dir")),
+    term: list[str] = typer.Option(None, "--term", help=help_text("help.train.term")),
     json_out: bool = flag(False, "--json"),
     lang: str = typer.Option(None, "--lang", help=help_text("help.common.lang")),
     emit: str = typer.Option(None, "--emit", help=help_text("help.common.emit", formats=", ".join(TRAIN_FORMATS))),
@@ -128,7 +129,8 @@ def estimate_train(
             recompute=offered_choice(prof, "recompute", recompute, list(prof.recompute) if prof else [],
                                      list(RECOMPUTE_CODES)), max_tp=gpn,
             dp=[dp] if dp is not None else None, zero3_with_pp=bool(prof and prof.zero3_with_pp))
-        cal = load_user_calibration()  # measured terms written by `gpuplan calibrate`, if any
+        # measured terms written by `gpuplan calibrate`, if any, then the user's --term overrides
+        cal = load_user_calibration().with_overrides(parse_pairs(term, "term"))
         c, ev, best, rejected = best_layout(spec, job, hw, choices, calibration=cal)
         if len(c) == 0:  # name the rule no layout meets (not a product the stated degrees may well have)
             rule = why_no_layout(spec, choices, seq_len=job.seq_len, global_batch=int(job.global_batch or 1),
@@ -247,6 +249,7 @@ def plan_train(
     budget: float = typer.Option(None, help=help_text("help.common.budget")),
     max_devices: int = typer.Option(4096),
     capacity: list[str] = typer.Option(None, "--capacity", help=help_text("help.plan_train.capacity")),
+    term: list[str] = typer.Option(None, "--term", help=help_text("help.train.term")),
     network: str = typer.Option(None, help=help_text("help.plan_train.network")),
     nics_per_node: float = typer.Option(None, help=help_text("help.estimate_train.nics_per_node")),
     gpus_per_node: int = typer.Option(None, help=help_text("help.estimate_train.gpus_per_node")),
@@ -286,7 +289,7 @@ def plan_train(
         job = training_job(method, seq_len, global_batch, precision, kernels=kernels or "auto",
                            data_loading=data_loading,
                            framework=framework, recipe=recipe)
-        cal = load_user_calibration()
+        cal = load_user_calibration().with_overrides(parse_pairs(term, "term"))
         cons = plan_constraints(cat, float(count_params(spec).total), cal, method=method, framework=framework,
                                 deadline=deadline, budget=budget, max_devices=max_devices, market=market,
                                 vendor=vendor, provider=provider, domestic_only=domestic_only, network=network,

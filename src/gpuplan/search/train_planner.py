@@ -23,6 +23,8 @@ from gpuplan.estimate.memory_train import estimate_training_memory
 from gpuplan.hardware import Catalog
 from gpuplan.search.candidates import Candidates, LayoutChoices, generate
 from gpuplan.search.cluster import ClusterHardware
+from gpuplan.search.layout_pick import TERM as LAYOUT_TERM
+from gpuplan.search.layout_pick import simplest_near_fastest
 from gpuplan.search.memory_vec import candidate_memory_bytes
 from gpuplan.search.pricing import DevicePrice, device_price
 from gpuplan.search.train_eval import BREAKDOWN_KEYS, Evaluation, evaluate_training, pp_cross_node_hops, tp_overlap_on
@@ -80,7 +82,8 @@ def best_layout(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, choices:
     ev = _scatter(evaluate_training(spec, job, hw, c.take(fits), calibration=cal, memory_bytes=mem[fits]),
                   fits, mem)
     step = np.where(fits, ev.step_s, np.inf)
-    return c, ev, int(np.argmin(step)), rejected
+    # the simplest layout within layout_simplicity_tolerance of the fastest (search/layout_pick.py)
+    return c, ev, simplest_near_fastest(c, step, cal.value(LAYOUT_TERM)), rejected
 
 
 _MEMORY_KEY = ("tp", "pp", "dp", "cp", "ep", "vpp", "zero", "micro_batch", "recompute", "microbatches")

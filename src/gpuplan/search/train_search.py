@@ -21,6 +21,8 @@ from gpuplan.hardware import Accelerator, Catalog
 from gpuplan.search import progress
 from gpuplan.search.candidates import Candidates, family_choices, generate
 from gpuplan.search.cluster import ClusterHardware, cluster_hardware, usual_network
+from gpuplan.search.layout_pick import TERM as LAYOUT_TERM
+from gpuplan.search.layout_pick import simplest_near_fastest
 from gpuplan.search.memory_vec import candidate_memory_bytes
 from gpuplan.search.offers import HardwareOption, hardware_options
 from gpuplan.search.plan_trust import meets_trust, training_bands, training_confidence
@@ -270,7 +272,7 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
             step = np.where(fits, ev.step_s, np.inf)
             for n in np.unique(c.devices[fits]).tolist():
                 if n not in figs:
-                    best = int(np.argmin(np.where(c.devices == n, step, np.inf)))
+                    best = simplest_near_fastest(c, np.where(c.devices == n, step, np.inf), cal.value(LAYOUT_TERM))
                     figs[n] = plan_figures(spec, job, hw, c, ev, best, catalog=catalog, tokens=tokens,
                                            calibration=cal, price=opt.price, memory_cache=memories)
                 fig = dict(figs[n])
