@@ -53,9 +53,11 @@ class TrainingPlan:
 
 def best_layout(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, choices: LayoutChoices, *,
                 calibration: Calibration | None = None, memory_limit_bytes: float | None = None,
-                prepared: tuple[Candidates, np.ndarray] | None = None,
+                prepared: tuple[Candidates, np.ndarray] | None = None, simplicity_tolerance: float | None = None,
                 ) -> tuple[Candidates, Evaluation, int | None, dict[str, int]]:
-    """Evaluate all candidates; return them, their evaluation, the index of the fastest that fits and rejections.
+    """Evaluate all candidates; return them, their evaluation, the index of the layout kept among those that fit
+    (the simplest within `simplicity_tolerance`, by default the calibration's `layout_simplicity_tolerance`, of the
+    fastest: search/layout_pick.py) and rejections.
 
     `prepared` gives the candidates of `choices` and their memory, generated once by a caller that evaluates them
     on several hardware options (memory does not depend on the hardware).
@@ -83,7 +85,8 @@ def best_layout(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, choices:
                   fits, mem)
     step = np.where(fits, ev.step_s, np.inf)
     # the simplest layout within layout_simplicity_tolerance of the fastest (search/layout_pick.py)
-    return c, ev, simplest_near_fastest(c, step, cal.value(LAYOUT_TERM)), rejected
+    tol = cal.value(LAYOUT_TERM) if simplicity_tolerance is None else simplicity_tolerance
+    return c, ev, simplest_near_fastest(c, step, tol), rejected
 
 
 _MEMORY_KEY = ("tp", "pp", "dp", "cp", "ep", "vpp", "zero", "micro_batch", "recompute", "microbatches")

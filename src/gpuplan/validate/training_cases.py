@@ -99,8 +99,9 @@ def evaluate_training_row(row: Row, catalog: Catalog, calibration: Calibration |
     )
     # a published run fit its devices: judge fit against the whole memory, without planning headroom
     whole = float(hw.accelerator.memory_gib or 0) * GIB
+    # a published run's unstated axes are taken at their fastest: benchmark runs are tuned for speed, not simplicity
     c, ev, best, rejected = best_layout(spec, job, hw, choices, calibration=calibration,
-                                        memory_limit_bytes=whole or None)
+                                        memory_limit_bytes=whole or None, simplicity_tolerance=0.0)
     detail = ""
     if best is None:
         if len(c) == 0:
