@@ -356,9 +356,10 @@ def test_serving_plan_page_marks_a_part_a_blocking_finding_rules_out(client: Any
     pid = r.json()["plan_id"]
     en = client.get(f"/p/{pid}?lang=en").text
     rows = re.findall(r"<tr class=\"[^\"]*blocked\"><td>(.*?)</td>", en, re.S)
-    assert rows and all(part in row and "not recommended: market.export" in row for row in rows)
+    blocked = "not recommended: export rules for this offer&#39;s market (market.export)"
+    assert rows and all(part in row and blocked in row for row in rows)
     assert not any(part in row for row in re.findall(r'<tr class="recommended">(.*?)</tr>', en, re.S))
-    assert "不予推荐：market.export" in client.get(f"/p/{pid}?lang=zh").text
+    assert "不予推荐：该报价所在市场的出口管制规则（market.export）" in client.get(f"/p/{pid}?lang=zh").text
 
 
 def test_training_compare_marks_not_recommended_parts(fresh: Any) -> None:
@@ -370,7 +371,8 @@ def test_training_compare_marks_not_recommended_parts(fresh: Any) -> None:
     html = fresh.get(q).text
     table = _text(html, "options")
     ascend, a100 = table.split("ascend-910b2", 1)[1].split("a100-sxm4-80gb", 1)
-    assert "not recommended: method.qlora_none" in ascend and "not recommended" not in a100
+    assert "not recommended: no QLoRA kernels on this part (method.qlora_none)" in ascend
+    assert "not recommended" not in a100
 
 
 def test_a_serving_plan_page_names_the_disaggregated_fleet_as_the_cli_does(client: Any) -> None:

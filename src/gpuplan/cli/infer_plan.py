@@ -20,7 +20,7 @@ from gpuplan.emit import SERVE_FORMATS
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import load_catalog
 from gpuplan.hardware.query import check_policy_names
-from gpuplan.i18n import help_text, resolve_lang, tr
+from gpuplan.i18n import help_text, not_recommended, resolve_lang, tr
 from gpuplan.render.report_text import fleet_text, fleet_units_text, recommended_rule_line
 from gpuplan.render.traffic_text import traffic_lines
 from gpuplan.render.trust_text import band_num, confidence_text, misses_line, pd_line, trust_lines
@@ -235,7 +235,7 @@ def _table(name: str, load: InferLoad, slo: InferSlo, plans: list[dict[str, Any]
     blocked = blocked or {}
     for p in plans:
         hit = fleet_block(p, blocked)
-        mark = "\n(" + tr("report.not_recommended", lang, finding=hit) + ")" if hit is not None else ""
+        mark = "\n(" + not_recommended(hit, lang) + ")" if hit is not None else ""
         t.add_row(fleet_text(p, lang) + mark,
                   fleet_units_text(p, lang),
                   band_num(p["cost_usd_per_hour"], (p.get("band") or {}).get("cost_usd_per_hour"), ",.2f"),

@@ -21,7 +21,7 @@ from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.memory_fit import fit_text
 from gpuplan.hardware import Catalog, load_catalog
 from gpuplan.hardware.query import alias_note
-from gpuplan.i18n import help_text, resolve_lang, tr
+from gpuplan.i18n import help_text, not_recommended, resolve_lang, tr
 from gpuplan.render.plan_json import compact_plans, ranked_rows
 from gpuplan.render.report_text import bottleneck_text, cost_text, duration_text, layout_text, offer_text, rule_line
 from gpuplan.render.trust_text import band_cost, band_duration, band_num, confidence_text, trust_lines
@@ -358,7 +358,7 @@ def _print_plans(model: str, tokens: float, res: Any, doc: dict[str, Any], cons:
         if is_rec(p):
             where += "; " + tr("cli.plan.recommended_mark", language)
         if (hit := blocked_finding(p, blocked)) is not None:
-            where += "; " + tr("report.not_recommended", language, finding=hit)
+            where += "; " + not_recommended(hit, language)
         t.add_row(f"{p['accelerator']}\n({where})", str(p["devices"]),
                   layout_text(lay),
                   band_duration(p["time_to_train_s"], (p.get("band") or {}).get("time_to_train_s"), language),

@@ -17,7 +17,8 @@ from gpuplan import cache as data_cache
 from gpuplan import yamlio
 from gpuplan.errors import InputError
 
-__all__ = ["LANGS", "Duration", "Lang", "both", "default_lang", "help_text", "messages", "resolve_lang", "tr"]
+__all__ = ["LANGS", "Duration", "Lang", "both", "default_lang", "help_text", "messages", "not_recommended",
+           "resolve_lang", "tr"]
 
 Lang = Literal["en", "zh"]
 LANGS: tuple[Lang, ...] = ("en", "zh")
@@ -98,3 +99,11 @@ def help_text(key: str, /, **params: Any) -> str:
 def both(key: str, /, **params: Any) -> dict[str, str]:
     """The message in every language: {'en': ..., 'zh': ...}."""
     return {lang: tr(key, lang, **params) for lang in LANGS}
+
+
+def not_recommended(finding: str, lang: str, /) -> str:
+    """'not recommended: <reason> (<finding id>)': the reason in words where messages.yaml has one
+    (`report.block.<id>`), else the finding id alone."""
+    key = f"report.block.{finding}"
+    reason = tr(key, lang) if key in messages() else finding
+    return tr("report.not_recommended", lang, reason=reason, finding=finding)

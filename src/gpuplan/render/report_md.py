@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gpuplan.i18n import tr
+from gpuplan.i18n import not_recommended, tr
 from gpuplan.render.report_text import (
     bottleneck_text,
     cost_text,
@@ -115,7 +115,7 @@ def compare_rows(doc: Mapping[str, Any], lang: str) -> tuple[list[str], list[lis
         if p is None:
             blocked = o.get("not_recommended")
             rows.append([o["accelerator"], "-", "-", "-", "-", "-", "-", tr(f"report.risk.{o['ecosystem_risk']}", lang),
-                         tr("report.not_recommended", lang, finding=blocked) if blocked
+                         not_recommended(blocked, lang) if blocked
                          else tr("report.no_plan_short", lang), "-"])
             continue
         rows.append([o["accelerator"], offer_text(p, lang), str(p["devices"]),
@@ -125,7 +125,7 @@ def compare_rows(doc: Mapping[str, Any], lang: str) -> tuple[list[str], list[lis
                      cost_text(p, lang, tr("cli.plan.no_price", lang)),  # a purchase shows its capex
                      fmt(p["mfu"], ".1%"), fmt(o["memory_headroom"], ".0%"),
                      tr(f"report.risk.{o['ecosystem_risk']}", lang),
-                     f"{crit}/{warn}" + (f"; {tr('report.not_recommended', lang, finding=o['not_recommended'])}"
+                     f"{crit}/{warn}" + (f"; {not_recommended(o['not_recommended'], lang)}"
                                          if o.get("not_recommended") else ""),
                      confidence_text(p.get("confidence"), lang) if p.get("confidence") else prov("estimated", lang)])
     return head, rows

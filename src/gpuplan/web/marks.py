@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpuplan.advise.trust import fleet_block
-from gpuplan.i18n import tr
+from gpuplan.i18n import not_recommended
 from gpuplan.web import views
 
 __all__ = ["blocking_finding", "mark_compare", "marked_infer_rows"]
@@ -28,7 +28,7 @@ def marked_infer_rows(result: Mapping[str, Any], lang: str, top: int = 10) -> li
     for row, p in zip(rows, (result.get("plans") or [])[:top], strict=False):
         acc = p["accelerator"]
         hit = fleet_block(p, blocked)
-        row["blocked"] = tr("report.not_recommended", lang, finding=hit) if hit is not None else ""
+        row["blocked"] = not_recommended(hit, lang) if hit is not None else ""
         row["recommended"] = bool(rec) and (acc, p["instance"], p["replicas"], p["weights"]) == key
     return rows
 
@@ -50,7 +50,7 @@ def mark_compare(doc: Mapping[str, Any], view: dict[str, Any], lang: str) -> dic
         hit = blocking_finding(o.get("findings") or []) if o.get("plan") is not None else None
         if hit is None:
             continue
-        mark = tr("report.not_recommended", lang, finding=hit["id"])
+        mark = not_recommended(hit["id"], lang)
         view["blocked"][o["accelerator"]] = mark
         row[0] = f"{row[0]} ({mark})"
         msg = (hit.get("message") or {}).get(lang) or (hit.get("message") or {}).get("en", "")

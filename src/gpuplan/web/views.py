@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpuplan.advise.report_train import blocked_finding
-from gpuplan.i18n import tr
+from gpuplan.i18n import not_recommended, tr
 from gpuplan.render.report_text import (
     bottleneck_text,
     cost_text,
@@ -59,7 +59,7 @@ def train_rows(result: Mapping[str, Any], lang: str, top: int = 12) -> list[dict
             "level": (p.get("confidence") or {}).get("level", "low"),
             "bottleneck": bottleneck_text(p["breakdown_s"], lang) if "breakdown_s" in p else str(p.get("bottleneck")),
             "recommended": _is_rec(p, rec),
-            "blocked": tr("report.not_recommended", lang, finding=hit)
+            "blocked": not_recommended(hit, lang)
             if (hit := blocked_finding(p, blocked)) is not None else "",
         })
     return rows
