@@ -93,6 +93,8 @@ def recipe_settings(row: Row, st: RowSettings) -> dict[str, object]:
         job["optimizer_offload"] = st.optimizer_offload
     if st.optimizer_in_bwd:
         job["optimizer_in_bwd"] = True
+    if st.fp8_params and row.get("method") == "lora":
+        job["fp8_params"] = True
     if st.lora_targets and row.get("method") in ("lora", "qlora"):
         job["lora_targets"] = _lora_targets(st.lora_targets)
     if st.zero_group is not None:
@@ -111,7 +113,7 @@ def recipe_settings(row: Row, st: RowSettings) -> dict[str, object]:
 # the recipe keys of the settings syntax that set a training job's fields (recipe_settings)
 TRAIN_RECIPE_KEYS = ("loss", "compile", "trainable_extra", "lora_targets", "quant_format", "zero_impl",
                      "optimizer_impl", "optimizer_offload", "optimizer_in_bwd", "zero_group", "grad_reduce_overlap",
-                     "recompute_early_stop", "pp_partition", "moe_dispatcher")
+                     "recompute_early_stop", "pp_partition", "moe_dispatcher", "fp8_params")
 
 
 def recipe_job_fields(text: str, *, method: str, optimizer: str = "adamw") -> dict[str, object]:
@@ -132,7 +134,7 @@ def recipe_job_fields(text: str, *, method: str, optimizer: str = "adamw") -> di
         raise InputError(field="recipe", value=stray[0], allowed=", ".join(TRAIN_RECIPE_KEYS),
                          hint="serving and framework facts have their own options (--framework)")
     for key, methods in (("trainable_extra", ("lora", "qlora")), ("lora_targets", ("lora", "qlora")),
-                         ("quant_format", ("qlora",))):
+                         ("quant_format", ("qlora",)), ("fp8_params", ("lora",))):
         if key in stated and method not in methods:
             raise InputError(field=f"recipe {key}", value=method, allowed=f"--method {' or '.join(methods)}",
                              hint=f"{key} applies to {' and '.join(methods)} fine-tuning only")
