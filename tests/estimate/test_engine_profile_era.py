@@ -58,3 +58,21 @@ def test_vllm_log_rows_predict_the_profile_peak_and_the_pool_it_leaves() -> None
                                  "settings": ""}, CAT)
     # the pool loses the profile's peak beyond one request's activations: 20.07 -> 19.31 GiB
     assert plain.predicted - kv.predicted == pytest.approx(act.predicted - 0.22, abs=0.05)
+
+
+def test_buyer_report_memory_keeps_the_start_up_profile_out_of_the_kv_pool() -> None:
+    # vllm-project/vllm#21348: Qwen3-235B-A22B-FP8, TP4 on 4 x H100 (defaults, utilization 0.9): "Available KV cache
+    # memory: 8.11 GiB" per GPU, with the LMCache connector also holding some. The report's memory breakdown
+    # (advise/report_infer.serving_memory) now reserves the profile as the planner does: vLLM on an H100 samples
+    # 1024 rows x 151,936 x 14 B = 2.03 GiB; before, it reserved one batch's workspace and showed a larger pool.
+    from gpuplan.advise.report_infer import serving_memory
+
+    run = {"model": "qwen3-235b-a22b", "engine": "vllm", "kv_dtype": "bf16",
+           "load": {"input_len_mean": 1000, "output_len_mean": 1000}}
+    plan = {"accelerator": "h100-sxm5-80gb", "layout": {"tp": 4, "pp": 1, "ep": 1}, "weights": "fp8",
+            "batch_mean": 8, "kv_used_mean_fraction": 0.5}
+    mem = serving_memory(run, plan, CAT)
+    assert mem is not None
+    parts = mem["parts_gib"]
+    assert parts["workspace"] == pytest.approx(1024 * 151936 * 14 / GIB, rel=0.01)
+    assert 8.11 <= parts["kv_cache"] + parts["kv_free"] <= 1.65 * 8.11
