@@ -32,6 +32,7 @@ from gpuplan.advise.tco import HOURS_PER_YEAR, tco, tco_inputs
 from gpuplan.advise.trust import buyer_market, fleet_key, in_buyer_market, serving_recommendation
 from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import default_calibration, load_calibration
+from gpuplan.estimate.engine_profile import engine_profile_peak
 from gpuplan.estimate.memory_infer import estimate_inference_memory
 from gpuplan.hardware import Catalog
 from gpuplan.units import DTYPE_BYTES, GIB
@@ -74,8 +75,8 @@ def serving_memory(run: Mapping[str, Any], plan: Mapping[str, Any], catalog: Cat
         spec = load_model(str(run["model"]))
     except GpuplanError:
         return None
-    prof = engine(str(run.get("engine") or "vllm"))
     acc = catalog.accelerator(plan["accelerator"])
+    prof = engine(str(run.get("engine") or "vllm")).on_part(acc)
     lay = plan["layout"]
     layout = serving_layout(tp=int(lay["tp"]), pp=int(lay["pp"]), ep=int(lay["ep"]))
     load = run["load"]
@@ -88,11 +89,16 @@ def serving_memory(run: Mapping[str, Any], plan: Mapping[str, Any], catalog: Cat
     mem = estimate_inference_memory(spec, job, layout, calibration=cal)
     device = float(acc.memory_gib or 0.0)
     budget = device * prof.gpu_memory_fraction
-    fixed = (mem.weights_bytes + mem.activations_bytes + mem.other_bytes) / GIB
+    # an engine that sizes its KV cache from a start-up profile (vLLM) keeps that profile's torch peak out of it,
+    # as the planner does (estimate/engine_profile.py, estimate/infer_step._profile_reserve)
+    profiled = engine_profile_peak(spec, layout, prof, weights=plan["weights"], calibration=cal).peak_bytes \
+        if prof.profile_sampler_bytes_per_logit > 0 else 0.0
+    workspace = max(mem.activations_bytes, profiled)
+    fixed = (mem.weights_bytes + workspace + mem.other_bytes) / GIB
     pool = max(0.0, budget - fixed)  # the engine preallocates the rest of its budget for KV blocks
     used = pool * min(1.0, max(0.0, float(plan.get("kv_used_mean_fraction") or 0.0)))
     parts = {"weights": mem.weights_bytes / GIB, "kv_cache": used, "kv_free": pool - used,
-             "workspace": mem.activations_bytes / GIB, "other": mem.other_bytes / GIB}
+             "workspace": workspace / GIB, "other": mem.other_bytes / GIB}
     return {"parts_gib": parts, "device_memory_gib": device, "engine_budget_gib": budget,
             "memory_fraction": prof.gpu_memory_fraction, "batch": batch, "context": tokens,
             "kv_used_fraction": plan.get("kv_used_mean_fraction"),

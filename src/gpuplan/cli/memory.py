@@ -78,6 +78,7 @@ def train_cmd(
         "none", help=help_text("help.memory_train.optimizer_offload")),
     optimizer_in_bwd: bool = flag(False, "--optimizer-in-bwd/--no-optimizer-in-bwd",
                                           help=help_text("help.memory_train.optimizer_in_bwd")),
+    fp8_params: bool = flag(False, "--fp8-params/--no-fp8-params", help=help_text("help.memory_train.fp8_params")),
     accelerator: str = typer.Option(None, help=help_text("help.memory_train.accelerator")),
     device_memory_gib: float = typer.Option(None, help=help_text("help.memory_train.device_memory_gib")),
     json_out: bool = flag(False, "--json", help=help_text("help.common.json_out")),
@@ -111,7 +112,7 @@ def train_cmd(
                           quant_format=quant_format, loss_upcast=loss_upcast,
                           lora_rank=lora_rank, lora_targets=targets, trainable_extra=extra, loss=loss,
                           loss_chunks=loss_chunks, compile=compile_model, optimizer_offload=optimizer_offload,
-                          optimizer_in_bwd=optimizer_in_bwd, framework=framework)
+                          optimizer_in_bwd=optimizer_in_bwd, fp8_params=fp8_params, framework=framework)
         layout = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, zero_stage=zero,
                         seq_parallel=job.sequence_parallel_on() if seq_parallel is None else seq_parallel)
         if framework is not None:  # a layout the named framework cannot run is refused, naming those that can

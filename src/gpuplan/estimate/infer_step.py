@@ -67,6 +67,7 @@ from typing import get_args
 from gpuplan.errors import InputError
 from gpuplan.estimate.calibration import Calibration, load_calibration
 from gpuplan.estimate.comm import node_link
+from gpuplan.estimate.engine_profile import engine_profile_peak
 from gpuplan.estimate.gemm_shape import expert_half_width
 from gpuplan.estimate.infer_step_model import StepBreakdown, StepCostModel
 from gpuplan.estimate.kv_cache import kv_bytes_per_token
@@ -174,10 +175,7 @@ def _profile_reserve(spec: ModelSpec, job: InferenceJob, layout: Layout, engine:
     activations in the headroom of their memory fraction (SGLang mem_fraction_static, TensorRT-LLM)."""
     if engine.profile_sampler_bytes_per_logit <= 0:
         return 0.0
-    full = estimate_inference_memory(spec, job.model_copy(update={"context": engine.max_batched_tokens}), layout,
-                                     calibration=cal)
-    forward = float(full.details["activations"]["forward_activations"])
-    peak = max(forward, engine.profile_sampler_bytes(spec.vocab_size))
+    peak = engine_profile_peak(spec, layout, engine, weights=job.weights, calibration=cal).peak_bytes
     return max(0.0, peak - one_token.activations_bytes)
 
 

@@ -359,6 +359,10 @@ def frozen_matrix_bytes(job: TrainingJob) -> float:
     packed 4-bit storage with its scales under QLoRA (NF4, or GPTQ with `quant_format=gptq`)."""
     if job.method == "qlora":
         return GPTQ_BYTES_PER_PARAM if job.quant_format == "gptq" else NF4_BYTES_PER_PARAM
+    if job.fp8_params and job.method == "lora" and job.precision == "fp8":
+        # Transformer Engine fp8_model_init (NeMo fp8_params): the primary weights of its linear layers are fp8
+        # tensors with one fp32 scale each; a frozen weight needs no 16-bit master copy
+        return 1.0
     return 4.0 if job.precision == "fp32" else 2.0
 
 
@@ -429,6 +433,7 @@ def estimate_training_memory(
         + (" under torch.compile" if job.compile and job.loss != "fused" else ""),
         "optimizer_offload": job.optimizer_offload,
         "optimizer_in_bwd": job.optimizer_in_bwd,
+        "fp8_params": job.fp8_params,
         "optimizer_step": ("DeepSpeed ZeRO step: flattened 16-bit and fp32 copies of the local gradient partition"
                            if job.zero_impl == "deepspeed" else
                            f"{get_optimizer(job.optimizer).step_temp_source}"),
@@ -456,6 +461,8 @@ def _notes(spec: ModelSpec, job: TrainingJob, layout: Layout) -> list[str]:
     notes = []
     if job.method != "full":
         notes.append("LoRA adapters, their gradients and optimizer states in fp32; base weights frozen")
+    if frozen_matrix_bytes(job) == 1.0:
+        notes.append("frozen base matrices stored in fp8 (fp8_params: Transformer Engine fp8_model_init), 1 byte each")
     if job.method == "qlora" and job.quant_format == "gptq":
         notes.append(f"frozen linear weights in GPTQ int4, group {GPTQ_GROUP}: {GPTQ_BYTES_PER_PARAM * 8:.3f} "
                      "bits/param; auto-gptq dequantizes each weight to fp16 and autograd keeps it for backward")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.calibration import Calibration
+from gpuplan.estimate.engine_profile import engine_profile_peak
 from gpuplan.estimate.memory_infer import estimate_inference_memory, max_batch_that_fits
 from gpuplan.estimate.memory_train import estimate_training_memory
 from gpuplan.estimate.records import MemoryBreakdown
@@ -30,7 +31,9 @@ from gpuplan.hardware import Catalog
 from gpuplan.units import GIB
 from gpuplan.validate.cases import Row, model_for_row, opt_int
 from gpuplan.validate.row_settings import RowSettings, parse_settings, resolve_row
+from gpuplan.workload.engines import engine
 from gpuplan.workload.jobs import LORA_TARGETS, InferenceJob, Layout, TrainingJob
+from gpuplan.workload.model_spec import ModelSpec
 
 __all__ = ["CaseResult", "device_memory_gib", "evaluate_memory_row", "inference_settings", "recipe_settings"]
 
@@ -90,6 +93,8 @@ def recipe_settings(row: Row, st: RowSettings) -> dict[str, object]:
         job["optimizer_offload"] = st.optimizer_offload
     if st.optimizer_in_bwd:
         job["optimizer_in_bwd"] = True
+    if st.fp8_params and row.get("method") == "lora":
+        job["fp8_params"] = True
     if st.lora_targets and row.get("method") in ("lora", "qlora"):
         job["lora_targets"] = _lora_targets(st.lora_targets)
     if st.zero_group is not None:
@@ -108,7 +113,7 @@ def recipe_settings(row: Row, st: RowSettings) -> dict[str, object]:
 # the recipe keys of the settings syntax that set a training job's fields (recipe_settings)
 TRAIN_RECIPE_KEYS = ("loss", "compile", "trainable_extra", "lora_targets", "quant_format", "zero_impl",
                      "optimizer_impl", "optimizer_offload", "optimizer_in_bwd", "zero_group", "grad_reduce_overlap",
-                     "recompute_early_stop", "pp_partition", "moe_dispatcher")
+                     "recompute_early_stop", "pp_partition", "moe_dispatcher", "fp8_params")
 
 
 def recipe_job_fields(text: str, *, method: str, optimizer: str = "adamw") -> dict[str, object]:
@@ -129,7 +134,7 @@ def recipe_job_fields(text: str, *, method: str, optimizer: str = "adamw") -> di
         raise InputError(field="recipe", value=stray[0], allowed=", ".join(TRAIN_RECIPE_KEYS),
                          hint="serving and framework facts have their own options (--framework)")
     for key, methods in (("trainable_extra", ("lora", "qlora")), ("lora_targets", ("lora", "qlora")),
-                         ("quant_format", ("qlora",))):
+                         ("quant_format", ("qlora",)), ("fp8_params", ("lora",))):
         if key in stated and method not in methods:
             raise InputError(field=f"recipe {key}", value=method, allowed=f"--method {' or '.join(methods)}",
                              hint=f"{key} applies to {' and '.join(methods)} fine-tuning only")
@@ -180,6 +185,28 @@ def _layout(row: Row) -> Layout:
     return Layout(tp=tp, pp=pp, dp=dp, zero_stage=zero)
 
 
+def _vllm_profile_row(row: Row, metric: str, spec: ModelSpec, layout: Layout, weights: str, seq: int | None,
+                      device: float | None, version: str | None) -> CaseResult:
+    """A vLLM start-up log's activation peak or KV pool: the engine version's profile run (estimate/engine_profile)
+    and the pool it leaves, gpu_memory_utilization x memory - weights - that peak - non-torch memory."""
+    prof = engine("vllm")
+    prof = prof.at_version(version) if version else prof
+    peak = engine_profile_peak(spec, layout, prof, weights=weights, max_model_len=seq)
+    how = (f"vLLM {version or 'current'} start-up profile: {peak.tokens}-token forward "
+           f"{peak.forward_bytes / GIB:.2f} GiB, sampler over {peak.sampler_rows} rows {peak.sampler_bytes / GIB:.2f} "
+           f"GiB (peak: {peak.peak_from})")
+    if metric == "activations_gib":
+        return _result(row, metric, peak.peak_bytes / GIB, how)
+    if device is None:
+        raise GpuplanError("kv_cache_gib of an engine's KV pool needs the accelerator's memory")
+    job = InferenceJob(weights=weights, context=seq or 4096, memory_fraction=prof.gpu_memory_fraction)
+    one = estimate_inference_memory(spec, job, layout)
+    fit = max_batch_that_fits(spec, job, device * GIB, layout,
+                              reserve_bytes=max(0.0, peak.peak_bytes - one.activations_bytes))
+    return _result(row, metric, fit.kv_budget_bytes / GIB,
+                   f"engine KV pool at memory fraction {prof.gpu_memory_fraction} less the {how}")
+
+
 def evaluate_memory_row(row: Row, catalog: Catalog, calibration: Calibration | None = None) -> CaseResult:
     """Prediction for one memory row; raises GpuplanError when the row cannot be evaluated."""
     metric = row.get("metric", "")
@@ -195,6 +222,8 @@ def evaluate_memory_row(row: Row, catalog: Catalog, calibration: Calibration | N
     if method == "inference":
         weights = row.get("precision") or "bf16"
         batch = opt_int(row, "micro_batch")
+        if st.framework == "vllm" and batch is None and metric in ("activations_gib", "kv_cache_gib"):
+            return _vllm_profile_row(row, metric, spec, layout, weights, seq, device, st.engine_version)
         if metric == "kv_cache_gib" and batch is None:
             if device is None:
                 raise GpuplanError("kv_cache_gib of an engine's KV pool needs the accelerator's memory")

@@ -29,7 +29,8 @@ stopped before each dense layer's MLP down projection, as PyTorch's non-reentran
 (training: how the run split its pipeline stages, `layers` or `layers_and_embeddings`, when its source says:
 TrainingJob.pp_partition) and `moe_dispatcher` (training: `flex` for a MoE run on DeepEP/HybridEP with CUDA graphs
 over the router and dispatch preprocessing, `alltoall` for Megatron-Core's host-synchronised alltoall dispatcher:
-TrainingJob.moe_dispatcher).
+TrainingJob.moe_dispatcher) and `fp8_params` (training: the frozen base matrices of an fp8 LoRA run stored in fp8,
+NeMo `fp8_params`, Transformer Engine fp8_model_init: TrainingJob.fp8_params).
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ class RowSettings(BaseModel):
     quant_scope: Literal["all", "mlp"] | None = None
     optimizer_impl: Literal["foreach", "fused", "for_loop"] | None = None
     optimizer_in_bwd: bool | None = None
+    fp8_params: bool | None = None
     tp_comm_overlap: bool | None = None
     zero_group: int | None = Field(default=None, ge=1)
     custom_all_reduce: bool | None = None

@@ -32,7 +32,7 @@ from gpuplan.hardware.schema_devices import Accelerator, StackKind
 from gpuplan.terms import override_terms
 
 __all__ = ["ENGINE_TERMS", "DecodeKernelEra", "EngineProfile", "EngineTerm", "HardwareTerms", "PartDefaults",
-           "Scheduling", "StackDefault", "TunedOn",
+           "ProfileEra", "Scheduling", "StackDefault", "TunedOn",
            "default_engine", "default_engine_for_parts", "engine", "engine_ids", "hardware_terms", "load_engines"]
 
 Scheduling = Literal["fcfs", "prefill_first", "decode_first", "static"]
@@ -103,6 +103,23 @@ class DecodeKernelEra(BaseModel):
     before_version: str = Field(pattern=r"^\d+(\.\d+)*$", description="versions older than this ran the kernel")
     query_heads_per_block: int = Field(ge=1)
     kv_dtypes: tuple[str, ...] = Field(default=(), description="KV-cache dtypes it applies to (empty: all)")
+    source: str = Field(min_length=1)
+
+
+class ProfileEra(BaseModel):
+    """An engine's start-up memory profile before a version: its sampler's device bytes per logit and its token
+    budget. vLLM V0 (before 0.8, when V1 became the default) ran `profile_run` over max_num_seqs prompts that
+    share max_num_batched_tokens, which is max(max_model_len, `budget_floor_tokens`) while chunked prefill is
+    off (vllm/config.py SchedulerConfig); prompts longer than `chunked_above_tokens` turned chunked prefill on
+    with a budget of `chunked_budget_tokens`."""
+
+    model_config = _STRICT
+
+    before_version: str = Field(pattern=r"^\d+(\.\d+)*$", description="versions older than this profiled so")
+    sampler_bytes_per_logit: float = Field(gt=0)
+    budget_floor_tokens: int = Field(gt=0)
+    chunked_above_tokens: int = Field(gt=0)
+    chunked_budget_tokens: int = Field(gt=0)
     source: str = Field(min_length=1)
 
 
@@ -191,6 +208,8 @@ class EngineProfile(BaseModel):
         default=0.0, ge=0, description="device bytes per logit that the engine's start-up memory profile samples for "
                                        "max_num_seqs requests and keeps out of the KV cache (0: no sampler profile)")
     profile_sampler_source: str = ""
+    profile_eras: tuple[ProfileEra, ...] = Field(
+        default=(), description="start-up profiles of older versions (ProfileEra); none: the current one")
     user_settings: tuple[str, ...] = Field(default=(), exclude=True,
                                            description="settings the user set (on_part leaves them)")
     version: str | None = Field(default=None, description="the engine version a validation row states (at_version); "
@@ -252,10 +271,29 @@ class EngineProfile(BaseModel):
                         update[name] = v
         return self.model_copy(update=update) if update else self
 
+    def profile_era(self) -> ProfileEra | None:
+        """The start-up profile of the stated version (`profile_eras`), None for the current engine's."""
+        if self.version is None:
+            return None
+        v = _version(self.version)
+        return next((e for e in self.profile_eras if v < _version(e.before_version)), None)
+
     def profile_sampler_bytes(self, vocab_size: int) -> float:
         """Device bytes the start-up profile's sampler run takes (max_num_seqs rows of the whole vocabulary:
         vLLM gathers the logits on every tensor-parallel rank), kept out of the KV cache."""
-        return self.max_num_seqs * vocab_size * self.profile_sampler_bytes_per_logit
+        era = self.profile_era()
+        per_logit = era.sampler_bytes_per_logit if era is not None else self.profile_sampler_bytes_per_logit
+        return self.max_num_seqs * vocab_size * per_logit
+
+    def profile_tokens(self, max_model_len: int | None = None) -> int:
+        """Tokens of the start-up profile's dummy forward: max_batched_tokens, or in an older era the budget its
+        scheduler derived from max_model_len (ProfileEra) when the length is known."""
+        era = self.profile_era()
+        if era is None or max_model_len is None or "max_batched_tokens" in self.user_settings:
+            return self.max_batched_tokens
+        if max_model_len > era.chunked_above_tokens:
+            return era.chunked_budget_tokens
+        return max(max_model_len, era.budget_floor_tokens)
 
     def at_version(self, version: str) -> EngineProfile:
         """This profile as the stated version ran it (its decode attention kernel: `decode_kernels`)."""

@@ -136,6 +136,10 @@ class TrainingJob(BaseModel):
         default=False, description="each parameter is stepped as soon as its gradient is accumulated and the "
         "gradient freed (torchtune optimizer_in_bwd, torch register_post_accumulate_grad_hook): one gradient live "
         "at a time; needs one micro-batch per step")
+    fp8_params: bool = Field(
+        default=False, description="LoRA with precision fp8: the frozen base matrices are stored in fp8, one byte "
+        "each, not 16-bit (NeMo model.fp8_params, Transformer Engine fp8_model_init; NVIDIA's MLPerf Llama 2 70B "
+        "LoRA recipe sets fp8_params with FP8); embeddings, norms and the LM head stay 16-bit")
     zero_group: int | None = Field(
         default=None, ge=1, description="ranks one ZeRO shard group spans (InternEvo zero1=N, DeepSpeed hpZ/MiCS "
         "partition size): optimizer states are sharded over min(this, DP) ranks and replicated across the groups; "
@@ -188,6 +192,14 @@ class TrainingJob(BaseModel):
         if isinstance(data, dict) and data.get("framework") and data.get("kernels", "auto") == "auto":
             data = {**data, "kernels": framework_profile(str(data["framework"])).kernels}
         return data
+
+    @model_validator(mode="after")
+    def _fp8_params_need_fp8_lora(self) -> TrainingJob:
+        if self.fp8_params and (self.method != "lora" or self.precision != "fp8"):
+            raise InputError(field="fp8_params", value=True, allowed="precision fp8 with method lora",
+                             hint="fp8 primary weights of a frozen LoRA base (NeMo fp8_params); drop it or set "
+                                  "--precision fp8 --method lora")
+        return self
 
     def zero_shard_group(self) -> int | None:
         """The ranks one ZeRO shard group spans: the job's `zero_group`, else its framework's shipped default
