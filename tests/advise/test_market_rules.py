@@ -162,3 +162,32 @@ def test_a_part_sold_only_in_china_is_not_said_to_be_drawn_from_outside_china() 
     assert rec is not None and catalog().instances[rec["offer"]].market == "cn"
     assert rec["rule"]["buyer_market"] == "global" and not rec["rule"]["buyer_market_default"]
     assert "outside China" not in rule_line(rec, "en")
+
+
+def test_no_market_growth_and_wider_format_replans_stay_in_the_recommended_offers_market() -> None:
+    """The README serving question without --market recommends 4 x B200 on Hyperstack (global, 24 USD/h). Its growth
+    finding (2x the load) and its bf16 what-if were re-planned without a market and priced on the B200 rented in
+    China, an offer the China export note blocks: '7 x b200 at 24.91 USD/hour (+4%)' and '8 devices at 24.91'
+    (8ee7833). They now stay in the recommendation's market: 7 x B200 at 42 USD/h, 8 at 53.52."""
+    from gpuplan.advise.report_infer import serve_growth, serve_wider
+    from gpuplan.search.infer_load import planner_terms
+    from gpuplan.search.infer_search import plan_record
+    from gpuplan.workload.engines import engine
+
+    cat = load_catalog(use_user_dir=False)
+    load = InferLoad(qps=20.0, input_len=parse_length_dist("uniform:512-2048"),
+                     output_len=parse_length_dist("uniform:128-512"))
+    slo = InferSlo(ttft_p99_s=2.0, tpot_p99_s=0.05)
+    spec = load_model("llama3.1-70b")
+    prof = engine("vllm")
+    res = plan_inference(spec, load, slo, cat, InferConstraints(), engine_profile=prof, terms=planner_terms())
+    run = plan_record(spec, load, slo, res, prof, "bf16")
+    best = next(p for p in res.plans if p["instance"] == "hyperstack-b200" and p["replicas"] == 4)
+    grown = serve_growth(run, best, cat, factor=2.0, load=load, constraints=InferConstraints())
+    assert grown is not None and not grown["holds"]
+    assert cat.instances[grown["instance"]].market == "global"
+    assert grown["devices"] == 7 and grown["usd_per_hour"] == pytest.approx(42.0)
+    wider = serve_wider(run, best, cat, load=load, constraints=InferConstraints())
+    assert wider is not None and wider["weights"] == "bf16"
+    assert cat.instances[wider["instance"]].market == "global"
+    assert wider["usd_per_hour"] == pytest.approx(53.52, rel=1e-3)

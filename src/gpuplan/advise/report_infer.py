@@ -120,6 +120,16 @@ def _load_of(run: Mapping[str, Any]) -> InferLoad | None:
         return None
 
 
+def _plan_market(market: str | None, plan: Mapping[str, Any], catalog: Catalog) -> str | None:
+    """The market a re-plan of `plan` draws offers from: the run's, else the plan's own offer's. Without it a
+    no-market re-plan could price the grown or wider fleet on an offer the buyer's rules block (a B200 rented in
+    China quoted beside a global recommendation)."""
+    if market is not None:
+        return market
+    inst = catalog.instances.get(str(plan.get("instance") or ""))
+    return inst.market if inst is not None else None
+
+
 def serve_growth(run: Mapping[str, Any], plan: Mapping[str, Any], catalog: Catalog, *, factor: float,
                  load: InferLoad | None = None, max_devices: int = 1024,
                  constraints: InferConstraints | None = None) -> dict[str, Any] | None:
@@ -148,7 +158,8 @@ def serve_growth(run: Mapping[str, Any], plan: Mapping[str, Any], catalog: Catal
         cons = replace(constraints or InferConstraints(kv_dtype=str(run.get("kv_dtype") or "bf16"),
                                                        max_devices=max_devices),
                        accelerators=(str(plan["accelerator"]),), weights=(str(plan["weights"]),))
-        cons = replace(cons, max_devices=max(cons.max_devices, int(plan["devices"])))
+        cons = replace(cons, max_devices=max(cons.max_devices, int(plan["devices"])),
+                       market=_plan_market(cons.market, plan, catalog))
         res = plan_inference(spec, grown, InferSlo(ttft_p99_s=float(run["slo"]["ttft_p99_s"]),
                                                    tpot_p99_s=float(run["slo"]["tpot_p99_s"])), catalog, cons,
                              engine_profile=engine(str(run.get("engine") or "vllm")), terms=planner_terms(terms),
@@ -189,6 +200,7 @@ def serve_wider(run: Mapping[str, Any], plan: Mapping[str, Any], catalog: Catalo
         cons = replace(constraints or InferConstraints(kv_dtype=str(run.get("kv_dtype") or "bf16"),
                                                        max_devices=max_devices),
                        accelerators=(str(plan["accelerator"]),), weights=wider)
+        cons = replace(cons, market=_plan_market(cons.market, plan, catalog))
         res = plan_inference(load_model(str(run["model"])), base,
                              InferSlo(ttft_p99_s=float(run["slo"]["ttft_p99_s"]),
                                       tpot_p99_s=float(run["slo"]["tpot_p99_s"])), catalog, cons,
