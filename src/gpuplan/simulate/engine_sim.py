@@ -94,7 +94,8 @@ def raw_run(workload: Workload, cfg: EngineConfig, res: EngineResult) -> RawRun:
 
 def engine_loop(arr: list[float], inp: list[int], out: list[int], cost: StepCost, cfg: EngineConfig, *,
                 hit: list[int] | None = None, done_log: list[tuple[float, int]] | None = None,
-                max_run_steps: int | None = None) -> Generator[tuple[float, float], None, EngineResult]:
+                max_run_steps: int | None = None,
+                table: DecodeTable | None = None) -> Generator[tuple[float, float], None, EngineResult]:
     """The engine's event loop over requests `arr`/`inp`/`out` (arrival order), `arr` ending in one more time.
 
     With every arrival known, that last time is inf and the loop runs to the end without yielding. A fleet
@@ -107,7 +108,8 @@ def engine_loop(arr: list[float], inp: list[int], out: list[int], cost: StepCost
     its completions before then. `hit[i]`: prompt tokens of request i found in the prefix cache (vLLM automatic
     prefix caching, SGLang RadixAttention): its prefill starts past them, attending to them, and its KV holds
     them (a shared prefix's blocks are counted per request: conservative). `done_log` receives (time, request)
-    as requests finish, in time order (the router's view of completions).
+    as requests finish, in time order (the router's view of completions). `table`: the pure-decode step times
+    of `cost` (simulate.decode_table), shared by the replicas of a fleet; else one of its own.
     """
     B = cfg.kv_block_tokens
     cap_tokens = int(cost.kv_capacity_tokens)
@@ -123,7 +125,8 @@ def engine_loop(arr: list[float], inp: list[int], out: list[int], cost: StepCost
     size = n_req
     hits = hit if hit is not None else [0] * n_req
     log = done_log if done_log is not None else []
-    table = DecodeTable(cost, cap_tokens)
+    if table is None:
+        table = DecodeTable(cost, cap_tokens)
     step_s = cost.step_s
 
     sched = [math.nan] * size
