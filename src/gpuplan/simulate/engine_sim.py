@@ -34,7 +34,8 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from collections.abc import Generator
+from collections.abc import Callable, Generator
+from typing import cast
 
 import numpy as np
 
@@ -43,8 +44,8 @@ from gpuplan.simulate.arrivals import Workload
 from gpuplan.simulate.decode_table import DecodeTable
 from gpuplan.simulate.engine_config import EngineConfig, EngineResult, RawRun, StepCost
 
-__all__ = ["EngineConfig", "EngineResult", "RawRun", "StepCost", "check_fits", "engine_loop", "raw_run",
-           "simulate_engine"]
+__all__ = ["EngineConfig", "EngineResult", "RawRun", "StepCost", "check_fits", "engine_loop", "positional_step",
+           "raw_run", "simulate_engine"]
 
 _NO_CHUNKS: list[tuple[int, int, int]] = []  # never appended to (the fast path's empty prompt work)
 
@@ -69,6 +70,20 @@ def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | N
     except StopIteration as stop:
         return raw_run(workload, cfg, stop.value)
     raise AssertionError("an engine with every arrival known never waits for the router")  # pragma: no cover
+
+
+def positional_step(cost: StepCost) -> Callable[[int, float, int, int], float]:
+    """`cost.step_s` taking (prefill tokens, attention pairs, decode sequences, KV tokens) by position: the cost
+    model's own `step_s_args` where it has one (estimate.infer_step_model, simulate.lockstep), else a wrapper."""
+    fast = getattr(cost, "step_s_args", None)
+    if fast is not None:
+        return cast(Callable[[int, float, int, int], float], fast)
+
+    def step(prefill_tokens: int, prefill_attn_pairs: float, decode_seqs: int, decode_kv_tokens: int) -> float:
+        return cost.step_s(prefill_tokens=prefill_tokens, prefill_attn_pairs=prefill_attn_pairs,
+                           decode_seqs=decode_seqs, decode_kv_tokens=decode_kv_tokens)
+
+    return step
 
 
 def check_fits(need_tokens: int, cap_tokens: int) -> None:
@@ -127,7 +142,7 @@ def engine_loop(arr: list[float], inp: list[int], out: list[int], cost: StepCost
     log = done_log if done_log is not None else []
     if table is None:
         table = DecodeTable(cost, cap_tokens)
-    step_s = cost.step_s
+    step_s = positional_step(cost)
 
     sched = [math.nan] * size
     first = [math.nan] * size
@@ -290,7 +305,7 @@ def engine_loop(arr: list[float], inp: list[int], out: list[int], cost: StepCost
             # one iteration with prompt work, per-iteration cost call
             nd = n_dec if with_decodes else 0
             kv = sum_base + n_dec * G if nd else 0
-            dt = step_s(prefill_tokens=p_tok, prefill_attn_pairs=pairs, decode_seqs=nd, decode_kv_tokens=kv)
+            dt = step_s(p_tok, pairs, nd, kv)
             t += dt
             busy += dt
             iters += 1

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from heapq import heappop, heappush
 from typing import Literal
 
 import numpy as np
@@ -140,49 +139,27 @@ def simulate_fleet(workload: Workload, cost: StepCost, config: EngineConfig | No
         read[k] = p
 
     idle = set(range(replicas))  # replicas with nothing outstanding when last looked at (they stay so until routed to)
-    # when each replica next needs the router's look: no earlier than max(clock, quiet) (before then it is not
-    # resumed) and than its first completion not yet read; a heap of (time, replica), stale entries skipped
-    due = [math.inf] * replicas
-    heap: list[tuple[float, int]] = []
-
-    def push(k: int) -> None:
-        log, p = logs[k], read[k]
-        d = max(clock[k], quiet[k])
-        if p < len(log) and log[p][0] < d:
-            d = log[p][0]
-        if d != due[k]:
-            due[k] = d
-            heappush(heap, (d, k))
 
     def balance() -> int:
         """The least-loaded replica at the arrival: an idle one if any is known (all tie at zero tokens), else
-        every replica is brought up to now and compared (fewest outstanding tokens, then requests, then index).
-        Only replicas due by now can have changed (resumed, or a completion read); the others keep their load."""
+        every replica is brought up to now and compared (fewest outstanding tokens, then requests, then index)."""
         if idle:
             return min(idle)
-        looked = []
-        while heap and heap[0][0] <= a:
-            d, k = heappop(heap)
-            if d != due[k]:
-                continue  # stale
-            due[k] = math.inf
-            looked.append(k)
+        best, best_tok, best_req = 0, -1, 0
+        for k in range(replicas):
             if clock[k] < a and quiet[k] <= a:
                 arrs[k][-1] = a
                 clock[k], quiet[k] = next(loops[k])
             log, p = logs[k], read[k]
             if p < len(log) and log[p][0] <= a:
                 advance(k, a)
-            if not load_req[k]:
+            tok, req = load_tok[k], load_req[k]
+            if not req:
                 idle.add(k)
-        for k in looked:
-            push(k)
-        if idle:
-            return min(idle)
-        return min(zip(load_tok, load_req, range(replicas), strict=True))[2]
+            if best_tok < 0 or tok < best_tok or (tok == best_tok and req < best_req):
+                best, best_tok, best_req = k, tok, req
+        return min(idle) if idle else best
 
-    for k in range(replicas):
-        push(k)
     for j in range(n):
         a = arrival[j]
         if router == "least-load":
@@ -223,8 +200,6 @@ def simulate_fleet(workload: Workload, cost: StepCost, config: EngineConfig | No
         inps[k].append(inp_all[j])
         outs[k].append(out_all[j])
         hits[k].append(hit)
-        if look_all:
-            push(k)
     results: list[EngineResult] = []
     for k in range(replicas):
         arrs[k][-1] = math.inf
