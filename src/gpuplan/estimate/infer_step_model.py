@@ -223,7 +223,9 @@ class StepCostModel:
 
 def _step_closure(m: StepCostModel) -> Callable[[int, float, int, int], float]:
     """`m.step_s` as a function of positional arguments, over local copies of its coefficients (Python reads a
-    closure's cells faster than a dataclass's attributes); the formula `step_s_array` vectorizes."""
+    closure's cells faster than a dataclass's attributes); the formula `step_s_array` vectorizes. The rooflines
+    depend only on the step's tokens and rows (integers), so each is computed once and kept: the simulator asks
+    for the same token budget step after step. The terms are added in the same order either way."""
     dense_c, dense_r = m.dense_compute_per_token, m.dense_read
     moe_c, moe_r, moe_u = m.moe_compute_per_token, m.moe_read_all, m.moe_untouched_base
     head_c, head_r = m.head_compute_per_row, m.head_read
@@ -234,17 +236,26 @@ def _step_closure(m: StepCostModel) -> Callable[[int, float, int, int], float]:
     layer, step_o, seq_o = m.layer_overhead, m.step_overhead, m.seq_overhead
     hops, pp_f, pp_t = m.pp_stages - 1, m.pp_comm_fixed, m.pp_comm_per_token
     gemv, q = m.gemv_read_factor, m.overlap_exponent
+    gemm: dict[int, float] = {}  # the linear layers' rooflines by tokens in the step
+    head: dict[int, float] = {}  # the LM head's by rows (-1: the one-token step, whose weight read is a GEMV)
 
     def step(prefill_tokens: int, prefill_attn_pairs: float, decode_seqs: int, decode_kv_tokens: int) -> float:
         t = prefill_tokens + decode_seqs
         if t <= 0:
             return 0.0
         rows = decode_seqs + (1 if prefill_tokens > 0 else 0)
-        f = gemv if t == 1 else 1.0
-        stage = roofline(dense_c * t, dense_r * f, q)
-        if moe_r:
-            stage += roofline(moe_c * t, moe_r * f * (1.0 - moe_u ** t), q)
-        stage += roofline(head_c * rows, head_r * f, q)
+        stage = gemm.get(t)
+        if stage is None:
+            f = gemv if t == 1 else 1.0
+            stage = roofline(dense_c * t, dense_r * f, q)
+            if moe_r:
+                stage += roofline(moe_c * t, moe_r * f * (1.0 - moe_u ** t), q)
+            gemm[t] = stage
+        key = rows if t != 1 else -1
+        h = head.get(key)
+        if h is None:
+            h = head[key] = roofline(head_c * rows, head_r * (gemv if t == 1 else 1.0), q)
+        stage += h
         stage += per_pair * prefill_attn_pairs
         stage += per_kv * decode_kv_tokens
         stage += tp_f + tp_t * t
