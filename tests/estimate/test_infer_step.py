@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -180,6 +181,22 @@ def test_array_twin_matches_scalar(p: int, d: int, ctx: int) -> None:
                           "decode_kv_tokens": d * ctx}
     arr = m.step_s_array(**{k: np.array([v]) for k, v in kw.items()})
     assert arr[0] == pytest.approx(m.step_s(**kw), rel=1e-12, abs=1e-15)
+
+
+WARM = _model("mixtral-8x7b", tp=2)  # bf16: a one-token step reads at GEMV speed; its rooflines fill up
+
+
+@settings(max_examples=60, deadline=None)
+@given(p=st.integers(0, 3), d=st.integers(0, 3), big=st.integers(0, 8192), ctx=st.integers(1, 4096))
+def test_kept_rooflines_give_the_float_a_fresh_model_computes(p: int, d: int, big: int, ctx: int) -> None:
+    # step_s_args keeps each roofline by tokens and rows; a step asked of the warm model must give exactly the float
+    # of a model that computes it for the first time (a one-token step reads its weights as a GEMV: its own entry)
+    for pre, dec in ((p, d), (big, d), (p, big // 16)):
+        fresh = replace(WARM)  # the same coefficients, nothing kept yet
+        args = (pre, pre * (pre + 1) / 2, dec, dec * ctx)
+        assert WARM.step_s_args(*args) == fresh.step_s_args(*args)
+        assert WARM.step_s(prefill_tokens=pre, prefill_attn_pairs=args[1], decode_seqs=dec,
+                           decode_kv_tokens=args[3]) == fresh.step_s_args(*args)
 
 
 def test_bad_inputs_raise_input_error() -> None:

@@ -484,3 +484,30 @@ def test_a_stated_prefix_hit_counts_only_the_prompt_past_it() -> None:
     # 750 tokens past 250 cached: 750 x 250 + 750 x 751 / 2 pairs
     assert m.in_compute_mean == 750.0
     assert m.in_compute_pairs_mean == pytest.approx(750 * 250 + 750 * 751 / 2)
+
+
+def test_a_fleet_offered_in_two_markets_is_simulated_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the A100 80GB is rented in China and outside it: without --market each market's cheapest fleet is a
+    # finalist, the same replicas priced twice; their simulations read the step cost and the load, never the
+    # price, so each is run once and both plans carry its figures (`simulated` still counts every one asked for)
+    import gpuplan.search.infer_finalists as finalists
+
+    engines: list[int] = []
+    real = finalists.simulate_engines
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        engines.append(kwargs["engines"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(finalists, "simulate_engines", counted)
+    res = plan_inference(load_model("llama3.1-8b"), _load(), InferSlo(ttft_p99_s=2.0, tpot_p99_s=0.05), _catalog(),
+                         InferConstraints(accelerators=("a100-sxm4-80gb",)), alternatives=False)
+    by_market: dict[tuple[object, ...], list[dict[str, Any]]] = {}
+    for p in res.plans:
+        by_market.setdefault((p["replicas"], str(p["layout"]), p["weights"]), []).append(p)
+    twice = [ps for ps in by_market.values() if len({p["instance"] for p in ps}) == 2]
+    assert len(twice) == 2  # bf16 and int8, 1 x tp1 each, on runpod (1.79 USD/h) and a Chinese rental (4.79)
+    for a, b in twice:
+        assert a["cost_usd_per_hour"] != b["cost_usd_per_hour"]
+        assert (a["ttft_s"], a["tpot_s"], a["at_headroom"]) == (b["ttft_s"], b["tpot_s"], b["at_headroom"])
+    assert res.simulated == 8 and len(engines) == 4

@@ -7,6 +7,7 @@ docs/inference.md. Everything here is plain float arithmetic.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from math import hypot
 from typing import Any
@@ -141,31 +142,19 @@ class StepCostModel:
     terms: dict[str, dict[str, object]]
     assumptions: dict[str, Any]
 
-    # -- the hot path -------------------------------------------------------------------
+    # the hot path, `step_s` with positional arguments (prefill tokens, attention pairs, decode sequences, KV
+    # tokens): a closure over the coefficients, built once (engine_sim calls it for every prompt step)
+    step_s_args: Callable[[int, float, int, int], float] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "step_s_args", _step_closure(self))
+
     def step_s(self, *, prefill_tokens: int, prefill_attn_pairs: float, decode_seqs: int,
                decode_kv_tokens: int) -> float:
         """Seconds of one iteration: `prefill_tokens` prompt tokens (`prefill_attn_pairs` causal
         query-key pairs) and `decode_seqs` sequences decoding one token over `decode_kv_tokens`
         cached tokens in all. An empty step costs 0."""
-        t = prefill_tokens + decode_seqs
-        if t <= 0:
-            return 0.0
-        rows = decode_seqs + (1 if prefill_tokens > 0 else 0)
-        f = self.gemv_read_factor if t == 1 else 1.0
-        q = self.overlap_exponent
-        stage = roofline(self.dense_compute_per_token * t, self.dense_read * f, q)
-        if self.moe_read_all:
-            stage += roofline(self.moe_compute_per_token * t,
-                              self.moe_read_all * f * (1.0 - self.moe_untouched_base ** t), q)
-        stage += roofline(self.head_compute_per_row * rows, self.head_read * f, q)
-        stage += self.prefill_attn_per_pair * prefill_attn_pairs
-        stage += max(self.decode_kv_read_per_token, self.decode_attn_flops_per_token) * decode_kv_tokens
-        stage += self.tp_comm_fixed + self.tp_comm_per_token * t
-        stage += (self.ep_comm_fixed + self.ep_comm_per_prefill_token * prefill_tokens
-                  + self.ep_comm_per_token * decode_seqs)
-        stage += self.layer_overhead
-        return (stage + (self.pp_stages - 1) * (self.pp_comm_fixed + self.pp_comm_per_token * t)
-                + self.step_overhead + self.seq_overhead * rows)
+        return self.step_s_args(prefill_tokens, prefill_attn_pairs, decode_seqs, decode_kv_tokens)
 
     def step_s_array(self, *, prefill_tokens: npt.ArrayLike, prefill_attn_pairs: npt.ArrayLike,
                      decode_seqs: npt.ArrayLike, decode_kv_tokens: npt.ArrayLike) -> npt.NDArray[np.float64]:
@@ -230,3 +219,48 @@ class StepCostModel:
             bound="memory" if sum(m for *_, m in groups) > sum(c for c, *_ in groups) else "compute",
             terms=self.terms,
         )
+
+
+def _step_closure(m: StepCostModel) -> Callable[[int, float, int, int], float]:
+    """`m.step_s` as a function of positional arguments, over local copies of its coefficients (Python reads a
+    closure's cells faster than a dataclass's attributes); the formula `step_s_array` vectorizes. The rooflines
+    depend only on the step's tokens and rows (integers), so each is computed once and kept: the simulator asks
+    for the same token budget step after step. The terms are added in the same order either way."""
+    dense_c, dense_r = m.dense_compute_per_token, m.dense_read
+    moe_c, moe_r, moe_u = m.moe_compute_per_token, m.moe_read_all, m.moe_untouched_base
+    head_c, head_r = m.head_compute_per_row, m.head_read
+    per_pair = m.prefill_attn_per_pair
+    per_kv = max(m.decode_kv_read_per_token, m.decode_attn_flops_per_token)
+    tp_f, tp_t = m.tp_comm_fixed, m.tp_comm_per_token
+    ep_f, ep_p, ep_t = m.ep_comm_fixed, m.ep_comm_per_prefill_token, m.ep_comm_per_token
+    layer, step_o, seq_o = m.layer_overhead, m.step_overhead, m.seq_overhead
+    hops, pp_f, pp_t = m.pp_stages - 1, m.pp_comm_fixed, m.pp_comm_per_token
+    gemv, q = m.gemv_read_factor, m.overlap_exponent
+    gemm: dict[int, float] = {}  # the linear layers' rooflines by tokens in the step
+    head: dict[int, float] = {}  # the LM head's by rows (-1: the one-token step, whose weight read is a GEMV)
+
+    def step(prefill_tokens: int, prefill_attn_pairs: float, decode_seqs: int, decode_kv_tokens: int) -> float:
+        t = prefill_tokens + decode_seqs
+        if t <= 0:
+            return 0.0
+        rows = decode_seqs + (1 if prefill_tokens > 0 else 0)
+        stage = gemm.get(t)
+        if stage is None:
+            f = gemv if t == 1 else 1.0
+            stage = roofline(dense_c * t, dense_r * f, q)
+            if moe_r:
+                stage += roofline(moe_c * t, moe_r * f * (1.0 - moe_u ** t), q)
+            gemm[t] = stage
+        key = rows if t != 1 else -1
+        h = head.get(key)
+        if h is None:
+            h = head[key] = roofline(head_c * rows, head_r * (gemv if t == 1 else 1.0), q)
+        stage += h
+        stage += per_pair * prefill_attn_pairs
+        stage += per_kv * decode_kv_tokens
+        stage += tp_f + tp_t * t
+        stage += ep_f + ep_p * prefill_tokens + ep_t * decode_seqs
+        stage += layer
+        return stage + hops * (pp_f + pp_t * t) + step_o + seq_o * rows
+
+    return step

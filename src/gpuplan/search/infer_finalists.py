@@ -106,9 +106,19 @@ def verify_candidates(cands: list[Candidate], load: InferLoad, slo: InferSlo, cf
     simulated = 0
     tried = 0
 
+    # a part offered in two markets is one fleet priced twice: its simulations are the same (they read the step
+    # cost, layout, replicas and load, never the price), so each is run once; `simulated` counts every one asked for
+    memo: dict[tuple[int, Layout, int, float], tuple[StepCostModel, SimMetrics]] = {}
+
     def sim(c: Candidate, r: int, factor: float) -> SimMetrics:
         nonlocal simulated
         simulated += 1
+        key = (id(c.cost), c.layout, r, factor)
+        if key not in memo:  # the cost model is kept with its figures, so its id is not reused meanwhile
+            memo[key] = (c.cost, _simulate(c, r, factor))
+        return memo[key][1]
+
+    def _simulate(c: Candidate, r: int, factor: float) -> SimMetrics:
         # a pipeline-parallel replica serves as pp batches in flight (simulate.pipeline): each is an engine
         pp = c.layout.pp
         batch_cost, batch_cfg = pipeline_batch(c.cost, cfg, pp)

@@ -34,7 +34,8 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from collections.abc import Generator
+from collections.abc import Callable, Generator
+from typing import cast
 
 import numpy as np
 
@@ -43,8 +44,8 @@ from gpuplan.simulate.arrivals import Workload
 from gpuplan.simulate.decode_table import DecodeTable
 from gpuplan.simulate.engine_config import EngineConfig, EngineResult, RawRun, StepCost
 
-__all__ = ["EngineConfig", "EngineResult", "RawRun", "StepCost", "check_fits", "engine_loop", "raw_run",
-           "simulate_engine"]
+__all__ = ["EngineConfig", "EngineResult", "RawRun", "StepCost", "check_fits", "engine_loop", "positional_step",
+           "raw_run", "simulate_engine"]
 
 _NO_CHUNKS: list[tuple[int, int, int]] = []  # never appended to (the fast path's empty prompt work)
 
@@ -71,6 +72,20 @@ def simulate_engine(workload: Workload, cost: StepCost, config: EngineConfig | N
     raise AssertionError("an engine with every arrival known never waits for the router")  # pragma: no cover
 
 
+def positional_step(cost: StepCost) -> Callable[[int, float, int, int], float]:
+    """`cost.step_s` taking (prefill tokens, attention pairs, decode sequences, KV tokens) by position: the cost
+    model's own `step_s_args` where it has one (estimate.infer_step_model, simulate.lockstep), else a wrapper."""
+    fast = getattr(cost, "step_s_args", None)
+    if fast is not None:
+        return cast(Callable[[int, float, int, int], float], fast)
+
+    def step(prefill_tokens: int, prefill_attn_pairs: float, decode_seqs: int, decode_kv_tokens: int) -> float:
+        return cost.step_s(prefill_tokens=prefill_tokens, prefill_attn_pairs=prefill_attn_pairs,
+                           decode_seqs=decode_seqs, decode_kv_tokens=decode_kv_tokens)
+
+    return step
+
+
 def check_fits(need_tokens: int, cap_tokens: int) -> None:
     """InputError when a request of `need_tokens` (prompt + output) exceeds the whole KV cache."""
     if need_tokens > cap_tokens:
@@ -94,7 +109,8 @@ def raw_run(workload: Workload, cfg: EngineConfig, res: EngineResult) -> RawRun:
 
 def engine_loop(arr: list[float], inp: list[int], out: list[int], cost: StepCost, cfg: EngineConfig, *,
                 hit: list[int] | None = None, done_log: list[tuple[float, int]] | None = None,
-                max_run_steps: int | None = None) -> Generator[tuple[float, float], None, EngineResult]:
+                max_run_steps: int | None = None,
+                table: DecodeTable | None = None) -> Generator[tuple[float, float], None, EngineResult]:
     """The engine's event loop over requests `arr`/`inp`/`out` (arrival order), `arr` ending in one more time.
 
     With every arrival known, that last time is inf and the loop runs to the end without yielding. A fleet
@@ -107,7 +123,8 @@ def engine_loop(arr: list[float], inp: list[int], out: list[int], cost: StepCost
     its completions before then. `hit[i]`: prompt tokens of request i found in the prefix cache (vLLM automatic
     prefix caching, SGLang RadixAttention): its prefill starts past them, attending to them, and its KV holds
     them (a shared prefix's blocks are counted per request: conservative). `done_log` receives (time, request)
-    as requests finish, in time order (the router's view of completions).
+    as requests finish, in time order (the router's view of completions). `table`: the pure-decode step times
+    of `cost` (simulate.decode_table), shared by the replicas of a fleet; else one of its own.
     """
     B = cfg.kv_block_tokens
     cap_tokens = int(cost.kv_capacity_tokens)
@@ -123,8 +140,9 @@ def engine_loop(arr: list[float], inp: list[int], out: list[int], cost: StepCost
     size = n_req
     hits = hit if hit is not None else [0] * n_req
     log = done_log if done_log is not None else []
-    table = DecodeTable(cost, cap_tokens)
-    step_s = cost.step_s
+    if table is None:
+        table = DecodeTable(cost, cap_tokens)
+    step_s = positional_step(cost)
 
     sched = [math.nan] * size
     first = [math.nan] * size
@@ -287,7 +305,7 @@ def engine_loop(arr: list[float], inp: list[int], out: list[int], cost: StepCost
             # one iteration with prompt work, per-iteration cost call
             nd = n_dec if with_decodes else 0
             kv = sum_base + n_dec * G if nd else 0
-            dt = step_s(prefill_tokens=p_tok, prefill_attn_pairs=pairs, decode_seqs=nd, decode_kv_tokens=kv)
+            dt = step_s(p_tok, pairs, nd, kv)
             t += dt
             busy += dt
             iters += 1

@@ -33,6 +33,7 @@ import numpy as np
 
 from gpuplan.errors import InputError
 from gpuplan.simulate.arrivals import Workload
+from gpuplan.simulate.decode_table import DecodeTable
 from gpuplan.simulate.engine_sim import EngineConfig, EngineResult, RawRun, StepCost, check_fits, engine_loop
 
 __all__ = ["BALANCE_ABS", "BALANCE_REL", "ROUTERS", "FleetRun", "Router", "simulate_fleet"]
@@ -104,7 +105,8 @@ def simulate_fleet(workload: Workload, cost: StepCost, config: EngineConfig | No
     hits: list[list[int]] = [[] for _ in range(replicas)]
     logs: list[list[tuple[float, int]]] = [[] for _ in range(replicas)]
     ids: list[list[int]] = [[] for _ in range(replicas)]  # fleet request ids by replica-local id
-    loops = [engine_loop(arrs[k], inps[k], outs[k], cost, cfg, hit=hits[k], done_log=logs[k])
+    table = DecodeTable(cost, int(cost.kv_capacity_tokens))  # one per fleet: its replicas share the step cost
+    loops = [engine_loop(arrs[k], inps[k], outs[k], cost, cfg, hit=hits[k], done_log=logs[k], table=table)
              for k in range(replicas)]
     clock = [0.0] * replicas
     quiet = [0.0] * replicas  # no request of replica k finishes before quiet[k] unless one is routed to it

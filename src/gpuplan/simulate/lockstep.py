@@ -26,7 +26,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from gpuplan.simulate.engine_sim import StepCost
+from gpuplan.simulate.engine_sim import StepCost, positional_step
 
 __all__ = ["ArrayStepCost", "LockstepCost", "lockstep_cost"]
 
@@ -51,6 +51,7 @@ class LockstepCost:
         self.prompt_pairs = float(prompt_pairs)
         self.context = max(float(typical_context), 1.0)
         self._p: dict[int, float] = {}
+        self._base_step = positional_step(base)
 
     def _p_decode(self, n: int) -> float:
         """The stall probability of a pure decode step of `n` sequences, at the typical context."""
@@ -66,12 +67,16 @@ class LockstepCost:
 
     def step_s(self, *, prefill_tokens: int, prefill_attn_pairs: float, decode_seqs: int,
                decode_kv_tokens: int) -> float:
-        own = self.base.step_s(prefill_tokens=prefill_tokens, prefill_attn_pairs=prefill_attn_pairs,
-                               decode_seqs=decode_seqs, decode_kv_tokens=decode_kv_tokens)
+        return self.step_s_args(prefill_tokens, prefill_attn_pairs, decode_seqs, decode_kv_tokens)
+
+    def step_s_args(self, prefill_tokens: int, prefill_attn_pairs: float, decode_seqs: int,
+                    decode_kv_tokens: int) -> float:
+        """`step_s` with positional arguments (the simulator's hot path, simulate.engine_sim)."""
+        base = self._base_step
+        own = base(prefill_tokens, prefill_attn_pairs, decode_seqs, decode_kv_tokens)
         if own <= 0.0 or self.rate == 0.0:
             return own
-        foreign = self.base.step_s(prefill_tokens=self.prompt_tokens, prefill_attn_pairs=self.prompt_pairs,
-                                   decode_seqs=decode_seqs, decode_kv_tokens=decode_kv_tokens)
+        foreign = base(self.prompt_tokens, self.prompt_pairs, decode_seqs, decode_kv_tokens)
         p = self._p_decode(decode_seqs) if prefill_tokens == 0 else 1.0 - math.exp(-self.rate * own)
         return own + p * max(0.0, foreign - own)
 
