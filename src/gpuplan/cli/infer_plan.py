@@ -21,7 +21,7 @@ from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import load_catalog
 from gpuplan.hardware.query import check_policy_names
 from gpuplan.i18n import help_text, resolve_lang, tr
-from gpuplan.render.report_text import fleet_text, fleet_units_text, recommended_rule_line
+from gpuplan.render.report_text import engine_default_lines, fleet_text, fleet_units_text, recommended_rule_line
 from gpuplan.render.traffic_text import traffic_lines
 from gpuplan.render.trust_text import band_num, confidence_text, misses_line, pd_line, trust_lines
 from gpuplan.service.infer_inputs import infer_load, traffic_file
@@ -98,8 +98,7 @@ def plan_infer(
     from gpuplan.search.infer_load import InferSlo, planner_terms
     from gpuplan.search.infer_pd_choice import disaggregated_recommendation
     from gpuplan.search.infer_search import InferConstraints, plan_inference, plan_record
-    from gpuplan.search.train_search import policy_rejection
-    from gpuplan.workload.engines import default_engine_for_parts, engine
+    from gpuplan.service.infer_inputs import serving_engines
 
     try:
         language = resolve_lang(lang)
@@ -123,17 +122,15 @@ def plan_infer(
         cons = InferConstraints(market=market, vendor=vendor, provider=provider, domestic_only=domestic_only,
                                 max_devices=max_devices, weights=tuple(weights) if weights else WEIGHTS,
                                 kv_dtype=kv_dtype, trust=trust, router=router)
-        engine_why = None
-        if engine_id is None:  # the parts' stack's engine when they share one (MindIE with --vendor Huawei), else vLLM
-            policy = cons.policy()
-            engine_id, engine_why = default_engine_for_parts(
-                a for a in cat.accelerators.values() if policy_rejection(a, policy) is None)
-        prof = engine(engine_id)
+        # without --engine each part is planned with its stack's engine (MindIE on Ascend, vLLM on CUDA/ROCm)
+        engines = serving_engines(cat, cons, engine_id)
+        prof = engines.profile
         cal = planner_terms(_terms(term))
-        res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, terms=cal)
+        res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, terms=cal,
+                             stack_engines=engines.by_stack)
         run = plan_record(spec, load, slo, res, prof, kv_dtype)
-        if engine_why is not None:
-            run["engine_default"] = {"engine": engine_id, "source": engine_why}
+        if engines.default is not None:
+            run["engine_default"] = engines.default
         if run["slo"].get("warning"):
             warn(run["slo"]["warning"][language])
         run["what_if_pd"] = named_pd(run, cat, th, req)  # the disaggregated fleet the advisor would name
@@ -175,10 +172,8 @@ def plan_infer(
     if json_out:
         print_json(run)
         return
-    # name the engine when the parts' stack chose it
-    if engine_why is not None and engine_id != default_engine_for_parts(())[0]:
-        console.print(tr("cli.einfer.engine_default", language, engine=engine_id, stack=prof.stacks[0],
-                         source=engine_why), highlight=False)
+    for line in engine_default_lines(run.get("engine_default"), language):  # when the parts' stack chose it
+        console.print(line, highlight=False)
     _table(spec.name, load, slo, _shown(res.plans, top, recommended), res.candidates_evaluated, res.simulated,
            res.rejected, language, recommended, blocked, router=res.router)
     if recommended is not None and market is None and data_residency is None and (
@@ -233,10 +228,11 @@ def _table(name: str, load: InferLoad, slo: InferSlo, plans: list[dict[str, Any]
     for col in COLS:
         t.add_column(tr(f"cli.pinfer.col.{col}", lang), no_wrap=col == "usd_m", overflow="fold")
     blocked = blocked or {}
+    mixed = len({p.get("engine") for p in plans}) > 1  # parts planned with their own stacks' engines: name each
     for p in plans:
         hit = fleet_block(p, blocked)
         mark = "\n(" + tr("report.not_recommended", lang, finding=hit) + ")" if hit is not None else ""
-        t.add_row(fleet_text(p, lang) + mark,
+        t.add_row(fleet_text(p, lang) + (f" {p['engine']}" if mixed else "") + mark,
                   fleet_units_text(p, lang),
                   band_num(p["cost_usd_per_hour"], (p.get("band") or {}).get("cost_usd_per_hour"), ",.2f"),
                   f"{sig(p['cost_usd_per_million_input_tokens'])} | {sig(p['cost_usd_per_million_output_tokens'])}",

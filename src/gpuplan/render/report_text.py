@@ -11,11 +11,26 @@ from gpuplan.search.infer_fleet import layout_shape
 from gpuplan.search.train_planner import billed_by_month
 from gpuplan.units import sig
 
-__all__ = ["INFER_COLS", "bottleneck_text", "finding_rows", "fleet_units_text", "fmt", "fmt_sig", "growth_line",
+__all__ = ["INFER_COLS", "bottleneck_text", "engine_default_lines", "finding_rows", "fleet_units_text", "fmt",
+           "fmt_sig", "growth_line",
            "infer_job_lines",
            "infer_memory_rows", "infer_rows", "infer_rule_line", "job_lines", "plan_rows", "prov", "rel_line",
            "layout_text", "recommended_rule_line", "rule_line", "tco_lines", "tco_rows", "cost_text", "duration_text",
            "offer_text"]
+
+
+def engine_default_lines(record: Mapping[str, Any] | None, lang: str) -> list[str]:
+    """The engines the parts' stacks chose (a `plan infer` answer's `engine_default`), one line per stack whose
+    engine is not the general default: MindIE on Ascend alone (`--vendor Huawei`), or beside vLLM on CUDA."""
+    from gpuplan.workload.engines import default_engine
+
+    if not record:
+        return []
+    general = default_engine(None)[0]
+    entries = [(str(record["stack"]), record)] if record.get("stack") and record["engine"] != general else []
+    entries += [(stack, e) for stack, e in (record.get("by_stack") or {}).items()]
+    return [tr("cli.einfer.engine_default", lang, engine=e["engine"], stack=stack, source=e["source"])
+            for stack, e in entries]
 
 
 def fmt(value: Any, spec: str = ",.1f") -> str:
@@ -155,7 +170,9 @@ def fleet_units_text(p: Mapping[str, Any], lang: str) -> str:
 
 def infer_rows(plans: list[Mapping[str, Any]], lang: str) -> tuple[list[str], list[list[str]]]:
     head = [tr(f"report.col.{c}", lang) for c in INFER_COLS]
-    rows = [[p["accelerator"], str(p["devices"]), str(p["replicas"]), p["layout"], p["weights"],
+    mixed = len({p.get("engine") for p in plans}) > 1  # parts planned with their own stacks' engines: name each
+    rows = [[p["accelerator"], str(p["devices"]), str(p["replicas"]), p["layout"],
+             f"{p['weights']} ({p['engine']})" if mixed else p["weights"],
              band_num(p["usd_per_hour"], (p.get("band") or {}).get("cost_usd_per_hour"), ",.2f"),
              fmt_sig(p["usd_per_million_tokens"]),
              band_num(p["ttft_p99_s"], (p.get("band") or {}).get("ttft_s.p99"), ".3f"),

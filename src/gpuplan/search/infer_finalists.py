@@ -53,6 +53,9 @@ class Candidate:
     instances: int
     offers: list[Offer]
     spans: bool = False  # its expert group spans instances (timed on their RDMA link)
+    # the engine it is planned with where not the search's (a search across stacks: its stack's default engine)
+    prof: EngineProfile | None = None
+    cfg: EngineConfig | None = None
 
 
 def _group(c: Candidate) -> tuple[str, str]:
@@ -111,12 +114,13 @@ def verify_candidates(cands: list[Candidate], load: InferLoad, slo: InferSlo, cf
         simulated += 1
         # a pipeline-parallel replica serves as pp batches in flight (simulate.pipeline): each is an engine
         pp = c.layout.pp
-        batch_cost, batch_cfg = pipeline_batch(c.cost, cfg, pp)
+        c_cfg = c.cfg or cfg
+        batch_cost, batch_cfg = pipeline_batch(c.cost, c_cfg, pp)
         # attention groups of one expert group step together: the others' prefills stretch this one's steps
         cost = lockstep_cost(batch_cost, groups=attention_groups(c.layout), group_qps=load.qps * factor / (r * pp),
                              input_len_mean=load.input_len.mean, output_len_mean=load.output_len.mean,
-                             max_batched_tokens=cfg.max_batched_tokens,
-                             chunked_prefill=cfg.chunked_prefill)
+                             max_batched_tokens=c_cfg.max_batched_tokens,
+                             chunked_prefill=c_cfg.chunked_prefill)
         return simulate_engines(load, cost, batch_cfg, engines=r * pp, load_factor=factor, router=router, cal=cal,
                                 slo=sim_slo)
 
@@ -155,7 +159,7 @@ def verify_candidates(cands: list[Candidate], load: InferLoad, slo: InferSlo, cf
         usd, offer, n_inst = priced
         m = sim(c, r, 1.0)
         per_acc[_group(c)] = per_acc.get(_group(c), 0) + 1
-        plans.append(plan_record_of(c, r, usd, offer, n_inst, m, m_head, load, cal, prof, router))
+        plans.append(plan_record_of(c, r, usd, offer, n_inst, m, m_head, load, cal, c.prof or prof, router))
         return True
 
     def fresh(c: Candidate) -> bool:

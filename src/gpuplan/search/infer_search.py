@@ -20,6 +20,7 @@ Verified plans are then simulated at the requested load for the figures they rep
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,16 +125,21 @@ def _per_market(sz: Sized, layout: Layout, offers: list[Offer], cons: InferConst
 def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog,
                    cons: InferConstraints | None = None, *, engine_profile: EngineProfile | None = None,
                    terms: Calibration | None = None, alternatives: bool = True,
-                   suggest_engines: bool | None = None) -> InferPlanResult:
+                   suggest_engines: bool | None = None,
+                   stack_engines: Mapping[str, EngineProfile] | None = None) -> InferPlanResult:
     """Cheapest verified fleets first; raises InputError (with the nearest feasible alternative) if none.
     `alternatives=False` skips what RDMA would buy and the disaggregated fleets (a re-plan that reads only the
     plans: the growth re-plan, `compare`, the other engines of advise.report_infer.named_engine). `suggest_engines`
     (default: as `alternatives`) re-plans with the other engines when nothing meets the SLO, to name one that does:
-    `compare` asks for it, the growth re-plan (whose failure is an ordinary finding) does not."""
+    `compare` asks for it, the growth re-plan (whose failure is an ordinary finding) does not. `stack_engines`
+    (software stack -> profile): the parts of those stacks are planned with that engine instead of
+    `engine_profile` (a search across stacks with no --engine: MindIE on CANN beside vLLM on CUDA, engines.yaml
+    stack_default_engines); each plan names its engine."""
     prof = engine_profile or engine("vllm")
     cons = cons or InferConstraints()
+    by_stack = dict(stack_engines or {})
     try:
-        return _plan(spec, load, slo, catalog, cons, prof, terms, alternatives)
+        return _plan(spec, load, slo, catalog, cons, prof, terms, alternatives, by_stack)
     except InputError as exc:
         if not (alternatives if suggest_engines is None else suggest_engines):
             raise
@@ -160,9 +166,13 @@ def plan_record(spec: ModelSpec, load: InferLoad, slo: InferSlo, res: InferPlanR
 
 
 def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, cons: InferConstraints,
-          prof: EngineProfile, terms: Calibration | None, alternatives: bool) -> InferPlanResult:
+          prof: EngineProfile, terms: Calibration | None, alternatives: bool,
+          by_stack: Mapping[str, EngineProfile] | None = None) -> InferPlanResult:
     cal = terms or planner_terms()
+    main_prof = prof
     cfg = EngineConfig.from_profile(prof)
+    main_cfg = cfg
+    cfgs = {p.id: EngineConfig.from_profile(p) for p in (by_stack or {}).values()}
     headroom = cal.value("load_headroom")
     ratio = cal.value("tpot_p99_over_mean")
     moments = length_moments(load.input_len, load.output_len, hit=load.cached_share)
@@ -184,6 +194,9 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
         if why:
             bump(rejected, why)
             continue
+        # the part's own stack's engine where the search spans stacks with no --engine (stack_engines)
+        prof = (by_stack or {}).get(acc.software_stack, main_prof)
+        cfg = cfgs.get(prof.id, main_cfg)
         if not prof.runs_on(acc):  # TensorRT-LLM on Ascend, MindIE on NVIDIA, SGLang on a V100: no such fleet
             bump(rejected, "engine_unsupported")
             continue
@@ -253,13 +266,14 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
                     cands.append(Candidate(acc=acc, layout=lay, weights=weights, cost=cm, cap=sm.cap, ttft0=sm.ttft0,
                                            tpot0=sm.tpot0, replicas=sm.replicas, usd_per_hour=sm.usd_per_hour,
                                            offer=sm.offer, instances=sm.instances, offers=sm_offers,
-                                           spans=link is not None))
+                                           spans=link is not None, prof=prof, cfg=cfg))
         # the disaggregated fleet is launched with SGLang (emit sglang --disaggregated): only on parts it runs on
-        pd = pd_fleet(pd_inputs, accelerator=acc.id, moments=moments, slo=slo, qps=load.qps, headroom=headroom, cfg=cfg,
-                      tpot_p99_over_mean=ratio, max_devices=cons.max_devices) if (
+        pd = pd_fleet(pd_inputs, accelerator=acc.id, moments=moments, slo=slo, qps=load.qps, headroom=headroom,
+                      cfg=main_cfg, tpot_p99_over_mean=ratio, max_devices=cons.max_devices) if (
             alternatives and engine("sglang").runs_on(acc)) else None
         if pd is not None:
             pds.append(pd)
+    prof, cfg = main_prof, main_cfg
     router = check_router(cons.router)
     pd_records = simulated_pd(pds, load, slo, cfg, cal, cons.max_devices, router)
     if not cands:

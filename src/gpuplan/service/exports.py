@@ -91,6 +91,9 @@ def cli_command(req: TrainPlanRequest | InferPlanRequest, lang: str = "en") -> s
         elif isinstance(value, list):
             for item in value:
                 args += [opt, str(item)]
+        elif isinstance(value, dict):  # --capacity OFFER=N, repeated
+            for key, item in value.items():
+                args += [opt, f"{key}={_num(item)}"]
         else:
             args += [opt, _num(value) if isinstance(value, (int, float)) else str(value)]
     if req.user_catalog is not None:
