@@ -164,7 +164,7 @@ def plan_train_report(req: TrainPlanRequest) -> tuple[dict[str, Any], dict[str, 
             "layout_family": {"family": cons.layout_family, "why": cons.layout_reason},
             "rejected": res.rejected, "hardware_considered": res.hardware_considered,
             "recommended": doc["recommendation"], "not_recommended": doc["not_recommended"],
-            "findings": doc["findings"], "tco": doc["tco"]}, doc
+            "findings": doc["findings"], "tco": doc["tco"], "buy_option": doc.get("buy_option")}, doc
 
 
 def run_plan_infer(req: InferPlanRequest) -> dict[str, Any]:

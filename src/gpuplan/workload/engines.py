@@ -33,7 +33,7 @@ from gpuplan.terms import override_terms
 
 __all__ = ["ENGINE_TERMS", "DecodeKernelEra", "EngineProfile", "EngineTerm", "HardwareTerms", "PartDefaults",
            "Scheduling", "StackDefault", "TunedOn",
-           "default_engine", "default_engine_for_parts", "default_engines_by_stack", "engine", "engine_ids",
+           "default_engine", "default_engines_by_stack", "engine", "engine_ids",
            "hardware_terms", "load_engines"]
 
 Scheduling = Literal["fcfs", "prefill_first", "decode_first", "static"]
@@ -369,16 +369,6 @@ def default_engine(accelerator: Accelerator | None = None) -> tuple[str, str]:
             if entry.stack == accelerator.software_stack:
                 return entry.engine, entry.source
     return data.default_engine, "engines.yaml default_engine"
-
-
-def default_engine_for_parts(accelerators: Iterable[Accelerator]) -> tuple[str, str]:
-    """The default engine of a search over several parts: their stack's (default_engine) when they all share one
-    stack, else engines.yaml `default_engine` (one engine serves every part of a search)."""
-    parts = list(accelerators)
-    stacks = {a.software_stack for a in parts}
-    if len(stacks) == 1:
-        return default_engine(parts[0])
-    return default_engine(None)
 
 
 def default_engines_by_stack(accelerators: Iterable[Accelerator]) -> dict[str, tuple[str, str]]:
