@@ -21,7 +21,13 @@ from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import load_catalog
 from gpuplan.hardware.query import check_policy_names
 from gpuplan.i18n import help_text, resolve_lang, tr
-from gpuplan.render.report_text import engine_default_lines, fleet_text, fleet_units_text, recommended_rule_line
+from gpuplan.render.report_text import (
+    engine_default_lines,
+    fleet_text,
+    fleet_units_text,
+    prefix_tiers_line,
+    recommended_rule_line,
+)
 from gpuplan.render.traffic_text import traffic_lines
 from gpuplan.render.trust_text import band_num, confidence_text, misses_line, pd_line, trust_lines
 from gpuplan.service.infer_inputs import infer_load, traffic_file
@@ -90,6 +96,8 @@ def plan_infer(
     router: str = typer.Option("least-load", "--router", help=help_text("help.plan_infer.router")),
     prefix_hit: float = typer.Option(0.0, "--prefix-hit", help=help_text("help.plan_infer.prefix_hit")),
     shared_prefix: int = typer.Option(0, "--shared-prefix", help=help_text("help.plan_infer.shared_prefix")),
+    prefix_set: int = typer.Option(0, "--prefix-set", help=help_text("help.plan_infer.prefix_set")),
+    kv_offload: str = typer.Option("auto", "--kv-offload", help=help_text("help.plan_infer.kv_offload")),
     traffic: Path = typer.Option(None, "--traffic", help=help_text("help.plan_infer.traffic")),
 ) -> None:
     """Search instances, TP/PP/EP, weight format and replicas for the cheapest fleet meeting the SLO."""
@@ -113,15 +121,16 @@ def plan_infer(
         # with a traffic curve the fleet is planned at its peak hour's rate (advise/report_traffic.py)
         load = infer_load(curve.peak_qps if curve is not None else qps, trace, input_len, output_len, input_dist,
                           output_dist, files=True)
-        if prefix_hit or shared_prefix:
-            load = replace(load, prefix_hit=prefix_hit, shared_prefix_tokens=shared_prefix)
+        if prefix_hit or shared_prefix or prefix_set:
+            load = replace(load, prefix_hit=prefix_hit, shared_prefix_tokens=shared_prefix,
+                           prefix_set_tokens=prefix_set)
         slo = InferSlo(ttft_p99_s=ttft_p99, tpot_p99_s=tpot_p99)
         spec = load_model(model)
         cat = load_catalog(catalog_dir or ())
         check_policy_names(cat, vendor=vendor, provider=provider)
         cons = InferConstraints(market=market, vendor=vendor, provider=provider, domestic_only=domestic_only,
                                 max_devices=max_devices, weights=tuple(weights) if weights else WEIGHTS,
-                                kv_dtype=kv_dtype, trust=trust, router=router)
+                                kv_dtype=kv_dtype, trust=trust, router=router, kv_offload=kv_offload)
         # without --engine each part is planned with its stack's engine (MindIE on Ascend, vLLM on CUDA/ROCm)
         engines = serving_engines(cat, cons, engine_id)
         prof = engines.profile
@@ -185,6 +194,9 @@ def plan_infer(
     if load.shared_prefix_tokens:
         console.print(tr("cli.pinfer.shared_prefix", language, tokens=load.shared_prefix_tokens), highlight=False)
     rec = recommended
+    tiers = prefix_tiers_line(res.plans, rec, language)
+    if tiers:
+        console.print(tiers, highlight=False)
     if rec is not None:
         for line in trust_lines(rec, language):
             console.print(line, highlight=False)

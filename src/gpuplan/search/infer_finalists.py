@@ -18,6 +18,7 @@ from gpuplan.hardware import Accelerator
 from gpuplan.search.infer_capacity import Capacity
 from gpuplan.search.infer_fleet import Offer, advice, attention_groups, price_layout, whole_groups
 from gpuplan.search.infer_load import InferLoad, InferSlo
+from gpuplan.search.infer_offload import PrefixTiers
 from gpuplan.search.infer_pd_fleet import PdFleet
 from gpuplan.search.infer_pd_sim import simulate_pd
 from gpuplan.search.infer_route import DEFAULT_ROUTER, simulate_engines
@@ -56,6 +57,9 @@ class Candidate:
     # the engine it is planned with where not the search's (a search across stacks: its stack's default engine)
     prof: EngineProfile | None = None
     cfg: EngineConfig | None = None
+    # the load as this replica serves it where its cache tiers leave less of the stated prefix hit (infer_offload)
+    load: InferLoad | None = None
+    tiers: PrefixTiers | None = None
 
 
 def _group(c: Candidate) -> tuple[str, str]:
@@ -121,8 +125,8 @@ def verify_candidates(cands: list[Candidate], load: InferLoad, slo: InferSlo, cf
                              input_len_mean=load.input_len.mean, output_len_mean=load.output_len.mean,
                              max_batched_tokens=c_cfg.max_batched_tokens,
                              chunked_prefill=c_cfg.chunked_prefill)
-        return simulate_engines(load, cost, batch_cfg, engines=r * pp, load_factor=factor, router=router, cal=cal,
-                                slo=sim_slo)
+        return simulate_engines(c.load or load, cost, batch_cfg, engines=r * pp, load_factor=factor, router=router,
+                                cal=cal, slo=sim_slo)
 
     def verify(c: Candidate) -> bool:
         """Simulate `c`, grow it to the SLO and price it; True when it became a plan."""
@@ -225,6 +229,7 @@ def plan_record_of(c: Candidate, r: int, usd: float, offer: Offer, n_inst: int, 
         "at_headroom": {"qps": load.qps * (1.0 + cal.value("load_headroom")), "ttft_p99_s": m_head.ttft_s.p99,
                         "tpot_p99_s": m_head.tpot_s.p99, "e2e_p99_s": m_head.e2e_s.p99},
         "advice": advice(util, growth, offer, cal),
+        **({"prefix_tiers": c.tiers.to_json()} if c.tiers is not None else {}),
         "provenance": f"estimated: per-step cost model + discrete-event simulation of the replicas behind a {router} "
                       "router; prices from the catalog (see the instance's source)",
     }

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpuplan.errors import GpuplanError, InputError
@@ -37,6 +37,7 @@ from gpuplan.search.infer_fleet import Offer, fleet_offers
 from gpuplan.search.infer_layouts import placements
 from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms, slo_unit_warning
 from gpuplan.search.infer_misses import parts_without_plan
+from gpuplan.search.infer_offload import KV_OFFLOAD_MODES, OFFLOAD_TERMS, prefix_tiers
 from gpuplan.search.infer_pd_fleet import PdFleet, PdInput, pd_fleet
 from gpuplan.search.infer_route import DEFAULT_ROUTER, check_router
 from gpuplan.search.infer_size import Sized, priced_on, size_fleet
@@ -71,9 +72,13 @@ class InferConstraints:
     kv_dtype: str = "bf16"
     trust: str = "low"  # plan_trust.LEVELS: keep fleets whose confidence is at least this
     router: str = DEFAULT_ROUTER  # how requests reach the replicas (simulate.fleet_sim): sized under this router
+    kv_offload: str = "auto"  # a host-memory tier for the prefix set where the engine runs one (infer_offload)
 
     def __post_init__(self) -> None:
         check_router(self.router)
+        if self.kv_offload not in KV_OFFLOAD_MODES:
+            raise InputError(field="kv-offload", value=self.kv_offload, allowed=", ".join(KV_OFFLOAD_MODES),
+                             hint="auto: use the engine's host tier when the prefix set outgrows HBM; off: never")
         if self.max_devices < 1:
             raise InputError(field="max-devices", value=self.max_devices, allowed="a positive integer")
         bad = [w for w in self.weights if w not in WEIGHTS]
@@ -245,6 +250,20 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
                 sz = size_fleet(cm, lay, lay_offers, cfg=cfg, moments=moments, slo=slo, qps=load.qps,
                                 headroom=headroom, tpot_p99_over_mean=ratio, need_tokens=need_tokens,
                                 max_devices=cons.max_devices, span=link is not None)
+                tiers, c_load = None, None
+                if load.prefix_set_tokens and load.prefix_hit:  # the hit the replica's cache tiers leave
+                    tiers = prefix_tiers(cost=cm, cfg=cfg, acc=acc, catalog=catalog,
+                                         instance=sz.offer.instance if sz.offer else None,
+                                         devices=max(lay.tp, lay.ep) * lay.pp, engine_id=prof.id,
+                                         mla=spec.mla is not None, hit=load.prefix_hit,
+                                         prefix_set=load.prefix_set_tokens, mode=cons.kv_offload, cal=cal)
+                    if tiers.hit_effective < load.prefix_hit:
+                        c_load = replace(load, prefix_hit=tiers.hit_effective)
+                        sz = size_fleet(cm, lay, lay_offers, cfg=cfg,
+                                        moments=length_moments(load.input_len, load.output_len,
+                                                               hit=c_load.cached_share),
+                                        slo=slo, qps=load.qps, headroom=headroom, tpot_p99_over_mean=ratio,
+                                        need_tokens=need_tokens, max_devices=cons.max_devices, span=link is not None)
                 label = f"{acc.id} tp{lay.tp} pp{lay.pp} ep{lay.ep} {weights}"
                 mine = per_part.setdefault(acc.id, {})
                 if sz.ttft0 < mine.get("ttft_s", math.inf):
@@ -266,7 +285,8 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
                     cands.append(Candidate(acc=acc, layout=lay, weights=weights, cost=cm, cap=sm.cap, ttft0=sm.ttft0,
                                            tpot0=sm.tpot0, replicas=sm.replicas, usd_per_hour=sm.usd_per_hour,
                                            offer=sm.offer, instances=sm.instances, offers=sm_offers,
-                                           spans=link is not None, prof=prof, cfg=cfg))
+                                           spans=link is not None, prof=prof, cfg=cfg, load=c_load,
+                                           tiers=tiers))
         # the disaggregated fleet is launched with SGLang (emit sglang --disaggregated): only on parts it runs on
         pd = pd_fleet(pd_inputs, accelerator=acc.id, moments=moments, slo=slo, qps=load.qps, headroom=headroom,
                       cfg=main_cfg, tpot_p99_over_mean=ratio, max_devices=cons.max_devices) if (
@@ -297,7 +317,8 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
     alts.sort(key=lambda a: a["usd_per_hour"])
     cheapest = alts[0] if alts and alts[0]["usd_per_hour"] < plans[0]["cost_usd_per_hour"] else None
     return InferPlanResult(plans=plans, candidates_evaluated=evaluated, simulated=simulated, rejected=rejected,
-                           hardware_considered=considered, best_unloaded=best, terms=cal.used(*TERMS_USED),
+                           hardware_considered=considered, best_unloaded=best,
+                           terms=cal.used(*TERMS_USED, *(OFFLOAD_TERMS if load.prefix_set_tokens else ())),
                            what_if_rdma=cheapest, what_if_rdma_all=alts,
                            what_if_pd_all=pd_records, router=router,
                            parts_without_plan=parts_without_plan(considered, plans, per_part, slo,

@@ -174,6 +174,12 @@ class InferPlanRequest(_Request):
                               description="share of each prompt found in the prefix cache, 0 to <1")
     shared_prefix: int = Field(default=0, ge=0, le=MAX_TOKENS_PER_SEQ,
                                description="tokens every prompt starts with (a shared system prompt)")
+    prefix_set: int = Field(default=0, ge=0, le=10**12,
+                            description="distinct prefix tokens the prefix_hit reuses (documents, sessions); where a "
+                            "replica's HBM does not hold them the hit rests on a host-memory KV tier or is recomputed "
+                            "(docs/inference_planner.md, KV offload)")
+    kv_offload: Literal["auto", "off"] = Field(default="auto", description="auto: keep the prefix set beyond HBM in "
+                                               "host memory where the engine runs a host KV tier; off: never")
 
 
 class MemoryTrainRequest(_Request):

@@ -113,8 +113,9 @@ def _checked_infer(req: InferPlanRequest) -> tuple[ModelSpec, Any, Any, Any]:
               ("tpot-p99", req.tpot_p99, False), ("max-devices", req.max_devices, True), ("top", req.top, True))
     # a client's lengths never name a server path (files=False: `hist:` fails before anything is opened)
     load = infer_load(qps, None, req.input_len, req.output_len, req.input_dist, req.output_dist, files=False)
-    if req.prefix_hit or req.shared_prefix:
-        load = replace(load, prefix_hit=req.prefix_hit, shared_prefix_tokens=req.shared_prefix)
+    if req.prefix_hit or req.shared_prefix or req.prefix_set:
+        load = replace(load, prefix_hit=req.prefix_hit, shared_prefix_tokens=req.shared_prefix,
+                       prefix_set_tokens=req.prefix_set)
     spec = _spec(req.model)
     cat = catalog_for(req.user_catalog)
     check_policy_names(cat, vendor=req.vendor, provider=req.provider)
@@ -127,7 +128,7 @@ def _infer_constraints(req: InferPlanRequest) -> Any:
     return InferConstraints(market=req.market, vendor=req.vendor, provider=req.provider,
                             domestic_only=req.domestic_only, max_devices=req.max_devices,
                             weights=tuple(req.weights) if req.weights else WEIGHTS, kv_dtype=req.kv_dtype,
-                            trust=req.trust, router=req.router)
+                            trust=req.trust, router=req.router, kv_offload=req.kv_offload)
 
 
 def run_plan_train(req: TrainPlanRequest) -> dict[str, Any]:

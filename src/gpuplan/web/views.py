@@ -19,6 +19,7 @@ from gpuplan.render.report_text import (
     fleet_units_text,
     layout_text,
     offer_text,
+    prefix_tiers_line,
     recommended_rule_line,
     rule_line,
 )
@@ -133,7 +134,9 @@ def recommendation(result: Mapping[str, Any], lang: str, kind: str = "train") ->
     missed = misses_line(result.get("parts_without_plan") or [], float(slo.get("ttft_p99_s") or 0.0),
                          float(slo.get("tpot_p99_s") or 0.0), lang)  # the parts searched without a fleet, and why
     engines = engine_default_lines(result.get("engine_default"), lang)  # the stacks' engines, as the CLI names them
-    return {"head": head, "rule": "", "lines": [*engines, *trust_lines(rec, lang), *(x for x in (pd, missed) if x)]}
+    tiers = prefix_tiers_line(result.get("plans") or [], rec, lang)  # where the prefix set is kept (--prefix-set)
+    return {"head": head, "rule": "", "lines": [*engines, *((tiers,) if tiers else ()), *trust_lines(rec, lang),
+                                                *(x for x in (pd, missed) if x)]}
 
 
 def findings(result: Mapping[str, Any], lang: str, limit: int = 12) -> list[dict[str, str]]:
