@@ -69,7 +69,7 @@ def _group(c: Candidate) -> tuple[str, str]:
 
 def candidate_label(c: Candidate) -> str:
     lay = c.layout
-    return f"{c.acc.id} tp{lay.tp} pp{lay.pp} ep{lay.ep} {c.weights}"
+    return f"{c.acc.id} tp{lay.tp} pp{lay.pp} ep{lay.ep}{f' cp{lay.cp}' if lay.cp > 1 else ''} {c.weights}"
 
 
 def bump(rejected: dict[str, int], why: str, n: int = 1) -> None:
@@ -154,7 +154,7 @@ def verify_candidates(cands: list[Candidate], load: InferLoad, slo: InferSlo, cf
         if load.qps / (r * c.cap.requests_per_s) > 1.0:  # over 100% utilization: never a plan
             bump(rejected, "over_capacity")
             return False
-        if r * c.layout.tp * c.layout.pp > max_devices:
+        if r * c.layout.tp * c.layout.pp * c.layout.cp > max_devices:
             bump(rejected, "max_devices")
             return False
         priced = price_layout(c.offers, r, c.layout, span=c.spans)
@@ -212,8 +212,9 @@ def plan_record_of(c: Candidate, r: int, usd: float, offer: Offer, n_inst: int, 
     return {
         "accelerator": c.acc.id, "instance": offer.instance, "instances": n_inst, "instance_tenancy": offer.tenancy,
         "per_card": offer.cards_per_host is not None,
-        "price_kind": offer.kind, "devices": r * lay.tp * lay.pp, "replicas": r,
-        "layout": {"tp": lay.tp, "pp": lay.pp, "ep": lay.ep}, "weights": c.weights, "engine": prof.id,
+        "price_kind": offer.kind, "devices": r * lay.tp * lay.pp * lay.cp, "replicas": r,
+        "layout": {"tp": lay.tp, "pp": lay.pp, "ep": lay.ep, **({"cp": lay.cp} if lay.cp > 1 else {})},
+        "weights": c.weights, "engine": prof.id,
         "router": router,
         "cost_usd_per_hour": usd,
         "cost_usd_per_million_input_tokens": usd * share_in / in_h * 1e6,

@@ -31,6 +31,7 @@ from gpuplan.estimate.memory_infer import matrix_bytes_per_param
 from gpuplan.hardware import Catalog
 from gpuplan.search import progress
 from gpuplan.search.infer_capacity import length_moments
+from gpuplan.search.infer_cp import cp_cost, cp_degrees
 from gpuplan.search.infer_engines import with_engine_hint
 from gpuplan.search.infer_finalists import Candidate, bump, simulated_pd, verify_candidates
 from gpuplan.search.infer_fleet import Offer, fleet_offers
@@ -73,6 +74,7 @@ class InferConstraints:
     trust: str = "low"  # plan_trust.LEVELS: keep fleets whose confidence is at least this
     router: str = DEFAULT_ROUTER  # how requests reach the replicas (simulate.fleet_sim): sized under this router
     kv_offload: str = "auto"  # a host-memory tier for the prefix set where the engine runs one (infer_offload)
+    context_parallel: bool = True  # try prefill context-parallel layouts for long prompts (infer_cp)
 
     def __post_init__(self) -> None:
         check_router(self.router)
@@ -247,46 +249,60 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
                     bump(rejected, "missing_data" if getattr(exc, "field", "") == "accelerator" else "layout_invalid")
                     continue
                 pd_inputs.append(PdInput(weights=weights, layout=lay, offers=lay_offers, link=link, cost=cm))
-                sz = size_fleet(cm, lay, lay_offers, cfg=cfg, moments=moments, slo=slo, qps=load.qps,
-                                headroom=headroom, tpot_p99_over_mean=ratio, need_tokens=need_tokens,
-                                max_devices=cons.max_devices, span=link is not None)
-                tiers, c_load = None, None
-                if load.prefix_set_tokens and load.prefix_hit:  # the hit the replica's cache tiers leave
-                    tiers = prefix_tiers(cost=cm, cfg=cfg, acc=acc, catalog=catalog,
-                                         instance=sz.offer.instance if sz.offer else None,
-                                         devices=max(lay.tp, lay.ep) * lay.pp, engine_id=prof.id,
-                                         mla=spec.mla is not None, hit=load.prefix_hit,
-                                         prefix_set=load.prefix_set_tokens, mode=cons.kv_offload, cal=cal)
-                    if tiers.hit_effective < load.prefix_hit:
-                        c_load = replace(load, prefix_hit=tiers.hit_effective)
-                        sz = size_fleet(cm, lay, lay_offers, cfg=cfg,
-                                        moments=length_moments(load.input_len, load.output_len,
-                                                               hit=c_load.cached_share),
-                                        slo=slo, qps=load.qps, headroom=headroom, tpot_p99_over_mean=ratio,
-                                        need_tokens=need_tokens, max_devices=cons.max_devices, span=link is not None)
-                label = f"{acc.id} tp{lay.tp} pp{lay.pp} ep{lay.ep} {weights}"
-                mine = per_part.setdefault(acc.id, {})
-                if sz.ttft0 < mine.get("ttft_s", math.inf):
-                    mine.update(ttft_s=sz.ttft0, ttft_on=label)
-                if sz.tpot0 < mine.get("tpot_s", math.inf):
-                    mine.update(tpot_s=sz.tpot0, tpot_on=label)
-                if sz.ttft0 < best.get("ttft_s", math.inf):
-                    best.update(ttft_s=sz.ttft0, ttft_on=label)
-                if sz.tpot0 < best.get("tpot_s", math.inf):
-                    best.update(tpot_s=sz.tpot0, tpot_on=label)
-                if sz.rejected == "max_devices":
-                    devices = sz.replicas * lay.tp * lay.pp
-                    if "devices_needed" not in best or devices < best["devices_needed"][0]:
-                        best["devices_needed"] = (devices, label)
-                for sm, sm_offers in _per_market(sz, lay, lay_offers, cons, load.qps, headroom, link is not None):
-                    if sm.rejected is not None or sm.cap is None or sm.offer is None:
-                        bump(rejected, sm.rejected or "no_instance_fits")
-                        continue
-                    cands.append(Candidate(acc=acc, layout=lay, weights=weights, cost=cm, cap=sm.cap, ttft0=sm.ttft0,
-                                           tpot0=sm.tpot0, replicas=sm.replicas, usd_per_hour=sm.usd_per_hour,
-                                           offer=sm.offer, instances=sm.instances, offers=sm_offers,
-                                           spans=link is not None, prof=prof, cfg=cfg, load=c_load,
-                                           tiers=tiers))
+                # the layout, then (appended below) its prefill context-parallel variants (infer_cp)
+                variants: list[tuple[Layout, Any]] = [(lay, cm)]
+                for lay, cm in variants:
+                    sz = size_fleet(cm, lay, lay_offers, cfg=cfg, moments=moments, slo=slo, qps=load.qps,
+                                    headroom=headroom, tpot_p99_over_mean=ratio, need_tokens=need_tokens,
+                                    max_devices=cons.max_devices, span=link is not None)
+                    tiers, c_load = None, None
+                    if load.prefix_set_tokens and load.prefix_hit:  # the hit the replica's cache tiers leave
+                        tiers = prefix_tiers(cost=cm, cfg=cfg, acc=acc, catalog=catalog,
+                                             instance=sz.offer.instance if sz.offer else None,
+                                             devices=max(lay.tp, lay.ep) * lay.pp * lay.cp, engine_id=prof.id,
+                                             mla=spec.mla is not None, hit=load.prefix_hit,
+                                             prefix_set=load.prefix_set_tokens, mode=cons.kv_offload, cal=cal)
+                        if tiers.hit_effective < load.prefix_hit:
+                            c_load = replace(load, prefix_hit=tiers.hit_effective)
+                            sz = size_fleet(cm, lay, lay_offers, cfg=cfg,
+                                            moments=length_moments(load.input_len, load.output_len,
+                                                                   hit=c_load.cached_share),
+                                            slo=slo, qps=load.qps, headroom=headroom, tpot_p99_over_mean=ratio,
+                                            need_tokens=need_tokens, max_devices=cons.max_devices,
+                                            span=link is not None)
+                    if (sz.rejected == "ttft_slo" and len(variants) == 1 and link is None and lay.pp == 1
+                            and lay.ep == 1 and cons.context_parallel):
+                        # a long prompt the tp replica cannot prefill within the TTFT limit: split it over cp ranks
+                        # where the engine runs prefill context parallelism on the part
+                        for cp in cp_degrees(prof.id, acc, tp=lay.tp, node=max_node, prompt_p99=moments.in_p99):
+                            cpm = cp_cost(cm, acc=acc, cp=cp, layers=spec.num_layers)
+                            if cpm is not None and lay.tp * cp <= cons.max_devices:
+                                evaluated += 1
+                                variants.append((Layout(tp=lay.tp, cp=cp), cpm))
+                    label = f"{acc.id} tp{lay.tp} pp{lay.pp} ep{lay.ep}{f' cp{lay.cp}' if lay.cp > 1 else ''} {weights}"
+                    mine = per_part.setdefault(acc.id, {})
+                    if sz.ttft0 < mine.get("ttft_s", math.inf):
+                        mine.update(ttft_s=sz.ttft0, ttft_on=label)
+                    if sz.tpot0 < mine.get("tpot_s", math.inf):
+                        mine.update(tpot_s=sz.tpot0, tpot_on=label)
+                    if sz.ttft0 < best.get("ttft_s", math.inf):
+                        best.update(ttft_s=sz.ttft0, ttft_on=label)
+                    if sz.tpot0 < best.get("tpot_s", math.inf):
+                        best.update(tpot_s=sz.tpot0, tpot_on=label)
+                    if sz.rejected == "max_devices":
+                        devices = sz.replicas * lay.tp * lay.pp * lay.cp
+                        if "devices_needed" not in best or devices < best["devices_needed"][0]:
+                            best["devices_needed"] = (devices, label)
+                    for sm, sm_offers in _per_market(sz, lay, lay_offers, cons, load.qps, headroom, link is not None):
+                        if sm.rejected is not None or sm.cap is None or sm.offer is None:
+                            bump(rejected, sm.rejected or "no_instance_fits")
+                            continue
+                        cands.append(Candidate(acc=acc, layout=lay, weights=weights, cost=cm, cap=sm.cap,
+                                               ttft0=sm.ttft0, tpot0=sm.tpot0, replicas=sm.replicas,
+                                               usd_per_hour=sm.usd_per_hour, offer=sm.offer,
+                                               instances=sm.instances, offers=sm_offers,
+                                               spans=link is not None, prof=prof, cfg=cfg, load=c_load,
+                                               tiers=tiers))
         # the disaggregated fleet is launched with SGLang (emit sglang --disaggregated): only on parts it runs on
         pd = pd_fleet(pd_inputs, accelerator=acc.id, moments=moments, slo=slo, qps=load.qps, headroom=headroom,
                       cfg=main_cfg, tpot_p99_over_mean=ratio, max_devices=cons.max_devices) if (
@@ -300,7 +316,8 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
         int4_bytes = counts.total * matrix_bytes_per_param(spec, InferenceJob(weights="int4"))
         _no_plan(spec, slo, cons, rejected, best, int4_bytes, largest, considered, prof)
     # at one price and size, the widest weights first: quantizing that saves nothing only costs quality
-    cands.sort(key=lambda c: (c.usd_per_hour, c.replicas * c.layout.tp * c.layout.pp, -DTYPE_BYTES[c.weights],
+    cands.sort(key=lambda c: (c.usd_per_hour, c.replicas * c.layout.tp * c.layout.pp * c.layout.cp,
+                              -DTYPE_BYTES[c.weights],
                               c.tpot0))
     plans, simulated, near = verify_candidates(cands, load, slo, cfg, cal, prof, rejected, cons.max_devices, router)
     if not plans:
