@@ -98,6 +98,8 @@ def plan_infer(
     shared_prefix: int = typer.Option(0, "--shared-prefix", help=help_text("help.plan_infer.shared_prefix")),
     prefix_set: int = typer.Option(0, "--prefix-set", help=help_text("help.plan_infer.prefix_set")),
     kv_offload: str = typer.Option("auto", "--kv-offload", help=help_text("help.plan_infer.kv_offload")),
+    context_parallel: bool = typer.Option(True, "--context-parallel/--no-context-parallel",
+                                          help=help_text("help.plan_infer.context_parallel")),
     traffic: Path = typer.Option(None, "--traffic", help=help_text("help.plan_infer.traffic")),
 ) -> None:
     """Search instances, TP/PP/EP, weight format and replicas for the cheapest fleet meeting the SLO."""
@@ -130,7 +132,8 @@ def plan_infer(
         check_policy_names(cat, vendor=vendor, provider=provider)
         cons = InferConstraints(market=market, vendor=vendor, provider=provider, domestic_only=domestic_only,
                                 max_devices=max_devices, weights=tuple(weights) if weights else WEIGHTS,
-                                kv_dtype=kv_dtype, trust=trust, router=router, kv_offload=kv_offload)
+                                kv_dtype=kv_dtype, trust=trust, router=router, kv_offload=kv_offload,
+                                context_parallel=context_parallel)
         # without --engine each part is planned with its stack's engine (MindIE on Ascend, vLLM on CUDA/ROCm)
         engines = serving_engines(cat, cons, engine_id)
         prof = engines.profile

@@ -44,6 +44,8 @@ def vllm_args(t: ServeTarget) -> list[Arg]:
     p = _profile(t, "vllm")
     a: list[Arg] = [("--host", "0.0.0.0"), ("--port", str(PORT)), ("--tensor-parallel-size", str(t.tp)),
                     ("--pipeline-parallel-size", str(t.pp))]
+    if t.cp > 1:  # prefill context parallelism: world size tp x cp (search/data/context_parallel.yaml)
+        a.append(("--prefill-context-parallel-size", str(t.cp)))
     if t.ep > t.tp:  # attention data parallelism: ep/tp engine ranks share the experts (vLLM data parallel docs)
         a.append(("--data-parallel-size", str(t.attention_groups)))
     if t.ep > 1:

@@ -16,6 +16,7 @@ from gpuplan.estimate.calibration import Calibration
 from gpuplan.estimate.infer_step_model import StepCostModel
 from gpuplan.hardware import Accelerator
 from gpuplan.search.infer_capacity import Capacity
+from gpuplan.search.infer_cp import cp_flag
 from gpuplan.search.infer_fleet import Offer, advice, attention_groups, price_layout, whole_groups
 from gpuplan.search.infer_load import InferLoad, InferSlo
 from gpuplan.search.infer_offload import PrefixTiers
@@ -231,6 +232,7 @@ def plan_record_of(c: Candidate, r: int, usd: float, offer: Offer, n_inst: int, 
                         "tpot_p99_s": m_head.tpot_s.p99, "e2e_p99_s": m_head.e2e_s.p99},
         "advice": advice(util, growth, offer, cal),
         **({"prefix_tiers": c.tiers.to_json()} if c.tiers is not None else {}),
+        **({"context_parallel": {"cp": lay.cp, "launch": cp_flag(prof.id, c.acc, lay.cp)}} if lay.cp > 1 else {}),
         "provenance": f"estimated: per-step cost model + discrete-event simulation of the replicas behind a {router} "
                       "router; prices from the catalog (see the instance's source)",
     }

@@ -85,9 +85,8 @@ def cli_command(req: TrainPlanRequest | InferPlanRequest, lang: str = "en") -> s
         if name != "model" and fields[name].is_required() is False and value == default:
             continue
         opt = "--" + name.replace("_", "-")
-        if isinstance(value, bool):
-            if value:
-                args.append(opt)
+        if isinstance(value, bool):  # a default-on flag turned off is --no-NAME (--no-context-parallel)
+            args.append(opt if value else "--no-" + name.replace("_", "-"))
         elif isinstance(value, list):
             for item in value:
                 args += [opt, str(item)]

@@ -180,6 +180,9 @@ class InferPlanRequest(_Request):
                             "(docs/inference_planner.md, KV offload)")
     kv_offload: Literal["auto", "off"] = Field(default="auto", description="auto: keep the prefix set beyond HBM in "
                                                "host memory where the engine runs a host KV tier; off: never")
+    context_parallel: bool = Field(default=True, description="try prefill context-parallel layouts where a "
+                                   "tensor-parallel replica misses the TTFT limit on long prompts (vLLM "
+                                   "--prefill-context-parallel-size)")
 
 
 class MemoryTrainRequest(_Request):

@@ -128,7 +128,8 @@ def _infer_constraints(req: InferPlanRequest) -> Any:
     return InferConstraints(market=req.market, vendor=req.vendor, provider=req.provider,
                             domestic_only=req.domestic_only, max_devices=req.max_devices,
                             weights=tuple(req.weights) if req.weights else WEIGHTS, kv_dtype=req.kv_dtype,
-                            trust=req.trust, router=req.router, kv_offload=req.kv_offload)
+                            trust=req.trust, router=req.router, kv_offload=req.kv_offload,
+                            context_parallel=req.context_parallel)
 
 
 def run_plan_train(req: TrainPlanRequest) -> dict[str, Any]:
