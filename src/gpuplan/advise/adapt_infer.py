@@ -76,5 +76,7 @@ def inference_facts(run: Mapping[str, Any], plan: Mapping[str, Any], *, catalog:
                  "engine": plan_engine, "memory_fraction": fraction,
                  "billed_devices": billed, **({"growth": dict(growth)} if growth else {}),
                  **({"what_if_rdma": dict(what_if)} if what_if else {}),
-                 **({"wider_weights": dict(wider)} if wider is not None else {})},
+                 **({"wider_weights": dict(wider)} if wider is not None else {}),
+                 **({"kv_forced_tp": dict(plan["kv_forced_tp"])} if plan.get("kv_forced_tp") else {}),
+                 "kv_dtype": str(run.get("kv_dtype") or "bf16")},
     )

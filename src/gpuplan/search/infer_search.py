@@ -35,6 +35,8 @@ from gpuplan.search.infer_cp import cp_cost, cp_degrees
 from gpuplan.search.infer_engines import with_engine_hint
 from gpuplan.search.infer_finalists import Candidate, bump, simulated_pd, verify_candidates
 from gpuplan.search.infer_fleet import Offer, fleet_offers
+from gpuplan.search.infer_kv_tp import annotate as annotate_kv_tp
+from gpuplan.search.infer_kv_tp import note as note_tp
 from gpuplan.search.infer_layouts import placements
 from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms, slo_unit_warning
 from gpuplan.search.infer_misses import parts_without_plan
@@ -195,6 +197,7 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
     evaluated = 0
     alts: list[dict[str, Any]] = []
     pds: list[PdFleet] = []
+    floors: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}  # (part, weights) -> TP -> KV outcome
     policy = cons.policy()
     for acc in progress.each(catalog.accelerators.values()):
         why = policy_rejection(acc, policy)
@@ -270,6 +273,10 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
                                             slo=slo, qps=load.qps, headroom=headroom, tpot_p99_over_mean=ratio,
                                             need_tokens=need_tokens, max_devices=cons.max_devices,
                                             span=link is not None)
+                    if lay.cp == 1 and lay.pp == 1 and link is None:  # the smallest TP that holds the weights
+                        note_tp(floors, accelerator=acc.id, weights=weights, tp=lay.tp, rejected=sz.rejected,
+                                limited_by=sz.cap.limited_by if sz.cap is not None else None,
+                                kv_tokens=cm.kv_capacity_tokens, weights_bytes_per_device=cm.weights_bytes_per_device)
                     if (sz.rejected == "ttft_slo" and len(variants) == 1 and link is None and lay.pp == 1
                             and lay.ep == 1 and cons.context_parallel):
                         # a long prompt the tp replica cannot prefill within the TTFT limit: split it over cp ranks
@@ -329,6 +336,7 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
                               f"{best.get('ttft_s', math.nan):.3f} s on {best.get('ttft_on')}; relax the SLO")
     plans.sort(key=lambda p: (p["cost_usd_per_hour"], p["devices"], -DTYPE_BYTES[p["weights"]]))
     plans = _with_trust(plans, catalog, prof, spec, cons, rejected)
+    annotate_kv_tp(plans, floors, need_tokens=need_tokens)  # fleets whose TP the KV cache forced (infer_kv_tp)
     # one per part, cheapest first: the advisor names the cheapest whose part draws no blocking finding in its
     # market (as the recommendation does) and saves enough against the recommended fleet
     alts.sort(key=lambda a: a["usd_per_hour"])
