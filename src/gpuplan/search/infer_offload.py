@@ -42,9 +42,10 @@ from gpuplan.search.infer_capacity import prefill_s
 from gpuplan.simulate.engine_sim import EngineConfig
 from gpuplan.units import GIB
 
-__all__ = ["KV_OFFLOAD_MODES", "OFFLOAD_TERMS", "PrefixTiers", "offload_engine", "prefix_tiers"]
+__all__ = ["KV_OFFLOAD_MODES", "OFFLOAD_TERMS", "PREFIX_TIERS", "PrefixTiers", "offload_engine", "prefix_tiers"]
 
 KV_OFFLOAD_MODES = ("auto", "off")
+PREFIX_TIERS = ("hbm", "host", "host+recompute", "off", "unsupported")  # where the set beyond HBM goes (`why`)
 OFFLOAD_TERMS = ("prefix_cache_pool_share", "host_kv_memory_fraction", "host_ram_per_hbm_default")
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 

@@ -233,83 +233,98 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
                 unsupported.setdefault(acc.id, []).append(weights)
                 continue
             mb = matrix_bytes_per_param(spec, InferenceJob(weights=weights))
-            for lay, lay_offers, link in placements(spec, max_node, offers, node=node):
-                if lay.tp * lay.pp > node and counts.total * mb / node <= mem:
-                    continue  # a node holds the weights: pipeline stages across nodes only add devices and hops
-                evaluated += 1
-                if max(lay.tp, lay.ep) * lay.pp > cons.max_devices:
-                    bump(rejected, "max_devices")
+            # every layout of one node (placements), then, where none of them prefills the p99 prompt within the
+            # TTFT limit, their prefill context-parallel variants (infer_cp): long prompts split over cp ranks
+            items: list[tuple[Layout, list[Offer], Any, Any]] = [
+                (lay, lay_offers, link, None)
+                for lay, lay_offers, link in placements(spec, max_node, offers, node=node)]
+            ttft_met, cp_added, i = False, False, 0
+            cp_bases: list[tuple[Layout, list[Offer], Any]] = []
+            while i < len(items) or not cp_added:
+                if i == len(items):
+                    cp_added = True
+                    if not ttft_met and cons.context_parallel:
+                        for base_lay, base_offers, base_cm in cp_bases:
+                            for cp in cp_degrees(prof.id, acc, tp=base_lay.tp, node=max_node,
+                                                 prompt_p99=moments.in_p99):
+                                cpm = cp_cost(base_cm, acc=acc, cp=cp, layers=spec.num_layers)
+                                if cpm is not None and base_lay.tp * cp <= cons.max_devices:
+                                    evaluated += 1
+                                    items.append((Layout(tp=base_lay.tp, cp=cp), base_offers, None, cpm))
                     continue
-                split = max(lay.tp, lay.ep) * lay.pp
-                lower = counts.total * mb / split  # weights per device can be no less
-                if lower > mem:
-                    bump(rejected, "out_of_memory")
-                    continue
-                try:
-                    cm = step_cost_model(spec, accelerator=acc, layout=lay, weights=weights, kv_dtype=cons.kv_dtype,
-                                         engine=prof, catalog=catalog, scale_out=link)
-                except GpuplanError as exc:  # an incomplete catalog entry, or a layout the model cannot split
-                    bump(rejected, "missing_data" if getattr(exc, "field", "") == "accelerator" else "layout_invalid")
-                    continue
-                pd_inputs.append(PdInput(weights=weights, layout=lay, offers=lay_offers, link=link, cost=cm))
-                # the layout, then (appended below) its prefill context-parallel variants (infer_cp)
-                variants: list[tuple[Layout, Any]] = [(lay, cm)]
-                for lay, cm in variants:
-                    sz = size_fleet(cm, lay, lay_offers, cfg=cfg, moments=moments, slo=slo, qps=load.qps,
-                                    headroom=headroom, tpot_p99_over_mean=ratio, need_tokens=need_tokens,
-                                    max_devices=cons.max_devices, span=link is not None)
-                    tiers, c_load = None, None
-                    if load.prefix_set_tokens and load.prefix_hit:  # the hit the replica's cache tiers leave
-                        tiers = prefix_tiers(cost=cm, cfg=cfg, acc=acc, catalog=catalog,
-                                             instance=sz.offer.instance if sz.offer else None,
-                                             devices=max(lay.tp, lay.ep) * lay.pp * lay.cp, engine_id=prof.id,
-                                             mla=spec.mla is not None, hit=load.prefix_hit,
-                                             prefix_set=load.prefix_set_tokens, mode=cons.kv_offload, cal=cal)
-                        if tiers.hit_effective < load.prefix_hit:
-                            c_load = replace(load, prefix_hit=tiers.hit_effective)
-                            sz = size_fleet(cm, lay, lay_offers, cfg=cfg,
-                                            moments=length_moments(load.input_len, load.output_len,
-                                                                   hit=c_load.cached_share),
-                                            slo=slo, qps=load.qps, headroom=headroom, tpot_p99_over_mean=ratio,
-                                            need_tokens=need_tokens, max_devices=cons.max_devices,
-                                            span=link is not None)
-                    if lay.cp == 1 and lay.pp == 1 and link is None:  # the smallest TP that holds the weights
-                        note_tp(floors, accelerator=acc.id, weights=weights, tp=lay.tp, rejected=sz.rejected,
-                                limited_by=sz.cap.limited_by if sz.cap is not None else None,
-                                kv_tokens=cm.kv_capacity_tokens, weights_bytes_per_device=cm.weights_bytes_per_device)
-                    if (sz.rejected == "ttft_slo" and len(variants) == 1 and link is None and lay.pp == 1
-                            and lay.ep == 1 and cons.context_parallel):
-                        # a long prompt the tp replica cannot prefill within the TTFT limit: split it over cp ranks
-                        # where the engine runs prefill context parallelism on the part
-                        for cp in cp_degrees(prof.id, acc, tp=lay.tp, node=max_node, prompt_p99=moments.in_p99):
-                            cpm = cp_cost(cm, acc=acc, cp=cp, layers=spec.num_layers)
-                            if cpm is not None and lay.tp * cp <= cons.max_devices:
-                                evaluated += 1
-                                variants.append((Layout(tp=lay.tp, cp=cp), cpm))
-                    label = f"{acc.id} tp{lay.tp} pp{lay.pp} ep{lay.ep}{f' cp{lay.cp}' if lay.cp > 1 else ''} {weights}"
-                    mine = per_part.setdefault(acc.id, {})
-                    if sz.ttft0 < mine.get("ttft_s", math.inf):
-                        mine.update(ttft_s=sz.ttft0, ttft_on=label)
-                    if sz.tpot0 < mine.get("tpot_s", math.inf):
-                        mine.update(tpot_s=sz.tpot0, tpot_on=label)
-                    if sz.ttft0 < best.get("ttft_s", math.inf):
-                        best.update(ttft_s=sz.ttft0, ttft_on=label)
-                    if sz.tpot0 < best.get("tpot_s", math.inf):
-                        best.update(tpot_s=sz.tpot0, tpot_on=label)
-                    if sz.rejected == "max_devices":
-                        devices = sz.replicas * lay.tp * lay.pp * lay.cp
-                        if "devices_needed" not in best or devices < best["devices_needed"][0]:
-                            best["devices_needed"] = (devices, label)
-                    for sm, sm_offers in _per_market(sz, lay, lay_offers, cons, load.qps, headroom, link is not None):
-                        if sm.rejected is not None or sm.cap is None or sm.offer is None:
-                            bump(rejected, sm.rejected or "no_instance_fits")
-                            continue
-                        cands.append(Candidate(acc=acc, layout=lay, weights=weights, cost=cm, cap=sm.cap,
-                                               ttft0=sm.ttft0, tpot0=sm.tpot0, replicas=sm.replicas,
-                                               usd_per_hour=sm.usd_per_hour, offer=sm.offer,
-                                               instances=sm.instances, offers=sm_offers,
-                                               spans=link is not None, prof=prof, cfg=cfg, load=c_load,
-                                               tiers=tiers))
+                lay, lay_offers, link, cm_cp = items[i]
+                i += 1
+                if cm_cp is not None:
+                    cm = cm_cp
+                else:
+                    if lay.tp * lay.pp > node and counts.total * mb / node <= mem:
+                        continue  # a node holds the weights: pipeline stages across nodes only add devices and hops
+                    evaluated += 1
+                    if max(lay.tp, lay.ep) * lay.pp > cons.max_devices:
+                        bump(rejected, "max_devices")
+                        continue
+                    split = max(lay.tp, lay.ep) * lay.pp
+                    lower = counts.total * mb / split  # weights per device can be no less
+                    if lower > mem:
+                        bump(rejected, "out_of_memory")
+                        continue
+                    try:
+                        cm = step_cost_model(spec, accelerator=acc, layout=lay, weights=weights, kv_dtype=cons.kv_dtype,
+                                             engine=prof, catalog=catalog, scale_out=link)
+                    except GpuplanError as exc:  # an incomplete catalog entry, or a layout the model cannot split
+                        bump(rejected,
+                             "missing_data" if getattr(exc, "field", "") == "accelerator" else "layout_invalid")
+                        continue
+                    pd_inputs.append(PdInput(weights=weights, layout=lay, offers=lay_offers, link=link, cost=cm))
+                sz = size_fleet(cm, lay, lay_offers, cfg=cfg, moments=moments, slo=slo, qps=load.qps,
+                                headroom=headroom, tpot_p99_over_mean=ratio, need_tokens=need_tokens,
+                                max_devices=cons.max_devices, span=link is not None)
+                tiers, c_load = None, None
+                if load.prefix_set_tokens and load.prefix_hit:  # the hit the replica's cache tiers leave
+                    tiers = prefix_tiers(cost=cm, cfg=cfg, acc=acc, catalog=catalog,
+                                         instance=sz.offer.instance if sz.offer else None,
+                                         devices=max(lay.tp, lay.ep) * lay.pp * lay.cp, engine_id=prof.id,
+                                         mla=spec.mla is not None, hit=load.prefix_hit,
+                                         prefix_set=load.prefix_set_tokens, mode=cons.kv_offload, cal=cal)
+                    if tiers.hit_effective < load.prefix_hit:
+                        c_load = replace(load, prefix_hit=tiers.hit_effective)
+                        sz = size_fleet(cm, lay, lay_offers, cfg=cfg,
+                                        moments=length_moments(load.input_len, load.output_len,
+                                                               hit=c_load.cached_share),
+                                        slo=slo, qps=load.qps, headroom=headroom, tpot_p99_over_mean=ratio,
+                                        need_tokens=need_tokens, max_devices=cons.max_devices,
+                                        span=link is not None)
+                if lay.cp == 1 and lay.pp == 1 and link is None:  # the smallest TP that holds the weights
+                    note_tp(floors, accelerator=acc.id, weights=weights, tp=lay.tp, rejected=sz.rejected,
+                            limited_by=sz.cap.limited_by if sz.cap is not None else None,
+                            kv_tokens=cm.kv_capacity_tokens, weights_bytes_per_device=cm.weights_bytes_per_device)
+                ttft_met = ttft_met or sz.ttft0 <= slo.ttft_p99_s
+                if sz.rejected == "ttft_slo" and link is None and lay.pp == 1 and lay.ep == 1 and lay.cp == 1:
+                    cp_bases.append((lay, lay_offers, cm))
+                label = f"{acc.id} tp{lay.tp} pp{lay.pp} ep{lay.ep}{f' cp{lay.cp}' if lay.cp > 1 else ''} {weights}"
+                mine = per_part.setdefault(acc.id, {})
+                if sz.ttft0 < mine.get("ttft_s", math.inf):
+                    mine.update(ttft_s=sz.ttft0, ttft_on=label)
+                if sz.tpot0 < mine.get("tpot_s", math.inf):
+                    mine.update(tpot_s=sz.tpot0, tpot_on=label)
+                if sz.ttft0 < best.get("ttft_s", math.inf):
+                    best.update(ttft_s=sz.ttft0, ttft_on=label)
+                if sz.tpot0 < best.get("tpot_s", math.inf):
+                    best.update(tpot_s=sz.tpot0, tpot_on=label)
+                if sz.rejected == "max_devices":
+                    devices = sz.replicas * lay.tp * lay.pp * lay.cp
+                    if "devices_needed" not in best or devices < best["devices_needed"][0]:
+                        best["devices_needed"] = (devices, label)
+                for sm, sm_offers in _per_market(sz, lay, lay_offers, cons, load.qps, headroom, link is not None):
+                    if sm.rejected is not None or sm.cap is None or sm.offer is None:
+                        bump(rejected, sm.rejected or "no_instance_fits")
+                        continue
+                    cands.append(Candidate(acc=acc, layout=lay, weights=weights, cost=cm, cap=sm.cap,
+                                           ttft0=sm.ttft0, tpot0=sm.tpot0, replicas=sm.replicas,
+                                           usd_per_hour=sm.usd_per_hour, offer=sm.offer,
+                                           instances=sm.instances, offers=sm_offers,
+                                           spans=link is not None, prof=prof, cfg=cfg, load=c_load,
+                                           tiers=tiers))
         # the disaggregated fleet is launched with SGLang (emit sglang --disaggregated): only on parts it runs on
         pd = pd_fleet(pd_inputs, accelerator=acc.id, moments=moments, slo=slo, qps=load.qps, headroom=headroom,
                       cfg=main_cfg, tpot_p99_over_mean=ratio, max_devices=cons.max_devices) if (
