@@ -192,12 +192,12 @@ def plan_infer(
             cat.instances[recommended["instance"]].market == recommended["buyer_market"]):
         console.print(tr("report.rec.buyer_market", language,
                          market=tr(f"trust.market.{recommended['buyer_market']}", language)), highlight=False)
-    if load.prefix_hit:
+    rec = recommended
+    tiers = prefix_tiers_line(res.plans, rec, language)  # with --prefix-set: where the set is kept, the hit it leaves
+    if load.prefix_hit and not tiers:
         console.print(tr("cli.pinfer.prefix_hit", language, share=load.prefix_hit), highlight=False)
     if load.shared_prefix_tokens:
         console.print(tr("cli.pinfer.shared_prefix", language, tokens=load.shared_prefix_tokens), highlight=False)
-    rec = recommended
-    tiers = prefix_tiers_line(res.plans, rec, language)
     if tiers:
         console.print(tiers, highlight=False)
     if rec is not None:
