@@ -56,7 +56,20 @@ def vllm_args(t: ServeTarget) -> list[Arg]:
     if t.fleet["weights"] == "fp8":
         a.append(("--quantization", "fp8"))
     a.append(("--kv-cache-dtype", "fp8" if t.run.get("kv_dtype") in ("fp8", "int8") else "auto"))
+    a += _offload_args(t, "vllm")
     return a
+
+
+def _offload_args(t: ServeTarget, engine_id: str) -> list[Arg]:
+    """The host KV tier the plan was sized with (its `prefix_tiers.offload`, search/infer_offload.py) as options,
+    when the plan was made for `engine_id`."""
+    tiers = t.fleet.get("prefix_tiers") or {}
+    flag = tiers.get("offload")
+    if not flag or t.fleet.get("engine") != engine_id:
+        return []
+    words = str(flag).split()
+    return [(w, words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("--") else None)
+            for i, w in enumerate(words) if w.startswith("--")]
 
 
 def sglang_args(t: ServeTarget) -> list[Arg]:
