@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from gpuplan.cli.main import app
 from gpuplan.hardware import load_catalog
-from gpuplan.workload.engines import default_engine, default_engine_for_parts
+from gpuplan.workload.engines import default_engine, default_engines_by_stack
 
 runner = CliRunner()
 Q8 = ["estimate", "infer", "-m", "qwen3-8b", "--input-len", "2000", "--output-len", "200", "--batch", "8", "--json"]
@@ -50,8 +50,10 @@ def test_cuda_part_keeps_vllm_and_named_engine_wins() -> None:
 def test_search_default_follows_the_parts_stack() -> None:
     cat = load_catalog(())
     huawei = [a for a in cat.accelerators.values() if a.vendor == "Huawei"]
-    assert huawei and default_engine_for_parts(huawei)[0] == "mindie"
-    assert default_engine_for_parts(cat.accelerators.values())[0] == "vllm"  # mixed stacks: one engine for all
+    assert huawei and {e for e, _ in default_engines_by_stack(huawei).values()} == {"mindie"}
+    # across stacks each part keeps its own stack's engine (tests/search/test_infer_stack_engines.py)
+    by_stack = default_engines_by_stack(cat.accelerators.values())
+    assert by_stack["cann"][0] == "mindie" and by_stack["cuda"][0] == by_stack["rocm"][0] == "vllm"
     assert default_engine(None)[0] == "vllm"
 
 

@@ -104,6 +104,9 @@ def test_every_key_used_in_code_exists() -> None:
 
     used |= {f"traffic.day.{k}" for k in DAYS}  # plan infer --traffic (render/traffic_text.py)
     used |= {f"traffic.kind.{k}" for k in ("on_demand", "spot", "monthly", "yearly", "multi_year", "owned")}
+    from gpuplan.search.infer_offload import PREFIX_TIERS
+
+    used |= {f"prefix.tier.{k}" for k in PREFIX_TIERS}  # where a prefix set is kept (render/report_text.py)
     assert len(used) > 60
     missing = sorted(k for k in used if k not in messages())
     assert missing == []

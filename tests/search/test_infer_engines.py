@@ -21,13 +21,19 @@ ARGS = ["plan", "infer", "-m", "qwen2.5-72b", "--qps", "10", "--input-len", "204
 
 
 def test_the_error_names_the_engine_that_meets_the_slo_and_its_fleet_is_the_one_planned_with_it() -> None:
-    failed = CliRunner().invoke(app, ARGS, terminal_width=400)
+    failed = CliRunner().invoke(app, [*ARGS, "--engine", "vllm"], terminal_width=400)
     assert failed.exit_code == 2
     text = " ".join(failed.output.split())
     assert "with --engine mindie the SLO is met: ascend-910c" in text
     ok = json.loads(CliRunner().invoke(app, [*ARGS, "--engine", "mindie", "--json"]).stdout)
     best = ok["plans"][0]
     assert f"{best['cost_usd_per_hour']:.2f} USD/h" in text and f"on {best['instances']} x {best['instance']}" in text
+    # without --engine the Ascend parts are planned with their stack's engine (MindIE): the same fleet, no error
+    default = json.loads(CliRunner().invoke(app, [*ARGS, "--json"]).stdout)
+    assert default["engine_default"]["by_stack"]["cann"]["engine"] == "mindie"
+    mine = [p for p in default["plans"] if p["accelerator"] == best["accelerator"]]
+    assert mine and mine[0]["engine"] == "mindie"
+    assert mine[0]["cost_usd_per_hour"] == pytest.approx(best["cost_usd_per_hour"])
 
 
 def _plan(cost: float) -> dict[str, Any]:
@@ -59,7 +65,7 @@ def test_errors_another_engine_cannot_cure_are_left_alone(field: str) -> None:
 def test_a_domestic_plan_on_vllm_hears_that_mindie_serves_it_for_a_third_less(tmp_path: Path) -> None:
     """Regression: Qwen2.5-72B at 10 req/s on domestic parts, TPOT 200 ms: vLLM-Ascend needs 22 x 910C for 35.64
     USD/h, MindIE 14 for 23.76; the plan said nothing about it."""
-    args = [a if a != "0.12" else "0.2" for a in ARGS]
+    args = [*(a if a != "0.12" else "0.2" for a in ARGS), "--engine", "vllm"]  # vLLM named: MindIE is the what-if
     report = tmp_path / "plan.json"
     res = CliRunner().invoke(app, [*args, "--report", str(report)])
     assert res.exit_code == 0, res.output
@@ -90,6 +96,6 @@ def test_compare_says_which_engine_makes_an_infeasible_part_feasible() -> None:
     fits it (regression: 910C read "no feasible plan" beside H20 where MindIE serves it)."""
     res = CliRunner().invoke(app, ["compare", "-m", "qwen2.5-72b", "--qps", "10", "--ttft-p99", "3", "--tpot-p99",
                                    "0.12", "--input-len", "2048", "--output-len", "512", "--accelerators",
-                                   "ascend-910c,h20-96gb", "--lang", "en"], terminal_width=400)
+                                   "ascend-910c,h20-96gb", "--engine", "vllm", "--lang", "en"], terminal_width=400)
     assert res.exit_code == 0, res.output
     assert "with --engine mindie the SLO is met: ascend-910c" in " ".join(res.output.split())

@@ -85,7 +85,7 @@ def _parsed(command: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("req", [
     TrainPlanRequest(model="llama3-70b", tokens=2.5e11, method="lora", deadline=7.5, budget=1e5, market="cn",
-                     domestic_only=True, kernels="fused", trust="medium", top=3),
+                     domestic_only=True, kernels="fused", trust="medium", top=3, capacity={"*": 64}),
     InferPlanRequest(model="qwen2.5-7b", qps=2.5, input_dist="uniform:512-2048", output_len=300, ttft_p99=1.5,
                      tpot_p99=0.04, engine="sglang", weights=["bf16", "fp8"], kv_dtype="fp8", vendor="nvidia"),
 ])
@@ -96,6 +96,8 @@ def test_cli_command_reads_back_as_the_same_request(req: Any) -> None:
         if field == "kind" or field in UPLOADED:
             continue
         got = params[names.get(field, field)]
+        if field == "capacity":  # --capacity OFFER=N, repeated
+            got = {k: int(v) for k, _, v in (pair.partition("=") for pair in got)} or None
         assert (list(got) if isinstance(got, tuple) else got) == value, field
 
 

@@ -50,7 +50,8 @@ def inference_facts(run: Mapping[str, Any], plan: Mapping[str, Any], *, catalog:
         params = float(count_params(load_model(str(run["model"]))).total)
     except GpuplanError:
         params = 0.0
-    fraction = engine(str(run.get("engine", "vllm"))).gpu_memory_fraction
+    plan_engine = str(plan.get("engine") or run.get("engine") or "vllm")  # the row's: each part's stack's engine
+    fraction = engine(plan_engine).gpu_memory_fraction
     device_bytes = float(acc.memory_gib or 0.0) * GIB
     per_hour = float(plan["cost_usd_per_hour"])  # for whole instances: the fleet may leave devices idle
     billed = max(devices, int(plan["instances"]) * int(inst.accelerator_count))
@@ -72,8 +73,10 @@ def inference_facts(run: Mapping[str, Any], plan: Mapping[str, Any], *, catalog:
                  "usd_per_million_tokens": float(plan["cost_usd_per_million_tokens"]),
                  "ttft_p99_s": float(plan["ttft_s"]["p99"]), "tpot_p99_s": float(plan["tpot_s"]["p99"]),
                  "utilization": float(plan["utilization"]), "replicas": int(plan["replicas"]),
-                 "engine": str(run.get("engine", "")), "memory_fraction": fraction,
+                 "engine": plan_engine, "memory_fraction": fraction,
                  "billed_devices": billed, **({"growth": dict(growth)} if growth else {}),
                  **({"what_if_rdma": dict(what_if)} if what_if else {}),
-                 **({"wider_weights": dict(wider)} if wider is not None else {})},
+                 **({"wider_weights": dict(wider)} if wider is not None else {}),
+                 **({"kv_forced_tp": dict(plan["kv_forced_tp"])} if plan.get("kv_forced_tp") else {}),
+                 "kv_dtype": str(run.get("kv_dtype") or "bf16")},
     )

@@ -58,7 +58,7 @@ def infer_summary(p: Mapping[str, Any]) -> dict[str, Any]:
     lay = p["layout"]
     layout = f"tp{lay['tp']} pp{lay['pp']} ep{lay['ep']}"
     return {"accelerator": p["accelerator"], "devices": p["devices"], "replicas": p["replicas"], "layout": layout,
-            "weights": p["weights"], "instance": p["instance"], "instances": p["instances"],
+            "weights": p["weights"], "engine": p.get("engine"), "instance": p["instance"], "instances": p["instances"],
             "usd_per_hour": p["cost_usd_per_hour"], "usd_per_million_tokens": p["cost_usd_per_million_tokens"],
             "ttft_p99_s": p["ttft_s"]["p99"], "tpot_p99_s": p["tpot_s"]["p99"], "utilization": p["utilization"],
             "tenancy": p["advice"]["tenancy"], "provenance": "estimated", "band": p.get("band", {}),
@@ -66,6 +66,12 @@ def infer_summary(p: Mapping[str, Any]) -> dict[str, Any]:
 
 
 INFER_MEMORY_PARTS = ("weights", "kv_cache", "kv_free", "workspace", "other")
+
+
+def _engine_of(run: Mapping[str, Any], plan: Mapping[str, Any]) -> str:
+    """The engine a fleet was planned with: its own row's (a search across stacks plans each part with its
+    stack's engine), else the run's."""
+    return str(plan.get("engine") or run.get("engine") or "vllm")
 
 
 def serving_memory(run: Mapping[str, Any], plan: Mapping[str, Any], catalog: Catalog) -> dict[str, Any] | None:
@@ -76,7 +82,7 @@ def serving_memory(run: Mapping[str, Any], plan: Mapping[str, Any], catalog: Cat
     except GpuplanError:
         return None
     acc = catalog.accelerator(plan["accelerator"])
-    prof = engine(str(run.get("engine") or "vllm")).on_part(acc)
+    prof = engine(_engine_of(run, plan)).on_part(acc)
     lay = plan["layout"]
     layout = serving_layout(tp=int(lay["tp"]), pp=int(lay["pp"]), ep=int(lay["ep"]))
     load = run["load"]
@@ -162,7 +168,7 @@ def serve_growth(run: Mapping[str, Any], plan: Mapping[str, Any], catalog: Catal
                        market=_plan_market(cons.market, plan, catalog))
         res = plan_inference(spec, grown, InferSlo(ttft_p99_s=float(run["slo"]["ttft_p99_s"]),
                                                    tpot_p99_s=float(run["slo"]["tpot_p99_s"])), catalog, cons,
-                             engine_profile=engine(str(run.get("engine") or "vllm")), terms=planner_terms(terms),
+                             engine_profile=engine(_engine_of(run, plan)), terms=planner_terms(terms),
                              alternatives=False)
     except GpuplanError:
         return out
@@ -204,7 +210,7 @@ def serve_wider(run: Mapping[str, Any], plan: Mapping[str, Any], catalog: Catalo
         res = plan_inference(load_model(str(run["model"])), base,
                              InferSlo(ttft_p99_s=float(run["slo"]["ttft_p99_s"]),
                                       tpot_p99_s=float(run["slo"]["tpot_p99_s"])), catalog, cons,
-                             engine_profile=engine(str(run.get("engine") or "vllm")),
+                             engine_profile=engine(_engine_of(run, plan)),
                              terms=planner_terms({k: float(v["value"]) for k, v in run.get("terms", {}).items()}),
                              alternatives=False)
     except GpuplanError:
@@ -286,7 +292,7 @@ def named_engine(run: Mapping[str, Any], catalog: Catalog, th: Thresholds, requi
     slo = InferSlo(ttft_p99_s=float(run["slo"]["ttft_p99_s"]), tpot_p99_s=float(run["slo"]["tpot_p99_s"]))
     terms = planner_terms({k: float(v["value"]) for k, v in run.get("terms", {}).items()})
     same_part = replace(constraints, accelerators=(acc.id,))
-    alts = engine_what_ifs(str(run.get("engine") or "vllm"), acc.software_stack, lambda prof: plan_inference(
+    alts = engine_what_ifs(_engine_of(run, best), acc.software_stack, lambda prof: plan_inference(
         spec, load, slo, catalog, same_part, engine_profile=prof, terms=terms, alternatives=False).plans)
     return alts[0] if alts else None
 
@@ -345,6 +351,7 @@ def inference_report(run: Mapping[str, Any], catalog: Catalog, *, thresholds: Th
         doc.update(recommendation=None, runners_up=[], plans=[infer_summary(p) for p in plans], findings=[],
                    not_recommended=blocked)
         return doc
+    job["engine"] = _engine_of(run, best)  # the recommended fleet's (each part's stack's engine without --engine)
     seen = {best["accelerator"]}
     runners = []
     for p in plans[1:]:
@@ -381,7 +388,7 @@ def inference_report(run: Mapping[str, Any], catalog: Catalog, *, thresholds: Th
         growth=grow,
         findings=[f.to_json() for f in findings],
         tco=_tco(facts, catalog, th),
-        assumptions={"engine": run.get("engine"), "memory_fraction": facts.serving.get("memory_fraction"),
+        assumptions={"engine": _engine_of(run, best), "memory_fraction": facts.serving.get("memory_fraction"),
                      "server": facts.server.id if facts.server else None, "load": load, "slo": slo},
         calibration=[{"name": k, "value": v["value"], "unit": v.get("unit", ""), "source": v["source"],
                       "provenance": "data"} for k, v in run.get("terms", {}).items()],

@@ -9,6 +9,8 @@ still meets the p99 SLO, and otherwise the cheapest fleet that does and its hour
 Alternatives: wide expert parallelism if the servers had RDMA (`what_if_rdma`, search/infer_whatif.py) and a
 prefill/decode-disaggregated fleet (`what_if_pd`, search/infer_pd_fleet.py) and another engine on the same part
 (`what_if_engine`, search/infer_engines.py), each named only when it saves at least its threshold.
+KV-forced TP: the part holds the weights at a smaller TP than the KV cache of the load needs (`kv_forced_tp`,
+search/infer_kv_tp.py).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from gpuplan.errors import GpuplanError
 from gpuplan.search.infer_fleet import layout_shape
 from gpuplan.workload.engines import engine
 
-__all__ = ["SERVE_RULES", "serve_engine", "serve_growth", "serve_pd", "serve_rdma"]
+__all__ = ["SERVE_RULES", "serve_engine", "serve_growth", "serve_kv_tp", "serve_pd", "serve_rdma"]
 
 _SRC = "inference planner re-run at the grown load"
 
@@ -135,4 +137,22 @@ def serve_engine(f: PlanFacts, th: Thresholds) -> list[Finding]:
                          ttft=float(w["ttft_p99_s"]), tpot_ms=float(w["tpot_p99_s"]) * 1e3)]
 
 
-SERVE_RULES = (serve_growth, serve_rdma, serve_pd, serve_engine)
+def serve_kv_tp(f: PlanFacts, th: Thresholds) -> list[Finding]:
+    """The part's HBM holds the weights at a smaller TP than the KV cache of this load needs (search/infer_kv_tp)."""
+    k = f.serving.get("kv_forced_tp") if f.kind == "infer" else None
+    if not k:
+        return []
+    src = "inference planner: smallest TP holding the weights vs the smallest whose KV cache serves the load"
+    figs = (_est("weights_tp", k["weights_tp"], "TP", src), _est("kv_tp", k["kv_tp"], "TP", src),
+            _est("kv_tokens_at_weights_tp", k["kv_tokens_at_weights_tp"], "tokens", src))
+    limit = "short" if k["limit"] == "kv_too_small" else "rate"
+    fp8 = "fp8" if str(f.serving.get("kv_dtype") or "bf16") in ("fp8", "int8") else "bf16"
+    return [make_finding(f"serve.kv_forces_tp_{limit}", "info", figs, (), acc=f.accelerator.id,
+                         hbm=float(f.accelerator.memory_gib or 0.0), weights=f.precision, wtp=k["weights_tp"],
+                         wgib=k["weights_gib_per_device_at_weights_tp"], kv_w=k["kv_tokens_at_weights_tp"],
+                         need=k["longest_request_tokens"], kvtp=k["kv_tp"], kv=k["kv_tokens"], tp=k["tp"],
+                         extra=k["tp"] - k["weights_tp"], kv_note_en="" if fp8 == "bf16" else " (already fp8)",
+                         kv_note_zh="" if fp8 == "bf16" else "（已是 fp8）")]
+
+
+SERVE_RULES = (serve_growth, serve_rdma, serve_pd, serve_engine, serve_kv_tp)

@@ -107,7 +107,7 @@ def compare_cmd(
     tpot_p99: float = typer.Option(None, help=help_text("help.compare.tpot_p99")),
     input_len: int = typer.Option(1024, help=help_text("help.compare.input_len")),
     output_len: int = typer.Option(256, help=help_text("help.compare.output_len")),
-    engine_id: str = typer.Option("vllm", "--engine", help=help_text("help.compare.engine_id")),
+    engine_id: str = typer.Option(None, "--engine", help=help_text("help.compare.engine_id")),
     accelerators: str = typer.Option(..., help=help_text("help.compare.accelerators")),
     seq_len: int = typer.Option(4096),
     global_batch: int = typer.Option(None, help=help_text("help.common.global_batch")),

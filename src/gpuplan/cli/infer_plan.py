@@ -21,7 +21,13 @@ from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import load_catalog
 from gpuplan.hardware.query import check_policy_names
 from gpuplan.i18n import help_text, not_recommended, resolve_lang, tr
-from gpuplan.render.report_text import fleet_text, fleet_units_text, recommended_rule_line
+from gpuplan.render.report_text import (
+    engine_default_lines,
+    fleet_text,
+    fleet_units_text,
+    prefix_tiers_line,
+    recommended_rule_line,
+)
 from gpuplan.render.traffic_text import traffic_lines
 from gpuplan.render.trust_text import band_num, confidence_text, misses_line, pd_line, trust_lines
 from gpuplan.service.infer_inputs import infer_load, traffic_file
@@ -90,6 +96,10 @@ def plan_infer(
     router: str = typer.Option("least-load", "--router", help=help_text("help.plan_infer.router")),
     prefix_hit: float = typer.Option(0.0, "--prefix-hit", help=help_text("help.plan_infer.prefix_hit")),
     shared_prefix: int = typer.Option(0, "--shared-prefix", help=help_text("help.plan_infer.shared_prefix")),
+    prefix_set: int = typer.Option(0, "--prefix-set", help=help_text("help.plan_infer.prefix_set")),
+    kv_offload: str = typer.Option("auto", "--kv-offload", help=help_text("help.plan_infer.kv_offload")),
+    context_parallel: bool = typer.Option(True, "--context-parallel/--no-context-parallel",
+                                          help=help_text("help.plan_infer.context_parallel")),
     traffic: Path = typer.Option(None, "--traffic", help=help_text("help.plan_infer.traffic")),
 ) -> None:
     """Search instances, TP/PP/EP, weight format and replicas for the cheapest fleet meeting the SLO."""
@@ -98,8 +108,7 @@ def plan_infer(
     from gpuplan.search.infer_load import InferSlo, planner_terms
     from gpuplan.search.infer_pd_choice import disaggregated_recommendation
     from gpuplan.search.infer_search import InferConstraints, plan_inference, plan_record
-    from gpuplan.search.train_search import policy_rejection
-    from gpuplan.workload.engines import default_engine_for_parts, engine
+    from gpuplan.service.infer_inputs import serving_engines
 
     try:
         language = resolve_lang(lang)
@@ -114,26 +123,26 @@ def plan_infer(
         # with a traffic curve the fleet is planned at its peak hour's rate (advise/report_traffic.py)
         load = infer_load(curve.peak_qps if curve is not None else qps, trace, input_len, output_len, input_dist,
                           output_dist, files=True)
-        if prefix_hit or shared_prefix:
-            load = replace(load, prefix_hit=prefix_hit, shared_prefix_tokens=shared_prefix)
+        if prefix_hit or shared_prefix or prefix_set:
+            load = replace(load, prefix_hit=prefix_hit, shared_prefix_tokens=shared_prefix,
+                           prefix_set_tokens=prefix_set)
         slo = InferSlo(ttft_p99_s=ttft_p99, tpot_p99_s=tpot_p99)
         spec = load_model(model)
         cat = load_catalog(catalog_dir or ())
         check_policy_names(cat, vendor=vendor, provider=provider)
         cons = InferConstraints(market=market, vendor=vendor, provider=provider, domestic_only=domestic_only,
                                 max_devices=max_devices, weights=tuple(weights) if weights else WEIGHTS,
-                                kv_dtype=kv_dtype, trust=trust, router=router)
-        engine_why = None
-        if engine_id is None:  # the parts' stack's engine when they share one (MindIE with --vendor Huawei), else vLLM
-            policy = cons.policy()
-            engine_id, engine_why = default_engine_for_parts(
-                a for a in cat.accelerators.values() if policy_rejection(a, policy) is None)
-        prof = engine(engine_id)
+                                kv_dtype=kv_dtype, trust=trust, router=router, kv_offload=kv_offload,
+                                context_parallel=context_parallel)
+        # without --engine each part is planned with its stack's engine (MindIE on Ascend, vLLM on CUDA/ROCm)
+        engines = serving_engines(cat, cons, engine_id)
+        prof = engines.profile
         cal = planner_terms(_terms(term))
-        res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, terms=cal)
+        res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, terms=cal,
+                             stack_engines=engines.by_stack)
         run = plan_record(spec, load, slo, res, prof, kv_dtype)
-        if engine_why is not None:
-            run["engine_default"] = {"engine": engine_id, "source": engine_why}
+        if engines.default is not None:
+            run["engine_default"] = engines.default
         if run["slo"].get("warning"):
             warn(run["slo"]["warning"][language])
         run["what_if_pd"] = named_pd(run, cat, th, req)  # the disaggregated fleet the advisor would name
@@ -175,21 +184,22 @@ def plan_infer(
     if json_out:
         print_json(run)
         return
-    # name the engine when the parts' stack chose it
-    if engine_why is not None and engine_id != default_engine_for_parts(())[0]:
-        console.print(tr("cli.einfer.engine_default", language, engine=engine_id, stack=prof.stacks[0],
-                         source=engine_why), highlight=False)
+    for line in engine_default_lines(run.get("engine_default"), language):  # when the parts' stack chose it
+        console.print(line, highlight=False)
     _table(spec.name, load, slo, _shown(res.plans, top, recommended), res.candidates_evaluated, res.simulated,
            res.rejected, language, recommended, blocked, router=res.router)
     if recommended is not None and market is None and data_residency is None and (
             cat.instances[recommended["instance"]].market == recommended["buyer_market"]):
         console.print(tr("report.rec.buyer_market", language,
                          market=tr(f"trust.market.{recommended['buyer_market']}", language)), highlight=False)
-    if load.prefix_hit:
+    rec = recommended
+    tiers = prefix_tiers_line(res.plans, rec, language)  # with --prefix-set: where the set is kept, the hit it leaves
+    if load.prefix_hit and not tiers:
         console.print(tr("cli.pinfer.prefix_hit", language, share=load.prefix_hit), highlight=False)
     if load.shared_prefix_tokens:
         console.print(tr("cli.pinfer.shared_prefix", language, tokens=load.shared_prefix_tokens), highlight=False)
-    rec = recommended
+    if tiers:
+        console.print(tiers, highlight=False)
     if rec is not None:
         for line in trust_lines(rec, language):
             console.print(line, highlight=False)
@@ -233,10 +243,11 @@ def _table(name: str, load: InferLoad, slo: InferSlo, plans: list[dict[str, Any]
     for col in COLS:
         t.add_column(tr(f"cli.pinfer.col.{col}", lang), no_wrap=col == "usd_m", overflow="fold")
     blocked = blocked or {}
+    mixed = len({p.get("engine") for p in plans}) > 1  # parts planned with their own stacks' engines: name each
     for p in plans:
         hit = fleet_block(p, blocked)
         mark = "\n(" + not_recommended(hit, lang) + ")" if hit is not None else ""
-        t.add_row(fleet_text(p, lang) + mark,
+        t.add_row(fleet_text(p, lang) + (f" {p['engine']}" if mixed else "") + mark,
                   fleet_units_text(p, lang),
                   band_num(p["cost_usd_per_hour"], (p.get("band") or {}).get("cost_usd_per_hour"), ",.2f"),
                   f"{sig(p['cost_usd_per_million_input_tokens'])} | {sig(p['cost_usd_per_million_output_tokens'])}",

@@ -133,10 +133,15 @@ class ServeTarget:
         return int(self.fleet["layout"].get("ep", 1))
 
     @property
+    def cp(self) -> int:
+        """Prefill context-parallel ranks of one replica (search/infer_cp.py; 1 without)."""
+        return int(self.fleet["layout"].get("cp", 1))
+
+    @property
     def devices_per_replica(self) -> int:
         """Devices of one server process: its tensor-parallel group, or its whole expert-parallel group when
-        attention runs data-parallel (ep > tp)."""
-        return max(self.tp, self.ep) * self.pp
+        attention runs data-parallel (ep > tp), times its prefill context-parallel ranks."""
+        return max(self.tp, self.ep) * self.pp * self.cp
 
     @property
     def nodes_per_server(self) -> int:

@@ -44,6 +44,8 @@ def vllm_args(t: ServeTarget) -> list[Arg]:
     p = _profile(t, "vllm")
     a: list[Arg] = [("--host", "0.0.0.0"), ("--port", str(PORT)), ("--tensor-parallel-size", str(t.tp)),
                     ("--pipeline-parallel-size", str(t.pp))]
+    if t.cp > 1:  # prefill context parallelism: world size tp x cp (search/data/context_parallel.yaml)
+        a.append(("--prefill-context-parallel-size", str(t.cp)))
     if t.ep > t.tp:  # attention data parallelism: ep/tp engine ranks share the experts (vLLM data parallel docs)
         a.append(("--data-parallel-size", str(t.attention_groups)))
     if t.ep > 1:
@@ -54,7 +56,20 @@ def vllm_args(t: ServeTarget) -> list[Arg]:
     if t.fleet["weights"] == "fp8":
         a.append(("--quantization", "fp8"))
     a.append(("--kv-cache-dtype", "fp8" if t.run.get("kv_dtype") in ("fp8", "int8") else "auto"))
+    a += _offload_args(t, "vllm")
     return a
+
+
+def _offload_args(t: ServeTarget, engine_id: str) -> list[Arg]:
+    """The host KV tier the plan was sized with (its `prefix_tiers.offload`, search/infer_offload.py) as options,
+    when the plan was made for `engine_id`."""
+    tiers = t.fleet.get("prefix_tiers") or {}
+    flag = tiers.get("offload")
+    if not flag or t.fleet.get("engine") != engine_id:
+        return []
+    words = str(flag).split()
+    return [(w, words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("--") else None)
+            for i, w in enumerate(words) if w.startswith("--")]
 
 
 def sglang_args(t: ServeTarget) -> list[Arg]:

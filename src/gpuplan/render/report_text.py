@@ -11,11 +11,43 @@ from gpuplan.search.infer_fleet import layout_shape
 from gpuplan.search.train_planner import billed_by_month
 from gpuplan.units import sig
 
-__all__ = ["INFER_COLS", "bottleneck_text", "finding_rows", "fleet_units_text", "fmt", "fmt_sig", "growth_line",
+__all__ = ["INFER_COLS", "bottleneck_text", "engine_default_lines", "finding_rows", "fleet_units_text", "fmt",
+           "fmt_sig", "growth_line", "prefix_tiers_line",
            "infer_job_lines",
            "infer_memory_rows", "infer_rows", "infer_rule_line", "job_lines", "plan_rows", "prov", "rel_line",
            "layout_text", "recommended_rule_line", "rule_line", "tco_lines", "tco_rows", "cost_text", "duration_text",
            "offer_text"]
+
+
+def engine_default_lines(record: Mapping[str, Any] | None, lang: str) -> list[str]:
+    """The engines the parts' stacks chose (a `plan infer` answer's `engine_default`), one line per stack whose
+    engine is not the general default: MindIE on Ascend alone (`--vendor Huawei`), or beside vLLM on CUDA."""
+    from gpuplan.workload.engines import default_engine
+
+    if not record:
+        return []
+    general = default_engine(None)[0]
+    entries = [(str(record["stack"]), record)] if record.get("stack") and record["engine"] != general else []
+    entries += [(stack, e) for stack, e in (record.get("by_stack") or {}).items()]
+    return [tr("cli.einfer.engine_default", lang, engine=e["engine"], stack=stack, source=e["source"])
+            for stack, e in entries]
+
+
+def prefix_tiers_line(plans: Sequence[Mapping[str, Any]], rec: Mapping[str, Any] | None, lang: str) -> str | None:
+    """Where the recommended fleet's replicas (else the cheapest's) find the reused prefix set (`--prefix-set`:
+    HBM, host memory, recomputed) and the hit it was sized at (search/infer_offload.py); None without one."""
+    key = ("accelerator", "instance", "replicas", "weights")
+    plan = next((p for p in plans if rec is not None and all(p.get(k) == rec.get(k) for k in key)),
+                plans[0] if plans else None)
+    t = (plan or {}).get("prefix_tiers")
+    if not t:
+        return None
+    tier = tr(f"prefix.tier.{t['tier']}", lang, host=t["host_tokens"], gib=t["host_gib_per_device"],
+              flag=t["offload"] or "-", engine=plan.get("engine") if plan else "-")
+    reload = "-" if t["reload_s_per_1k_tokens"] is None else sig(t["reload_s_per_1k_tokens"] * 1e3)
+    return tr("cli.pinfer.prefix_tiers", lang, acc=plan["accelerator"] if plan else "-", hbm=t["hbm_tokens"],
+              set=t["prefix_set_tokens"], tier=tier, link=t["link_basis"], reload=reload,
+              recompute=sig(t["recompute_s_per_1k_tokens"] * 1e3), eff=t["hit_effective"], hit=t["hit_stated"])
 
 
 def fmt(value: Any, spec: str = ",.1f") -> str:
@@ -155,7 +187,9 @@ def fleet_units_text(p: Mapping[str, Any], lang: str) -> str:
 
 def infer_rows(plans: list[Mapping[str, Any]], lang: str) -> tuple[list[str], list[list[str]]]:
     head = [tr(f"report.col.{c}", lang) for c in INFER_COLS]
-    rows = [[p["accelerator"], str(p["devices"]), str(p["replicas"]), p["layout"], p["weights"],
+    mixed = len({p.get("engine") for p in plans}) > 1  # parts planned with their own stacks' engines: name each
+    rows = [[p["accelerator"], str(p["devices"]), str(p["replicas"]), p["layout"],
+             f"{p['weights']} ({p['engine']})" if mixed else p["weights"],
              band_num(p["usd_per_hour"], (p.get("band") or {}).get("cost_usd_per_hour"), ",.2f"),
              fmt_sig(p["usd_per_million_tokens"]),
              band_num(p["ttft_p99_s"], (p.get("band") or {}).get("ttft_s.p99"), ".3f"),

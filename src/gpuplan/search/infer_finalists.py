@@ -16,8 +16,10 @@ from gpuplan.estimate.calibration import Calibration
 from gpuplan.estimate.infer_step_model import StepCostModel
 from gpuplan.hardware import Accelerator
 from gpuplan.search.infer_capacity import Capacity
+from gpuplan.search.infer_cp import cp_flag
 from gpuplan.search.infer_fleet import Offer, advice, attention_groups, price_layout, whole_groups
 from gpuplan.search.infer_load import InferLoad, InferSlo
+from gpuplan.search.infer_offload import PrefixTiers
 from gpuplan.search.infer_pd_fleet import PdFleet
 from gpuplan.search.infer_pd_sim import simulate_pd
 from gpuplan.search.infer_route import DEFAULT_ROUTER, simulate_engines
@@ -53,6 +55,12 @@ class Candidate:
     instances: int
     offers: list[Offer]
     spans: bool = False  # its expert group spans instances (timed on their RDMA link)
+    # the engine it is planned with where not the search's (a search across stacks: its stack's default engine)
+    prof: EngineProfile | None = None
+    cfg: EngineConfig | None = None
+    # the load as this replica serves it where its cache tiers leave less of the stated prefix hit (infer_offload)
+    load: InferLoad | None = None
+    tiers: PrefixTiers | None = None
 
 
 def _group(c: Candidate) -> tuple[str, str]:
@@ -62,7 +70,7 @@ def _group(c: Candidate) -> tuple[str, str]:
 
 def candidate_label(c: Candidate) -> str:
     lay = c.layout
-    return f"{c.acc.id} tp{lay.tp} pp{lay.pp} ep{lay.ep} {c.weights}"
+    return f"{c.acc.id} tp{lay.tp} pp{lay.pp} ep{lay.ep}{f' cp{lay.cp}' if lay.cp > 1 else ''} {c.weights}"
 
 
 def bump(rejected: dict[str, int], why: str, n: int = 1) -> None:
@@ -121,14 +129,15 @@ def verify_candidates(cands: list[Candidate], load: InferLoad, slo: InferSlo, cf
     def _simulate(c: Candidate, r: int, factor: float) -> SimMetrics:
         # a pipeline-parallel replica serves as pp batches in flight (simulate.pipeline): each is an engine
         pp = c.layout.pp
-        batch_cost, batch_cfg = pipeline_batch(c.cost, cfg, pp)
+        c_cfg = c.cfg or cfg
+        batch_cost, batch_cfg = pipeline_batch(c.cost, c_cfg, pp)
         # attention groups of one expert group step together: the others' prefills stretch this one's steps
         cost = lockstep_cost(batch_cost, groups=attention_groups(c.layout), group_qps=load.qps * factor / (r * pp),
                              input_len_mean=load.input_len.mean, output_len_mean=load.output_len.mean,
-                             max_batched_tokens=cfg.max_batched_tokens,
-                             chunked_prefill=cfg.chunked_prefill)
-        return simulate_engines(load, cost, batch_cfg, engines=r * pp, load_factor=factor, router=router, cal=cal,
-                                slo=sim_slo)
+                             max_batched_tokens=c_cfg.max_batched_tokens,
+                             chunked_prefill=c_cfg.chunked_prefill)
+        return simulate_engines(c.load or load, cost, batch_cfg, engines=r * pp, load_factor=factor, router=router,
+                                cal=cal, slo=sim_slo)
 
     def verify(c: Candidate) -> bool:
         """Simulate `c`, grow it to the SLO and price it; True when it became a plan."""
@@ -156,7 +165,7 @@ def verify_candidates(cands: list[Candidate], load: InferLoad, slo: InferSlo, cf
         if load.qps / (r * c.cap.requests_per_s) > 1.0:  # over 100% utilization: never a plan
             bump(rejected, "over_capacity")
             return False
-        if r * c.layout.tp * c.layout.pp > max_devices:
+        if r * c.layout.tp * c.layout.pp * c.layout.cp > max_devices:
             bump(rejected, "max_devices")
             return False
         priced = price_layout(c.offers, r, c.layout, span=c.spans)
@@ -165,7 +174,7 @@ def verify_candidates(cands: list[Candidate], load: InferLoad, slo: InferSlo, cf
         usd, offer, n_inst = priced
         m = sim(c, r, 1.0)
         per_acc[_group(c)] = per_acc.get(_group(c), 0) + 1
-        plans.append(plan_record_of(c, r, usd, offer, n_inst, m, m_head, load, cal, prof, router))
+        plans.append(plan_record_of(c, r, usd, offer, n_inst, m, m_head, load, cal, c.prof or prof, router))
         return True
 
     def fresh(c: Candidate) -> bool:
@@ -214,8 +223,9 @@ def plan_record_of(c: Candidate, r: int, usd: float, offer: Offer, n_inst: int, 
     return {
         "accelerator": c.acc.id, "instance": offer.instance, "instances": n_inst, "instance_tenancy": offer.tenancy,
         "per_card": offer.cards_per_host is not None,
-        "price_kind": offer.kind, "devices": r * lay.tp * lay.pp, "replicas": r,
-        "layout": {"tp": lay.tp, "pp": lay.pp, "ep": lay.ep}, "weights": c.weights, "engine": prof.id,
+        "price_kind": offer.kind, "devices": r * lay.tp * lay.pp * lay.cp, "replicas": r,
+        "layout": {"tp": lay.tp, "pp": lay.pp, "ep": lay.ep, **({"cp": lay.cp} if lay.cp > 1 else {})},
+        "weights": c.weights, "engine": prof.id,
         "router": router,
         "cost_usd_per_hour": usd,
         "cost_usd_per_million_input_tokens": usd * share_in / in_h * 1e6,
@@ -231,6 +241,8 @@ def plan_record_of(c: Candidate, r: int, usd: float, offer: Offer, n_inst: int, 
         "at_headroom": {"qps": load.qps * (1.0 + cal.value("load_headroom")), "ttft_p99_s": m_head.ttft_s.p99,
                         "tpot_p99_s": m_head.tpot_s.p99, "e2e_p99_s": m_head.e2e_s.p99},
         "advice": advice(util, growth, offer, cal),
+        **({"prefix_tiers": c.tiers.to_json()} if c.tiers is not None else {}),
+        **({"context_parallel": {"cp": lay.cp, "launch": cp_flag(prof.id, c.acc, lay.cp)}} if lay.cp > 1 else {}),
         "provenance": f"estimated: per-step cost model + discrete-event simulation of the replicas behind a {router} "
                       "router; prices from the catalog (see the instance's source)",
     }

@@ -122,7 +122,8 @@ def layout_shape(layout: Mapping[str, int], lang: str) -> str:
         shape = tr("layout.dp_attention", lang, dp=ep // tp, ep=ep) + (f" tp{tp}" if tp > 1 else "")
     else:
         shape = f"tp{tp}" + (f" ep{ep}" if ep > 1 else "")
-    return shape + (f" pp{pp}" if pp > 1 else "")
+    cp = int(layout.get("cp", 1))  # prefill context parallelism (search/infer_cp.py)
+    return shape + (f" pp{pp}" if pp > 1 else "") + (f" cp{cp}" if cp > 1 else "")
 
 
 def whole_groups(replicas: int, layout: Layout) -> int:
@@ -137,7 +138,7 @@ def price_layout(offers: list[Offer], replicas: int, layout: Layout, *,
     devices) is the unit priced; it must fit one instance unless `span` (a group timed on the offers' RDMA link
     across instances)."""
     g = attention_groups(layout)
-    return price_fleet(offers, -(-replicas // g), max(layout.tp, layout.ep), layout.pp, span=span)
+    return price_fleet(offers, -(-replicas // g), max(layout.tp, layout.ep) * layout.cp, layout.pp, span=span)
 
 
 def priced_groups(offers: list[Offer], layout: Layout, needed: float, *, max_devices: int,
@@ -145,7 +146,7 @@ def priced_groups(offers: list[Offer], layout: Layout, needed: float, *, max_dev
     """(attention groups rounded up to whole expert-parallel groups, USD/h, offer, instances) for `needed` groups
     of `layout` on `offers` within `max_devices`; None when they exceed it or no offer hosts them."""
     groups = whole_groups(max(1, math.ceil(needed)), layout)
-    if groups * layout.tp * layout.pp > max_devices:
+    if groups * layout.tp * layout.pp * layout.cp > max_devices:
         return None
     priced = price_layout(offers, groups, layout, span=span)
     return None if priced is None else (groups, *priced)

@@ -89,6 +89,9 @@ class InferLoad:
     # tokens every prompt starts with (a shared system prompt): each replica keeps them cached after its first
     # request, so they are found in cache whatever the router (vLLM automatic prefix caching, SGLang RadixAttention)
     shared_prefix_tokens: int = 0
+    # distinct prefix tokens the stated hit reuses (documents, sessions: `--prefix-set`): where a replica's HBM does
+    # not hold them, the hit rests on a host-memory tier or is lost (search/infer_offload.py); 0: not stated
+    prefix_set_tokens: int = 0
 
     def __post_init__(self) -> None:
         if not (self.qps > 0 and math.isfinite(self.qps)):
@@ -100,6 +103,10 @@ class InferLoad:
         if not (isinstance(self.shared_prefix_tokens, int) and self.shared_prefix_tokens >= 0):
             raise InputError(field="shared-prefix", value=self.shared_prefix_tokens,
                              allowed="a whole number of tokens, 0 or more", hint="e.g. 2000 for a shared system prompt")
+        if not (isinstance(self.prefix_set_tokens, int) and self.prefix_set_tokens >= 0):
+            raise InputError(field="prefix-set", value=self.prefix_set_tokens,
+                             allowed="a whole number of tokens, 0 or more",
+                             hint="e.g. 20000000 for 500 documents of 40,000 tokens asked about again")
 
     @property
     def cached_share(self) -> float:
@@ -153,4 +160,5 @@ class InferLoad:
         return {"qps": self.qps, "input_len": self.input_len.label, "output_len": self.output_len.label,
                 "input_len_mean": self.input_len.mean, "output_len_mean": self.output_len.mean,
                 "trace": self.trace.label if self.trace is not None else None, "prefix_hit": self.prefix_hit,
-                "shared_prefix_tokens": self.shared_prefix_tokens}
+                "shared_prefix_tokens": self.shared_prefix_tokens,
+                **({"prefix_set_tokens": self.prefix_set_tokens} if self.prefix_set_tokens else {})}

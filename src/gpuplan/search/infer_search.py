@@ -20,7 +20,8 @@ Verified plans are then simulated at the requested load for the figures they rep
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpuplan.errors import GpuplanError, InputError
@@ -30,12 +31,16 @@ from gpuplan.estimate.memory_infer import matrix_bytes_per_param
 from gpuplan.hardware import Catalog
 from gpuplan.search import progress
 from gpuplan.search.infer_capacity import length_moments
+from gpuplan.search.infer_cp import cp_cost, cp_degrees
 from gpuplan.search.infer_engines import with_engine_hint
 from gpuplan.search.infer_finalists import Candidate, bump, simulated_pd, verify_candidates
 from gpuplan.search.infer_fleet import Offer, fleet_offers
+from gpuplan.search.infer_kv_tp import annotate as annotate_kv_tp
+from gpuplan.search.infer_kv_tp import note as note_tp
 from gpuplan.search.infer_layouts import placements
 from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms, slo_unit_warning
 from gpuplan.search.infer_misses import parts_without_plan
+from gpuplan.search.infer_offload import KV_OFFLOAD_MODES, OFFLOAD_TERMS, prefix_tiers
 from gpuplan.search.infer_pd_fleet import PdFleet, PdInput, pd_fleet
 from gpuplan.search.infer_route import DEFAULT_ROUTER, check_router
 from gpuplan.search.infer_size import Sized, priced_on, size_fleet
@@ -70,9 +75,14 @@ class InferConstraints:
     kv_dtype: str = "bf16"
     trust: str = "low"  # plan_trust.LEVELS: keep fleets whose confidence is at least this
     router: str = DEFAULT_ROUTER  # how requests reach the replicas (simulate.fleet_sim): sized under this router
+    kv_offload: str = "auto"  # a host-memory tier for the prefix set where the engine runs one (infer_offload)
+    context_parallel: bool = True  # try prefill context-parallel layouts for long prompts (infer_cp)
 
     def __post_init__(self) -> None:
         check_router(self.router)
+        if self.kv_offload not in KV_OFFLOAD_MODES:
+            raise InputError(field="kv-offload", value=self.kv_offload, allowed=", ".join(KV_OFFLOAD_MODES),
+                             hint="auto: use the engine's host tier when the prefix set outgrows HBM; off: never")
         if self.max_devices < 1:
             raise InputError(field="max-devices", value=self.max_devices, allowed="a positive integer")
         bad = [w for w in self.weights if w not in WEIGHTS]
@@ -124,16 +134,21 @@ def _per_market(sz: Sized, layout: Layout, offers: list[Offer], cons: InferConst
 def plan_inference(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog,
                    cons: InferConstraints | None = None, *, engine_profile: EngineProfile | None = None,
                    terms: Calibration | None = None, alternatives: bool = True,
-                   suggest_engines: bool | None = None) -> InferPlanResult:
+                   suggest_engines: bool | None = None,
+                   stack_engines: Mapping[str, EngineProfile] | None = None) -> InferPlanResult:
     """Cheapest verified fleets first; raises InputError (with the nearest feasible alternative) if none.
     `alternatives=False` skips what RDMA would buy and the disaggregated fleets (a re-plan that reads only the
     plans: the growth re-plan, `compare`, the other engines of advise.report_infer.named_engine). `suggest_engines`
     (default: as `alternatives`) re-plans with the other engines when nothing meets the SLO, to name one that does:
-    `compare` asks for it, the growth re-plan (whose failure is an ordinary finding) does not."""
+    `compare` asks for it, the growth re-plan (whose failure is an ordinary finding) does not. `stack_engines`
+    (software stack -> profile): the parts of those stacks are planned with that engine instead of
+    `engine_profile` (a search across stacks with no --engine: MindIE on CANN beside vLLM on CUDA, engines.yaml
+    stack_default_engines); each plan names its engine."""
     prof = engine_profile or engine("vllm")
     cons = cons or InferConstraints()
+    by_stack = dict(stack_engines or {})
     try:
-        return _plan(spec, load, slo, catalog, cons, prof, terms, alternatives)
+        return _plan(spec, load, slo, catalog, cons, prof, terms, alternatives, by_stack)
     except InputError as exc:
         if not (alternatives if suggest_engines is None else suggest_engines):
             raise
@@ -160,9 +175,13 @@ def plan_record(spec: ModelSpec, load: InferLoad, slo: InferSlo, res: InferPlanR
 
 
 def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, cons: InferConstraints,
-          prof: EngineProfile, terms: Calibration | None, alternatives: bool) -> InferPlanResult:
+          prof: EngineProfile, terms: Calibration | None, alternatives: bool,
+          by_stack: Mapping[str, EngineProfile] | None = None) -> InferPlanResult:
     cal = terms or planner_terms()
+    main_prof = prof
     cfg = EngineConfig.from_profile(prof)
+    main_cfg = cfg
+    cfgs = {p.id: EngineConfig.from_profile(p) for p in (by_stack or {}).values()}
     headroom = cal.value("load_headroom")
     ratio = cal.value("tpot_p99_over_mean")
     moments = length_moments(load.input_len, load.output_len, hit=load.cached_share)
@@ -178,12 +197,16 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
     evaluated = 0
     alts: list[dict[str, Any]] = []
     pds: list[PdFleet] = []
+    floors: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}  # (part, weights) -> TP -> KV outcome
     policy = cons.policy()
     for acc in progress.each(catalog.accelerators.values()):
         why = policy_rejection(acc, policy)
         if why:
             bump(rejected, why)
             continue
+        # the part's own stack's engine where the search spans stacks with no --engine (stack_engines)
+        prof = (by_stack or {}).get(acc.software_stack, main_prof)
+        cfg = cfgs.get(prof.id, main_cfg)
         if not prof.runs_on(acc):  # TensorRT-LLM on Ascend, MindIE on NVIDIA, SGLang on a V100: no such fleet
             bump(rejected, "engine_unsupported")
             continue
@@ -210,29 +233,75 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
                 unsupported.setdefault(acc.id, []).append(weights)
                 continue
             mb = matrix_bytes_per_param(spec, InferenceJob(weights=weights))
-            for lay, lay_offers, link in placements(spec, max_node, offers, node=node):
-                if lay.tp * lay.pp > node and counts.total * mb / node <= mem:
-                    continue  # a node holds the weights: pipeline stages across nodes only add devices and hops
-                evaluated += 1
-                if max(lay.tp, lay.ep) * lay.pp > cons.max_devices:
-                    bump(rejected, "max_devices")
+            # every layout of one node (placements), then, where none of them prefills the p99 prompt within the
+            # TTFT limit, their prefill context-parallel variants (infer_cp): long prompts split over cp ranks
+            items: list[tuple[Layout, list[Offer], Any, Any]] = [
+                (lay, lay_offers, link, None)
+                for lay, lay_offers, link in placements(spec, max_node, offers, node=node)]
+            ttft_met, cp_added, i = False, False, 0
+            cp_bases: list[tuple[Layout, list[Offer], Any]] = []
+            while i < len(items) or not cp_added:
+                if i == len(items):
+                    cp_added = True
+                    if not ttft_met and cons.context_parallel:
+                        for base_lay, base_offers, base_cm in cp_bases:
+                            for cp in cp_degrees(prof.id, acc, tp=base_lay.tp, node=max_node,
+                                                 prompt_p99=moments.in_p99):
+                                cpm = cp_cost(base_cm, acc=acc, cp=cp, layers=spec.num_layers)
+                                if cpm is not None and base_lay.tp * cp <= cons.max_devices:
+                                    evaluated += 1
+                                    items.append((Layout(tp=base_lay.tp, cp=cp), base_offers, None, cpm))
                     continue
-                split = max(lay.tp, lay.ep) * lay.pp
-                lower = counts.total * mb / split  # weights per device can be no less
-                if lower > mem:
-                    bump(rejected, "out_of_memory")
-                    continue
-                try:
-                    cm = step_cost_model(spec, accelerator=acc, layout=lay, weights=weights, kv_dtype=cons.kv_dtype,
-                                         engine=prof, catalog=catalog, scale_out=link)
-                except GpuplanError as exc:  # an incomplete catalog entry, or a layout the model cannot split
-                    bump(rejected, "missing_data" if getattr(exc, "field", "") == "accelerator" else "layout_invalid")
-                    continue
-                pd_inputs.append(PdInput(weights=weights, layout=lay, offers=lay_offers, link=link, cost=cm))
+                lay, lay_offers, link, cm_cp = items[i]
+                i += 1
+                if cm_cp is not None:
+                    cm = cm_cp
+                else:
+                    if lay.tp * lay.pp > node and counts.total * mb / node <= mem:
+                        continue  # a node holds the weights: pipeline stages across nodes only add devices and hops
+                    evaluated += 1
+                    if max(lay.tp, lay.ep) * lay.pp > cons.max_devices:
+                        bump(rejected, "max_devices")
+                        continue
+                    split = max(lay.tp, lay.ep) * lay.pp
+                    lower = counts.total * mb / split  # weights per device can be no less
+                    if lower > mem:
+                        bump(rejected, "out_of_memory")
+                        continue
+                    try:
+                        cm = step_cost_model(spec, accelerator=acc, layout=lay, weights=weights, kv_dtype=cons.kv_dtype,
+                                             engine=prof, catalog=catalog, scale_out=link)
+                    except GpuplanError as exc:  # an incomplete catalog entry, or a layout the model cannot split
+                        bump(rejected,
+                             "missing_data" if getattr(exc, "field", "") == "accelerator" else "layout_invalid")
+                        continue
+                    pd_inputs.append(PdInput(weights=weights, layout=lay, offers=lay_offers, link=link, cost=cm))
                 sz = size_fleet(cm, lay, lay_offers, cfg=cfg, moments=moments, slo=slo, qps=load.qps,
                                 headroom=headroom, tpot_p99_over_mean=ratio, need_tokens=need_tokens,
                                 max_devices=cons.max_devices, span=link is not None)
-                label = f"{acc.id} tp{lay.tp} pp{lay.pp} ep{lay.ep} {weights}"
+                tiers, c_load = None, None
+                if load.prefix_set_tokens and load.prefix_hit:  # the hit the replica's cache tiers leave
+                    tiers = prefix_tiers(cost=cm, cfg=cfg, acc=acc, catalog=catalog,
+                                         instance=sz.offer.instance if sz.offer else None,
+                                         devices=max(lay.tp, lay.ep) * lay.pp * lay.cp, engine_id=prof.id,
+                                         mla=spec.mla is not None, hit=load.prefix_hit,
+                                         prefix_set=load.prefix_set_tokens, mode=cons.kv_offload, cal=cal)
+                    if tiers.hit_effective < load.prefix_hit:
+                        c_load = replace(load, prefix_hit=tiers.hit_effective)
+                        sz = size_fleet(cm, lay, lay_offers, cfg=cfg,
+                                        moments=length_moments(load.input_len, load.output_len,
+                                                               hit=c_load.cached_share),
+                                        slo=slo, qps=load.qps, headroom=headroom, tpot_p99_over_mean=ratio,
+                                        need_tokens=need_tokens, max_devices=cons.max_devices,
+                                        span=link is not None)
+                if lay.cp == 1 and lay.pp == 1 and link is None:  # the smallest TP that holds the weights
+                    note_tp(floors, accelerator=acc.id, weights=weights, tp=lay.tp, rejected=sz.rejected,
+                            limited_by=sz.cap.limited_by if sz.cap is not None else None,
+                            kv_tokens=cm.kv_capacity_tokens, weights_bytes_per_device=cm.weights_bytes_per_device)
+                ttft_met = ttft_met or sz.ttft0 <= slo.ttft_p99_s
+                if sz.rejected == "ttft_slo" and link is None and lay.pp == 1 and lay.ep == 1 and lay.cp == 1:
+                    cp_bases.append((lay, lay_offers, cm))
+                label = f"{acc.id} tp{lay.tp} pp{lay.pp} ep{lay.ep}{f' cp{lay.cp}' if lay.cp > 1 else ''} {weights}"
                 mine = per_part.setdefault(acc.id, {})
                 if sz.ttft0 < mine.get("ttft_s", math.inf):
                     mine.update(ttft_s=sz.ttft0, ttft_on=label)
@@ -243,30 +312,34 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
                 if sz.tpot0 < best.get("tpot_s", math.inf):
                     best.update(tpot_s=sz.tpot0, tpot_on=label)
                 if sz.rejected == "max_devices":
-                    devices = sz.replicas * lay.tp * lay.pp
+                    devices = sz.replicas * lay.tp * lay.pp * lay.cp
                     if "devices_needed" not in best or devices < best["devices_needed"][0]:
                         best["devices_needed"] = (devices, label)
                 for sm, sm_offers in _per_market(sz, lay, lay_offers, cons, load.qps, headroom, link is not None):
                     if sm.rejected is not None or sm.cap is None or sm.offer is None:
                         bump(rejected, sm.rejected or "no_instance_fits")
                         continue
-                    cands.append(Candidate(acc=acc, layout=lay, weights=weights, cost=cm, cap=sm.cap, ttft0=sm.ttft0,
-                                           tpot0=sm.tpot0, replicas=sm.replicas, usd_per_hour=sm.usd_per_hour,
-                                           offer=sm.offer, instances=sm.instances, offers=sm_offers,
-                                           spans=link is not None))
+                    cands.append(Candidate(acc=acc, layout=lay, weights=weights, cost=cm, cap=sm.cap,
+                                           ttft0=sm.ttft0, tpot0=sm.tpot0, replicas=sm.replicas,
+                                           usd_per_hour=sm.usd_per_hour, offer=sm.offer,
+                                           instances=sm.instances, offers=sm_offers,
+                                           spans=link is not None, prof=prof, cfg=cfg, load=c_load,
+                                           tiers=tiers))
         # the disaggregated fleet is launched with SGLang (emit sglang --disaggregated): only on parts it runs on
-        pd = pd_fleet(pd_inputs, accelerator=acc.id, moments=moments, slo=slo, qps=load.qps, headroom=headroom, cfg=cfg,
-                      tpot_p99_over_mean=ratio, max_devices=cons.max_devices) if (
+        pd = pd_fleet(pd_inputs, accelerator=acc.id, moments=moments, slo=slo, qps=load.qps, headroom=headroom,
+                      cfg=main_cfg, tpot_p99_over_mean=ratio, max_devices=cons.max_devices) if (
             alternatives and engine("sglang").runs_on(acc)) else None
         if pd is not None:
             pds.append(pd)
+    prof, cfg = main_prof, main_cfg
     router = check_router(cons.router)
     pd_records = simulated_pd(pds, load, slo, cfg, cal, cons.max_devices, router)
     if not cands:
         int4_bytes = counts.total * matrix_bytes_per_param(spec, InferenceJob(weights="int4"))
         _no_plan(spec, slo, cons, rejected, best, int4_bytes, largest, considered, prof)
     # at one price and size, the widest weights first: quantizing that saves nothing only costs quality
-    cands.sort(key=lambda c: (c.usd_per_hour, c.replicas * c.layout.tp * c.layout.pp, -DTYPE_BYTES[c.weights],
+    cands.sort(key=lambda c: (c.usd_per_hour, c.replicas * c.layout.tp * c.layout.pp * c.layout.cp,
+                              -DTYPE_BYTES[c.weights],
                               c.tpot0))
     plans, simulated, near = verify_candidates(cands, load, slo, cfg, cal, prof, rejected, cons.max_devices, router)
     if not plans:
@@ -278,12 +351,14 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
                               f"{best.get('ttft_s', math.nan):.3f} s on {best.get('ttft_on')}; relax the SLO")
     plans.sort(key=lambda p: (p["cost_usd_per_hour"], p["devices"], -DTYPE_BYTES[p["weights"]]))
     plans = _with_trust(plans, catalog, prof, spec, cons, rejected)
+    annotate_kv_tp(plans, floors, need_tokens=need_tokens)  # fleets whose TP the KV cache forced (infer_kv_tp)
     # one per part, cheapest first: the advisor names the cheapest whose part draws no blocking finding in its
     # market (as the recommendation does) and saves enough against the recommended fleet
     alts.sort(key=lambda a: a["usd_per_hour"])
     cheapest = alts[0] if alts and alts[0]["usd_per_hour"] < plans[0]["cost_usd_per_hour"] else None
     return InferPlanResult(plans=plans, candidates_evaluated=evaluated, simulated=simulated, rejected=rejected,
-                           hardware_considered=considered, best_unloaded=best, terms=cal.used(*TERMS_USED),
+                           hardware_considered=considered, best_unloaded=best,
+                           terms=cal.used(*TERMS_USED, *(OFFLOAD_TERMS if load.prefix_set_tokens else ())),
                            what_if_rdma=cheapest, what_if_rdma_all=alts,
                            what_if_pd_all=pd_records, router=router,
                            parts_without_plan=parts_without_plan(considered, plans, per_part, slo,

@@ -73,7 +73,7 @@ def priced_on(sized: Sized, layout: Layout, offers: list[Offer], *, qps: float, 
     priced = priced_groups(offers, layout, needed, max_devices=max_devices, span=span)
     if priced is None:
         replicas = whole_groups(max(1, math.ceil(needed)), layout)
-        why = "max_devices" if replicas * layout.tp * layout.pp > max_devices else "no_instance_fits"
+        why = "max_devices" if replicas * layout.tp * layout.pp * layout.cp > max_devices else "no_instance_fits"
         return Sized(why, sized.ttft0, sized.tpot0, cap, replicas)
     replicas, usd, offer, instances = priced
     return Sized(None, sized.ttft0, sized.tpot0, cap, replicas, usd, offer, instances)

@@ -30,13 +30,14 @@ def requirements(data_residency: str | None, compliance: Sequence[str] | None) -
 
 
 def compare_infer(spec: ModelSpec, cat: Catalog, names: list[str], *, qps: float, ttft_p99: float | None,
-                   tpot_p99: float | None, input_len: int, output_len: int, engine_id: str, market: str | None,
+                   tpot_p99: float | None, input_len: int, output_len: int, engine_id: str | None,
+                   market: str | None,
                    trust: str = "low",
                    provider: str | None, max_devices: int, req: Requirements, th: Thresholds) -> dict[str, Any]:
     from gpuplan.search.infer_load import InferLoad, InferSlo
     from gpuplan.search.infer_search import InferConstraints, plan_inference
     from gpuplan.simulate.lengths import parse_length_dist
-    from gpuplan.workload.engines import engine
+    from gpuplan.workload.engines import default_engine, engine
 
     if ttft_p99 is None or tpot_p99 is None:
         raise InputError(field="ttft-p99/tpot-p99", value=f"{ttft_p99}/{tpot_p99}",
@@ -44,9 +45,12 @@ def compare_infer(spec: ModelSpec, cat: Catalog, names: list[str], *, qps: float
     load = InferLoad(qps=qps, input_len=parse_length_dist(input_len, field="input-len"),
                      output_len=parse_length_dist(output_len, field="output-len"))
     slo = InferSlo(ttft_p99_s=ttft_p99, tpot_p99_s=tpot_p99)
-    prof = engine(engine_id)
+    # each part with the named engine, else with its stack's (engines.yaml stack_default_engines), as plan infer
+    chosen = {a: (engine_id, None) if engine_id is not None else default_engine(cat.accelerator(a)) for a in names}
+    profs = {a: engine(eid) for a, (eid, _) in chosen.items()}
 
     def run_for(acc: str) -> dict[str, Any]:
+        prof = profs[acc]
         cons = InferConstraints(market=market, provider=provider, max_devices=max_devices, accelerators=(acc,),
                                 trust=trust)
         try:
@@ -54,11 +58,15 @@ def compare_infer(spec: ModelSpec, cat: Catalog, names: list[str], *, qps: float
                                  suggest_engines=True)  # a part no fleet fits may fit another engine: say so
         except InputError as exc:
             return {"error": str(exc)}
-        return {"model": spec.name, "load": load.to_json(), "slo": {"ttft_p99_s": ttft_p99, "tpot_p99_s": tpot_p99},
-                "engine": prof.id, "plans": res.plans, "rejected": res.rejected, "terms": res.terms}
+        out = {"model": spec.name, "load": load.to_json(), "slo": {"ttft_p99_s": ttft_p99, "tpot_p99_s": tpot_p99},
+               "engine": prof.id, "plans": res.plans, "rejected": res.rejected, "terms": res.terms}
+        if engine_id is None:
+            out["engine_default"] = {"engine": prof.id, "stack": cat.accelerator(acc).software_stack,
+                                     "source": chosen[acc][1]}
+        return out
 
     lj = load.to_json()
-    job = {"model": spec.name, "engine": prof.id, "qps": qps, "input_len": lj.get("input_len"),
-           "output_len": lj.get("output_len"), "input_len_mean": lj["input_len_mean"],
+    job = {"model": spec.name, "engine": ", ".join(sorted({p.id for p in profs.values()})), "qps": qps,
+           "input_len": lj.get("input_len"), "output_len": lj.get("output_len"), "input_len_mean": lj["input_len_mean"],
            "output_len_mean": lj["output_len_mean"], "ttft_p99_s": ttft_p99, "tpot_p99_s": tpot_p99}
     return compare_inference(run_for, names, cat, job, thresholds=th, requirements=req)

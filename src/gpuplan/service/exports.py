@@ -85,12 +85,14 @@ def cli_command(req: TrainPlanRequest | InferPlanRequest, lang: str = "en") -> s
         if name != "model" and fields[name].is_required() is False and value == default:
             continue
         opt = "--" + name.replace("_", "-")
-        if isinstance(value, bool):
-            if value:
-                args.append(opt)
+        if isinstance(value, bool):  # a default-on flag turned off is --no-NAME (--no-context-parallel)
+            args.append(opt if value else "--no-" + name.replace("_", "-"))
         elif isinstance(value, list):
             for item in value:
                 args += [opt, str(item)]
+        elif isinstance(value, dict):  # --capacity OFFER=N, repeated
+            for key, item in value.items():
+                args += [opt, f"{key}={_num(item)}"]
         else:
             args += [opt, _num(value) if isinstance(value, (int, float)) else str(value)]
     if req.user_catalog is not None:

@@ -2,16 +2,54 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpuplan.errors import InputError
 
 if TYPE_CHECKING:
+    from gpuplan.hardware import Catalog
     from gpuplan.search.infer_load import InferLoad
+    from gpuplan.search.infer_search import InferConstraints
     from gpuplan.search.infer_traffic import TrafficCurve
+    from gpuplan.workload.engines import EngineProfile
 
-__all__ = ["infer_load", "traffic_file"]
+__all__ = ["ServingEngines", "infer_load", "serving_engines", "traffic_file"]
+
+
+@dataclass(frozen=True, slots=True)
+class ServingEngines:
+    """The engines a `plan infer` search plans with: `profile` for every part, except the parts of the stacks in
+    `by_stack` (their stack's default engine); `default` is the `engine_default` record the answer carries when no
+    engine was named (None when one was)."""
+
+    profile: EngineProfile
+    by_stack: dict[str, EngineProfile] = field(default_factory=dict)
+    default: dict[str, Any] | None = None
+
+
+def serving_engines(catalog: Catalog, constraints: InferConstraints, engine_id: str | None) -> ServingEngines:
+    """The engines of `plan infer` (the CLI, the API and the web form alike): `engine_id` on every part when named;
+    else each part's stack's default engine (engines.yaml stack_default_engines: MindIE on CANN, vLLM elsewhere),
+    over the parts the policy filters leave (market, vendor, provider, domestic-only)."""
+    from gpuplan.search.train_search import policy_rejection
+    from gpuplan.workload.engines import default_engine, default_engines_by_stack, engine
+
+    if engine_id is not None:
+        return ServingEngines(profile=engine(engine_id))
+    policy = constraints.policy()
+    stacks = default_engines_by_stack(a for a in catalog.accelerators.values() if policy_rejection(a, policy) is None)
+    if len(stacks) == 1:  # one stack (e.g. --vendor Huawei): its engine for every part
+        (stack, (eid, why)), = stacks.items()
+        return ServingEngines(profile=engine(eid), default={"engine": eid, "stack": stack, "source": why})
+    main, main_why = default_engine(None)
+    others = {stack: pair for stack, pair in sorted(stacks.items()) if pair[0] != main}
+    record: dict[str, Any] = {"engine": main, "source": main_why}
+    if others:  # across stacks: each part is planned with its own stack's engine, and each plan row names it
+        record["by_stack"] = {stack: {"engine": eid, "source": why} for stack, (eid, why) in others.items()}
+    return ServingEngines(profile=engine(main), by_stack={stack: engine(eid) for stack, (eid, _) in others.items()},
+                          default=record)
 
 
 def traffic_file(path: Path, qps: float | None, trace: Path | None) -> TrafficCurve:

@@ -32,6 +32,9 @@ Recipe = Field(default="", max_length=300, description="recipe facts in the case
                "optimizer_offload=cpu|nvme, optimizer_in_bwd=true, zero_impl=deepspeed, optimizer_impl=foreach, "
                "zero_group=N; with LoRA/QLoRA lora_targets=... and trainable_extra=embed,head; with QLoRA "
                "quant_format=nf4|gptq)")
+ENGINE_HELP = ("a serving engine id (gpuplan engines); left out: each part's software stack's engine, as the CLI "
+               "without --engine (engines.yaml stack_default_engines: MindIE on Ascend, vLLM elsewhere), named in the "
+               "answer's `engine_default`")
 UserRecords = Field(
     default=None, description="your own catalog records for this plan only (price quotes as `instances`, custom "
     "hardware as `accelerators` and `servers`), in the schema of a `--catalog DIR` file; planned as one more user "
@@ -66,6 +69,10 @@ class TrainPlanRequest(_Request):
     deadline: float | None = Field(default=None, le=36_500, description="days")
     budget: float | None = Field(default=None, le=1e13, description="USD")
     max_devices: int = Field(default=4096, le=MAX_COUNT)
+    capacity: dict[str, int] | None = Field(
+        default=None, max_length=64, description="the devices an offer can supply, {instance id: N} ('*' for every "
+        "offer), as the CLI's repeatable --capacity OFFER=N (a form field takes 'OFFER=N, OFFER=N'); overrides the "
+        "catalog's stated or typical capacity (issue 37: capacity is data with provenance, the override is user input)")
     network: str | None = Name
     nics_per_node: float | None = Field(default=None, le=64)
     gpus_per_node: int | None = Field(default=None, le=1024)
@@ -86,6 +93,31 @@ class TrainPlanRequest(_Request):
         default=None, description="measured terms of one part, as POST /api/v1/bench answers them (`gpuplan "
         "calibrate RESULT`); applied to this plan only, in place of the server's calibration file for that part")
     user_catalog: UserCatalog | None = UserRecords
+
+    @field_validator("capacity", mode="before")
+    @classmethod
+    def _capacity_pairs(cls, v: Any) -> Any:
+        """A form's text 'OFFER=N, OFFER=N' (the CLI's --capacity pairs) as the mapping the API takes."""
+        if not isinstance(v, str):
+            return v
+        out: dict[str, Any] = {}
+        for pair in (p.strip() for p in v.replace(";", ",").split(",")):
+            if not pair:
+                continue
+            name, sep, value = pair.partition("=")
+            if not sep or not name.strip():
+                raise ValueError(f"{pair!r} is not OFFER=N (an instance id or *, '=', a whole number of devices)")
+            out[name.strip()] = value.strip()
+        return out or None
+
+    @field_validator("capacity")
+    @classmethod
+    def _capacity_values(cls, v: dict[str, int] | None) -> dict[str, int] | None:
+        for name, n in (v or {}).items():
+            if not 1 <= n <= MAX_COUNT or len(name) > 100:
+                raise ValueError(f"{name}={n}: an offer id (at most 100 characters) and a whole number of devices "
+                                 f"from 1 to {MAX_COUNT}")
+        return v
 
     @field_validator("hf_config")
     @classmethod
@@ -125,7 +157,7 @@ class InferPlanRequest(_Request):
     output_dist: str | None = Field(default=None, max_length=DIST_CHARS, description=DIST_HELP)
     ttft_p99: float = Field(..., le=86_400, description="seconds")
     tpot_p99: float = Field(..., le=86_400, description="seconds")
-    engine: str = Field(default="vllm", max_length=50)
+    engine: str | None = Field(default=None, max_length=50, description=ENGINE_HELP)
     weights: list[Literal["bf16", "fp8", "int8", "int4"]] | None = Field(default=None, max_length=4)
     kv_dtype: Literal["bf16", "fp16", "fp8", "int8"] = "bf16"
     market: Market | None = None
@@ -142,6 +174,15 @@ class InferPlanRequest(_Request):
                               description="share of each prompt found in the prefix cache, 0 to <1")
     shared_prefix: int = Field(default=0, ge=0, le=MAX_TOKENS_PER_SEQ,
                                description="tokens every prompt starts with (a shared system prompt)")
+    prefix_set: int = Field(default=0, ge=0, le=10**12,
+                            description="distinct prefix tokens the prefix_hit reuses (documents, sessions); where a "
+                            "replica's HBM does not hold them the hit rests on a host-memory KV tier or is recomputed "
+                            "(docs/inference_planner.md, KV offload)")
+    kv_offload: Literal["auto", "off"] = Field(default="auto", description="auto: keep the prefix set beyond HBM in "
+                                               "host memory where the engine runs a host KV tier; off: never")
+    context_parallel: bool = Field(default=True, description="try prefill context-parallel layouts where a "
+                                   "tensor-parallel replica misses the TTFT limit on long prompts (vLLM "
+                                   "--prefill-context-parallel-size)")
 
 
 class MemoryTrainRequest(_Request):
@@ -182,7 +223,7 @@ class CompareRequest(_Request):
     tpot_p99: float | None = Field(default=None, le=86_400, description="seconds, with qps")
     input_len: int = Field(default=1024, le=MAX_TOKENS_PER_SEQ)
     output_len: int = Field(default=256, le=MAX_TOKENS_PER_SEQ)
-    engine: str = Field(default="vllm", max_length=50)
+    engine: str | None = Field(default=None, max_length=50, description=ENGINE_HELP)
     seq_len: int = Field(default=4096, le=MAX_TOKENS_PER_SEQ)
     global_batch: int | None = Field(default=None, le=MAX_COUNT)
     method: Method = "full"

@@ -13,6 +13,7 @@ from functools import cache
 from typing import Any
 
 from gpuplan.errors import InputError
+from gpuplan.service.infer_inputs import serving_engines
 from gpuplan.service.requests import CompareRequest, InferPlanRequest, MemoryTrainRequest, TrainPlanRequest
 from gpuplan.service.user_catalog import catalog_for
 from gpuplan.workload.model_spec import ModelSpec
@@ -75,13 +76,15 @@ def _checked_train(req: TrainPlanRequest) -> tuple[ModelSpec, Any, Any, Any, Any
                             deadline=req.deadline, budget=req.budget, max_devices=req.max_devices,
                             market=req.market, vendor=req.vendor, provider=req.provider,
                             domestic_only=req.domestic_only, network=req.network, nics_per_node=req.nics_per_node,
-                            gpus_per_node=req.gpus_per_node, trust=req.trust, lang=_lang())
+                            gpus_per_node=req.gpus_per_node, trust=req.trust, lang=_lang(),
+                            capacity=req.capacity)
     return spec, cat, job, cal, cons
 
 
 def check_plan_infer(req: InferPlanRequest) -> tuple[ModelSpec, Any, Any]:
     """The checks `plan infer` makes before it searches (numbers, lengths, the model and engine names, the user's
-    records, the vendor and provider filters); the model's spec, the load and the engine profile."""
+    records, the vendor and provider filters); the model's spec, the load and the engines
+    (service.infer_inputs.ServingEngines)."""
     return _checked_infer(req)[:3]
 
 
@@ -102,7 +105,6 @@ def _checked_infer(req: InferPlanRequest) -> tuple[ModelSpec, Any, Any, Any]:
     from gpuplan.hardware.query import check_policy_names
     from gpuplan.service.checks import positives
     from gpuplan.service.infer_inputs import infer_load
-    from gpuplan.workload.engines import engine
 
     curve = traffic_of(req)
     qps = curve.peak_qps if curve is not None else req.qps
@@ -111,12 +113,23 @@ def _checked_infer(req: InferPlanRequest) -> tuple[ModelSpec, Any, Any, Any]:
               ("tpot-p99", req.tpot_p99, False), ("max-devices", req.max_devices, True), ("top", req.top, True))
     # a client's lengths never name a server path (files=False: `hist:` fails before anything is opened)
     load = infer_load(qps, None, req.input_len, req.output_len, req.input_dist, req.output_dist, files=False)
-    if req.prefix_hit or req.shared_prefix:
-        load = replace(load, prefix_hit=req.prefix_hit, shared_prefix_tokens=req.shared_prefix)
+    if req.prefix_hit or req.shared_prefix or req.prefix_set:
+        load = replace(load, prefix_hit=req.prefix_hit, shared_prefix_tokens=req.shared_prefix,
+                       prefix_set_tokens=req.prefix_set)
     spec = _spec(req.model)
     cat = catalog_for(req.user_catalog)
     check_policy_names(cat, vendor=req.vendor, provider=req.provider)
-    return spec, load, engine(req.engine), cat
+    return spec, load, serving_engines(cat, _infer_constraints(req), req.engine), cat
+
+
+def _infer_constraints(req: InferPlanRequest) -> Any:
+    from gpuplan.search.infer_search import WEIGHTS, InferConstraints
+
+    return InferConstraints(market=req.market, vendor=req.vendor, provider=req.provider,
+                            domestic_only=req.domestic_only, max_devices=req.max_devices,
+                            weights=tuple(req.weights) if req.weights else WEIGHTS, kv_dtype=req.kv_dtype,
+                            trust=req.trust, router=req.router, kv_offload=req.kv_offload,
+                            context_parallel=req.context_parallel)
 
 
 def run_plan_train(req: TrainPlanRequest) -> dict[str, Any]:
@@ -153,7 +166,7 @@ def plan_train_report(req: TrainPlanRequest) -> tuple[dict[str, Any], dict[str, 
             "layout_family": {"family": cons.layout_family, "why": cons.layout_reason},
             "rejected": res.rejected, "hardware_considered": res.hardware_considered,
             "recommended": doc["recommendation"], "not_recommended": doc["not_recommended"],
-            "findings": doc["findings"], "tco": doc["tco"]}, doc
+            "findings": doc["findings"], "tco": doc["tco"], "buy_option": doc.get("buy_option")}, doc
 
 
 def run_plan_infer(req: InferPlanRequest) -> dict[str, Any]:
@@ -175,18 +188,18 @@ def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], di
     from gpuplan.advise.trust import eligible_fleets, serving_recommendation
     from gpuplan.search.infer_load import InferSlo, planner_terms
     from gpuplan.search.infer_pd_choice import disaggregated_recommendation
-    from gpuplan.search.infer_search import WEIGHTS, InferConstraints, plan_inference, plan_record
+    from gpuplan.search.infer_search import plan_inference, plan_record
     from gpuplan.service.advice import requirements
 
-    spec, load, prof, cat = _checked_infer(req)
+    spec, load, engines, cat = _checked_infer(req)
     slo = InferSlo(ttft_p99_s=req.ttft_p99, tpot_p99_s=req.tpot_p99)
-    cons = InferConstraints(market=req.market, vendor=req.vendor, provider=req.provider,
-                            domestic_only=req.domestic_only, max_devices=req.max_devices,
-                            weights=tuple(req.weights) if req.weights else WEIGHTS, kv_dtype=req.kv_dtype,
-                            trust=req.trust, router=req.router)
+    cons = _infer_constraints(req)
     cal = planner_terms({})
-    res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, terms=cal)
+    prof = engines.profile
+    res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, terms=cal, stack_engines=engines.by_stack)
     run = plan_record(spec, load, slo, res, prof, req.kv_dtype, slo_names=("ttft_p99", "tpot_p99"))
+    if engines.default is not None:  # as the CLI without --engine: the stacks' engines, named
+        run["engine_default"] = engines.default
     # as the CLI: a part whose fleet draws a blocking finding (export, residency, compliance) is not recommended
     th, needs = load_thresholds({}), requirements(None, None)
     run["what_if_pd"] = named_pd(run, cat, th, needs)  # the disaggregated fleet the advisor would name

@@ -14,10 +14,12 @@ from gpuplan.i18n import not_recommended, tr
 from gpuplan.render.report_text import (
     bottleneck_text,
     cost_text,
+    engine_default_lines,
     fleet_text,
     fleet_units_text,
     layout_text,
     offer_text,
+    prefix_tiers_line,
     recommended_rule_line,
     rule_line,
 )
@@ -131,7 +133,10 @@ def recommendation(result: Mapping[str, Any], lang: str, kind: str = "train") ->
     slo = result.get("slo") or {}
     missed = misses_line(result.get("parts_without_plan") or [], float(slo.get("ttft_p99_s") or 0.0),
                          float(slo.get("tpot_p99_s") or 0.0), lang)  # the parts searched without a fleet, and why
-    return {"head": head, "rule": "", "lines": [*trust_lines(rec, lang), *(x for x in (pd, missed) if x)]}
+    engines = engine_default_lines(result.get("engine_default"), lang)  # the stacks' engines, as the CLI names them
+    tiers = prefix_tiers_line(result.get("plans") or [], rec, lang)  # where the prefix set is kept (--prefix-set)
+    return {"head": head, "rule": "", "lines": [*engines, *((tiers,) if tiers else ()), *trust_lines(rec, lang),
+                                                *(x for x in (pd, missed) if x)]}
 
 
 def findings(result: Mapping[str, Any], lang: str, limit: int = 12) -> list[dict[str, str]]:
@@ -147,10 +152,12 @@ def findings(result: Mapping[str, Any], lang: str, limit: int = 12) -> list[dict
 
 def infer_rows(result: Mapping[str, Any], lang: str, top: int = 10) -> list[dict[str, Any]]:
     rows = []
-    for p in (result.get("plans") or [])[:top]:
+    plans = (result.get("plans") or [])[:top]
+    mixed = len({p.get("engine") for p in plans}) > 1  # parts planned with their own stacks' engines: name each
+    for p in plans:
         band = p.get("band") or {}
         rows.append({
-            "hardware": fleet_text(p, lang),
+            "hardware": fleet_text(p, lang) + (f" {p['engine']}" if mixed else ""),
             "fleet": fleet_units_text(p, lang),
             "usd_h": band_num(p["cost_usd_per_hour"], band.get("cost_usd_per_hour"), ",.2f"),
             "usd_m": f"{sig(p['cost_usd_per_million_input_tokens'])} | "

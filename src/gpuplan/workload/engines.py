@@ -33,7 +33,8 @@ from gpuplan.terms import override_terms
 
 __all__ = ["ENGINE_TERMS", "DecodeKernelEra", "EngineProfile", "EngineTerm", "HardwareTerms", "PartDefaults",
            "ProfileEra", "Scheduling", "StackDefault", "TunedOn",
-           "default_engine", "default_engine_for_parts", "engine", "engine_ids", "hardware_terms", "load_engines"]
+           "default_engine", "default_engines_by_stack", "engine", "engine_ids",
+           "hardware_terms", "load_engines"]
 
 Scheduling = Literal["fcfs", "prefill_first", "decode_first", "static"]
 
@@ -408,14 +409,14 @@ def default_engine(accelerator: Accelerator | None = None) -> tuple[str, str]:
     return data.default_engine, "engines.yaml default_engine"
 
 
-def default_engine_for_parts(accelerators: Iterable[Accelerator]) -> tuple[str, str]:
-    """The default engine of a search over several parts: their stack's (default_engine) when they all share one
-    stack, else engines.yaml `default_engine` (one engine serves every part of a search)."""
-    parts = list(accelerators)
-    stacks = {a.software_stack for a in parts}
-    if len(stacks) == 1:
-        return default_engine(parts[0])
-    return default_engine(None)
+def default_engines_by_stack(accelerators: Iterable[Accelerator]) -> dict[str, tuple[str, str]]:
+    """Each stack of `accelerators` -> (the engine its parts serve with when the user names none, why): a search
+    across stacks plans each part with its own stack's engine (MindIE on CANN, vLLM on CUDA/ROCm)."""
+    out: dict[str, tuple[str, str]] = {}
+    for a in accelerators:
+        if a.software_stack not in out:
+            out[a.software_stack] = default_engine(a)
+    return out
 
 
 @cache
