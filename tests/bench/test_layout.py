@@ -6,6 +6,7 @@ import pytest
 
 from gpuplan.bench.e2e import bench_model
 from gpuplan.bench.layout import BenchLayout, layout_label, plan_bench_layout, runnable, strategy_label
+from gpuplan.estimate.calibration import load_calibration
 from gpuplan.hardware import Catalog, load_catalog
 from gpuplan.search.candidates import LayoutChoices
 from gpuplan.search.cluster import cluster_hardware
@@ -82,10 +83,13 @@ def test_a_pipeline_plan_is_run_as_planned(cat: Catalog) -> None:
 
 
 def test_a_plan_the_bench_cannot_run_falls_back_to_the_fastest_layout_it_runs(cat: Catalog) -> None:
-    # Llama-3.1-8B's full width on 8 x H200: planned as TP x DP with ZeRO-1, which the bench does not run
+    # Llama-3.1-8B's full width on 8 x H200, the fastest layout kept (layout_simplicity_tolerance 0): planned as
+    # TP x DP with ZeRO-1, which the bench does not run (with the default tolerance the plan is plain DP8)
     spec = bench_model(load_model("llama3.1-8b"), small=False)
     acc = cat.accelerator("h200-sxm-141gb")
-    plan = plan_bench_layout(spec, devices=8, seq_len=2048, global_batch=32, accelerator=acc, catalog=cat)
+    cal = load_calibration({"layout_simplicity_tolerance": 0.0})
+    plan = plan_bench_layout(spec, devices=8, seq_len=2048, global_batch=32, accelerator=acc, catalog=cat,
+                             calibration=cal)
     assert plan.planned is not None and runnable(plan.planned) is not None
     assert plan.fallback is not None and "not run by the bench" in plan.fallback
     run = plan.run
@@ -96,7 +100,8 @@ def test_a_plan_the_bench_cannot_run_falls_back_to_the_fastest_layout_it_runs(ca
     fastest = []
     for tp, zero in (([1], (0, 1, 3)), ([1, 2, 4, 8], (3,))):
         _, ev, i, _ = best_layout(spec, job, hw, LayoutChoices(devices=[8], tp=tp, cp=[1], ep=[1], vpp=[1],
-                                                               zero=zero, recompute=("none", "full"), max_tp=8))
+                                                               zero=zero, recompute=("none", "full"), max_tp=8),
+                                  calibration=cal)
         if i is not None:
             fastest.append(float(ev.step_s[i]))
     assert plan.predicted["step_time_s"] == pytest.approx(min(fastest))

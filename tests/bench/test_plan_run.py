@@ -86,7 +86,8 @@ def test_a_plan_that_runs_as_is_is_predicted_as_the_plan(tiny: tuple[Path, Path]
 def test_tp_pp_plan_keeps_tp_and_pp_folds_cp_and_scales_only_as_needed() -> None:
     cat, acc = _h100()
     res = runner.invoke(app, ["estimate", "train", "-m", "llama3.1-70b", "--accelerator", H100, "--num-accels", "64",
-                              "--tp", "8", "--pp", "2", "--cp", "2", "--zero", "1", "--recompute", "selective",
+                              "--tp", "8", "--pp", "2", "--cp", "2", "--vpp", "4", "--zero", "1",
+                              "--recompute", "selective",
                               "--seq-len", "4096", "--global-batch", "256", "--json"])
     exited(res, 0)
     plan = json.loads(res.stdout)

@@ -339,3 +339,17 @@ def test_why_no_layout_names_the_first_rule_no_layout_meets() -> None:
     heads = LayoutChoices(devices=[48], tp=[3], pp=[1], cp=[1], ep=[1], vpp=[1], zero=[1], micro_batch=[1],
                           recompute=["full"], max_tp=8)
     assert why_no_layout(LLAMA70, heads, seq_len=4096, global_batch=64) == "tp divides the 64 attention heads"
+
+
+def test_tensor_parallelism_never_splits_a_key_value_head() -> None:
+    # Qwen3-235B-A22B has 4 KV heads: Megatron-Core rejects num_query_groups 4 with TP8 and torchtitan shards
+    # wk/wv by head. Before: TP8 passed the mask (only the 64 query heads were checked) and the CPU bench, handed a
+    # TP2 plan for its 1-KV-head model, failed with "tp=2 does not divide the heads".
+    qwen = get_preset("qwen3-235b-a22b").spec
+    assert qwen.kv_heads == 4
+    tp8 = LayoutChoices(devices=[64], tp=[8], pp=[1], cp=[1], ep=[8], vpp=[1], zero=[1], micro_batch=[1],
+                        recompute=["full"], max_tp=8)
+    assert why_no_layout(qwen, tp8, seq_len=4096, global_batch=64) == "tp divides the 4 key-value heads"
+    tp4 = LayoutChoices(devices=[64], tp=[4], pp=[1], cp=[1], ep=[8], vpp=[1], zero=[1], micro_batch=[1],
+                        recompute=["full"], max_tp=8)
+    assert why_no_layout(qwen, tp4, seq_len=4096, global_batch=64) == "none (a layout exists)"

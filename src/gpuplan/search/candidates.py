@@ -109,6 +109,9 @@ def _rules(spec: ModelSpec, choices: LayoutChoices, *, seq_len: int, global_batc
         ("the stated dp is devices / (tp x pp x cp)",
          np.isin(dp, np.asarray(choices.dp)) if choices.dp is not None else yes),
         (f"tp divides the {spec.num_heads} attention heads", spec.num_heads % tp == 0),
+        # Megatron-Core splits the query groups over TP (TransformerConfig: num_query_groups must be a multiple
+        # of tensor_model_parallel_size); torchtitan shards wk/wv by KV head: neither replicates KV heads in training
+        (f"tp divides the {spec.kv_heads} key-value heads", spec.kv_heads % tp == 0),
         (f"tp at most {choices.max_tp} (the fast-link domain)", tp <= choices.max_tp),
         (f"pp at most the {spec.num_layers} layers", pp <= spec.num_layers),
         (f"cp divides the sequence length {seq_len}", seq_len % cp == 0),
