@@ -30,8 +30,9 @@ def _pool_fleet(pd: Mapping[str, Any], pool: str) -> dict[str, Any]:
     """One pool as the fleet record a ServeTarget reads (its header figures are the whole fleet's p99s)."""
     p = pd[pool]
     # a heterogeneous fleet (search/infer_pd_mixed.py) names each pool's part
-    return {"accelerator": p.get("accelerator") or pd["accelerator"], "weights": pd["weights"], "engine": "sglang", "layout": p["layout"],
-            "replicas": p["groups"], "devices": p["devices"], "instance": p["instance"], "instances": p["instances"],
+    return {"accelerator": p.get("accelerator") or pd["accelerator"], "weights": pd["weights"], "engine": "sglang",
+            "layout": p["layout"], "replicas": p["groups"], "devices": p["devices"], "instance": p["instance"],
+            "instances": p["instances"],
             "cost_usd_per_hour": p["usd_per_hour"], "utilization": p.get("utilization") or 0.0,
             "ttft_s": {"p99": pd.get("ttft_p99_s") or 0.0}, "tpot_s": {"p99": pd.get("tpot_p99_s") or 0.0},
             "confidence": {"level": "low"}}

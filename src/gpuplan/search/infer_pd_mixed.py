@@ -50,7 +50,8 @@ def pair_s_per_token(pre: PdInput, pre_link: Link, dec: PdInput, dec_link: Link)
 
 
 def _on(x: PdInput, provider: str, provider_of: Mapping[str, str]) -> PdInput:
-    return replace(x, offers=[o for o in x.offers if o.scale_out is not None and provider_of.get(o.instance) == provider])
+    return replace(x, offers=[o for o in x.offers
+                              if o.scale_out is not None and provider_of.get(o.instance) == provider])
 
 
 def _slowest(xs: Sequence[PdInput]) -> Link | None:
