@@ -56,15 +56,15 @@ def _terms(items: list[str] | None) -> dict[str, float]:
 
 @plan_app.command("infer", help=help_text("help.plan_infer"))
 def plan_infer(
-    model: str = typer.Option(..., "--model", "-m", help=help_text("help.common.model")),
+    model: str = typer.Option(None, "--model", "-m", help=help_text("help.common.model")),
     qps: float = typer.Option(None, help=help_text("help.plan_infer.qps")),
     trace: Path = typer.Option(None, help=help_text("help.plan_infer.trace")),
     input_len: int = typer.Option(None, help=help_text("help.plan_infer.input_len")),
     output_len: int = typer.Option(None, help=help_text("help.plan_infer.output_len")),
     input_dist: str = typer.Option(None, help=help_text("help.plan_infer.input_dist")),
     output_dist: str = typer.Option(None, help=help_text("help.plan_infer.output_dist")),
-    ttft_p99: float = typer.Option(..., help=help_text("help.plan_infer.ttft_p99")),
-    tpot_p99: float = typer.Option(..., help=help_text("help.plan_infer.tpot_p99")),
+    ttft_p99: float = typer.Option(None, help=help_text("help.plan_infer.ttft_p99")),
+    tpot_p99: float = typer.Option(None, help=help_text("help.plan_infer.tpot_p99")),
     engine_id: str = typer.Option(None, "--engine", help=help_text("help.plan_infer.engine_id")),
     weights: list[str] = typer.Option(None, help=help_text("help.plan_infer.weights", formats=", ".join(WEIGHTS))),
     kv_dtype: Literal["bf16", "fp16", "fp8", "int8"] = typer.Option("bf16", help=help_text("help.plan_infer.kv_dtype")),
@@ -91,6 +91,7 @@ def plan_infer(
     prefix_hit: float = typer.Option(0.0, "--prefix-hit", help=help_text("help.plan_infer.prefix_hit")),
     shared_prefix: int = typer.Option(0, "--shared-prefix", help=help_text("help.plan_infer.shared_prefix")),
     traffic: Path = typer.Option(None, "--traffic", help=help_text("help.plan_infer.traffic")),
+    workload: Path = typer.Option(None, "--workload", help=help_text("help.plan_infer.workload")),
 ) -> None:
     """Search instances, TP/PP/EP, weight format and replicas for the cheapest fleet meeting the SLO."""
     from gpuplan.advise.report_infer import choose_fleet, inference_report, named_engine, named_pd
@@ -103,6 +104,36 @@ def plan_infer(
 
     try:
         language = resolve_lang(lang)
+        if workload is not None:  # several models, each with its own rate and SLO (cli/infer_workload.py)
+            from gpuplan.cli.infer_workload import check_workload_options, print_workload, read_workload_file
+            from gpuplan.service.infer_workload import plan_workload
+
+            check_workload_options({"model": model, "qps": qps, "trace": trace, "input-len": input_len,
+                                    "output-len": output_len, "input-dist": input_dist, "output-dist": output_dist,
+                                    "ttft-p99": ttft_p99, "tpot-p99": tpot_p99, "traffic": traffic, "emit": emit,
+                                    "report": report, "disaggregated": disaggregated, "pick": pick,
+                                    "prefix-hit": prefix_hit, "shared-prefix": shared_prefix})
+            positives(language, ("max-devices", max_devices, True))
+            mix = read_workload_file(workload)
+            cat = load_catalog(catalog_dir or ())
+            check_policy_names(cat, vendor=vendor, provider=provider)
+            cons = InferConstraints(market=market, vendor=vendor, provider=provider, domestic_only=domestic_only,
+                                    max_devices=max_devices, weights=tuple(weights) if weights else WEIGHTS,
+                                    kv_dtype=kv_dtype, trust=trust, router=router)
+            if engine_id is None:
+                policy = cons.policy()
+                engine_id, _ = default_engine_for_parts(
+                    a for a in cat.accelerators.values() if policy_rejection(a, policy) is None)
+            doc = plan_workload(mix, cat, cons, engine_profile=engine(engine_id), terms=planner_terms(_terms(term)),
+                                thresholds=load_thresholds(parse_pairs(threshold, "threshold")),
+                                requirements=requirements(data_residency, compliance), residency=data_residency,
+                                label=workload.name)
+            print_workload(doc, language, json_out=json_out)
+            return
+        if model is None or ttft_p99 is None or tpot_p99 is None:
+            missing = "model" if model is None else "ttft-p99" if ttft_p99 is None else "tpot-p99"
+            raise InputError(field=missing, value=None, allowed=f"--{missing} (or --workload FILE.yaml for several "
+                             "models)", hint=f"give --{missing}; `gpuplan plan infer --help` lists the options")
         formats = check_formats(emit, "serve")
         check_disaggregated(disaggregated, formats, pick)
         positives(language, ("qps", qps, False), ("input-len", input_len, True), ("output-len", output_len, True),
