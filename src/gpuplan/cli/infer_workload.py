@@ -82,7 +82,8 @@ def print_workload(doc: Mapping[str, Any], lang: str, *, json_out: bool) -> None
             tr("cli.pinfer.workload.packed_fleet", lang, model=f["model"], replicas=f["replicas"], fleet=_fleet(
                 {**f, "accelerator": pk["accelerator"]})) for f in pk["fleets"])
         console.print(tr("cli.pinfer.workload.packing", lang, fleets=fleets, instance=pk["instance"],
-                         apart=pk["instances_apart"], packed=pk["instances_packed"],
+                         apart=pk["instances_apart"], packed=pk["instances_packed"], used=pk["devices_packed"],
+                         slots=pk["instances_packed"] * pk["devices_per_instance"],
                          usd=pk["usd_per_hour_total"], saving=pk["saving_usd_per_hour"],
                          separate=doc["separate_usd_per_hour"]), highlight=False)
     elif doc["shared"]:

@@ -2,7 +2,7 @@
 
 Each model's fleet is planned alone (search/infer_search.plan_inference, its replicas simulated at its own SLO), and
 priced on whole instances: 3 TP2 replicas of one model and 5 TP1 replicas of another take 1 + 1 eight-GPU
-instances apart, and ceil(11 / 8) = 2 together, the same; 3 TP2 and 3 TP1 take 2 apart and 1 together. Packing
+instances apart, and ceil(11 / 8) = 2 together, the same; 3 TP2 and 2 TP1 take 2 apart and 1 together. Packing
 moves no replica's devices, so each keeps its simulated latency; what the replicas of several models on one server
 share (host CPU, PCIe, NICs, the server's failure) is not modelled.
 
@@ -55,6 +55,8 @@ class Packed:
     fleets: tuple[Mapping[str, Any], ...]  # the plan of each model in `models`, in that order
     instances_apart: int
     instances_packed: int
+    devices_packed: int  # devices the packed replicas use, of instances_packed x devices_per_instance
+    devices_per_instance: int
     usd_per_instance_hour: float
     usd_per_hour_apart: float  # the same fleets, each on its own instances
     usd_per_hour_packed: float
@@ -69,6 +71,7 @@ class Packed:
                             "cost_usd_per_hour_alone": float(f["cost_usd_per_hour"])}
                            for m, f in zip(self.models, self.fleets, strict=True)],
                 "instances_apart": self.instances_apart, "instances_packed": self.instances_packed,
+                "devices_packed": self.devices_packed, "devices_per_instance": self.devices_per_instance,
                 "usd_per_instance_hour": self.usd_per_instance_hour, "usd_per_hour_apart": self.usd_per_hour_apart,
                 "usd_per_hour_packed": self.usd_per_hour_packed, "usd_per_hour_total": self.usd_per_hour_total,
                 "saving_usd_per_hour": self.saving_usd_per_hour}
@@ -123,12 +126,14 @@ def _pack(inst: str, subset: Sequence[str], fleets: Sequence[Mapping[str, Any]],
           best: Mapping[str, Mapping[str, Any]], alone: float) -> Packed:
     per_inst = float(fleets[0]["cost_usd_per_hour"]) / int(fleets[0]["instances"])
     apart_n = sum(int(f["instances"]) for f in fleets)
-    packed_n = first_fit_decreasing([s for f in fleets for s in replica_sizes(f)], cap)
+    sizes = [s for f in fleets for s in replica_sizes(f)]
+    packed_n = first_fit_decreasing(sizes, cap)
     apart_usd = sum(float(f["cost_usd_per_hour"]) for f in fleets)
     packed_usd = packed_n * per_inst
     rest = sum(float(p["cost_usd_per_hour"]) for n, p in best.items() if n not in subset)
     total = packed_usd + rest
     return Packed(instance=inst, accelerator=str(fleets[0]["accelerator"]), models=tuple(subset), fleets=tuple(fleets),
-                  instances_apart=apart_n, instances_packed=packed_n, usd_per_instance_hour=per_inst,
+                  instances_apart=apart_n, instances_packed=packed_n, devices_packed=sum(sizes),
+                  devices_per_instance=cap,                  usd_per_instance_hour=per_inst,
                   usd_per_hour_apart=apart_usd, usd_per_hour_packed=packed_usd, usd_per_hour_total=total,
                   saving_usd_per_hour=alone - total)
