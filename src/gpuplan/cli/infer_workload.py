@@ -59,8 +59,11 @@ def print_workload(doc: Mapping[str, Any], lang: str, *, json_out: bool) -> None
     t = Table(title=tr("cli.pinfer.workload.title", lang, n=len(doc["models"]), file=doc["file"]),
               caption=tr("cli.pinfer.workload.caption", lang, engine=doc["engine"],
                          router=tr(f"cli.pinfer.router.{doc['router']}", lang)))
-    for col in ("model", "load", "slo", "fleet", "instances", "usd_h", "util", "latency"):
-        t.add_column(tr(f"cli.pinfer.workload.col.{col}", lang), overflow="fold")
+    for head in (tr("cli.pinfer.workload.col.model", lang), tr("cli.pinfer.workload.col.load", lang),
+                 tr("cli.pinfer.workload.col.slo", lang), tr("cli.pinfer.workload.col.fleet", lang),
+                 tr("cli.pinfer.workload.col.instances", lang), tr("cli.pinfer.workload.col.usd_h", lang),
+                 tr("cli.pinfer.workload.col.util", lang), tr("cli.pinfer.workload.col.latency", lang)):
+        t.add_column(head, overflow="fold")
     for a in doc["models"]:
         rec, load, slo = a["recommended"], a["load"], a["slo"]
         t.add_row(a["name"] if a["name"] == a["model_id"] else f"{a['name']} ({a['model_id']})",
