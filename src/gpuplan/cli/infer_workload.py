@@ -93,7 +93,8 @@ def print_workload(doc: Mapping[str, Any], lang: str, *, json_out: bool) -> None
         s = doc["shared"][0]
         console.print(tr("cli.pinfer.workload.no_packing", lang, models=", ".join(s["models"]),
                          instance=s["instance"], apart=s["instances_apart"], packed=s["instances_packed"],
-                         usd=sig(s["usd_per_hour_total"])), highlight=False)
+                         usd=sig(s["usd_per_hour_total"]), separate=sig(doc["separate_usd_per_hour"])),
+                      highlight=False)
     else:
         console.print(tr("cli.pinfer.workload.no_shared", lang), highlight=False)
     console.print(tr("cli.pinfer.workload.assumption", lang), highlight=False)
