@@ -30,7 +30,9 @@ from gpuplan.workload.jobs import SERVED_WEIGHTS
 from gpuplan.workload.presets import load_model
 
 if TYPE_CHECKING:
+    from gpuplan.hardware import Catalog
     from gpuplan.search.infer_load import InferLoad, InferSlo
+    from gpuplan.search.infer_search import InferConstraints
 
 # the serving planner's modules load only when `plan infer` runs, not for `plan train` (the same command group);
 # the weight formats it searches come from the light workload module
@@ -98,8 +100,7 @@ def plan_infer(
     from gpuplan.advise.trust import serving_recommendation
     from gpuplan.search.infer_load import InferSlo, planner_terms
     from gpuplan.search.infer_pd_choice import disaggregated_recommendation
-    from gpuplan.search.infer_search import InferConstraints, plan_inference, plan_record
-    from gpuplan.search.train_search import policy_rejection
+    from gpuplan.search.infer_search import plan_inference, plan_record
     from gpuplan.workload.engines import default_engine_for_parts, engine
 
     try:
@@ -115,15 +116,10 @@ def plan_infer(
                                     "prefix-hit": prefix_hit, "shared-prefix": shared_prefix})
             positives(language, ("max-devices", max_devices, True))
             mix = read_workload_file(workload)
-            cat = load_catalog(catalog_dir or ())
-            check_policy_names(cat, vendor=vendor, provider=provider)
-            cons = InferConstraints(market=market, vendor=vendor, provider=provider, domestic_only=domestic_only,
-                                    max_devices=max_devices, weights=tuple(weights) if weights else WEIGHTS,
-                                    kv_dtype=kv_dtype, trust=trust, router=router)
-            if engine_id is None:
-                policy = cons.policy()
-                engine_id, _ = default_engine_for_parts(
-                    a for a in cat.accelerators.values() if policy_rejection(a, policy) is None)
+            cat, cons, engine_id, _ = _catalog_and_constraints(
+                catalog_dir, engine_id, market=market, vendor=vendor, provider=provider, domestic_only=domestic_only,
+                max_devices=max_devices, weights=tuple(weights) if weights else WEIGHTS, kv_dtype=kv_dtype,
+                trust=trust, router=router)
             doc = plan_workload(mix, cat, cons, engine_profile=engine(engine_id), terms=planner_terms(_terms(term)),
                                 thresholds=load_thresholds(parse_pairs(threshold, "threshold")),
                                 requirements=requirements(data_residency, compliance), residency=data_residency,
@@ -149,16 +145,10 @@ def plan_infer(
             load = replace(load, prefix_hit=prefix_hit, shared_prefix_tokens=shared_prefix)
         slo = InferSlo(ttft_p99_s=ttft_p99, tpot_p99_s=tpot_p99)
         spec = load_model(model)
-        cat = load_catalog(catalog_dir or ())
-        check_policy_names(cat, vendor=vendor, provider=provider)
-        cons = InferConstraints(market=market, vendor=vendor, provider=provider, domestic_only=domestic_only,
-                                max_devices=max_devices, weights=tuple(weights) if weights else WEIGHTS,
-                                kv_dtype=kv_dtype, trust=trust, router=router)
-        engine_why = None
-        if engine_id is None:  # the parts' stack's engine when they share one (MindIE with --vendor Huawei), else vLLM
-            policy = cons.policy()
-            engine_id, engine_why = default_engine_for_parts(
-                a for a in cat.accelerators.values() if policy_rejection(a, policy) is None)
+        cat, cons, engine_id, engine_why = _catalog_and_constraints(
+            catalog_dir, engine_id, market=market, vendor=vendor, provider=provider, domestic_only=domestic_only,
+            max_devices=max_devices, weights=tuple(weights) if weights else WEIGHTS, kv_dtype=kv_dtype, trust=trust,
+            router=router)
         prof = engine(engine_id)
         cal = planner_terms(_terms(term))
         res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, terms=cal)
@@ -235,6 +225,24 @@ def plan_infer(
             console.print(line, highlight=False)
     if doc is not None and doc.get("recommendation"):
         print_findings(doc["findings"], language)
+
+
+def _catalog_and_constraints(catalog_dir: list[Path] | None, engine_id: str | None,
+                             **constraints: Any) -> tuple[Catalog, InferConstraints, str, str | None]:
+    """(the catalog, the planner constraints, the engine, why it was chosen: None when --engine named it); the
+    default engine is the allowed parts' stack's when they share one (MindIE with --vendor Huawei), else vLLM."""
+    from gpuplan.search.infer_search import InferConstraints
+    from gpuplan.search.train_search import policy_rejection
+    from gpuplan.workload.engines import default_engine_for_parts
+
+    cat = load_catalog(catalog_dir or ())
+    check_policy_names(cat, vendor=constraints.get("vendor"), provider=constraints.get("provider"))
+    cons = InferConstraints(**constraints)
+    if engine_id is not None:
+        return cat, cons, engine_id, None
+    policy = cons.policy()
+    chosen, why = default_engine_for_parts(a for a in cat.accelerators.values() if policy_rejection(a, policy) is None)
+    return cat, cons, chosen, why
 
 
 _FLEET_KEYS = ("accelerator", "instance", "replicas", "layout", "weights")

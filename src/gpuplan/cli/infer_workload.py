@@ -12,6 +12,7 @@ from rich.table import Table
 from gpuplan.cli.common import console, print_json
 from gpuplan.errors import InputError
 from gpuplan.i18n import tr
+from gpuplan.service.infer_inputs import user_text_file
 from gpuplan.units import sig
 from gpuplan.workload.serving_mix import MAX_WORKLOAD_BYTES, ServingMix, read_workload
 
@@ -28,19 +29,9 @@ def check_workload_options(given: Mapping[str, object]) -> None:
 
 def read_workload_file(path: Path) -> ServingMix:
     """The workload file at `path`, read and validated (InputError naming the field otherwise)."""
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_WORKLOAD_BYTES + 1)
-    except OSError as exc:
-        raise InputError(field="workload", value=str(path), allowed="a readable YAML file",
-                         hint=f"{exc.strerror or exc}; check the path") from None
-    if len(data) > MAX_WORKLOAD_BYTES:
+    text = user_text_file(path, field="workload", kind="YAML", max_bytes=MAX_WORKLOAD_BYTES)
+    if len(text.encode("utf-8")) > MAX_WORKLOAD_BYTES:
         raise InputError(field="workload", value=str(path), allowed=f"a file of at most {MAX_WORKLOAD_BYTES} bytes")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(field="workload", value=str(path), allowed="UTF-8 text",
-                         hint="save the file as UTF-8") from None
     return read_workload(text, label=path.name)
 
 
