@@ -34,7 +34,7 @@ from gpuplan.errors import GpuplanError
 from gpuplan.estimate.calibration import default_calibration, load_calibration
 from gpuplan.estimate.engine_profile import engine_profile_peak
 from gpuplan.estimate.memory_infer import estimate_inference_memory
-from gpuplan.hardware import Catalog
+from gpuplan.hardware import Catalog, Instance
 from gpuplan.units import DTYPE_BYTES, GIB
 from gpuplan.workload.engines import engine
 from gpuplan.workload.jobs import InferenceJob, serving_layout
@@ -236,19 +236,32 @@ def _tco(facts: PlanFacts, catalog: Catalog, th: Thresholds) -> dict[str, Any]:
 
 
 def _first_clear(alts: Sequence[Mapping[str, Any]], instance_of: Callable[[Mapping[str, Any]], str],
-                 facts: PlanFacts, catalog: Catalog, th: Thresholds) -> dict[str, Any] | None:
+                 facts: PlanFacts, catalog: Catalog, th: Thresholds,
+                 parts_of: Callable[[Mapping[str, Any]], list[tuple[str, str]]] | None = None) -> dict[str, Any] | None:
     """The first alternative whose part draws no blocking finding in its offer's market: the recommendation's rule
     (BLOCKING_FINDINGS), applied to the alternatives the advisor names; those the buyer can rent (its market:
-    trust.buyer_market) first, as the recommendation is drawn."""
+    trust.buyer_market) first, as the recommendation is drawn. `parts_of`: every (part, instance) an alternative
+    rents (both pools of a heterogeneous disaggregated fleet), each checked; by default its part on `instance_of`."""
     buyer = buyer_market(facts.market, facts.requirements.data_residency)
     mine = [a for a in alts if catalog.instances[instance_of(a)].market == buyer]
     for a in mine or alts:
-        inst = catalog.instances[instance_of(a)]
-        alt_facts = replace(facts, accelerator=catalog.accelerator(a["accelerator"]), hosting="rented",
-                            hosting_market=inst.market, provider=inst.provider)
-        if not any(f.severity == "critical" and f.id in BLOCKING_FINDINGS for f in advise(alt_facts, th)):
+        if all(_clear(acc, catalog.instances[inst], facts, catalog, th)
+               for acc, inst in (parts_of(a) if parts_of else [(str(a["accelerator"]), instance_of(a))])):
             return dict(a)
     return None
+
+
+def _clear(acc: str, inst: Instance, facts: PlanFacts, catalog: Catalog, th: Thresholds) -> bool:
+    """True when `acc` rented on `inst` draws no blocking finding."""
+    alt_facts = replace(facts, accelerator=catalog.accelerator(acc), hosting="rented", hosting_market=inst.market,
+                        provider=inst.provider)
+    return not any(f.severity == "critical" and f.id in BLOCKING_FINDINGS for f in advise(alt_facts, th))
+
+
+def _pd_parts(a: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(part, instance) of each pool of a disaggregated fleet (a heterogeneous one names a part per pool)."""
+    return [(str(a[pool].get("accelerator") or a["accelerator"]), str(a[pool]["instance"]))
+            for pool in ("prefill", "decode")]
 
 
 def rdma_alternative(run: Mapping[str, Any], facts: PlanFacts, catalog: Catalog,
@@ -262,7 +275,8 @@ def pd_alternative(run: Mapping[str, Any], facts: PlanFacts, catalog: Catalog,
                    th: Thresholds) -> dict[str, Any] | None:
     """The cheapest prefill/decode-disaggregated fleet (search/infer_pd_fleet) whose part draws no blocking
     finding in its decode pool's market."""
-    return _first_clear(run.get("what_if_pd_all") or [], lambda a: str(a["decode"]["instance"]), facts, catalog, th)
+    return _first_clear(run.get("what_if_pd_all") or [], lambda a: str(a["decode"]["instance"]), facts, catalog, th,
+                        parts_of=_pd_parts)
 
 
 def named_pd(run: Mapping[str, Any], catalog: Catalog, th: Thresholds,

@@ -91,17 +91,20 @@ def serve_pd(f: PlanFacts, th: Thresholds) -> list[Finding]:
     w, usd_h = alt
     p, d = w["prefill"], w["decode"]
     sim = bool(w.get("simulated"))
+    # a heterogeneous fleet (search/infer_pd_mixed.py) prefills on one part and decodes on another: name the second
+    dec_part = f"{d['accelerator']}, " if w.get("heterogeneous") else ""
     src = ("simulated per pool (search/infer_pd_sim)" if sim else
            "closed form (search/infer_pd_fleet): M/D/1 prefill queue, decode batch at the TPOT SLO")
     figs = (_est("pd_prefill_devices", p["devices"], "devices", src),
             _est("pd_decode_devices", d["devices"], "devices", src),
             _est("pd_usd_per_hour", w["usd_per_hour"], "USD/h", src), _th(th, "pd_what_if_min_saving"))
     return [make_finding("serve.pd_disaggregation", "info", figs, ("pd_what_if_min_saving",), devices=f.devices,
-                         acc=f.accelerator.id, usd_h=usd_h, alt_acc=w["accelerator"], weights=w["weights"],
+                         acc=f.accelerator.id, usd_h=usd_h, alt_acc=p.get("accelerator") or w["accelerator"],
+                         weights=w["weights"],
                          p_devices=p["devices"], p_layout_en=layout_shape(p["layout"], "en"),
                          p_layout_zh=layout_shape(p["layout"], "zh"), p_util=p["utilization"],
-                         d_devices=d["devices"], d_layout_en=layout_shape(d["layout"], "en"),
-                         d_layout_zh=layout_shape(d["layout"], "zh"),
+                         d_devices=d["devices"], d_layout_en=dec_part + layout_shape(d["layout"], "en"),
+                         d_layout_zh=dec_part + layout_shape(d["layout"], "zh"),
                          batch=d["batch"] * int(d.get("batches_in_flight", 1)),  # pp batches in flight per group
                          alt_usd_h=w["usd_per_hour"], saving=1.0 - w["usd_per_hour"] / usd_h,
                          link=w["kv_link"], ttft=float(w.get("ttft_p99_s") or 0.0),

@@ -36,7 +36,10 @@ from gpuplan.workload.jobs import SERVED_WEIGHTS
 from gpuplan.workload.presets import load_model
 
 if TYPE_CHECKING:
+    from gpuplan.hardware import Catalog
     from gpuplan.search.infer_load import InferLoad, InferSlo
+    from gpuplan.search.infer_search import InferConstraints
+    from gpuplan.service.infer_inputs import ServingEngines
 
 # the serving planner's modules load only when `plan infer` runs, not for `plan train` (the same command group);
 # the weight formats it searches come from the light workload module
@@ -62,15 +65,15 @@ def _terms(items: list[str] | None) -> dict[str, float]:
 
 @plan_app.command("infer", help=help_text("help.plan_infer"))
 def plan_infer(
-    model: str = typer.Option(..., "--model", "-m", help=help_text("help.common.model")),
+    model: str = typer.Option(None, "--model", "-m", help=help_text("help.common.model")),
     qps: float = typer.Option(None, help=help_text("help.plan_infer.qps")),
     trace: Path = typer.Option(None, help=help_text("help.plan_infer.trace")),
     input_len: int = typer.Option(None, help=help_text("help.plan_infer.input_len")),
     output_len: int = typer.Option(None, help=help_text("help.plan_infer.output_len")),
     input_dist: str = typer.Option(None, help=help_text("help.plan_infer.input_dist")),
     output_dist: str = typer.Option(None, help=help_text("help.plan_infer.output_dist")),
-    ttft_p99: float = typer.Option(..., help=help_text("help.plan_infer.ttft_p99")),
-    tpot_p99: float = typer.Option(..., help=help_text("help.plan_infer.tpot_p99")),
+    ttft_p99: float = typer.Option(None, help=help_text("help.plan_infer.ttft_p99")),
+    tpot_p99: float = typer.Option(None, help=help_text("help.plan_infer.tpot_p99")),
     engine_id: str = typer.Option(None, "--engine", help=help_text("help.plan_infer.engine_id")),
     weights: list[str] = typer.Option(None, help=help_text("help.plan_infer.weights", formats=", ".join(WEIGHTS))),
     kv_dtype: Literal["bf16", "fp16", "fp8", "int8"] = typer.Option("bf16", help=help_text("help.plan_infer.kv_dtype")),
@@ -101,17 +104,43 @@ def plan_infer(
     context_parallel: bool = typer.Option(True, "--context-parallel/--no-context-parallel",
                                           help=help_text("help.plan_infer.context_parallel")),
     traffic: Path = typer.Option(None, "--traffic", help=help_text("help.plan_infer.traffic")),
+    workload: Path = typer.Option(None, "--workload", help=help_text("help.plan_infer.workload")),
 ) -> None:
     """Search instances, TP/PP/EP, weight format and replicas for the cheapest fleet meeting the SLO."""
     from gpuplan.advise.report_infer import choose_fleet, inference_report, named_engine, named_pd
     from gpuplan.advise.trust import serving_recommendation
     from gpuplan.search.infer_load import InferSlo, planner_terms
     from gpuplan.search.infer_pd_choice import disaggregated_recommendation
-    from gpuplan.search.infer_search import InferConstraints, plan_inference, plan_record
-    from gpuplan.service.infer_inputs import serving_engines
+    from gpuplan.search.infer_search import plan_inference, plan_record
 
     try:
         language = resolve_lang(lang)
+        if workload is not None:  # several models, each with its own rate and SLO (cli/infer_workload.py)
+            from gpuplan.cli.infer_workload import check_workload_options, print_workload, read_workload_file
+            from gpuplan.service.infer_workload import plan_workload
+
+            check_workload_options({"model": model, "qps": qps, "trace": trace, "input-len": input_len,
+                                    "output-len": output_len, "input-dist": input_dist, "output-dist": output_dist,
+                                    "ttft-p99": ttft_p99, "tpot-p99": tpot_p99, "traffic": traffic, "emit": emit,
+                                    "report": report, "disaggregated": disaggregated, "pick": pick,
+                                    "prefix-hit": prefix_hit, "shared-prefix": shared_prefix})
+            positives(language, ("max-devices", max_devices, True))
+            mix = read_workload_file(workload)
+            cat, cons, engines = _catalog_and_constraints(
+                catalog_dir, engine_id, market=market, vendor=vendor, provider=provider, domestic_only=domestic_only,
+                max_devices=max_devices, weights=tuple(weights) if weights else WEIGHTS, kv_dtype=kv_dtype,
+                trust=trust, router=router)
+            doc = plan_workload(mix, cat, cons, engine_profile=engines.profile, stack_engines=engines.by_stack,
+                                terms=planner_terms(_terms(term)),
+                                thresholds=load_thresholds(parse_pairs(threshold, "threshold")),
+                                requirements=requirements(data_residency, compliance), residency=data_residency,
+                                label=workload.name)
+            print_workload(doc, language, json_out=json_out)
+            return
+        if model is None or ttft_p99 is None or tpot_p99 is None:
+            missing = "model" if model is None else "ttft-p99" if ttft_p99 is None else "tpot-p99"
+            raise InputError(field=missing, value=None, allowed=f"--{missing} (or --workload FILE.yaml for several "
+                             "models)", hint=f"give --{missing}; `gpuplan plan infer --help` lists the options")
         formats = check_formats(emit, "serve")
         check_disaggregated(disaggregated, formats, pick)
         positives(language, ("qps", qps, False), ("input-len", input_len, True), ("output-len", output_len, True),
@@ -128,14 +157,10 @@ def plan_infer(
                            prefix_set_tokens=prefix_set)
         slo = InferSlo(ttft_p99_s=ttft_p99, tpot_p99_s=tpot_p99)
         spec = load_model(model)
-        cat = load_catalog(catalog_dir or ())
-        check_policy_names(cat, vendor=vendor, provider=provider)
-        cons = InferConstraints(market=market, vendor=vendor, provider=provider, domestic_only=domestic_only,
-                                max_devices=max_devices, weights=tuple(weights) if weights else WEIGHTS,
-                                kv_dtype=kv_dtype, trust=trust, router=router, kv_offload=kv_offload,
-                                context_parallel=context_parallel)
-        # without --engine each part is planned with its stack's engine (MindIE on Ascend, vLLM on CUDA/ROCm)
-        engines = serving_engines(cat, cons, engine_id)
+        cat, cons, engines = _catalog_and_constraints(
+            catalog_dir, engine_id, market=market, vendor=vendor, provider=provider, domestic_only=domestic_only,
+            max_devices=max_devices, weights=tuple(weights) if weights else WEIGHTS, kv_dtype=kv_dtype, trust=trust,
+            router=router, kv_offload=kv_offload, context_parallel=context_parallel)
         prof = engines.profile
         cal = planner_terms(_terms(term))
         res = plan_inference(spec, load, slo, cat, cons, engine_profile=prof, terms=cal,
@@ -214,6 +239,19 @@ def plan_infer(
             console.print(line, highlight=False)
     if doc is not None and doc.get("recommendation"):
         print_findings(doc["findings"], language)
+
+
+def _catalog_and_constraints(catalog_dir: list[Path] | None, engine_id: str | None,
+                             **constraints: Any) -> tuple[Catalog, InferConstraints, ServingEngines]:
+    """(the catalog, the planner constraints, the engines: `--engine` on every part when named, else each part's
+    stack's default engine, service.infer_inputs.serving_engines, as the API and the web form plan)."""
+    from gpuplan.search.infer_search import InferConstraints
+    from gpuplan.service.infer_inputs import serving_engines
+
+    cat = load_catalog(catalog_dir or ())
+    check_policy_names(cat, vendor=constraints.get("vendor"), provider=constraints.get("provider"))
+    cons = InferConstraints(**constraints)
+    return cat, cons, serving_engines(cat, cons, engine_id)
 
 
 _FLEET_KEYS = ("accelerator", "instance", "replicas", "layout", "weights")

@@ -29,8 +29,10 @@ _TRANSFER: list[Arg] = [("--disaggregation-transfer-backend", "mooncake"),
 def _pool_fleet(pd: Mapping[str, Any], pool: str) -> dict[str, Any]:
     """One pool as the fleet record a ServeTarget reads (its header figures are the whole fleet's p99s)."""
     p = pd[pool]
-    return {"accelerator": pd["accelerator"], "weights": pd["weights"], "engine": "sglang", "layout": p["layout"],
-            "replicas": p["groups"], "devices": p["devices"], "instance": p["instance"], "instances": p["instances"],
+    # a heterogeneous fleet (search/infer_pd_mixed.py) names each pool's part
+    return {"accelerator": p.get("accelerator") or pd["accelerator"], "weights": pd["weights"], "engine": "sglang",
+            "layout": p["layout"], "replicas": p["groups"], "devices": p["devices"], "instance": p["instance"],
+            "instances": p["instances"],
             "cost_usd_per_hour": p["usd_per_hour"], "utilization": p.get("utilization") or 0.0,
             "ttft_s": {"p99": pd.get("ttft_p99_s") or 0.0}, "tpot_s": {"p99": pd.get("tpot_p99_s") or 0.0},
             "confidence": {"level": "low"}}
@@ -56,8 +58,9 @@ def pd_files(*, model_id: str, spec: ModelSpec, run: Mapping[str, Any], pd: Mapp
     pre, dec = pd_targets(model_id=model_id, spec=spec, run=run, pd=pd, max_model_len=max_model_len, stated=stated)
     how = "simulated per pool" if pd.get("simulated") else "closed form, not simulated"
     fleet = (f"Disaggregated fleet sized by gpuplan ({how}; not a plan): {pre.server_replicas} prefill server(s) of "
-             f"{pre.devices_per_replica} x {pd['accelerator']} and {dec.server_replicas} decode server(s) of "
-             f"{dec.devices_per_replica}; the KV cache moves over {pd['kv_link']}.")
+             f"{pre.devices_per_replica} x {pre.fleet['accelerator']} and {dec.server_replicas} decode server(s) of "
+             f"{dec.devices_per_replica}" + (f" x {dec.fleet['accelerator']}" if pd.get("heterogeneous") else "")
+             + f"; the KV cache moves over {pd['kv_link']}.")
     rec = run.get("recommended") or {}
     if rec.get("cost_usd_per_hour"):  # say what it costs against the plan gpuplan recommends
         ratio = float(pd["usd_per_hour"]) / float(rec["cost_usd_per_hour"]) - 1.0

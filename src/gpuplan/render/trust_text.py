@@ -243,7 +243,11 @@ def pd_line(result: Mapping[str, Any], lang: str) -> str:
     formats = (tr("cli.pinfer.pd.formats", lang, rec_weights=rec_weights)
                if weights and rec_weights and weights != rec_weights else "")
     key = "cli.pinfer.pd_recommended" if result.get("recommended_disaggregated") else "cli.pinfer.pd"
+    if pd.get("heterogeneous"):  # prefill on one part, decode on another (search/infer_pd_mixed.py)
+        key += "_mixed"
     return tr(key, lang, p=pd["prefill"]["devices"], d=pd["decode"]["devices"], acc=pd["accelerator"],
+              p_acc=pd["prefill"].get("accelerator", ""), d_acc=pd["decode"].get("accelerator", ""),
+              provider=pd.get("provider", ""),
               weights=weights, usd=float(pd["usd_per_hour"]), diff=diff, formats=formats,
               how=tr("cli.pinfer.pd.simulated" if pd.get("simulated") else "cli.pinfer.pd.closed", lang))
 

@@ -42,7 +42,8 @@ from gpuplan.simulate.engine_sim import EngineConfig
 from gpuplan.simulate.pipeline import pipeline_batch
 from gpuplan.workload.jobs import Layout
 
-__all__ = ["PdFleet", "PdInput", "kingman_wait_p99", "pd_fleet", "pool_price"]
+__all__ = ["PdFleet", "PdInput", "decode_pool", "kingman_wait_p99", "pd_fleet", "pool_price", "prefill_pool",
+           "with_rdma_offers"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +71,7 @@ def pool_price(x: PdInput, needed: float, max_devices: int) -> tuple[int, float,
     return priced_groups(x.offers, x.layout, needed, max_devices=max_devices, span=x.link is not None)
 
 
-def _decode_pool(x: PdInput, *, moments: LengthMoments, slo: InferSlo, qps: float, cfg: EngineConfig,
+def decode_pool(x: PdInput, *, moments: LengthMoments, slo: InferSlo, qps: float, cfg: EngineConfig,
                  tpot_p99_over_mean: float, max_devices: int) -> tuple[dict[str, Any], PdInput] | None:
     lay, pp = x.layout, x.layout.pp
     # a pipeline-parallel group keeps pp batches in flight, each with 1/pp of the KV cache (simulate.pipeline)
@@ -98,14 +99,16 @@ def _decode_pool(x: PdInput, *, moments: LengthMoments, slo: InferSlo, qps: floa
             "instances": instances, "usd_per_hour": usd}, x
 
 
-def _prefill_pool(x: PdInput, rdma: Link, *, moments: LengthMoments, slo: InferSlo, qps: float, cfg: EngineConfig,
-                  max_devices: int) -> tuple[dict[str, Any], PdInput] | None:
+def prefill_pool(x: PdInput, transfer_p99_s: float, *, moments: LengthMoments, slo: InferSlo, qps: float,
+                 cfg: EngineConfig, max_devices: int) -> tuple[dict[str, Any], PdInput] | None:
+    """The cheapest prefill pool of `x`'s layout whose p99 TTFT, with `transfer_p99_s` for the p99 prompt's KV
+    cache to reach its decode instance, meets the SLO; None when none does."""
     cm, lay, pp = x.cost, x.layout, x.layout.pp
     if cm.kv_capacity_tokens // pp < moments.in_p99:  # each of the pp prompts in flight holds its own KV cache
         return None
     service = prefill_s(cm, 1, moments.in_mean, cfg.max_batched_tokens, cfg.chunked_prefill)
     fixed = (cm.request_overhead + prefill_s(cm, 1, moments.in_p99, cfg.max_batched_tokens, cfg.chunked_prefill)
-             + kv_transfer_s(cm, moments.in_p99, rdma))
+             + transfer_p99_s)
     if fixed > slo.ttft_p99_s:
         return None
     lo, hi = 0.0, 0.95  # the largest utilization whose p99 TTFT meets the SLO
@@ -135,6 +138,10 @@ class PdFleet:
     prefill: PdInput
     decode: PdInput
     kv_link: Link
+    # prefill and decode on different parts (search/infer_pd_mixed.py): seconds per prompt token to move the KV
+    # cache, the slower of the prefill device sending its shard and the decode device receiving its own; None: one
+    # part, the prefill shard over `kv_link`
+    pair_s_per_token: float | None = None
 
 
 def pd_fleet(inputs: Sequence[PdInput], *, accelerator: str, moments: LengthMoments, slo: InferSlo, qps: float,
@@ -147,10 +154,10 @@ def pd_fleet(inputs: Sequence[PdInput], *, accelerator: str, moments: LengthMome
     load = qps * (1.0 + headroom)
     best: PdFleet | None = None
     for w in sorted({x.weights for x in inputs}):
-        mine = [_with_rdma_offers(x) for x in inputs if x.weights == w and any(o.scale_out for o in x.offers)]
-        pre = [r for x in mine if (r := _prefill_pool(x, rdma, moments=moments, slo=slo, qps=load, cfg=cfg,
-                                                      max_devices=max_devices))]
-        dec = [r for x in mine if (r := _decode_pool(x, moments=moments, slo=slo, qps=load, cfg=cfg,
+        mine = [with_rdma_offers(x) for x in inputs if x.weights == w and any(o.scale_out for o in x.offers)]
+        pre = [r for x in mine if (r := prefill_pool(x, kv_transfer_s(x.cost, moments.in_p99, rdma), moments=moments,
+                                                     slo=slo, qps=load, cfg=cfg, max_devices=max_devices))]
+        dec = [r for x in mine if (r := decode_pool(x, moments=moments, slo=slo, qps=load, cfg=cfg,
                                                      tpot_p99_over_mean=tpot_p99_over_mean, max_devices=max_devices))]
         if not pre or not dec:
             continue
@@ -170,7 +177,7 @@ def pd_fleet(inputs: Sequence[PdInput], *, accelerator: str, moments: LengthMome
     return best
 
 
-def _with_rdma_offers(x: PdInput) -> PdInput:
+def with_rdma_offers(x: PdInput) -> PdInput:
     """`x` on the offers that can move a prompt's KV cache between instances (an RDMA fabric)."""
     return replace(x, offers=[o for o in x.offers if o.scale_out is not None])
 

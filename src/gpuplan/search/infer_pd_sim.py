@@ -62,13 +62,17 @@ def simulate_pd(f: PdFleet, *, load: InferLoad, slo: InferSlo, cfg: EngineConfig
     rec = f.record
     link_bw = float(f.kv_link.bandwidth_gbyte_s) * GB
     dec_lane, dec_cfg = pipeline_batch(f.decode.cost, cfg, f.decode.layout.pp)
-    dec_cost = DecodeInstanceCost(dec_lane, transfer_s_per_token=f.decode.cost.kv_bytes_per_token / link_bw)
+    # two parts (infer_pd_mixed): the slower of the prefill side sending and the decode side receiving, per token
+    per_token = f.pair_s_per_token if f.pair_s_per_token is not None else f.decode.cost.kv_bytes_per_token / link_bw
+    dec_cost = DecodeInstanceCost(dec_lane, transfer_s_per_token=per_token)
     dec = _pool(f.decode, dec_cost, int(rec["decode"]["groups"]), slo, load=load, cfg=dec_cfg, cal=cal,
                 one_token=False, router=router)
     if dec is None:
         return None
     g_dec, m_dec = dec
-    transfer = kv_transfer_s(f.prefill.cost, float(load.input_len.quantile(0.99)), f.kv_link)
+    p99_prompt = float(load.input_len.quantile(0.99))
+    transfer = (kv_transfer_s(f.prefill.cost, p99_prompt, f.kv_link) if f.pair_s_per_token is None
+                else float(f.kv_link.latency_s) + f.pair_s_per_token * p99_prompt)
     budget = slo.ttft_p99_s - transfer - m_dec.ttft_s.p99
     if budget <= 0.0:
         return None

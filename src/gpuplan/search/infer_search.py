@@ -42,6 +42,7 @@ from gpuplan.search.infer_load import InferLoad, InferSlo, planner_terms, slo_un
 from gpuplan.search.infer_misses import parts_without_plan
 from gpuplan.search.infer_offload import KV_OFFLOAD_MODES, OFFLOAD_TERMS, prefix_tiers
 from gpuplan.search.infer_pd_fleet import PdFleet, PdInput, pd_fleet
+from gpuplan.search.infer_pd_mixed import mixed_pd_fleets
 from gpuplan.search.infer_route import DEFAULT_ROUTER, check_router
 from gpuplan.search.infer_size import Sized, priced_on, size_fleet
 from gpuplan.search.infer_whatif import rdma_what_if
@@ -198,6 +199,7 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
     alts: list[dict[str, Any]] = []
     pds: list[PdFleet] = []
     floors: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}  # (part, weights) -> TP -> KV outcome
+    pd_parts: dict[str, list[PdInput]] = {}  # each part's layouts, for the heterogeneous pairs
     policy = cons.policy()
     for acc in progress.each(catalog.accelerators.values()):
         why = policy_rejection(acc, policy)
@@ -331,7 +333,14 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
             alternatives and engine("sglang").runs_on(acc)) else None
         if pd is not None:
             pds.append(pd)
+        if alternatives and engine("sglang").runs_on(acc) and pd_inputs:
+            pd_parts[acc.id] = pd_inputs
     prof, cfg = main_prof, main_cfg
+    if len(pd_parts) > 1:  # prefill on one part, decode on another (infer_pd_mixed), beside the same-part fleets
+        pds += mixed_pd_fleets(pd_parts, vendor_of={a: catalog.accelerators[a].vendor for a in pd_parts},
+                               provider_of={i.id: i.provider for i in catalog.instances.values()}, same_part=pds,
+                               moments=moments, slo=slo, qps=load.qps, headroom=headroom, cfg=cfg,
+                               tpot_p99_over_mean=ratio, max_devices=cons.max_devices)
     router = check_router(cons.router)
     pd_records = simulated_pd(pds, load, slo, cfg, cal, cons.max_devices, router)
     if not cands:

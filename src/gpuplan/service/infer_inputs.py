@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from gpuplan.search.infer_traffic import TrafficCurve
     from gpuplan.workload.engines import EngineProfile
 
-__all__ = ["ServingEngines", "infer_load", "serving_engines", "traffic_file"]
+__all__ = ["ServingEngines", "infer_load", "serving_engines", "traffic_file", "user_text_file"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,18 +61,24 @@ def traffic_file(path: Path, qps: float | None, trace: Path | None) -> TrafficCu
         if v is not None:
             raise InputError(field=name, value=str(v), allowed="left out with --traffic (the curve sets the rates)",
                              hint=f"drop --{name}, or drop --traffic to plan for one rate")
+    return read_traffic(user_text_file(path, field="traffic", kind="CSV", max_bytes=MAX_TRAFFIC_BYTES),
+                        label=path.name)
+
+
+def user_text_file(path: Path, *, field: str, kind: str, max_bytes: int) -> str:
+    """A file the CLI's user names (`--traffic`, `--workload`), read as UTF-8: at most `max_bytes` + 1 bytes, so
+    that the reader can say the file is too long; InputError naming `field` when it cannot be read."""
     try:
         with path.open("rb") as fh:
-            data = fh.read(MAX_TRAFFIC_BYTES + 1)
+            data = fh.read(max_bytes + 1)
     except OSError as exc:
-        raise InputError(field="traffic", value=str(path), allowed="a readable CSV file",
+        raise InputError(field=field, value=str(path), allowed=f"a readable {kind} file",
                          hint=f"{exc.strerror or exc}; check the path") from None
     try:
-        text = data.decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError:
-        raise InputError(field="traffic", value=str(path), allowed="UTF-8 text",
-                         hint="save the CSV as UTF-8") from None
-    return read_traffic(text, label=path.name)
+        raise InputError(field=field, value=str(path), allowed="UTF-8 text",
+                         hint=f"save the {kind} as UTF-8") from None
 
 
 def infer_load(qps: float | None, trace: Path | None, input_len: int | None, output_len: int | None,
