@@ -108,12 +108,12 @@ class DecodeKernelEra(BaseModel):
 
 class PartDefaults(BaseModel):
     """Scheduler defaults an engine picks from the part it starts on (vLLM `EngineArgs.get_batch_defaults`:
-    devices with at least `min_memory_gib` whose name matches none of `except_accelerators` get larger
-    `max_num_seqs` / `max_batched_tokens` than the profile's own, from `since_version` on)."""
+    devices with at least `min_memory_gib` (0: every part) whose name matches none of `except_accelerators` get
+    their own `max_num_seqs` / `max_batched_tokens` in place of the profile's, from `since_version` on)."""
 
     model_config = _STRICT
 
-    min_memory_gib: float = Field(gt=0)
+    min_memory_gib: float = Field(default=0.0, ge=0)
     except_accelerators: tuple[str, ...] = Field(default=(), description="accelerator ids or fnmatch globs")
     since_version: str = Field(pattern=r"^\d+(\.\d+)*$")
     max_num_seqs: int | None = Field(default=None, gt=0)
@@ -241,8 +241,8 @@ class EngineProfile(BaseModel):
 
     def on_part(self, accelerator: Accelerator) -> EngineProfile:
         """This profile as it starts on `accelerator`: the last matching `part_defaults` entry sets max_num_seqs
-        and max_batched_tokens (vLLM raises both on parts of 70 GiB or more other than the A100); settings the
-        user gave stay."""
+        and max_batched_tokens (vLLM serves with a 2048-token budget below 70 GiB and on A100s, and raises both
+        on the other parts of 70 GiB or more); settings the user gave stay."""
         update: dict[str, int] = {}
         for d in self.part_defaults:
             if d.applies(accelerator, self.version):
