@@ -40,7 +40,7 @@ def test_vllm_serve_chunks_prompts_in_2048_token_steps_below_70_gib_and_on_a100s
     under 70 GiB and on every A100, 8192 on the others (before: 8192 everywhere, which let the 64 GB Ascend 910B
     rows of vllm-ascend 0.9.1 prefill four times the tokens per step that `vllm serve` runs)."""
     v = engine("vllm")
-    assert v.on_part(CAT.accelerator("ascend-910b")).max_batched_tokens == 2048
+    assert v.on_part(CAT.accelerator("ascend-910b"), mla=True).max_batched_tokens == 2048  # 64 GB
     assert v.on_part(CAT.accelerator("a100-sxm4-80gb")).max_batched_tokens == 2048  # 80 GB, but named A100
     assert v.on_part(CAT.accelerator("l40s-48gb")).max_batched_tokens == 2048
     assert v.on_part(CAT.accelerator("h100-sxm5-80gb")).max_batched_tokens == 8192
@@ -79,3 +79,16 @@ def test_kv_tight_h100_deployment_keeps_the_start_up_profile_out_of_the_kv_cache
     s = step_cost_model(spec, accelerator=CAT.accelerator("h100-sxm5-80gb"), layout=Layout(tp=4), weights="fp8",
                         kv_dtype="bf16", engine=engine("sglang"))
     assert s.assumptions["profile_sampler_reserve_gib"] == 0.0
+
+
+def test_vllm_ascend_schedules_whole_prompts_first_for_models_without_mla() -> None:
+    """vllm-ascend v0.9.1 platform.py: 'Non-MLA LLMs forcibly disable the chunked prefill feature' and run the
+    AscendScheduler (prefill-first), with max_num_batched_tokens raised to max_model_len (40,960 for Qwen3); MLA
+    models keep vLLM's chunked V1 scheduler. Before: vLLM's decode-first chunked scheduler on every part."""
+    asc = engine("vllm").on_part(CAT.accelerator("ascend-910b"))
+    assert (asc.scheduling, asc.chunked_prefill, asc.max_batched_tokens) == ("prefill_first", False, 40960)
+    mla = engine("vllm").on_part(CAT.accelerator("ascend-910b"), mla=True)
+    assert (mla.scheduling, mla.chunked_prefill) == ("decode_first", True)
+    cuda = engine("vllm").on_part(CAT.accelerator("h100-sxm5-80gb"))
+    assert (cuda.scheduling, cuda.chunked_prefill) == ("decode_first", True)
+    assert engine("mindie").on_part(CAT.accelerator("ascend-910b")).scheduling == engine("mindie").scheduling

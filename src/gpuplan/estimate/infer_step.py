@@ -196,7 +196,7 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
     _check(spec, layout, acc, scale_out)
     engine.check_runs_on(acc)  # TensorRT-LLM is CUDA only, MindIE CANN only (engines.yaml stacks)
     engine = engine.for_accelerator(acc.id)  # the engine's terms on this hardware family, else its defaults
-    engine = engine.on_part(acc)  # the scheduler defaults the engine picks on this part (vLLM get_batch_defaults)
+    engine = engine.on_part(acc, mla=spec.mla is not None)  # scheduler defaults on this part (get_batch_defaults)
     tp, pp, ep = layout.tp, layout.pp, layout.ep
     groups = max(ep // tp, 1)  # attention data-parallel groups sharing the experts (1: experts inside TP)
     if weights not in WEIGHT_FORMATS:

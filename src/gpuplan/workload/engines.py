@@ -114,16 +114,25 @@ class PartDefaults(BaseModel):
     model_config = _STRICT
 
     min_memory_gib: float = Field(default=0.0, ge=0)
+    accelerators: tuple[str, ...] = Field(default=(), description="only these accelerator ids or fnmatch globs "
+                                                                  "(empty: every part)")
     except_accelerators: tuple[str, ...] = Field(default=(), description="accelerator ids or fnmatch globs")
+    without_mla_only: bool = Field(default=False, description="only for models without multi-head latent attention")
     since_version: str = Field(pattern=r"^\d+(\.\d+)*$")
     max_num_seqs: int | None = Field(default=None, gt=0)
     max_batched_tokens: int | None = Field(default=None, gt=0)
+    scheduling: Scheduling | None = None
+    chunked_prefill: bool | None = None
     source: str = Field(min_length=1)
 
-    def applies(self, accelerator: Accelerator, version: str | None) -> bool:
+    def applies(self, accelerator: Accelerator, version: str | None, mla: bool = False) -> bool:
         if version is not None and _version(version) < _version(self.since_version):
             return False
+        if self.accelerators and not any(fnmatchcase(accelerator.id, g) for g in self.accelerators):
+            return False
         if any(fnmatchcase(accelerator.id, g) for g in self.except_accelerators):
+            return False
+        if self.without_mla_only and mla:
             return False
         return (accelerator.memory_gib or 0.0) >= self.min_memory_gib
 
@@ -239,14 +248,16 @@ class EngineProfile(BaseModel):
                     terms[name] = term.model_copy(update={"scope": h.id})
         return self.model_copy(update={"terms": terms})
 
-    def on_part(self, accelerator: Accelerator) -> EngineProfile:
-        """This profile as it starts on `accelerator`: the last matching `part_defaults` entry sets max_num_seqs
-        and max_batched_tokens (vLLM serves with a 2048-token budget below 70 GiB and on A100s, and raises both
-        on the other parts of 70 GiB or more); settings the user gave stay."""
-        update: dict[str, int] = {}
+    def on_part(self, accelerator: Accelerator, mla: bool = False) -> EngineProfile:
+        """This profile as it starts on `accelerator` for a model with (`mla`) or without multi-head latent
+        attention: each matching `part_defaults` entry in turn sets max_num_seqs, max_batched_tokens, scheduling
+        and chunked_prefill where it names them (vLLM serves with a 2048-token budget below 70 GiB and on A100s,
+        raises both on the other parts of 70 GiB or more; vllm-ascend schedules prompts first, whole, for models
+        without MLA); settings the user gave stay."""
+        update: dict[str, int | str | bool] = {}
         for d in self.part_defaults:
-            if d.applies(accelerator, self.version):
-                for name in ("max_num_seqs", "max_batched_tokens"):
+            if d.applies(accelerator, self.version, mla):
+                for name in ("max_num_seqs", "max_batched_tokens", "scheduling", "chunked_prefill"):
                     v = getattr(d, name)
                     if v is not None and name not in self.user_settings:
                         update[name] = v
