@@ -50,6 +50,7 @@ ENGINE_TERMS = (
     "step_overhead_s",
     "seq_overhead_s",
     "layer_overhead_s",
+    "moe_layer_overhead_ratio",
     "allreduce_latency_factor",
     "dequant_overhead",
     "moe_expert_half_width",
