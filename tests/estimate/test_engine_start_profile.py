@@ -92,3 +92,5 @@ def test_vllm_ascend_schedules_whole_prompts_first_for_models_without_mla() -> N
     cuda = engine("vllm").on_part(CAT.accelerator("h100-sxm5-80gb"))
     assert (cuda.scheduling, cuda.chunked_prefill) == ("decode_first", True)
     assert engine("mindie").on_part(CAT.accelerator("ascend-910b")).scheduling == engine("mindie").scheduling
+    # platform.py: cache_config.block_size 128 on the NPU, for every model; vLLM's CUDA default stays 16
+    assert (asc.kv_block_tokens, mla.kv_block_tokens, cuda.kv_block_tokens) == (128, 128, 16)

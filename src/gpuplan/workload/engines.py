@@ -124,6 +124,7 @@ class PartDefaults(BaseModel):
     max_batched_tokens: int | None = Field(default=None, gt=0)
     scheduling: Scheduling | None = None
     chunked_prefill: bool | None = None
+    kv_block_tokens: int | None = Field(default=None, gt=0)
     source: str = Field(min_length=1)
 
     def applies(self, accelerator: Accelerator, version: str | None, mla: bool = False) -> bool:
@@ -251,14 +252,15 @@ class EngineProfile(BaseModel):
 
     def on_part(self, accelerator: Accelerator, mla: bool = False) -> EngineProfile:
         """This profile as it starts on `accelerator` for a model with (`mla`) or without multi-head latent
-        attention: each matching `part_defaults` entry in turn sets max_num_seqs, max_batched_tokens, scheduling
-        and chunked_prefill where it names them (vLLM serves with a 2048-token budget below 70 GiB and on A100s,
-        raises both on the other parts of 70 GiB or more; vllm-ascend schedules prompts first, whole, for models
-        without MLA); settings the user gave stay."""
+        attention: each matching `part_defaults` entry in turn sets max_num_seqs, max_batched_tokens, scheduling,
+        chunked_prefill and kv_block_tokens where it names them (vLLM serves with a 2048-token budget below 70 GiB
+        and on A100s, raises both on the other parts of 70 GiB or more; vllm-ascend pages the KV cache in
+        128-token blocks and schedules prompts first, whole, for models without MLA); settings the user gave
+        stay."""
         update: dict[str, int | str | bool] = {}
         for d in self.part_defaults:
             if d.applies(accelerator, self.version, mla):
-                for name in ("max_num_seqs", "max_batched_tokens", "scheduling", "chunked_prefill"):
+                for name in ("max_num_seqs", "max_batched_tokens", "scheduling", "chunked_prefill", "kv_block_tokens"):
                     v = getattr(d, name)
                     if v is not None and name not in self.user_settings:
                         update[name] = v
