@@ -108,9 +108,11 @@ class DecodeKernelEra(BaseModel):
 
 
 class PartDefaults(BaseModel):
-    """Scheduler defaults an engine picks from the part it starts on (vLLM `EngineArgs.get_batch_defaults`:
-    devices with at least `min_memory_gib` (0: every part) whose name matches none of `except_accelerators` get
-    their own `max_num_seqs` / `max_batched_tokens` in place of the profile's, from `since_version` on)."""
+    """Scheduler defaults an engine picks from the part it starts on (vLLM `EngineArgs.get_batch_defaults`,
+    vllm-ascend's `NPUPlatform.check_and_update_config`): devices with at least `min_memory_gib` (0: every part),
+    named by `accelerators` (empty: any) and by none of `except_accelerators`, serving a model without MLA where
+    `without_mla_only`, get the `max_num_seqs`, `max_batched_tokens`, `scheduling`, `chunked_prefill` and
+    `kv_block_tokens` the entry names in place of the profile's, from `since_version` on."""
 
     model_config = _STRICT
 
