@@ -35,6 +35,21 @@ def test_vllm_picks_max_num_seqs_by_part_and_version() -> None:
     assert engine("sglang").on_part(CAT.accelerator("h100-sxm5-80gb")).max_num_seqs == 1024  # its own default
 
 
+def test_vllm_serve_chunks_prompts_in_2048_token_steps_below_70_gib_and_on_a100s() -> None:
+    """vllm/engine/arg_utils.py get_batch_defaults: OPENAI_API_SERVER's max_num_batched_tokens is 2048 on parts
+    under 70 GiB and on every A100, 8192 on the others (before: 8192 everywhere, which let the 64 GB Ascend 910B
+    rows of vllm-ascend 0.9.1 prefill four times the tokens per step that `vllm serve` runs)."""
+    v = engine("vllm")
+    assert v.on_part(CAT.accelerator("ascend-910b"), mla=True).max_batched_tokens == 2048  # 64 GB
+    assert v.on_part(CAT.accelerator("a100-sxm4-80gb")).max_batched_tokens == 2048  # 80 GB, but named A100
+    assert v.on_part(CAT.accelerator("l40s-48gb")).max_batched_tokens == 2048
+    assert v.on_part(CAT.accelerator("h100-sxm5-80gb")).max_batched_tokens == 8192
+    assert v.on_part(CAT.accelerator("mi300x-192gb")).max_batched_tokens == 8192
+    assert v.at_version("0.8.4").on_part(CAT.accelerator("l40s-48gb")).max_batched_tokens == 8192  # before the rule
+    mine = engine("vllm", settings={"max_batched_tokens": 4096}).on_part(CAT.accelerator("l40s-48gb"))
+    assert mine.max_batched_tokens == 4096  # a user's setting stays
+
+
 def test_vllm_profile_peak_of_a_small_model_matches_the_measured_torch_peak() -> None:
     # ovg-project/kvcached#448 (comment measured on an A100 40 GB, vLLM, util 0.92): Qwen2.5-0.5B profiles a torch
     # peak of 0.59 GiB. Qwen2.5-0.5B config.json: 24 layers, hidden 896, 14 heads, 2 KV heads, ffn 4864, vocab
@@ -64,3 +79,18 @@ def test_kv_tight_h100_deployment_keeps_the_start_up_profile_out_of_the_kv_cache
     s = step_cost_model(spec, accelerator=CAT.accelerator("h100-sxm5-80gb"), layout=Layout(tp=4), weights="fp8",
                         kv_dtype="bf16", engine=engine("sglang"))
     assert s.assumptions["profile_sampler_reserve_gib"] == 0.0
+
+
+def test_vllm_ascend_schedules_whole_prompts_first_for_models_without_mla() -> None:
+    """vllm-ascend v0.9.1 platform.py: 'Non-MLA LLMs forcibly disable the chunked prefill feature' and run the
+    AscendScheduler (prefill-first), with max_num_batched_tokens raised to max_model_len (40,960 for Qwen3); MLA
+    models keep vLLM's chunked V1 scheduler. Before: vLLM's decode-first chunked scheduler on every part."""
+    asc = engine("vllm").on_part(CAT.accelerator("ascend-910b"))
+    assert (asc.scheduling, asc.chunked_prefill, asc.max_batched_tokens) == ("prefill_first", False, 40960)
+    mla = engine("vllm").on_part(CAT.accelerator("ascend-910b"), mla=True)
+    assert (mla.scheduling, mla.chunked_prefill) == ("decode_first", True)
+    cuda = engine("vllm").on_part(CAT.accelerator("h100-sxm5-80gb"))
+    assert (cuda.scheduling, cuda.chunked_prefill) == ("decode_first", True)
+    assert engine("mindie").on_part(CAT.accelerator("ascend-910b")).scheduling == engine("mindie").scheduling
+    # platform.py: cache_config.block_size 128 on the NPU, for every model; vLLM's CUDA default stays 16
+    assert (asc.kv_block_tokens, mla.kv_block_tokens, cuda.kv_block_tokens) == (128, 128, 16)

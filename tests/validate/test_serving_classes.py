@@ -90,3 +90,43 @@ def test_simulated_attention_groups_share_the_rows_cap() -> None:
     r = evaluate_inference_row(row, CAT)
     mean_batch = int(r.detail.split("batch=")[1].split()[0])
     assert mean_batch <= 32  # 256 over 8 groups (before: each group was allowed all 256)
+
+
+# GPUStack performance lab, "Optimizing Qwen3-30B-A3B Throughput on ASCEND 910B NPUs" (github.com/gpustack/gpustack
+# docs/performance-lab/qwen3-30b-a3b/910b.md @7b50d506): vLLM-Ascend v0.9.1 'vllm serve Qwen/Qwen3-30B-A3B -tp 2'
+# (bf16, defaults), vllm bench serve, 500 random prompts of 2000 tokens sent at once, 100 out: "Total Token
+# throughput (tok/s): 7843.85" (released/inference_newparts.csv G2I034, a row kept aside: nothing is tuned on it)
+QWEN3_MOE_910B = {
+    "id": "G2I034", "model": "qwen3-30b-a3b", "accelerator": "ascend-910b", "num_accels": "2", "tp": "2", "pp": "1",
+    "engine": "vllm", "weight_precision": "bf16", "input_len": "2000", "output_len": "100", "batch": "500",
+    "scenario": "offline", "metric": "total_tokens_per_s", "value": "7843.85", "confidence": "high",
+}
+
+
+def test_vllm_ascend_moe_row_runs_the_stated_layout_and_the_engines_scheduler() -> None:
+    """`vllm serve -tp 2` with defaults splits the experts over the two ranks (ep 1: vllm-ascend v0.9.1 platform.py
+    sets expert_tensor_parallel_size to the world size without --enable-expert-parallel) and, for a model without
+    MLA, vllm-ascend prefills whole prompts first (AscendScheduler). Before: ep 2 under vLLM's decode-first chunked
+    scheduler, 19,492 tokens/s (2.49x the published figure); now 13,368 (1.70x), with the MoE layers' operator count
+    below. The rest (prompt-heavy: 25 s of prefill per batch) is not modelled."""
+    r = evaluate_inference_row(dict(QWEN3_MOE_910B), CAT)
+    assert " ep=1 " in r.detail  # the overlay's stated layout (row_settings.yaml)
+    assert "batch=256 " in r.detail  # prompts first: max_num_seqs sequences decode together
+    assert 1.5 < r.predicted / r.measured < 1.9
+
+
+# The same page: ShareGPT, max concurrency 4, 1000 prompts (mean lengths 217 in / 202 out): "Mean TPOT (ms): 122.71"
+# (G2I036, kept aside)
+QWEN3_MOE_910B_TPOT = {**QWEN3_MOE_910B, "id": "G2I036", "input_len": "217", "output_len": "202", "batch": "4",
+                       "scenario": "fixed_batch", "metric": "tpot_ms", "value": "122.71", "confidence": "medium"}
+
+
+def test_vllm_ascend_moe_layers_launch_twice_the_operators_of_a_dense_layer() -> None:
+    """vllm-ascend 0.9.1 dispatches each operator from the host; a Qwen3 MoE layer launches 25 against a dense
+    layer's 12 (engines.yaml moe_layer_overhead_ratio 2.1, counted from ops/fused_moe.py). Before: 56.7 ms per
+    output token against the published 122.7 (54% low); now 109.5 (11% low)."""
+    r = evaluate_inference_row(dict(QWEN3_MOE_910B_TPOT), CAT)
+    assert abs(r.predicted / r.measured - 1) < 0.15
+    prof = engine("vllm").for_accelerator("ascend-910b")
+    assert prof.value("moe_layer_overhead_ratio") == 2.1
+    assert engine("vllm").for_accelerator("h100-sxm5-80gb").value("moe_layer_overhead_ratio") == 1.0

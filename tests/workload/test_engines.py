@@ -90,4 +90,6 @@ def test_every_hardware_term_is_sourced_and_says_what_it_was_tuned_on() -> None:
     for h in hardware_terms():
         for t in h.terms.values():
             assert t.source and t.explanation and t.note
-            assert t.tuned_on is not None and t.tuned_on.file == "inference"
+            # a term read from an engine's source (moe_layer_overhead_ratio: operators counted) is not tuned: no
+            # rows to name, and cross-validation keeps it in every fold (validate.serving_terms.engine_for)
+            assert (t.tuned_on is not None and t.tuned_on.file == "inference") or "not tuned" in t.note

@@ -194,7 +194,7 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
     _check(spec, layout, acc, scale_out)
     engine.check_runs_on(acc)  # TensorRT-LLM is CUDA only, MindIE CANN only (engines.yaml stacks)
     engine = engine.for_accelerator(acc.id)  # the engine's terms on this hardware family, else its defaults
-    engine = engine.on_part(acc)  # the scheduler defaults the engine picks on this part (vLLM get_batch_defaults)
+    engine = engine.on_part(acc, mla=spec.mla is not None)  # scheduler defaults on this part (get_batch_defaults)
     tp, pp, ep = layout.tp, layout.pp, layout.ep
     groups = max(ep // tp, 1)  # attention data-parallel groups sharing the experts (1: experts inside TP)
     if weights not in WEIGHT_FORMATS:
@@ -351,7 +351,7 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
 
     terms = engine.used()
     skip = {"dequant_overhead"} if not dequantized else set()
-    skip |= {"moe_expert_half_width"} if spec.moe is None else set()
+    skip |= {"moe_expert_half_width", "moe_layer_overhead_ratio"} if spec.moe is None else set()
     skip |= {"gemm_efficiency_8bit"} if rate_label in ("bf16", "fp4") else set()
     skip |= {"gemm_efficiency_fp4"} if rate_label != "fp4" else set()
     skip |= {"gemv_bytes_per_sm_cycle", "gemm_bytes_per_sm_cycle"} if not acc.sm_count else set()
@@ -409,7 +409,9 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         pp_comm_fixed=pp_fixed,
         pp_comm_per_token=pp_tok,
         pp_stages=pp,
-        layer_overhead=e("layer_overhead_s") * n_layers,
+        # a MoE layer launches more operators than a dense one (routing, permutation, grouped GEMMs): where each
+        # costs host dispatch time (eager or partly captured stacks) its fixed time scales with their count
+        layer_overhead=e("layer_overhead_s") * (dense_n + moe_n * e("moe_layer_overhead_ratio")),
         step_overhead=e("step_overhead_s"),
         seq_overhead=e("seq_overhead_s"),
         request_overhead=e("request_overhead_s"),

@@ -203,7 +203,7 @@ def evaluate_inference_row(row: Row, catalog: Catalog,
         eng = eng.model_copy(update={"scheduling": "static"})
     if st.engine_version:  # the engine as that version ran it (its decode attention kernel: engines.yaml)
         eng = eng.at_version(st.engine_version)
-    eng = eng.on_part(acc)  # the scheduler defaults the engine picks on the row's part (and version)
+    eng = eng.on_part(acc, mla=spec.mla is not None)  # the scheduler defaults it picks on the row's part (and version)
     if st.custom_all_reduce is False:  # built without the custom kernel: NCCL's ring latency on every all-reduce
         eng = eng.model_copy(update={"custom_allreduce_stacks": ()})
     weights = row.get("weight_precision") or "bf16"

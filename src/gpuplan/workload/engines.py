@@ -51,6 +51,7 @@ ENGINE_TERMS = (
     "step_overhead_s",
     "seq_overhead_s",
     "layer_overhead_s",
+    "moe_layer_overhead_ratio",
     "allreduce_latency_factor",
     "dequant_overhead",
     "moe_expert_half_width",
@@ -125,23 +126,35 @@ class ProfileEra(BaseModel):
 
 
 class PartDefaults(BaseModel):
-    """Scheduler defaults an engine picks from the part it starts on (vLLM `EngineArgs.get_batch_defaults`:
-    devices with at least `min_memory_gib` whose name matches none of `except_accelerators` get larger
-    `max_num_seqs` / `max_batched_tokens` than the profile's own, from `since_version` on)."""
+    """Scheduler defaults an engine picks from the part it starts on (vLLM `EngineArgs.get_batch_defaults`,
+    vllm-ascend's `NPUPlatform.check_and_update_config`): devices with at least `min_memory_gib` (0: every part),
+    named by `accelerators` (empty: any) and by none of `except_accelerators`, serving a model without MLA where
+    `without_mla_only`, get the `max_num_seqs`, `max_batched_tokens`, `scheduling`, `chunked_prefill` and
+    `kv_block_tokens` the entry names in place of the profile's, from `since_version` on."""
 
     model_config = _STRICT
 
-    min_memory_gib: float = Field(gt=0)
+    min_memory_gib: float = Field(default=0.0, ge=0)
+    accelerators: tuple[str, ...] = Field(default=(), description="only these accelerator ids or fnmatch globs "
+                                                                  "(empty: every part)")
     except_accelerators: tuple[str, ...] = Field(default=(), description="accelerator ids or fnmatch globs")
+    without_mla_only: bool = Field(default=False, description="only for models without multi-head latent attention")
     since_version: str = Field(pattern=r"^\d+(\.\d+)*$")
     max_num_seqs: int | None = Field(default=None, gt=0)
     max_batched_tokens: int | None = Field(default=None, gt=0)
+    scheduling: Scheduling | None = None
+    chunked_prefill: bool | None = None
+    kv_block_tokens: int | None = Field(default=None, gt=0)
     source: str = Field(min_length=1)
 
-    def applies(self, accelerator: Accelerator, version: str | None) -> bool:
+    def applies(self, accelerator: Accelerator, version: str | None, mla: bool = False) -> bool:
         if version is not None and _version(version) < _version(self.since_version):
             return False
+        if self.accelerators and not any(fnmatchcase(accelerator.id, g) for g in self.accelerators):
+            return False
         if any(fnmatchcase(accelerator.id, g) for g in self.except_accelerators):
+            return False
+        if self.without_mla_only and mla:
             return False
         return (accelerator.memory_gib or 0.0) >= self.min_memory_gib
 
@@ -259,14 +272,17 @@ class EngineProfile(BaseModel):
                     terms[name] = term.model_copy(update={"scope": h.id})
         return self.model_copy(update={"terms": terms})
 
-    def on_part(self, accelerator: Accelerator) -> EngineProfile:
-        """This profile as it starts on `accelerator`: the last matching `part_defaults` entry sets max_num_seqs
-        and max_batched_tokens (vLLM raises both on parts of 70 GiB or more other than the A100); settings the
-        user gave stay."""
-        update: dict[str, int] = {}
+    def on_part(self, accelerator: Accelerator, mla: bool = False) -> EngineProfile:
+        """This profile as it starts on `accelerator` for a model with (`mla`) or without multi-head latent
+        attention: each matching `part_defaults` entry in turn sets max_num_seqs, max_batched_tokens, scheduling,
+        chunked_prefill and kv_block_tokens where it names them (vLLM serves with a 2048-token budget below 70 GiB
+        and on A100s, raises both on the other parts of 70 GiB or more; vllm-ascend pages the KV cache in
+        128-token blocks and schedules prompts first, whole, for models without MLA); settings the user gave
+        stay."""
+        update: dict[str, int | str | bool] = {}
         for d in self.part_defaults:
-            if d.applies(accelerator, self.version):
-                for name in ("max_num_seqs", "max_batched_tokens"):
+            if d.applies(accelerator, self.version, mla):
+                for name in ("max_num_seqs", "max_batched_tokens", "scheduling", "chunked_prefill", "kv_block_tokens"):
                     v = getattr(d, name)
                     if v is not None and name not in self.user_settings:
                         update[name] = v
