@@ -208,3 +208,24 @@ def test_default_efficiencies_are_rederived_from_the_parts_left_in_a_fold() -> N
     no_b200 = derive_defaults(without_part_terms(cal, {"b200-sxm-180gb"}), cal)
     assert no_b200.terms["compute_efficiency.default.fp8"].value == pytest.approx(0.45 * 0.47 / 0.43)
     assert derive_defaults(cal, cal).terms["compute_efficiency.default.bf16"].value == pytest.approx(0.55)
+
+
+def test_shared_serving_terms_are_fitted_on_gpu_rows_only() -> None:
+    # Regression: the CloudMatrix384 rows (Ascend 910C, CANN) fitted the shared GPU-kernel defaults with the rest;
+    # in the fold without TensorRT-LLM's own tables they pulled attention_efficiency from 0.45 to 0.79 and that
+    # fold's held-out median from 7% to 13%. An NPU row is predicted from the defaults, never fits them.
+    from gpuplan.validate.refit import row_matches
+    from gpuplan.validate.serving_terms import GPU_STACKS, serving_calibration
+
+    cal = serving_calibration()
+    shared = cal.terms["serve.attention_efficiency"].tuned_on
+    own = cal.terms["serve.trtllm.step_overhead_s"].tuned_on
+    assert shared is not None and own is not None and shared.stack == own.stack == GPU_STACKS
+    ascend = {"id": "x", "accelerator": "ascend-910c-cm384", "engine": "mindie", "model": "deepseek-v3"}
+    h200 = {"id": "y", "accelerator": "h200-sxm-141gb", "engine": "trtllm", "model": "deepseek-v3"}
+    mi300 = {"id": "z", "accelerator": "mi300x-192gb", "engine": "vllm", "model": "llama3.1-70b"}
+    assert not row_matches(shared, ascend)
+    assert row_matches(shared, h200) and row_matches(shared, mi300) and row_matches(own, h200)
+    # a training term states no stack: every row
+    train = next(t.tuned_on for t in default_calibration().terms.values() if t.tuned_on is not None)
+    assert train.stack == () and row_matches(train.model_copy(update={"accelerator": ()}), ascend)

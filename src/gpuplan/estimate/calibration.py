@@ -23,7 +23,8 @@ class TunedOn(BaseModel):
     """The ground-truth rows a term was tuned on, so that cross-validation can refit it without some of them.
 
     Terms with equal `tuned_on` are one fitted value (benchmarks/cross_validate.py refits them
-    together). `pooled`: fitted as if no part had a term of its own: the value for parts without rows.
+    together). `pooled`: fitted as if no part had a term of its own: the value for parts without rows. `stack`:
+    only rows on parts of these software stacks (the GPU kernels a shared serving default describes).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -33,6 +34,8 @@ class TunedOn(BaseModel):
     precision: tuple[str, ...] = ()
     engine: tuple[str, ...] = ()
     moe: bool | None = None
+    stack: tuple[str, ...] = Field(default=(), description="software stacks of the rows' parts (catalog "
+                                   "software_stack; empty: every stack)")
     pooled: bool = False
     bounds: tuple[float, float] = Field(description="range the refit searches")
 

@@ -104,6 +104,15 @@ def _is_moe(model: str, experts: str) -> bool:
         return False
 
 
+@cache
+def _stack_of(accelerator: str) -> str:
+    """The catalog's software stack of a row's part ("" when the part is not in the catalog)."""
+    from gpuplan.hardware import load_catalog
+
+    acc = load_catalog().accelerators.get(accelerator)
+    return acc.software_stack if acc is not None else ""
+
+
 def row_matches(t: TunedOn, row: Row) -> bool:
     """Whether `row` is one of the rows a term with `t` was tuned on."""
     if t.accelerator and row.get("accelerator", "") not in t.accelerator:
@@ -112,6 +121,8 @@ def row_matches(t: TunedOn, row: Row) -> bool:
     if t.precision and precision not in t.precision:
         return False
     if t.engine and row.get("engine", "") not in t.engine:
+        return False
+    if t.stack and _stack_of(row.get("accelerator", "")) not in t.stack:
         return False
     return t.moe is None or _is_moe(row.get("model", ""), row.get("moe_experts", "")) == t.moe
 
