@@ -50,7 +50,7 @@ BASE: dict[str, list[str]] = {
 # Options where zero is a meaningful value: ZeRO stage 0, no generated tokens, no memory floor, no draft tokens.
 ZERO_OK = {("memory train", "--zero"), ("estimate train", "--zero"), ("memory infer", "--generated"),
            ("catalog list", "--min-memory-gib"), ("estimate infer", "--draft-tokens"), ("plan infer", "--prefix-hit"),
-           ("plan infer", "--shared-prefix"),
+           ("plan infer", "--shared-prefix"), ("plan infer", "--prefix-set"),  # 0: the prefix set taken as held
            ("tco", "--wacc")}  # no cost of capital is a valid question (the straight-line comparison)
 NUMERIC = (int, float)
 

@@ -44,11 +44,11 @@ IMPORTED = " (imported)"  # the title of an imported plan says so
 META = ("plan_id", "share_url", "kind", "request", "gpuplan_version", "catalog_version", "title", "created_at")
 RESULT_KEYS = {
     "train": ("candidates_evaluated", "plans", "pareto", "best_per_hardware", "layout_family", "rejected",
-              "hardware_considered", "recommended", "not_recommended", "findings", "tco"),
+              "hardware_considered", "recommended", "not_recommended", "findings", "tco", "buy_option"),
     "infer": ("model", "load", "slo", "engine", "router", "candidates_evaluated", "simulated", "plans", "rejected",
               "hardware_considered", "best_unloaded", "terms", "engine_terms", "kv_dtype", "recommended",
               "not_recommended", "what_if_rdma", "what_if_rdma_all", "what_if_pd_all", "what_if_pd",
-              "parts_without_plan", "what_if_engine", "recommended_disaggregated", "findings"),
+              "parts_without_plan", "what_if_engine", "recommended_disaggregated", "findings", "engine_default"),
 }
 HINT = "import the file a plan page's Download JSON gave (GET /api/v1/plans/<id>?download=1), unchanged"
 
