@@ -293,3 +293,27 @@ def test_renting_h800s_in_china_draws_a_warning_not_a_block() -> None:
     assert best is not None and best["accelerator"] == "h800-sxm5-80gb" and blocked == {}
     found = {x.id: x for x in advise(inference_facts(r, best, catalog=catalog()))}
     assert found["market.export"].severity == "warn"
+
+
+def test_a_vm_slice_is_a_node_of_its_own_cards_cpus_and_ram() -> None:
+    """Regression: a plan on Hyperstack's 1 x B200 VM was judged as a whole DGX B200 (8 cards per node, the
+    host's CPU and RAM): its host findings sized an 8-device node. The node is the instance: 1 card, its 31 vCPUs
+    and 256 GiB."""
+    cat = catalog()
+    vm = cat.instance("hyperstack-b200")
+    assert vm.accelerator_count == 1 and cat.server(vm.server).accelerators_per_node == 8
+    sv = cat.rented_server(vm, 1)
+    assert (sv.cpu_cores, sv.ram_gib, sv.local_nvme_tb) == (31, 256.0, None)
+    spec = load_model("llama3-8b")
+    load = InferLoad(qps=2.0, input_len=parse_length_dist(1024), output_len=parse_length_dist(256))
+    res = plan_inference(spec, load, InferSlo(ttft_p99_s=2.0, tpot_p99_s=0.05), cat,
+                         InferConstraints(accelerators=("b200-sxm-180gb",), provider="hyperstack"))
+    p = next(x for x in res.plans if x["instance"] == "hyperstack-b200")
+    r = {"model": spec.name, "load": load.to_json(), "slo": {"ttft_p99_s": 2.0, "tpot_p99_s": 0.05},
+         "engine": "vllm", "plans": res.plans, "terms": res.terms}
+    f = inference_facts(r, p, catalog=cat)
+    assert f.gpus_per_node == 1 and f.server is not None and f.server.ram_gib == 256.0
+    ram = {x.id: x for x in advise(f)}
+    # 256 GiB of host RAM against one 180 GiB card: 1.4x, inside the 1-4x range the threshold allows, so no
+    # finding (as an 8-card node with the same RAM it was 0.18x: "host RAM low")
+    assert "host.ram_low" not in ram and "host.ram_unknown" not in ram

@@ -39,8 +39,9 @@ def inference_facts(run: Mapping[str, Any], plan: Mapping[str, Any], *, catalog:
     host = catalog.host_cards(inst)
     # a per-card rental is one pod per replica, of the replica's cards on one host (the node its host findings size);
     # a whole-node instance is the node
+    # and an instance smaller than its server (a VM slice: 1 x B200 of a DGX) is a node of its own cards
     gpn = (min(host, max(int(lay["tp"]), int(lay.get("ep", 1))) * int(lay["pp"])) if host
-           else catalog.server(inst.server).accelerators_per_node)
+           else min(max(1, int(inst.accelerator_count)), catalog.server(inst.server).accelerators_per_node))
     server = catalog.rented_server(inst, gpn)  # a per-card pod: the instance's CPU and RAM per card, no host NVMe
     load = run["load"]
     tokens_per_s = float(load["qps"]) * (float(load["input_len_mean"]) + float(load["output_len_mean"]))

@@ -171,11 +171,16 @@ class Catalog:
         return min(inst.cards_per_host, self.server(inst.server).accelerators_per_node)
 
     def rented_server(self, inst: Instance, cards: int) -> Server:
-        """The node a rental of `cards` devices on `inst` supplies: its server for an instance that is a whole node;
+        """The node a rental of `cards` devices on `inst` supplies: its server for an instance that is a whole node,
+        the instance's own vCPUs and RAM for an instance smaller than its server (a VM slice);
         for a per-card rental (`cards_per_host`), a pod of that host whose CPU cores and RAM are the instance's
         per-card figures times the cards (unknown where the offer states none) and whose local disk is the
         provider's allotment, not the host's NVMe drives (unknown)."""
         sv = self.server(inst.server)
+        if inst.cards_per_host is None and inst.accelerator_count < sv.accelerators_per_node:
+            # a VM slice of a larger server (1 x B200 of a DGX B200, 4 GB200 of an NVL72 rack): the renter's node
+            # is the instance, with the vCPUs and RAM it states (unknown where it states none), not the host's
+            return sv.model_copy(update={"cpu_cores": inst.vcpus, "ram_gib": inst.ram_gib, "local_nvme_tb": None})
         if inst.cards_per_host is None:
             return sv
         return sv.model_copy(update={
