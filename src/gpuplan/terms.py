@@ -62,12 +62,12 @@ class TermTable(BaseModel):
         return {n: self.terms[n].describe() for n in names}
 
     def with_overrides(self: TT, overrides: Mapping[str, float] | None,
-                       check: Callable[[str, float], None] | None = None) -> TT:
+                       check: Callable[[str, float], None] | None = None, source: str = "user override") -> TT:
         """This table with `overrides` (name -> value) applied and marked (see `override_terms`)."""
         if not overrides:
             return self
         return self.model_copy(update={"terms": override_terms(self.terms, overrides, label=self.label,
-                                                               check=check)})
+                                                               check=check, source=source)})
 
 
 def override_terms(terms: Mapping[str, T], overrides: Mapping[str, float], *, label: str,

@@ -97,3 +97,16 @@ def test_estimate_infer_refuses_an_engine_the_part_cannot_run() -> None:
                                    "--lang", "en"])
     assert res.exit_code == 2 and "Traceback" not in res.output
     assert "engine='trtllm'" in res.output and "mindie" in res.output and "cuda" in res.output
+
+
+def test_engine_settings_are_not_labelled_a_user_override() -> None:
+    # Regression: with no --term, the memory terms the engine sets (runtime overhead, token budget) were reported
+    # as "user override" in every serving answer; they name the engine's settings, and only --term is the user's.
+    args = ["estimate", "infer", "-m", "llama3-8b", "--accelerator", "h100-sxm5-80gb", "--input-len", "1024",
+            "--output-len", "256", "--qps", "2", "--json"]
+    res = runner.invoke(app, args)
+    exited(res, 0)
+    cal = json.loads(res.stdout)["memory"]["assumptions"]["calibration"]
+    assert "user override" not in {t["source"] for t in cal.values()}
+    assert cal["runtime_context_gib"]["source"].startswith("engine vllm settings")
+    assert cal["inference_workspace_tokens"]["value"] == 8192.0

@@ -31,8 +31,8 @@ from gpuplan.advise.sources import plan_sources
 from gpuplan.advise.tco import HOURS_PER_YEAR, tco, tco_inputs
 from gpuplan.advise.trust import buyer_market, fleet_key, in_buyer_market, serving_recommendation
 from gpuplan.errors import GpuplanError
-from gpuplan.estimate.calibration import default_calibration, load_calibration
-from gpuplan.estimate.engine_profile import engine_profile_peak
+from gpuplan.estimate.calibration import default_calibration
+from gpuplan.estimate.engine_profile import engine_memory_calibration, engine_profile_peak
 from gpuplan.estimate.memory_infer import estimate_inference_memory
 from gpuplan.hardware import Catalog, Instance
 from gpuplan.units import DTYPE_BYTES, GIB
@@ -88,8 +88,7 @@ def serving_memory(run: Mapping[str, Any], plan: Mapping[str, Any], catalog: Cat
     load = run["load"]
     tokens = max(1, round(float(load["input_len_mean"]) + float(load["output_len_mean"])))
     batch = max(1, math.ceil(float(plan.get("batch_mean") or 1.0)))
-    cal = load_calibration({"runtime_context_gib": prof.runtime_overhead_gib,
-                            "inference_workspace_tokens": float(prof.max_batched_tokens)})
+    cal = engine_memory_calibration(prof)
     job = InferenceJob(weights=plan["weights"], kv_dtype=str(run.get("kv_dtype") or "bf16"), batch=batch,
                        context=tokens, memory_fraction=prof.gpu_memory_fraction)
     mem = estimate_inference_memory(spec, job, layout, calibration=cal)

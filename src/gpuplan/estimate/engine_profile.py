@@ -20,7 +20,17 @@ from gpuplan.workload.engines import EngineProfile
 from gpuplan.workload.jobs import InferenceJob, Layout
 from gpuplan.workload.model_spec import ModelSpec
 
-__all__ = ["ProfilePeak", "engine_profile_peak"]
+__all__ = ["ProfilePeak", "engine_memory_calibration", "engine_profile_peak"]
+
+
+def engine_memory_calibration(engine: EngineProfile) -> Calibration:
+    """The shipped calibration with the serving engine's runtime overhead and token budget set, each sourced to the
+    engine's settings (they were labelled "user override" in every serving answer, with no override given)."""
+    return default_calibration().with_overrides(
+        {"runtime_context_gib": engine.runtime_overhead_gib,
+         "inference_workspace_tokens": float(engine.max_batched_tokens)},
+        source=f"engine {engine.id} settings: runtime_overhead_gib and max_batched_tokens "
+               "(workload/data/engines.yaml, on this part)")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,7 +60,8 @@ def engine_profile_peak(spec: ModelSpec, layout: Layout, engine: EngineProfile, 
     forward. `max_model_len` sets the budget of an era whose scheduler derived it from the model length."""
     tokens = engine.profile_tokens(max_model_len)
     base = calibration if calibration is not None else default_calibration()
-    cal = base.with_overrides({"inference_workspace_tokens": float(tokens)})
+    cal = base.with_overrides({"inference_workspace_tokens": float(tokens)},
+                              source=f"engine {engine.id} start-up profile: {tokens} tokens")
     full = estimate_inference_memory(spec, InferenceJob(weights=weights, context=tokens), layout, calibration=cal)
     forward = float(full.details["activations"]["forward_activations"])
     sampler = engine.profile_sampler_bytes(spec.vocab_size) if engine.profile_sampler_bytes_per_logit > 0 else 0.0

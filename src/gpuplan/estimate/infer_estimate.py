@@ -21,8 +21,8 @@ from typing import Any, Literal, get_args
 import numpy as np
 
 from gpuplan.errors import InputError
-from gpuplan.estimate.calibration import load_calibration
 from gpuplan.estimate.comm import node_link
+from gpuplan.estimate.engine_profile import engine_memory_calibration
 from gpuplan.estimate.infer_pd import decode_instance_perf, prefill_instance_perf
 from gpuplan.estimate.infer_perf import InferencePerf, fixed_batch_perf, offline_perf
 from gpuplan.estimate.infer_step import fp4_peak, node_devices, step_cost_model
@@ -244,8 +244,7 @@ def estimate_inference(spec: ModelSpec, *, accelerator: Accelerator, engine: Eng
                             attention_groups=layout.dp)
         perf = _whole_replicas(perf, pp, replicas, per_replica)
     in_flight = perf.batch if perf.batch else 1
-    cal = load_calibration({"runtime_context_gib": engine.runtime_overhead_gib,
-                            "inference_workspace_tokens": float(engine.max_batched_tokens)})
+    cal = engine_memory_calibration(engine)
     job = InferenceJob(weights=weights, kv_dtype=kv, batch=max(1, in_flight), context=tokens,
                        memory_fraction=engine.gpu_memory_fraction)
     mem = estimate_inference_memory(spec, job, layout, calibration=cal).to_json()

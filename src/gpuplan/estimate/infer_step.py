@@ -65,9 +65,9 @@ import math
 from typing import get_args
 
 from gpuplan.errors import InputError
-from gpuplan.estimate.calibration import Calibration, load_calibration
+from gpuplan.estimate.calibration import Calibration
 from gpuplan.estimate.comm import node_link
-from gpuplan.estimate.engine_profile import engine_profile_peak
+from gpuplan.estimate.engine_profile import engine_memory_calibration, engine_profile_peak
 from gpuplan.estimate.gemm_shape import expert_half_width
 from gpuplan.estimate.infer_step_model import StepBreakdown, StepCostModel
 from gpuplan.estimate.kv_cache import kv_bytes_per_token
@@ -337,8 +337,7 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
             ep_prefill_tok = moe_n * max(rdma_s, nvl_s) / tp
 
     # memory: the engine's budget, workspace and runtime overhead
-    cal = load_calibration({"runtime_context_gib": engine.runtime_overhead_gib,
-                            "inference_workspace_tokens": float(engine.max_batched_tokens)})
+    cal = engine_memory_calibration(engine)
     mem_gib = acc.memory_gib
     if mem_gib is None:
         raise InputError(field="accelerator", value=acc.id, allowed="a part with a memory size in the catalog")
