@@ -109,7 +109,8 @@ def test_no_recommendation_when_dearer_off_format_or_missing_the_slo() -> None:
     dear = length_split(_load(CHAT), SLO, _sides([_fleet("l40s-48gb", 40.0)], [_fleet("h100-sxm5-80gb", 30.0)]),
                         recommended=rec, singles=[rec])
     assert dear["recommended"] is False and dear["split"]["usd_per_hour"] == 70.0
-    assert split_lines({"length_split": dear}, "en")[0].startswith("Split by prompt length (each fleet simulated, not recommended")
+    line = split_lines({"length_split": dear}, "en")[0]
+    assert line.startswith("Split by prompt length (each fleet simulated, not recommended")
     # cheaper than the int4 recommendation, but an fp8 single fleet costs less than the fp8 split
     rec4 = _fleet("h100-sxm5-80gb", 107.6, weights="int4")
     fp8 = _fleet("h100-sxm5-80gb", 65.0)
@@ -133,3 +134,12 @@ def test_a_side_without_a_fleet_is_recorded_not_raised() -> None:
     rec = _fleet("h100-sxm5-80gb", 60.0)
     out = length_split(_load(CHAT), SLO, plan_side, recommended=rec, singles=[rec])
     assert out["split"] is None and [t["field"] for t in out["thresholds"]] == ["ttft-p99"] * 3
+
+
+def test_a_split_saving_less_than_the_term_is_shown_not_recommended() -> None:
+    # 100.00 against 107.60 saves 7%, under length_split_min_saving (10%); with the term at 0 it is recommended
+    rec = _fleet("h100-sxm5-80gb", 107.6)
+    sides = _sides([_fleet("l40s-48gb", 70.0)], [_fleet("h100-sxm5-80gb", 30.0)])
+    small = length_split(_load(CHAT), SLO, sides, recommended=rec, singles=[rec], min_saving=0.10)
+    assert small["split"]["saving"] == pytest.approx(0.0706, abs=1e-4) and small["recommended"] is False
+    assert length_split(_load(CHAT), SLO, sides, recommended=rec, singles=[rec], min_saving=0.0)["recommended"]

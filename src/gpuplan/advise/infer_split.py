@@ -44,4 +44,6 @@ def named_split(run: Mapping[str, Any], *, spec: ModelSpec, load: InferLoad, slo
         return eligible_fleets(plans, catalog, constraints.market, side_blocked, residency)
 
     singles = eligible_fleets(run.get("plans") or [], catalog, constraints.market, blocked, residency)
-    return length_split(load, slo, plan_side, recommended=run.get("recommended"), singles=singles)
+    term = terms.used("length_split_min_saving")["length_split_min_saving"]
+    return length_split(load, slo, plan_side, recommended=run.get("recommended"), singles=singles,
+                        min_saving=terms.value("length_split_min_saving"), min_saving_term=term)

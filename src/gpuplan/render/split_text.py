@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpuplan.i18n import tr
-from gpuplan.render.report_text import layout_shape
+from gpuplan.search.infer_fleet import layout_shape
 
 __all__ = ["split_lines"]
 

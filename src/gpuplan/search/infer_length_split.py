@@ -21,8 +21,9 @@ The rule, for one load and SLO (all pure; the caller plans each side with the pl
    side does not), its fleets simulated as every plan's are;
 4. like for like: both sides at one weight format (one checkpoint for the service), each the cheapest eligible
    fleet at that format (the buyer's market, no blocking finding); the split's cost is the sum of the two;
-5. recommended only when both sides met the SLO in simulation, it costs less than the recommended single fleet,
-   and less than every eligible single fleet at its weight format (as `infer_pd_choice` rules).
+5. recommended only when both sides met the SLO in simulation, it saves at least `length_split_min_saving` (10%,
+   a planner term) of the recommended single fleet, and costs less than every eligible single fleet at its weight
+   format (as `infer_pd_choice` rules); a cheaper split that saves less is shown, not recommended.
 
 Assumptions: the router counts prompt tokens before it routes; no KV cache is reused across the two fleets (a
 prefix cached on one is not found on the other); each fleet is sized alone for its own share (no overflow from
@@ -194,14 +195,18 @@ def _side(load: InferLoad, share: float, fleet: Mapping[str, Any]) -> SplitSide:
 
 
 def length_split(load: InferLoad, slo: InferSlo, plan_side: PlanSide, *, recommended: Mapping[str, Any] | None,
-                 singles: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+                 singles: Sequence[Mapping[str, Any]], min_saving: float = 0.10,
+                 min_saving_term: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The `length_split` record of a `plan infer` run: the cheapest split over the thresholds (rules 1-5 of the
     module docstring), every threshold tried with its outcome, and whether it is recommended over
     `recommended` (the single-part fleet the run recommends; `singles`: the eligible single-part fleets).
-    `plan_side` plans one side (InputError when no fleet meets the SLO for it)."""
+    `plan_side` plans one side (InputError when no fleet meets the SLO for it); `min_saving`: the planner term
+    length_split_min_saving (rule 5), `min_saving_term` its record for the output."""
     spread = prompt_spread(load)
     base: dict[str, Any] = {"spread_p99_over_p50": spread, "spread_min": SPREAD_MIN,
-                            "quantiles": list(QUANTILES), "router_rule": ROUTER_RULE, "assumption": ASSUMPTION}
+                            "quantiles": list(QUANTILES), "router_rule": ROUTER_RULE, "assumption": ASSUMPTION,
+                            "min_saving": min_saving, **({"terms": {"length_split_min_saving": dict(min_saving_term)}}
+                                                         if min_saving_term else {})}
     thresholds = split_thresholds(load)
     if not thresholds:
         return {**base, "tried": False, "split": None, "recommended": False, "thresholds": []}
@@ -235,7 +240,7 @@ def length_split(load: InferLoad, slo: InferSlo, plan_side: PlanSide, *, recomme
     same = [f for f in singles if f.get("weights") == w]
     best_same = min(same, key=lambda f: float(f["cost_usd_per_hour"])) if same else None
     rec_usd = float(recommended["cost_usd_per_hour"]) if recommended else None
-    cheaper = rec_usd is not None and usd < rec_usd and (
+    cheaper = rec_usd is not None and usd <= rec_usd * (1.0 - min_saving) and usd < rec_usd and (
         best_same is None or usd < float(best_same["cost_usd_per_hour"]))
     split = {"threshold_tokens": t, "weights": w, "usd_per_hour": usd, "short": s_side.to_json(),
              "long": l_side.to_json(), "same_part": s_side.fleet["accelerator"] == l_side.fleet["accelerator"],
@@ -246,5 +251,5 @@ def length_split(load: InferLoad, slo: InferSlo, plan_side: PlanSide, *, recomme
                  "accelerator", "replicas", "devices", "weights", "cost_usd_per_hour")}}
     return {**base, "tried": True, "split": split, "recommended": cheaper, "thresholds": tried,
             "basis": "both fleets simulated to the SLO behind the run's router at their share of the rate (and its "
-                     "headroom); cheaper than the recommended single fleet and than every single fleet listed at "
-                     "its weight format"}
+                     "headroom); saves at least length_split_min_saving of the recommended single fleet and costs "
+                     "less than every single fleet listed at its weight format"}
