@@ -110,13 +110,16 @@ def test_no_recommendation_when_dearer_off_format_or_missing_the_slo() -> None:
                         recommended=rec, singles=[rec])
     assert dear["recommended"] is False and dear["split"]["usd_per_hour"] == 70.0
     line = split_lines({"length_split": dear}, "en")[0]
-    assert line.startswith("Split by prompt length (each fleet simulated, not recommended")
+    assert line.startswith("Split by prompt length (each fleet simulated; not recommended: it costs more than the "
+                           "single-fleet recommendation)")
     # cheaper than the int4 recommendation, but an fp8 single fleet costs less than the fp8 split
     rec4 = _fleet("h100-sxm5-80gb", 107.6, weights="int4")
     fp8 = _fleet("h100-sxm5-80gb", 65.0)
     off = length_split(_load(CHAT), SLO, _sides([_fleet("l40s-48gb", 40.0)], [_fleet("h100-sxm5-80gb", 30.0)]),
                        recommended=rec4, singles=[rec4, fp8])
     assert off["recommended"] is False and off["split"]["single_same_format"]["cost_usd_per_hour"] == 65.0
+    assert "not recommended: a single fleet at its weights (65.00 USD/hour) costs less" in split_lines(
+        {"length_split": off}, "en")[0]
     # a side whose simulated p99 TTFT misses the SLO at the headroom load is no side; sides at two formats neither
     late = _fleet("l40s-48gb", 1.0, ttft=2.9)  # 2.9 s, 3.19 s at the headroom load
     int8 = _fleet("h100-sxm5-80gb", 1.0, weights="int8")
@@ -142,4 +145,6 @@ def test_a_split_saving_less_than_the_term_is_shown_not_recommended() -> None:
     sides = _sides([_fleet("l40s-48gb", 70.0)], [_fleet("h100-sxm5-80gb", 30.0)])
     small = length_split(_load(CHAT), SLO, sides, recommended=rec, singles=[rec], min_saving=0.10)
     assert small["split"]["saving"] == pytest.approx(0.0706, abs=1e-4) and small["recommended"] is False
+    assert "not recommended: it saves 7%, under the 10% that a second fleet" in split_lines(
+        {"length_split": small}, "en")[0]
     assert length_split(_load(CHAT), SLO, sides, recommended=rec, singles=[rec], min_saving=0.0)["recommended"]

@@ -23,6 +23,18 @@ def _side(side: Mapping[str, Any], lang: str) -> str:
               tpot=float(side["tpot_p99_s"]) * 1e3, share=float(side["share"]))
 
 
+def _why(ls: Mapping[str, Any], split: Mapping[str, Any], diff: float, lang: str) -> str:
+    """Why a split is not recommended: dearer, saving less than the term, or a single fleet at its weights cheaper."""
+    if ls.get("recommended"):
+        return ""
+    if diff >= 0.0:
+        return tr("cli.pinfer.split.why_dearer", lang)
+    same = split.get("single_same_format") or {}
+    if same and float(same["cost_usd_per_hour"]) <= float(split["usd_per_hour"]):
+        return tr("cli.pinfer.split.why_format", lang, usd=float(same["cost_usd_per_hour"]))
+    return tr("cli.pinfer.split.why_saving", lang, saving=-diff, min=float(ls.get("min_saving") or 0.0))
+
+
 def split_lines(result: Mapping[str, Any], lang: str) -> list[str]:
     """The split's line and its router rule ([] when no split was tried)."""
     ls = result.get("length_split")
@@ -37,5 +49,5 @@ def split_lines(result: Mapping[str, Any], lang: str) -> list[str]:
     key = "cli.pinfer.split_recommended" if ls.get("recommended") else "cli.pinfer.split"
     return [tr(key, lang, t=int(split["threshold_tokens"]), short=_side(split["short"], lang),
                long=_side(split["long"], lang), weights=split["weights"], usd=float(split["usd_per_hour"]),
-               diff=diff, spread=float(ls["spread_p99_over_p50"])),
+               diff=diff, spread=float(ls["spread_p99_over_p50"]), why=_why(ls, split, diff, lang)),
             tr("cli.pinfer.split.router", lang, t=int(split["threshold_tokens"]))]
