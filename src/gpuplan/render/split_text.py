@@ -47,7 +47,12 @@ def split_lines(result: Mapping[str, Any], lang: str) -> list[str]:
     rec_usd = float((split.get("instead_of") or {}).get("cost_usd_per_hour") or 0.0)  # the recommended fleet
     diff = float(split["usd_per_hour"]) / rec_usd - 1.0 if rec_usd else 0.0
     key = "cli.pinfer.split_recommended" if ls.get("recommended") else "cli.pinfer.split"
+    # like for like: a split at other weights than the recommendation's says so (as the disaggregated line does)
+    rec_weights = str((split.get("instead_of") or {}).get("weights") or "")
+    formats = (tr("cli.pinfer.pd.formats", lang, rec_weights=rec_weights)
+               if rec_weights and rec_weights != split["weights"] else "")
     return [tr(key, lang, t=int(split["threshold_tokens"]), short=_side(split["short"], lang),
                long=_side(split["long"], lang), weights=split["weights"], usd=float(split["usd_per_hour"]),
-               diff=diff, spread=float(ls["spread_p99_over_p50"]), why=_why(ls, split, diff, lang)),
+               diff=diff, spread=float(ls["spread_p99_over_p50"]), why=_why(ls, split, diff, lang),
+               formats=formats),
             tr("cli.pinfer.split.router", lang, t=int(split["threshold_tokens"]))]
