@@ -71,7 +71,7 @@ def test_the_table_and_the_report_recommend_the_split_with_the_router_rule_en_an
     en = " ".join(res.output.split())
     assert ("Recommended instead: split by prompt length (each fleet simulated to the SLO at its share of the rate): "
             "prompts of at most 1,113 tokens on 16 x l40s-48gb tp1 on cn-rental-8x-l40s (50% of requests, 4.60 "
-            "USD/hour") in en
+            "USD/hour, utilization 99%") in en
     assert "longer ones on 16 x h800-sxm5-80gb tp1 on cn-rental-8x-h800 (50% of requests, 26.44 USD/hour" in en
     assert ("fp8, 31.04 USD/hour (-19% vs the single-fleet recommendation, which serves int8 weights: not like for "
             "like; cheaper than every single fleet listed at its weights") in en

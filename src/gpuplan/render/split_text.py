@@ -20,7 +20,8 @@ def _side(side: Mapping[str, Any], lang: str) -> str:
     return tr("cli.pinfer.split.side", lang, replicas=side["replicas"], acc=side["accelerator"],
               layout=layout_shape(side["layout"], lang), instance=side["instance"],
               usd=float(side["cost_usd_per_hour"]), ttft=float(side["ttft_p99_s"]),
-              tpot=float(side["tpot_p99_s"]) * 1e3, share=float(side["share"]))
+              tpot=float(side["tpot_p99_s"]) * 1e3, share=float(side["share"]),
+              util=float(side.get("utilization") or 0.0))
 
 
 def _why(ls: Mapping[str, Any], split: Mapping[str, Any], diff: float, lang: str) -> str:
