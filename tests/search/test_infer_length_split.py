@@ -126,6 +126,16 @@ def test_no_recommendation_when_dearer_off_format_or_missing_the_slo() -> None:
     none = length_split(_load(CHAT), SLO, _sides([late], [int8]), recommended=rec, singles=[rec])
     assert none["split"] is None and {t["outcome"] for t in none["thresholds"]} == {"no_common_weights"}
     assert split_lines({"length_split": none}, "en")[0].startswith("Split by prompt length tried (prompt p99/p50 27.8)")
+    # the long side alone costs what the split must (60 less 10%): the short side is never planned
+    planned: list[int] = []
+
+    def counted(side: InferLoad) -> Sequence[Mapping[str, Any]]:
+        planned.append(side.input_len.max)
+        return [_fleet("h100-sxm5-80gb", 54.0)] if side.input_len.max > 2000 else [_fleet("l40s-48gb", 1.0)]
+
+    over = length_split(_load(CHAT), SLO, counted, recommended=rec, singles=[rec])
+    assert over["split"] is None and planned == [32000, 32000, 32000]
+    assert [t["outcome"] for t in over["thresholds"]] == ["long_side_over_target"] * 3
 
 
 def test_a_side_without_a_fleet_is_recorded_not_raised() -> None:

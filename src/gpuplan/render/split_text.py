@@ -44,7 +44,8 @@ def split_lines(result: Mapping[str, Any], lang: str) -> list[str]:
     split = ls.get("split")
     if not split:
         tried = ", ".join(f"{int(t['threshold_tokens']):,}" for t in ls.get("thresholds") or [])
-        return [tr("cli.pinfer.split.none", lang, thresholds=tried, spread=float(ls["spread_p99_over_p50"]))]
+        return [tr("cli.pinfer.split.none", lang, thresholds=tried, spread=float(ls["spread_p99_over_p50"]),
+                   min=float(ls.get("min_saving") or 0.0))]
     rec_usd = float((split.get("instead_of") or {}).get("cost_usd_per_hour") or 0.0)  # the recommended fleet
     diff = float(split["usd_per_hour"]) / rec_usd - 1.0 if rec_usd else 0.0
     key = "cli.pinfer.split_recommended" if ls.get("recommended") else "cli.pinfer.split"

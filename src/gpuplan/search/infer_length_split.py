@@ -18,7 +18,8 @@ The rule, for one load and SLO (all pure; the caller plans each side with the pl
 3. each side: the requests at or below (above) T, their own length distribution (the bins truncated at T; a
    trace's own requests), at their share of the rate; output lengths as the load's (independent of the prompt);
    planned at the same SLO under the same router and constraints (the long side may take TP or CP the short
-   side does not), its fleets simulated as every plan's are;
+   side does not), its fleets simulated as every plan's are; the long side first: where its cheapest fleet alone
+   costs what rule 5 asks of the whole split, the short side is not planned;
 4. like for like: both sides at one weight format (one checkpoint for the service), each the cheapest eligible
    fleet at that format (the buyer's market, no blocking finding); the split's cost is the sum of the two;
 5. recommended only when both sides met the SLO in simulation, it saves at least `length_split_min_saving` (10%,
@@ -32,6 +33,7 @@ one to the other when a burst arrives); the p99 of each side meets the SLO, so t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -212,6 +214,10 @@ def length_split(load: InferLoad, slo: InferSlo, plan_side: PlanSide, *, recomme
         return {**base, "tried": False, "split": None, "recommended": False, "thresholds": []}
     tried: list[dict[str, Any]] = []
     best: tuple[float, int, str, SplitSide, SplitSide] | None = None
+    rec_usd = float(recommended["cost_usd_per_hour"]) if recommended else None
+    # what a split must cost to be recommended (rule 5): a threshold whose long side alone reaches it stops there,
+    # which halves the search where the long prompts carry the cost
+    target = math.inf if rec_usd is None else rec_usd * (1.0 - min_saving)
     for t in thresholds:
         short, long, share = split_load(load, t)
         row: dict[str, Any] = {"threshold_tokens": t, "short_share": share}
@@ -219,8 +225,12 @@ def length_split(load: InferLoad, slo: InferSlo, plan_side: PlanSide, *, recomme
             tried.append({**row, "outcome": "empty_side"})
             continue
         try:
-            s_best = _cheapest_per_format(plan_side(short), slo)
             l_best = _cheapest_per_format(plan_side(long), slo)
+            l_usd = min((float(f["cost_usd_per_hour"]) for f in l_best.values()), default=math.inf)
+            if l_usd >= target:  # the long side alone leaves no saving: the short side is not planned
+                tried.append({**row, "outcome": "long_side_over_target", "long_usd_per_hour": l_usd})
+                continue
+            s_best = _cheapest_per_format(plan_side(short), slo)
         except InputError as exc:
             tried.append({**row, "outcome": "no_fleet", "field": exc.field})
             continue
@@ -239,7 +249,6 @@ def length_split(load: InferLoad, slo: InferSlo, plan_side: PlanSide, *, recomme
     usd, t, w, s_side, l_side = best
     same = [f for f in singles if f.get("weights") == w]
     best_same = min(same, key=lambda f: float(f["cost_usd_per_hour"])) if same else None
-    rec_usd = float(recommended["cost_usd_per_hour"]) if recommended else None
     cheaper = rec_usd is not None and usd <= rec_usd * (1.0 - min_saving) and usd < rec_usd and (
         best_same is None or usd < float(best_same["cost_usd_per_hour"]))
     split = {"threshold_tokens": t, "weights": w, "usd_per_hour": usd, "short": s_side.to_json(),
