@@ -79,8 +79,13 @@ def test_the_table_and_the_report_recommend_the_split_with_the_router_rule_en_an
     md = report.read_text(encoding="utf-8")
     assert "## A cheap part for short requests: split by prompt length" in md
     assert "- Recommended instead: split by prompt length" in md
-    zh = " ".join(CliRunner().invoke(app, [*WINS, "--lang", "zh"], terminal_width=400).output.split())
+    page = tmp_path / "split.html"
+    zh = " ".join(CliRunner().invoke(app, [*WINS, "--lang", "zh", "--report", str(page)],
+                                     terminal_width=400).output.split())
     assert "改为推荐：按提示长度分流" in zh and "不超过 1,113 个 token 的提示走 16 个 l40s-48gb" in zh
+    html = page.read_text(encoding="utf-8")
+    assert '<h2 id="sec-length_split">短请求用便宜硬件：按提示长度分流</h2>' in html
+    assert "不超过 1,113 个 token 的提示走 16 个 l40s-48gb" in html
 
 
 def test_a_split_saving_one_percent_is_shown_not_recommended() -> None:
