@@ -62,6 +62,10 @@ def test_the_split_wins_with_l40s_for_short_prompts_and_h800_for_the_rest() -> N
         assert side["ttft_p99_s"] <= 1.5 and side["tpot_p99_s"] <= 0.05
         assert side["at_headroom"]["ttft_p99_s"] <= 1.5 and side["at_headroom"]["tpot_p99_s"] <= 0.05
     assert ls["recommended"] is True and ls["terms"]["length_split_min_saving"]["value"] == 0.10
+    # the split's 80% cost band: its sides' bands added end to end, around the sum
+    lo, hi = split["band_usd_per_hour"]
+    assert lo == pytest.approx(short["band"]["cost_usd_per_hour"][0] + long["band"]["cost_usd_per_hour"][0])
+    assert lo < split["usd_per_hour"] < hi and short["confidence"]["level"] == "low"
 
 
 def test_the_table_and_the_report_recommend_the_split_with_the_router_rule_en_and_zh(tmp_path: Path) -> None:
@@ -73,8 +77,9 @@ def test_the_table_and_the_report_recommend_the_split_with_the_router_rule_en_an
             "prompts of at most 1,113 tokens on 16 x l40s-48gb tp1 on cn-rental-8x-l40s (50% of requests, 4.60 "
             "USD/hour, utilization 99%") in en
     assert "longer ones on 16 x h800-sxm5-80gb tp1 on cn-rental-8x-h800 (50% of requests, 26.44 USD/hour" in en
-    assert ("fp8, 31.04 USD/hour (-19% vs the single-fleet recommendation, which serves int8 weights: not like for "
-            "like; cheaper than every single fleet listed at its weights") in en
+    lo, hi = _plan()["length_split"]["split"]["band_usd_per_hour"]
+    assert (f"fp8, 31.04 ({lo:,.2f}-{hi:,.2f}) USD/hour (-19% vs the single-fleet recommendation, which serves int8 "
+            "weights: not like for like; cheaper than every single fleet listed at its weights") in en
     assert "send those of at most 1,113 to the short fleet" in en and "pd-profile-handler" in en
     md = report.read_text(encoding="utf-8")
     assert "## A cheap part for short requests: split by prompt length" in md

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpuplan.i18n import tr
+from gpuplan.render.trust_text import band_num
 from gpuplan.search.infer_fleet import layout_shape
 
 __all__ = ["split_lines"]
@@ -54,7 +55,8 @@ def split_lines(result: Mapping[str, Any], lang: str) -> list[str]:
     formats = (tr("cli.pinfer.pd.formats", lang, rec_weights=rec_weights)
                if rec_weights and rec_weights != split["weights"] else "")
     return [tr(key, lang, t=int(split["threshold_tokens"]), short=_side(split["short"], lang),
-               long=_side(split["long"], lang), weights=split["weights"], usd=float(split["usd_per_hour"]),
+               long=_side(split["long"], lang), weights=split["weights"],
+               usd=band_num(float(split["usd_per_hour"]), split.get("band_usd_per_hour"), ",.2f"),
                diff=diff, spread=float(ls["spread_p99_over_p50"]), why=_why(ls, split, diff, lang),
                formats=formats),
             tr("cli.pinfer.split.router", lang, t=int(split["threshold_tokens"]))]

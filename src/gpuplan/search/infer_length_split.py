@@ -171,7 +171,7 @@ class SplitSide:
                 **{k: f.get(k) for k in ("accelerator", "instance", "instances", "replicas", "devices", "layout",
                                          "weights", "engine", "cost_usd_per_hour", "utilization")},
                 "ttft_p99_s": f["ttft_s"]["p99"], "tpot_p99_s": f["tpot_s"]["p99"],
-                "at_headroom": f.get("at_headroom")}
+                "at_headroom": f.get("at_headroom"), "confidence": f.get("confidence"), "band": f.get("band")}
 
 
 def _meets(fleet: Mapping[str, Any], slo: InferSlo) -> bool:
@@ -251,7 +251,11 @@ def length_split(load: InferLoad, slo: InferSlo, plan_side: PlanSide, *, recomme
     best_same = min(same, key=lambda f: float(f["cost_usd_per_hour"])) if same else None
     cheaper = rec_usd is not None and usd <= rec_usd * (1.0 - min_saving) and usd < rec_usd and (
         best_same is None or usd < float(best_same["cost_usd_per_hour"]))
-    split = {"threshold_tokens": t, "weights": w, "usd_per_hour": usd, "short": s_side.to_json(),
+    bands = [(s.fleet.get("band") or {}).get("cost_usd_per_hour") for s in (s_side, l_side)]
+    # the 80% band of the sum: the sides' bands added end to end (conservative: their errors taken as together)
+    band = [sum(float(b[0]) for b in bands if b), sum(float(b[1]) for b in bands if b)] if all(bands) else None
+    split = {"threshold_tokens": t, "weights": w, "usd_per_hour": usd, "band_usd_per_hour": band,
+             "short": s_side.to_json(),
              "long": l_side.to_json(), "same_part": s_side.fleet["accelerator"] == l_side.fleet["accelerator"],
              "saving": None if rec_usd is None else 1.0 - usd / rec_usd,
              "instead_of": None if recommended is None else {k: recommended.get(k) for k in (
