@@ -19,6 +19,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -115,3 +116,27 @@ def test_the_readme_question_tries_no_split() -> None:
     ls = json.loads(res.stdout)["length_split"]
     assert ls["tried"] is False and ls["split"] is None and ls["thresholds"] == []
     assert ls["spread_p99_over_p50"] == pytest.approx(1.59, abs=0.01) and ls["spread_min"] == 4.0
+
+
+def test_a_trace_is_split_by_its_own_requests_and_says_why_no_split_was_kept(tmp_path: Path) -> None:
+    # 3,000 Poisson requests at 30 req/s, 3% of prompts 30-32k tokens: the long side alone (one A100 server, 9.58
+    # USD/hour) costs what the single fleet does, at every threshold, so no short side is planned
+    from gpuplan.render.split_text import split_lines
+
+    rng = np.random.default_rng(1)
+    arrival = np.cumsum(rng.exponential(1 / 30, 3000))
+    prompt = np.where(rng.random(3000) < 0.03, rng.integers(30000, 32001, 3000), rng.integers(200, 2001, 3000))
+    trace = tmp_path / "trace.csv"
+    trace.write_text("arrival_s,input_len,output_len\n" + "".join(
+        f"{a:.4f},{p},{o}\n" for a, p, o in zip(arrival, prompt, rng.integers(100, 401, 3000), strict=True)))
+    res = CliRunner().invoke(app, ["plan", "infer", "-m", "llama3.1-8b", "--trace", str(trace), "--ttft-p99", "1.5",
+                                   "--tpot-p99", "0.05", "--provider", "cn-rental-market", "--json"])
+    assert res.exit_code == 0, res.output
+    plan = json.loads(res.stdout)
+    ls = plan["length_split"]
+    assert ls["tried"] is True and ls["split"] is None and ls["spread_p99_over_p50"] > 4
+    rec_usd = plan["recommended"]["cost_usd_per_hour"]
+    assert [t["outcome"] for t in ls["thresholds"]] == ["long_side_over_target"] * 3
+    assert all(t["long_usd_per_hour"] >= rec_usd * 0.9 for t in ls["thresholds"])
+    assert 0.49 < ls["thresholds"][0]["short_share"] < 0.51  # the trace's own median request
+    assert split_lines(plan, "en")[0].startswith("Split by prompt length tried (prompt p99/p50")
