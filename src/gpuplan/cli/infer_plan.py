@@ -28,6 +28,7 @@ from gpuplan.render.report_text import (
     prefix_tiers_line,
     recommended_rule_line,
 )
+from gpuplan.render.split_text import split_lines
 from gpuplan.render.traffic_text import traffic_lines
 from gpuplan.render.trust_text import band_num, confidence_text, misses_line, pd_line, trust_lines
 from gpuplan.service.infer_inputs import infer_load, traffic_file
@@ -107,6 +108,7 @@ def plan_infer(
     workload: Path = typer.Option(None, "--workload", help=help_text("help.plan_infer.workload")),
 ) -> None:
     """Search instances, TP/PP/EP, weight format and replicas for the cheapest fleet meeting the SLO."""
+    from gpuplan.advise.infer_split import named_split
     from gpuplan.advise.report_infer import choose_fleet, inference_report, named_engine, named_pd
     from gpuplan.advise.trust import serving_recommendation
     from gpuplan.search.infer_load import InferSlo, planner_terms
@@ -184,6 +186,12 @@ def plan_infer(
         run.update(recommended=recommended, not_recommended=blocked)
         run["recommended_disaggregated"] = disaggregated_recommendation(
             run, eligible_fleets(res.plans, cat, market, blocked, data_residency))
+        # short prompts on one fleet, long ones on another, where the prompt lengths spread (advise/infer_split.py)
+        run["length_split"] = named_split(run, spec=spec, load=load, slo=slo, catalog=cat, constraints=cons,
+                                          engine_profile=prof, terms=cal, stack_engines=engines.by_stack, th=th,
+                                          requirements=req, blocked=blocked)
+        if doc is not None:
+            doc["length_split"] = run["length_split"]
         if curve is not None:  # the schedule and purchase mix of the recommended fleet
             from gpuplan.advise.report_traffic import traffic_answer
 
@@ -231,6 +239,8 @@ def plan_infer(
     pd_text = pd_line(run, language)
     if pd_text:
         console.print(pd_text, highlight=False)
+    for line in split_lines(run, language):  # short prompts on one fleet, long ones on another
+        console.print(line, highlight=False)
     missed = misses_line(run.get("parts_without_plan") or [], slo.ttft_p99_s, slo.tpot_p99_s, language)
     if missed:
         console.print(missed, highlight=False)

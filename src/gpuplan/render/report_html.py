@@ -36,6 +36,7 @@ from gpuplan.render.report_text import (
     tco_lines,
     tco_rows,
 )
+from gpuplan.render.split_text import split_lines
 from gpuplan.render.traffic_text import traffic_lines
 from gpuplan.render.trust_text import trust_lines
 
@@ -357,6 +358,9 @@ def render_infer_html(doc: Mapping[str, Any], lang: str) -> str:
     grow = growth_line(doc, lang)
     if grow:
         out += [_h2("growth", lang), _p(grow)]
+    split = split_lines(doc, lang)  # a cheap part for short requests (search/infer_length_split.py)
+    if split:
+        out += [_h2("length_split", lang), *(_p(line) for line in split)]
     if doc.get("traffic"):  # plan infer --traffic: replicas and cost per hour, then the mix in words
         out += [_h2("traffic", lang), _chart(_traffic_chart(doc["traffic"], lang), "chart-traffic"),
                 *(_p(line.strip()) for line in traffic_lines(doc["traffic"], lang))]

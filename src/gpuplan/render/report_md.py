@@ -26,6 +26,7 @@ from gpuplan.render.report_text import (
     tco_lines,
     tco_rows,
 )
+from gpuplan.render.split_text import split_lines
 from gpuplan.render.traffic_text import traffic_lines
 from gpuplan.render.trust_text import band_duration, confidence_text, trust_lines
 
@@ -192,6 +193,9 @@ def _infer(doc: Mapping[str, Any], lang: str) -> str:
     grow = growth_line(doc, lang)
     if grow:
         out += [_section("growth", lang), grow]
+    split = split_lines(doc, lang)  # a cheap part for short requests (search/infer_length_split.py)
+    if split:
+        out += [_section("length_split", lang), *[f"- {line}" for line in split]]
     if doc.get("traffic"):  # plan infer --traffic: schedule and purchase mix (render/traffic_text.py)
         out += [_section("traffic", lang), *[f"- {line.strip()}" for line in traffic_lines(doc["traffic"], lang)]]
     if doc.get("tco"):

@@ -184,6 +184,7 @@ def plan_infer_report(req: InferPlanRequest) -> tuple[dict[str, Any], dict[str, 
 
 def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], dict[str, Any] | None]:
     from gpuplan.advise.findings import load_thresholds
+    from gpuplan.advise.infer_split import named_split
     from gpuplan.advise.report_infer import choose_fleet, inference_report, named_engine, named_pd
     from gpuplan.advise.trust import eligible_fleets, serving_recommendation
     from gpuplan.search.infer_load import InferSlo, planner_terms
@@ -209,6 +210,9 @@ def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], di
                not_recommended=blocked)
     run["recommended_disaggregated"] = disaggregated_recommendation(  # as the CLI
         run, eligible_fleets(res.plans, cat, req.market, blocked))
+    run["length_split"] = named_split(run, spec=spec, load=load, slo=slo, catalog=cat, constraints=cons,  # as the CLI
+                                      engine_profile=prof, terms=cal, stack_engines=engines.by_stack, th=th,
+                                      requirements=needs, blocked=blocked)
     curve = traffic_of(req)
     if curve is not None:  # as the CLI's --traffic: the recommended fleet's schedule and purchase mix
         from gpuplan.advise.report_traffic import traffic_answer
@@ -218,6 +222,8 @@ def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], di
     # as the CLI's --report: default requirements and thresholds, the planned load and constraints
     doc = inference_report(run, cat, thresholds=th, requirements=needs, infer_load=load,
                            max_devices=req.max_devices, constraints=cons) if report else None
+    if doc is not None:
+        doc["length_split"] = run["length_split"]
     if doc is not None and curve is not None:  # the HTML report's schedule chart and purchase mix
         doc["traffic"] = {k: run[k] for k in ("traffic", "schedule", "purchase_mix")}
     return run, doc

@@ -23,6 +23,7 @@ from gpuplan.render.report_text import (
     recommended_rule_line,
     rule_line,
 )
+from gpuplan.render.split_text import split_lines
 from gpuplan.render.trust_text import band_duration, band_num, confidence_text, misses_line, pd_line, trust_lines
 from gpuplan.units import GIB, sig
 
@@ -136,7 +137,7 @@ def recommendation(result: Mapping[str, Any], lang: str, kind: str = "train") ->
     engines = engine_default_lines(result.get("engine_default"), lang)  # the stacks' engines, as the CLI names them
     tiers = prefix_tiers_line(result.get("plans") or [], rec, lang)  # where the prefix set is kept (--prefix-set)
     return {"head": head, "rule": "", "lines": [*engines, *((tiers,) if tiers else ()), *trust_lines(rec, lang),
-                                                *(x for x in (pd, missed) if x)]}
+                                                *(x for x in (pd, missed) if x), *split_lines(result, lang)]}
 
 
 def findings(result: Mapping[str, Any], lang: str, limit: int = 12) -> list[dict[str, str]]:
