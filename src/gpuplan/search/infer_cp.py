@@ -27,6 +27,7 @@ from gpuplan import yamlio
 from gpuplan.estimate.infer_step_model import StepCostModel
 from gpuplan.estimate.links import intra_node_link
 from gpuplan.hardware import Accelerator
+from gpuplan.hardware.schema_base import AsOf
 
 __all__ = ["CpStepCost", "cp_cost", "cp_degrees", "cp_flag"]
 
@@ -41,7 +42,7 @@ class _CpEngine(BaseModel):
     accelerators: tuple[str, ...] = ()  # only these parts of the stacks (empty: all)
     flag: str = Field(min_length=1)
     source: str = Field(min_length=1)
-    as_of: str = Field(pattern=r"^\d{4}-\d{2}(-\d{2})?$")
+    as_of: AsOf
 
 
 class _CpFile(BaseModel):

@@ -38,6 +38,7 @@ from gpuplan.estimate.calibration import Calibration
 from gpuplan.estimate.infer_step_model import StepCostModel
 from gpuplan.estimate.links import host_link
 from gpuplan.hardware import Accelerator, Catalog
+from gpuplan.hardware.schema_base import AsOf
 from gpuplan.search.infer_capacity import prefill_s
 from gpuplan.simulate.engine_sim import EngineConfig
 from gpuplan.units import GIB
@@ -57,7 +58,7 @@ class OffloadEngine(BaseModel):
     flag: str = Field(min_length=1)  # launch option, {gib} or {bytes} the host tier's size
     mla: bool  # runs the host tier for MLA attention (DeepSeek)
     source: str = Field(min_length=1)
-    as_of: str = Field(pattern=r"^\d{4}-\d{2}(-\d{2})?$")
+    as_of: AsOf
 
 
 class _C2c(BaseModel):
@@ -66,7 +67,7 @@ class _C2c(BaseModel):
     gbyte_s_per_direction: float = Field(gt=0)
     match: str
     source: str = Field(min_length=1)
-    as_of: str
+    as_of: AsOf
 
 
 class _OffloadFile(BaseModel):
