@@ -20,17 +20,23 @@ __all__ = ["INFER_COLS", "bottleneck_text", "engine_default_lines", "finding_row
 
 
 def engine_default_lines(record: Mapping[str, Any] | None, lang: str) -> list[str]:
-    """The engines the parts' stacks chose (a `plan infer` answer's `engine_default`), one line per stack whose
-    engine is not the general default: MindIE on Ascend alone (`--vendor Huawei`), or beside vLLM on CUDA."""
+    """The engines the parts' stacks chose (a `plan infer` answer's `engine_default`): across stacks one short line
+    (vLLM on the GPU parts, MindIE on the Ascend parts); a stack searched alone whose engine is not the general default
+    (`--vendor Huawei`: MindIE) gets its line with the source; vLLM alone says nothing."""
     from gpuplan.workload.engines import default_engine
 
     if not record:
         return []
     general = default_engine(None)[0]
-    entries = [(str(record["stack"]), record)] if record.get("stack") and record["engine"] != general else []
-    entries += [(stack, e) for stack, e in (record.get("by_stack") or {}).items()]
-    return [tr("cli.einfer.engine_default", lang, engine=e["engine"], stack=stack, source=e["source"])
-            for stack, e in entries]
+    by_stack = record.get("by_stack") or {}
+    if by_stack:  # a search across stacks: one short line (the sources are in the JSON's engine_default)
+        others = "; ".join(tr("cli.pinfer.engine_on_stack", lang, engine=e["engine"], stack=stack)
+                           for stack, e in sorted(by_stack.items()))
+        return [tr("cli.pinfer.engines_by_stack", lang, engine=record["engine"], others=others)]
+    if record.get("stack") and record["engine"] != general:
+        return [tr("cli.einfer.engine_default", lang, engine=record["engine"], stack=record["stack"],
+                   source=record["source"])]
+    return []
 
 
 def prefix_tiers_line(plans: Sequence[Mapping[str, Any]], rec: Mapping[str, Any] | None, lang: str) -> str | None:
