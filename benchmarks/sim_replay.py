@@ -41,13 +41,14 @@ def record(question: str) -> list[Call]:
     from gpuplan.cli.main import main
 
     calls: list[Call] = []
-    real = route.simulate_fleet
+    names = vars(route)  # the planner's reference to the simulator, swapped for a recording one meanwhile
+    real = names["simulate_fleet"]
 
     def rec(*a: Any, **k: Any) -> Any:
         calls.append((a, k))
         return real(*a, **k)
 
-    route.simulate_fleet = rec  # type: ignore[assignment]
+    names["simulate_fleet"] = rec
     argv = sys.argv
     sys.argv = ["gpuplan", *QUESTIONS[question], "--json"]
     try:
@@ -55,7 +56,7 @@ def record(question: str) -> list[Call]:
             main()
     finally:
         sys.argv = argv
-        route.simulate_fleet = real
+        names["simulate_fleet"] = real
     return calls
 
 
