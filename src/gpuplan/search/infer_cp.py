@@ -14,6 +14,7 @@ that run it: search/data/context_parallel.yaml.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -28,8 +29,9 @@ from gpuplan.estimate.infer_step_model import StepCostModel
 from gpuplan.estimate.links import intra_node_link
 from gpuplan.hardware import Accelerator
 from gpuplan.hardware.schema_base import AsOf
+from gpuplan.workload.jobs import Layout
 
-__all__ = ["CpStepCost", "cp_cost", "cp_degrees", "cp_flag"]
+__all__ = ["CpStepCost", "cp_cost", "cp_degrees", "cp_flag", "cp_layouts"]
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
@@ -131,3 +133,17 @@ def cp_cost(base: StepCostModel, *, acc: Accelerator, cp: int, layers: int) -> C
                       weights_bytes_per_device=base.weights_bytes_per_device, request_overhead=base.request_overhead,
                       terms=base.terms, assumptions={**base.assumptions, "prefill_context_parallel": cp,
                                                      "cp_link": link.label})
+
+
+def cp_layouts(bases: Sequence[tuple[Layout, list[Any], StepCostModel]], *, engine_id: str, acc: Accelerator, node: int,
+               prompt_p99: float, layers: int, max_devices: int) -> list[tuple[Layout, list[Any], CpStepCost]]:
+    """The prefill context-parallel variants of the TP layouts that missed the TTFT limit (`bases`: layout, its
+    offers, its step cost): each cp degree the engine runs on the part (`cp_degrees`) whose tp x cp devices stay
+    within `max_devices`, with its step cost (`cp_cost`)."""
+    out = []
+    for lay, offers, cm in bases:
+        for cp in cp_degrees(engine_id, acc, tp=lay.tp, node=node, prompt_p99=prompt_p99):
+            cpm = cp_cost(cm, acc=acc, cp=cp, layers=layers)
+            if cpm is not None and lay.tp * cp <= max_devices:
+                out.append((Layout(tp=lay.tp, cp=cp), offers, cpm))
+    return out

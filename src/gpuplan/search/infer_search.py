@@ -19,6 +19,7 @@ Verified plans are then simulated at the requested load for the figures they rep
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -31,7 +32,7 @@ from gpuplan.estimate.memory_infer import matrix_bytes_per_param
 from gpuplan.hardware import Catalog
 from gpuplan.search import progress
 from gpuplan.search.infer_capacity import length_moments
-from gpuplan.search.infer_cp import cp_cost, cp_degrees
+from gpuplan.search.infer_cp import cp_layouts
 from gpuplan.search.infer_engines import with_engine_hint
 from gpuplan.search.infer_finalists import Candidate, bump, simulated_pd, verify_candidates
 from gpuplan.search.infer_fleet import Offer, fleet_offers
@@ -240,22 +241,18 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
             items: list[tuple[Layout, list[Offer], Any, Any]] = [
                 (lay, lay_offers, link, None)
                 for lay, lay_offers, link in placements(spec, max_node, offers, node=node)]
-            ttft_met, cp_added, i = False, False, 0
+            ttft_met, n_base = False, len(items)
             cp_bases: list[tuple[Layout, list[Offer], Any]] = []
-            while i < len(items) or not cp_added:
+            for i in itertools.count():
+                if i == n_base and not ttft_met and cons.context_parallel:  # every base layout seen
+                    added = cp_layouts(cp_bases, engine_id=prof.id, acc=acc, node=max_node,
+                                       prompt_p99=moments.in_p99, layers=spec.num_layers,
+                                       max_devices=cons.max_devices)
+                    evaluated += len(added)
+                    items += [(lay, lay_offers, None, cpm) for lay, lay_offers, cpm in added]
                 if i == len(items):
-                    cp_added = True
-                    if not ttft_met and cons.context_parallel:
-                        for base_lay, base_offers, base_cm in cp_bases:
-                            for cp in cp_degrees(prof.id, acc, tp=base_lay.tp, node=max_node,
-                                                 prompt_p99=moments.in_p99):
-                                cpm = cp_cost(base_cm, acc=acc, cp=cp, layers=spec.num_layers)
-                                if cpm is not None and base_lay.tp * cp <= cons.max_devices:
-                                    evaluated += 1
-                                    items.append((Layout(tp=base_lay.tp, cp=cp), base_offers, None, cpm))
-                    continue
+                    break
                 lay, lay_offers, link, cm_cp = items[i]
-                i += 1
                 if cm_cp is not None:
                     cm = cm_cp
                 else:
