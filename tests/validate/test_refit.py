@@ -229,3 +229,39 @@ def test_shared_serving_terms_are_fitted_on_gpu_rows_only() -> None:
     # a training term states no stack: every row
     train = next(t.tuned_on for t in default_calibration().terms.values() if t.tuned_on is not None)
     assert train.stack == () and row_matches(train.model_copy(update={"accelerator": ()}), ascend)
+
+
+def test_a_held_out_term_with_a_prior_takes_the_prior_not_the_gpu_default() -> None:
+    # Regression: vllm-ascend's per-layer host time (1 ms, tuned on GPUStack's 910B rows) fell back to the CUDA-graph
+    # default (0.02 ms) in every fold that held GPUStack out, and its rows read up to 11x fast there (G2I036: 122.7 ms
+    # per output token measured, 11 ms predicted). A term whose rows are all held out now takes the value another
+    # source gives (TunedOn.prior: vllm-ascend issue 4984, DeepSeek-V3 on A2 at one request, 0.7 ms per layer).
+    from test_serving_classes import QWEN3_MOE_910B_TPOT
+
+    from gpuplan.validate.refit import _without
+    from gpuplan.validate.serving_terms import engine_for, serving_calibration, serving_evaluator
+
+    cal = serving_calibration()
+    name = "layer_overhead_s.ascend-910b.hw-vllm-ascend"
+    tuned = cal.terms[name].tuned_on
+    assert tuned is not None and tuned.prior == pytest.approx(0.0007) and "4984" in tuned.prior_source
+    for fold in (_without(cal, [name]), without_part_terms(cal, {"ascend-910b"})):
+        assert fold.terms[name].value == pytest.approx(0.0007)
+        prof = engine_for(fold)("vllm").for_accelerator("ascend-910b")
+        assert prof.value("layer_overhead_s") == pytest.approx(0.0007)
+    # a term with no prior still leaves for the default
+    mindie = "layer_overhead_s.ascend-910b.hw-mindie-ascend"
+    assert mindie not in _without(cal, [mindie]).terms
+    # the held-out MoE decode row: within 40% of the published 122.7 ms (11x fast with the CUDA default)
+    held = without_part_terms(cal, {"ascend-910b"})
+    res = serving_evaluator(load_catalog(use_user_dir=False))(dict(QWEN3_MOE_910B_TPOT), held)
+    assert 0.6 < res.predicted / res.measured < 1.0
+
+
+def test_a_prior_names_its_source() -> None:
+    from pydantic import ValidationError
+
+    from gpuplan.estimate.calibration import TunedOn
+
+    with pytest.raises(ValidationError, match="prior_source"):
+        TunedOn(file="inference", bounds=(0.1, 1.0), prior=0.5)

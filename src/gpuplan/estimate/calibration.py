@@ -24,7 +24,9 @@ class TunedOn(BaseModel):
 
     Terms with equal `tuned_on` are one fitted value (benchmarks/cross_validate.py refits them
     together). `pooled`: fitted as if no part had a term of its own: the value for parts without rows. `stack`:
-    only rows on parts of these software stacks (the GPU kernels a shared serving default describes).
+    only rows on parts of these software stacks (the GPU kernels a shared serving default describes). `prior`: the
+    value another source gives (not these rows): a fold that holds out every row tuning the term takes it instead
+    of the engine or shared default, which describes other hardware (validate.refit).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -38,11 +40,16 @@ class TunedOn(BaseModel):
                                    "software_stack; empty: every stack)")
     pooled: bool = False
     bounds: tuple[float, float] = Field(description="range the refit searches")
+    prior: float | None = Field(default=None, ge=0, description="the value a source other than these rows "
+                                "gives: what cross-validation uses when every row that tunes the term is held out")
+    prior_source: str = Field(default="", description="that other source and the derivation (required with prior)")
 
     @model_validator(mode="after")
     def _ordered(self) -> TunedOn:
         if not 0 <= self.bounds[0] < self.bounds[1]:
             raise ValueError(f"tuned_on.bounds must be 0 <= low < high, got {self.bounds}")
+        if (self.prior is None) != (not self.prior_source):
+            raise ValueError("tuned_on.prior and tuned_on.prior_source go together: a prior names its source")
         return self
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from gpuplan.errors import GpuplanError
-from gpuplan.estimate.calibration import Calibration, TunedOn
+from gpuplan.estimate.calibration import Calibration, CalibrationTerm, TunedOn
 from gpuplan.validate.cases import Row, model_for_row
 from gpuplan.validate.memory_cases import CaseResult
 from gpuplan.validate.row_notes import row_weight
@@ -141,9 +141,16 @@ def without_part_terms(cal: Calibration, accelerators: Iterable[str]) -> Calibra
 
 
 def _without(cal: Calibration, names: Iterable[str]) -> Calibration:
-    """`cal` without these terms: the defaults apply in their place."""
+    """`cal` without these terms: the defaults apply in their place; a term with a prior (TunedOn.prior, from a
+    source other than its rows) takes that value instead, since the default describes other hardware."""
     drop = set(names)
-    return cal.model_copy(update={"terms": {n: t for n, t in cal.terms.items() if n not in drop}})
+    terms: dict[str, CalibrationTerm] = {}
+    for n, t in cal.terms.items():
+        if n not in drop:
+            terms[n] = t
+        elif t.tuned_on is not None and t.tuned_on.prior is not None:
+            terms[n] = t.model_copy(update={"value": t.tuned_on.prior})
+    return cal.model_copy(update={"terms": terms})
 
 
 # Terms set by rule from tuned part terms (calibration.yaml notes): each is the shipped value times the lowest of

@@ -80,13 +80,13 @@ def serving_calibration() -> Calibration:
             elif t.tuned_on is not None:
                 terms[f"{n}.{t.tuned_on.accelerator[0]}.engine-{e.id}"] = _term(n, t, TunedOn(
                     file="inference", accelerator=t.tuned_on.accelerator, engine=t.tuned_on.engine,
-                    bounds=_bounds(n, t.value)))
+                    bounds=_bounds(n, t.value), prior=t.tuned_on.prior, prior_source=t.tuned_on.prior_source))
     for h in hardware_terms():
         for n, t in h.terms.items():
             if t.tuned_on is not None:
                 terms[f"{n}.{t.tuned_on.accelerator[0]}.hw-{h.id}"] = _term(n, t, TunedOn(
                     file="inference", accelerator=t.tuned_on.accelerator, engine=t.tuned_on.engine,
-                    bounds=_bounds(n, t.value)))
+                    bounds=_bounds(n, t.value), prior=t.tuned_on.prior, prior_source=t.tuned_on.prior_source))
     return Calibration(schema_version=1, as_of="derived from engines.yaml", terms=terms)
 
 

@@ -72,6 +72,10 @@ class TunedOn(BaseModel):
     file: Literal["inference", "training", "memory"]
     accelerator: tuple[str, ...] = ()
     engine: tuple[str, ...] = ()
+    # the value a source other than these rows gives, and that source: what a cross-validation fold holding out
+    # every row that tunes the term uses (estimate.calibration.TunedOn.prior)
+    prior: float | None = Field(default=None, ge=0)
+    prior_source: str = ""
 
 
 class EngineTerm(BaseModel):
