@@ -32,6 +32,7 @@ from gpuplan.units import GIB
 from gpuplan.validate.cases import Row, model_for_row, opt_int
 from gpuplan.validate.row_settings import RowSettings, parse_settings, resolve_row
 from gpuplan.workload.engines import engine
+from gpuplan.workload.frameworks import framework
 from gpuplan.workload.jobs import LORA_TARGETS, InferenceJob, Layout, TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 
@@ -273,7 +274,16 @@ def evaluate_memory_row(row: Row, catalog: Catalog, calibration: Calibration | N
     parts = [f"recompute={mem.assumptions['recompute']}", *(f"{k}={v}" for k, v in recipe.items())]
     if len(stages) > 1:
         parts.append(f"zero_stage={zero} (unstated: the lowest that fits)")
-    return _result(row, metric, _metric(mem, metric), " ".join(parts))
+    value = _metric(mem, metric)
+    if metric == "peak_mem_gib_per_device" and st.framework and framework(st.framework).memory_reading == \
+            "torch_allocator":
+        # the framework reports PyTorch's allocator counters (FrameworkProfile.memory_reading): the CUDA context the
+        # device holds besides them is not in the figure
+        ctx_bytes = float(mem.details.get("other", {}).get("runtime_context", 0.0))
+        value -= ctx_bytes / GIB
+        parts.append(f"read as {st.framework} reports it: torch allocator peak, less the "
+                     f"{ctx_bytes / GIB:.2f} GiB CUDA context")
+    return _result(row, metric, value, " ".join(parts))
 
 
 def _result(row: Row, metric: str, predicted: float, detail: str) -> CaseResult:

@@ -62,6 +62,11 @@ class FrameworkProfile(BaseModel):
     recompute: tuple[Literal["none", "selective", "full"], ...] = Field(min_length=1)
     kernels: Literal["fused", "hf"]
     tp_comm_overlap: bool
+    memory_reading: Literal["device", "torch_allocator"] = Field(
+        default="device", description="what the framework's reported peak memory counts: `device`, all the device "
+        "memory the job holds (nvidia-smi); `torch_allocator`, PyTorch's caching-allocator counters "
+        "(torch.cuda.max_memory_allocated / reserved), which leave out the CUDA context and library workspaces")
+    memory_reading_source: str = ""
     zero_param_sync: Literal["all_gather", "broadcast"] = Field(
         default="all_gather", description="how a sharded optimizer returns the updated 16-bit parameters: one "
         "all-gather per bucket (Megatron-Core, DeepSpeed), or one broadcast from every shard owner (InternEvo)")
