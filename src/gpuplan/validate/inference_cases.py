@@ -206,6 +206,8 @@ def evaluate_inference_row(row: Row, catalog: Catalog,
     eng = eng.on_part(acc, mla=spec.mla is not None)  # the scheduler defaults it picks on the row's part (and version)
     if st.custom_all_reduce is False:  # built without the custom kernel: NCCL's ring latency on every all-reduce
         eng = eng.model_copy(update={"custom_allreduce_stacks": ()})
+    if st.graph_mode:  # decode captured as graphs: kernel tails per layer and one graph dispatch per step
+        eng = eng.model_copy(update={"graph_mode": True})
     weights = row.get("weight_precision") or "bf16"
     kv = row.get("kv_precision") or _default_kv(weights)
     input_len, output_len, dataset = _lengths(row, st)
