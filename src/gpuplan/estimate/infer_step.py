@@ -337,8 +337,9 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
             # UB, links.yaml ub_a2a_*): decode copies at their effective rates, dispatched in INT8 with scales and
             # combined in 16 bits (Zuo et al. 2025); prompt tokens (other kernels) keep the link's alpha-beta
             ep_prefill_tok = ep_tok
-            ep_tok = moe_n * k * h / tp * (fused.dispatch_bytes_per_value / (float(fused.dispatch.bandwidth_gbyte_s) * GB)
-                                           + ACT_BYTES / (float(fused.combine.bandwidth_gbyte_s) * GB))
+            dispatch_bw = float(fused.dispatch.bandwidth_gbyte_s) * GB
+            combine_bw = float(fused.combine.bandwidth_gbyte_s) * GB
+            ep_tok = moe_n * k * h / tp * (fused.dispatch_bytes_per_value / dispatch_bw + ACT_BYTES / combine_bw)
         if spans:
             # prefill (normal kernels, NVLink and RDMA forwarding): a token crosses the network once per remote
             # node that holds one of its experts, E = (N - 1)(1 - (1 - 1/N)^k) of the N nodes for uniform routing,

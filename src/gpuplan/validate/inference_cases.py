@@ -74,7 +74,8 @@ def _disaggregated(row: Row, st: RowSettings, spec: ModelSpec, eng: EngineProfil
                                     replicas=groups, devices_per_replica=tp * pp)
     detail = (f"{eng.id} {perf.scenario} tp={tp} ep={ep} ({layout.dp} attention groups per EP group) "
               f"{weights}/{kv} batch={batch}/group I={input_len:.0f} O={output_len:.0f} "
-              f"draft={st.draft_tokens or 0} accept={acceptance:g} ttft={perf.ttft_s * 1e3:.1f}ms tpot={perf.tpot_s * 1e3:.2f}ms "
+              f"draft={st.draft_tokens or 0} accept={acceptance:g} "
+              f"ttft={perf.ttft_s * 1e3:.1f}ms tpot={perf.tpot_s * 1e3:.2f}ms "
               f"ep_link={model.assumptions['ep_link']}")
     return perf, detail
 

@@ -31,8 +31,8 @@ from gpuplan.errors import InputError, unknown_name
 from gpuplan.hardware.schema_devices import Accelerator, StackKind
 from gpuplan.terms import override_terms
 
-__all__ = ["ENGINE_TERMS", "HOST_DISPATCH_TERMS", "DecodeKernelEra", "EngineProfile", "EngineTerm", "HardwareTerms", "PartDefaults",
-           "ProfileEra", "Scheduling", "StackDefault", "TunedOn",
+__all__ = ["ENGINE_TERMS", "HOST_DISPATCH_TERMS", "DecodeKernelEra", "EngineProfile", "EngineTerm", "HardwareTerms",
+           "PartDefaults", "ProfileEra", "Scheduling", "StackDefault", "TunedOn",
            "default_engine", "default_engines_by_stack", "engine", "engine_ids",
            "hardware_terms", "load_engines"]
 
