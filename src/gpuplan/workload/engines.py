@@ -382,7 +382,7 @@ class EngineProfile(BaseModel):
         """The scheduler and memory settings (everything but the terms and the sources)."""
         return self.model_dump(include={"gpu_memory_fraction", "kv_block_tokens", "max_num_seqs",
                                         "max_batched_tokens", "chunked_prefill", "scheduling",
-                                        "runtime_overhead_gib"})
+                                        "runtime_overhead_gib", "graph_mode"})
 
 
 class StackDefault(BaseModel):
