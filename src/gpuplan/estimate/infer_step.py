@@ -50,7 +50,12 @@ tokens. Per device of the heaviest pipeline stage (docs/inference.md has the der
   Pipeline parallelism runs the stages in turn
   (one step's latency) with a point-to-point send of T x hidden values between stages.
 * Fixed costs: `layer_overhead_s` per layer (small kernels), `step_overhead_s` per
-  iteration (scheduler, sampler, launch) and `seq_overhead_s` per sequence in it.
+  iteration (scheduler, sampler, launch) and `seq_overhead_s` per sequence in it. A step captured
+  as one graph (`EngineProfile.graph_mode`) keeps the engine's own per-layer terms in place of a
+  hardware entry's eager host dispatch and pays `graph_launch_s` once per step.
+* Fused expert all-to-all operators measured on a fabric (links.fused_a2a_links: CloudMatrix-Infer's
+  FusedDispatch/FusedCombine on UB, Zuo et al. 2025) carry a decode token's copies at their measured
+  per-rank rates instead of the link's bandwidth.
 * Every term is the engine's on this accelerator: `EngineProfile.for_accelerator` puts the
   engine x hardware terms of engines.yaml (achieved bandwidth and GEMM efficiency of a part
   under an engine's kernels, host overheads of an engine port) in place of the defaults.
@@ -71,7 +76,7 @@ from gpuplan.estimate.engine_profile import engine_memory_calibration, engine_pr
 from gpuplan.estimate.gemm_shape import expert_half_width
 from gpuplan.estimate.infer_step_model import StepBreakdown, StepCostModel
 from gpuplan.estimate.kv_cache import kv_bytes_per_token
-from gpuplan.estimate.links import Link
+from gpuplan.estimate.links import FusedA2A, Link, fused_a2a_links
 from gpuplan.estimate.memory_infer import (
     check_serving_layout,
     estimate_inference_memory,
@@ -309,6 +314,7 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
             pp_tok = sum(2 * h * ACT_BYTES / tp / bw * n for _, bw, n in sends) / (pp - 1)
 
     a2a_link: Link | None = None
+    fused: FusedA2A | None = None
     ep_prefill_tok: float | None = None  # None: a prompt token moves as a decode token does
     if ep > tp and spec.moe is not None:
         # DeepEP all-to-all per MoE layer: each token's top_k copies dispatched (fp8 with fp8 weights, else 16
@@ -325,6 +331,15 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         ep_fixed = moe_n * 2 * float(a2a_link.latency_s)
         # decode (low-latency kernels, pure RDMA): every one of a token's top_k copies crosses the link
         ep_tok = moe_n * k * h * copy_bytes / tp / (float(a2a_link.bandwidth_gbyte_s) * GB)
+        fused = None if spans else fused_a2a_links(acc, ep)
+        if fused is not None:
+            # a fabric whose fused decode operators were measured (CloudMatrix-Infer's FusedDispatch/FusedCombine on
+            # UB, links.yaml ub_a2a_*): decode copies at their effective rates, dispatched in INT8 with scales and
+            # combined in 16 bits (Zuo et al. 2025); prompt tokens (other kernels) keep the link's alpha-beta
+            ep_prefill_tok = ep_tok
+            dispatch_bw = float(fused.dispatch.bandwidth_gbyte_s) * GB
+            combine_bw = float(fused.combine.bandwidth_gbyte_s) * GB
+            ep_tok = moe_n * k * h / tp * (fused.dispatch_bytes_per_value / dispatch_bw + ACT_BYTES / combine_bw)
         if spans:
             # prefill (normal kernels, NVLink and RDMA forwarding): a token crosses the network once per remote
             # node that holds one of its experts, E = (N - 1)(1 - (1 - 1/N)^k) of the N nodes for uniform routing,
@@ -355,6 +370,7 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
     skip |= {"gemm_efficiency_fp4"} if rate_label != "fp4" else set()
     skip |= {"gemv_bytes_per_sm_cycle", "gemm_bytes_per_sm_cycle"} if not acc.sm_count else set()
     skip |= {"allreduce_latency_factor"} if not one_shot else set()
+    skip |= {"graph_launch_s"} if not engine.graph_mode else set()
     used_terms = {k: v for k, v in terms.items() if k not in skip}
     assumptions = {
         "engine": engine.id,
@@ -367,7 +383,9 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         "tp_all_reduce": None if tp == 1 else "one-shot kernel" if one_shot else "ring",
         "attention_groups": groups,
         "attention_peak": "fp8" if attention_fp8 else "bf16",
-        "ep_link": a2a_link.label if a2a_link is not None else None,
+        "ep_link": fused.label if fused is not None else a2a_link.label if a2a_link is not None else None,
+        # a step captured as one graph: the engine's own per-layer kernel tails and one graph dispatch per step
+        "graph_mode": engine.graph_mode,
         # the expert width at half the dense efficiency on this part's SMs, and the routed experts' GEMM efficiency
         "expert_half_width_columns": half_width,
         "expert_gemm_efficiency": moe_eff if spec.moe is not None else None,
@@ -411,7 +429,8 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         # a MoE layer launches more operators than a dense one (routing, permutation, grouped GEMMs): where each
         # costs host dispatch time (eager or partly captured stacks) its fixed time scales with their count
         layer_overhead=e("layer_overhead_s") * (dense_n + moe_n * e("moe_layer_overhead_ratio")),
-        step_overhead=e("step_overhead_s"),
+        # a captured graph's dispatch once per step (Zuo et al. 2025: 0.6-0.8 ms per graph dispatch on CANN)
+        step_overhead=e("step_overhead_s") + (e("graph_launch_s") if engine.graph_mode else 0.0),
         seq_overhead=e("seq_overhead_s"),
         request_overhead=e("request_overhead_s"),
         gemv_read_factor=gemv_factor,

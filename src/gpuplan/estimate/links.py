@@ -41,7 +41,9 @@ __all__ = [
     "Link",
     "LinkCalibration",
     "LinkTerm",
+    "FusedA2A",
     "default_link_calibration",
+    "fused_a2a_links",
     "host_link",
     "inter_node_link",
     "intra_node_link",
@@ -114,6 +116,7 @@ class LinkTerm(Term):
     value: float = Field(ge=0)
     unit: str = Field(min_length=1)
     confidence: Literal["high", "medium", "low", "none"] = "medium"
+    as_of: str = Field(default="", pattern=r"^(\d{4}-\d{2}(-\d{2})?)?$")
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), "confidence": self.confidence}
@@ -251,6 +254,52 @@ def node_link(
     if within.ndim == 0:
         return fast if bool(within) else slow
     return select_link(within, fast, slow)
+
+
+@dataclass(frozen=True)
+class FusedA2A:
+    """A fused expert all-to-all operator measured on a fabric: its dispatch and combine rates per device (each a
+    Link whose alpha is the fabric's), and the bytes per hidden value it dispatches."""
+
+    dispatch: Link
+    combine: Link
+    dispatch_bytes_per_value: float
+    label: str
+
+
+_A2A_POINTS = (8, 256)  # the EP degrees the fused operators were measured at (links.yaml `<kind>_a2a_*_ep<N>`)
+
+
+def fused_a2a_links(acc: Accelerator, ep: int, *, calibration: LinkCalibration | None = None) -> FusedA2A | None:
+    """The fused dispatch/combine operators of `acc`'s fabric at an expert-parallel group of `ep` devices, where
+    data/links.yaml measures them (`<kind>_a2a_*`: CloudMatrix-Infer's FusedDispatch/FusedCombine on UB), else None.
+
+    Per device: the per-rank rate x `<kind>_a2a_ranks_per_device` (a 910C package is two die ranks), at the EP
+    degree ep x that (EP128 packages = 256 die ranks, the table's EP256). Between the two measured degrees the rate
+    is interpolated in log2(EP) (each rank's traffic spreads over more peers; two points only, so a straight line
+    in log degree is an assumption), outside them the nearer figure is held."""
+    cal = calibration or default_link_calibration()
+    kind = acc.intra_node_link
+    names = {f"{kind}_a2a_{op}_gbyte_s_ep{n}" for op in ("dispatch", "combine") for n in _A2A_POINTS}
+    if not names <= set(cal.terms):
+        return None
+    per_device = cal.value(f"{kind}_a2a_ranks_per_device")
+    ranks = max(ep * per_device, 1.0)
+    lo, hi = _A2A_POINTS
+    x = min(max((np.log2(ranks) - np.log2(lo)) / (np.log2(hi) - np.log2(lo)), 0.0), 1.0)
+    alpha = cal.value(f"{kind}_alpha_us") / US_PER_S
+
+    def rate(op: str) -> Link:
+        a, b = cal.value(f"{kind}_a2a_{op}_gbyte_s_ep{lo}"), cal.value(f"{kind}_a2a_{op}_gbyte_s_ep{hi}")
+        per_rank = a + (b - a) * float(x)
+        return Link(per_rank * per_device, alpha, label=f"fused {op} {per_rank:.0f} GB/s per rank x {per_device:g}",
+                    terms=(f"{kind}_a2a_{op}_gbyte_s_ep{lo}", f"{kind}_a2a_{op}_gbyte_s_ep{hi}",
+                           f"{kind}_a2a_ranks_per_device", f"{kind}_alpha_us"))
+
+    dispatch, combine = rate("dispatch"), rate("combine")
+    return FusedA2A(dispatch=dispatch, combine=combine,
+                    dispatch_bytes_per_value=cal.value(f"{kind}_a2a_dispatch_bytes_per_value"),
+                    label=f"{acc.id} {kind} fused all-to-all at EP{ranks:g} ranks: {dispatch.label}, {combine.label}")
 
 
 # --- inter-node ---------------------------------------------------------------------------

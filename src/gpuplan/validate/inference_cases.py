@@ -62,17 +62,20 @@ def _disaggregated(row: Row, st: RowSettings, spec: ModelSpec, eng: EngineProfil
                             catalog=catalog, scale_out=scale_out, attention_fp8=st.attention_dtype == "fp8")
     groups = max(1, n_devices // (tp * pp))
     batch = max(1, round((opt_int(row, "batch") or groups) / groups))
+    # the acceptance the run's source measured, else the engine's term (DeepSeek-V3 report's 85%)
+    acceptance = st.mtp_acceptance if st.mtp_acceptance is not None else eng.value("mtp_acceptance")
     if output_len <= 1:
         perf = prefill_instance_perf(model, batch=batch, input_len=input_len,
                                      max_batched_tokens=eng.max_batched_tokens, chunked_prefill=eng.chunked_prefill,
                                      replicas=groups, devices_per_replica=tp * pp)
     else:
         perf = decode_instance_perf(model, batch=batch, input_len=input_len, output_len=output_len,
-                                    draft_tokens=st.draft_tokens or 0, acceptance=eng.value("mtp_acceptance"),
+                                    draft_tokens=st.draft_tokens or 0, acceptance=acceptance,
                                     replicas=groups, devices_per_replica=tp * pp)
     detail = (f"{eng.id} {perf.scenario} tp={tp} ep={ep} ({layout.dp} attention groups per EP group) "
               f"{weights}/{kv} batch={batch}/group I={input_len:.0f} O={output_len:.0f} "
-              f"draft={st.draft_tokens or 0} ttft={perf.ttft_s * 1e3:.1f}ms tpot={perf.tpot_s * 1e3:.2f}ms "
+              f"draft={st.draft_tokens or 0} accept={acceptance:g} "
+              f"ttft={perf.ttft_s * 1e3:.1f}ms tpot={perf.tpot_s * 1e3:.2f}ms "
               f"ep_link={model.assumptions['ep_link']}")
     return perf, detail
 
@@ -206,6 +209,8 @@ def evaluate_inference_row(row: Row, catalog: Catalog,
     eng = eng.on_part(acc, mla=spec.mla is not None)  # the scheduler defaults it picks on the row's part (and version)
     if st.custom_all_reduce is False:  # built without the custom kernel: NCCL's ring latency on every all-reduce
         eng = eng.model_copy(update={"custom_allreduce_stacks": ()})
+    if st.graph_mode:  # decode captured as graphs: kernel tails per layer and one graph dispatch per step
+        eng = eng.model_copy(update={"graph_mode": True})
     weights = row.get("weight_precision") or "bf16"
     kv = row.get("kv_precision") or _default_kv(weights)
     input_len, output_len, dataset = _lengths(row, st)

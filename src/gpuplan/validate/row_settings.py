@@ -30,7 +30,11 @@ stopped before each dense layer's MLP down projection, as PyTorch's non-reentran
 TrainingJob.pp_partition) and `moe_dispatcher` (training: `flex` for a MoE run on DeepEP/HybridEP with CUDA graphs
 over the router and dispatch preprocessing, `alltoall` for Megatron-Core's host-synchronised alltoall dispatcher:
 TrainingJob.moe_dispatcher) and `fp8_params` (training: the frozen base matrices of an fp8 LoRA run stored in fp8,
-NeMo `fp8_params`, Transformer Engine fp8_model_init: TrainingJob.fp8_params).
+NeMo `fp8_params`, Transformer Engine fp8_model_init: TrainingJob.fp8_params) and `graph_mode` (serving: `true` when
+the run's decode steps ran as captured graphs, as CloudMatrix-Infer's decode on CANN does: the engine's per-layer host
+dispatch measured on eager ports gives way to kernel tails and one graph dispatch per step, engines.yaml
+graph_launch_s: EngineProfile.graph_mode) and `mtp_acceptance` (serving: the share of draft tokens the run's source
+measured as kept, in place of the engine term of that name: CloudMatrix-Infer's 70%, 1.7 tokens per step).
 """
 
 from __future__ import annotations
@@ -89,6 +93,8 @@ class RowSettings(BaseModel):
     moe_dispatcher: Literal["alltoall", "flex"] | None = None
     recompute_early_stop: bool | None = None
     pp_partition: PpPartition | None = None
+    graph_mode: bool | None = None
+    mtp_acceptance: float | None = Field(default=None, gt=0, le=1)
 
 
 _LISTS = ("trainable_extra", "lora_targets")

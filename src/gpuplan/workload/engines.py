@@ -31,8 +31,8 @@ from gpuplan.errors import InputError, unknown_name
 from gpuplan.hardware.schema_devices import Accelerator, StackKind
 from gpuplan.terms import override_terms
 
-__all__ = ["ENGINE_TERMS", "DecodeKernelEra", "EngineProfile", "EngineTerm", "HardwareTerms", "PartDefaults",
-           "ProfileEra", "Scheduling", "StackDefault", "TunedOn",
+__all__ = ["ENGINE_TERMS", "HOST_DISPATCH_TERMS", "DecodeKernelEra", "EngineProfile", "EngineTerm", "HardwareTerms",
+           "PartDefaults", "ProfileEra", "Scheduling", "StackDefault", "TunedOn",
            "default_engine", "default_engines_by_stack", "engine", "engine_ids",
            "hardware_terms", "load_engines"]
 
@@ -58,7 +58,13 @@ ENGINE_TERMS = (
     "request_overhead_s",
     "mtp_acceptance",
     "roofline_overlap_exponent",
+    "graph_launch_s",
 )
+
+# Terms of an eager (host-dispatched) step that a step captured as one graph does not pay: under `graph_mode` the
+# hardware entries' values of these give way to the engine's own (CUDA-graph kernel tails), and `graph_launch_s`
+# is charged once per step instead (docs/inference.md, "Captured graphs").
+HOST_DISPATCH_TERMS = ("layer_overhead_s", "moe_layer_overhead_ratio")
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
@@ -232,6 +238,9 @@ class EngineProfile(BaseModel):
                                            description="settings the user set (on_part leaves them)")
     version: str | None = Field(default=None, description="the engine version a validation row states (at_version); "
                                 "None: the current engine")
+    graph_mode: bool = Field(
+        default=False, description="the steps run as captured graphs (CloudMatrix-Infer's decode, torchair, CUDA "
+                                   "graphs): no per-layer host dispatch of an eager port; graph_launch_s per step")
     hardware_table: tuple[HardwareTerms, ...] | None = Field(
         default=None, exclude=True,
         description="hardware terms to use instead of the shipped table (cross-validation refits them)")
@@ -263,7 +272,9 @@ class EngineProfile(BaseModel):
 
     def for_accelerator(self, accelerator_id: str) -> EngineProfile:
         """This profile on `accelerator_id`: the matching `hardware_terms` replace the engine defaults
-        (entries for every engine first, then those naming this engine); user overrides stay."""
+        (entries for every engine first, then those naming this engine); user overrides stay. Under `graph_mode`
+        the host-dispatch terms (HOST_DISPATCH_TERMS: measured on eager or partly captured ports) keep the engine's
+        own values."""
         table = self.hardware_table if self.hardware_table is not None else hardware_terms()
         matched = [h for h in table if h.matches(self.id, accelerator_id)]
         if not matched:
@@ -272,6 +283,8 @@ class EngineProfile(BaseModel):
         terms = dict(self.terms)
         for h in matched:
             for name, term in h.terms.items():
+                if self.graph_mode and name in HOST_DISPATCH_TERMS:
+                    continue
                 if not terms[name].overridden:
                     terms[name] = term.model_copy(update={"scope": h.id})
         return self.model_copy(update={"terms": terms})
@@ -369,7 +382,7 @@ class EngineProfile(BaseModel):
         """The scheduler and memory settings (everything but the terms and the sources)."""
         return self.model_dump(include={"gpu_memory_fraction", "kv_block_tokens", "max_num_seqs",
                                         "max_batched_tokens", "chunked_prefill", "scheduling",
-                                        "runtime_overhead_gib"})
+                                        "runtime_overhead_gib", "graph_mode"})
 
 
 class StackDefault(BaseModel):
@@ -396,7 +409,7 @@ class _EngineFile(BaseModel):
 
 
 _SETTINGS = ("gpu_memory_fraction", "kv_block_tokens", "max_num_seqs", "max_batched_tokens",
-             "chunked_prefill", "scheduling", "runtime_overhead_gib")
+             "chunked_prefill", "scheduling", "runtime_overhead_gib", "graph_mode")
 
 
 @cache
