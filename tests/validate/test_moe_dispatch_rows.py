@@ -81,3 +81,16 @@ def test_a_row_stating_flex_pays_no_host_wait_and_one_stating_alltoall_does() ->
                / 9299 - 1) < 0.10
     assert abs(evaluate_training_row(dict(ROWS["mbridge260401_b200_Qwen3_30B_a3B_MXFP8_8"]), CAT).predicted
                / 27136 - 1) < 0.25
+
+
+def test_the_h100_qwen3_235b_row_takes_the_global_batch_its_page_states() -> None:
+    """The 25.11 DGX-H100 Qwen3-235B-A22B row was copied from a page whose line had lost its GBS cell; the page at
+    tag v0.2.1 reads `| Qwen3_235B_a22B | 256 | FP8-CS | 2048 | 1 | 4096 | 0 | 2 | 8 | 1 | 4 | 32 | 128 | 1575 | 233 |`
+    (GA 128 = 2048 / dp 16 / MBS 1). The overlay fills the empty cell; the estimate runs that batch: 1,291 tokens/s
+    per GPU against 1,575 measured (1,276 with the batch left unstated)."""
+    row, st = resolve_row(ROWS["mbridge2511_h100_Qwen3_235B_a22B_FP8-CS_256"])
+    assert ROWS["mbridge2511_h100_Qwen3_235B_a22B_FP8-CS_256"]["global_batch_seqs"] == ""
+    assert row["global_batch_seqs"] == "2048" and st.moe_dispatcher == "alltoall"
+    res = evaluate_training_row(dict(row), CAT)
+    assert "tp2 pp8 dp16" in res.detail and "ep32" in res.detail
+    assert abs(res.predicted / 1575 - 1) < 0.25  # 1,291: -18%
