@@ -58,7 +58,9 @@ def test_alltoall_dispatch_waits_on_the_host_per_moe_layer_and_pass() -> None:
     four sequences per micro-batch under HybridEP (GB200 column of the same table): predicted +54% without it."""
     alltoall = evaluate_training_row(dict(QWEN3_30B_B200), CAT)
     assert abs(alltoall.predicted / 9299 - 1) < 0.10  # 14,364 (+54.5%) before; 9,421 now
-    flex = evaluate_training_row({**QWEN3_30B_B200, "settings": "framework=nemo;moe_dispatcher=flex"}, CAT)
+    # the same run stating flex, under another id: the row's own id carries row_settings.yaml's alltoall (its recipe)
+    flex = evaluate_training_row({**QWEN3_30B_B200, "id": "qwen3-30b-b200-flex",
+                                  "settings": "framework=nemo;moe_dispatcher=flex"}, CAT)
     # 48 MoE layers x 2 passes x 64 micro-batches per step x 3 ms: the flex run is that much shorter per step
     step_all = 512 * 4096 / 8 / alltoall.predicted
     step_flex = 512 * 4096 / 8 / flex.predicted
