@@ -120,8 +120,8 @@ def test_best_layout_fits_and_figures_are_consistent() -> None:
     if monthly is not None:  # whole months per device
         months = -(-fig["time_to_train_s"] // (730 * 3600))
         assert fig["cost"]["usd_monthly_commitment"] == pytest.approx(monthly * 730 * 64 * months)
-    assert set(fig["breakdown_s"]) == {"compute", "tp_comm", "dp_comm", "pp_bubble", "pp_comm", "ep_comm",
-                                       "cp_comm", "other"}
+    assert set(fig["breakdown_s"]) == {"compute", "moe_host_wait", "tp_comm", "dp_comm", "pp_bubble", "pp_comm",
+                                       "ep_comm", "cp_comm", "other"}
 
 
 def test_reliability_young_daly() -> None:
@@ -399,3 +399,28 @@ def test_moe_layouts_keep_expert_parallelism_for_the_grouped_gemm_rows() -> None
     ep1, ep8 = (int(np.flatnonzero(c1.ep == k)[0]) for k in (1, 8))
     # same FLOPs, rows 256 -> 2048 per expert: the experts' GEMMs run (2048/2176) / (256/384) = 1.41x faster
     assert e1.breakdown_s["compute"][ep1] > 1.25 * e1.breakdown_s["compute"][ep8]
+
+
+def test_moe_host_wait_is_its_own_part_of_the_step_and_names_the_bottleneck() -> None:
+    """Regression: Qwen3-30B-A3B on 8 B200 (EP8, one sequence per micro-batch, 64 micro-batches) under Megatron-Core's
+    alltoall dispatcher waited 48 layers x 2 passes x 64 micro-batches x 3 ms = 18.4 s of a 27.8 s step on the host,
+    and the estimate printed "compute 27.4 s (98%), compute-bound". The wait is now its own part; the step is the
+    same sum, and under the flex dispatcher the part is zero."""
+    from gpuplan.search.train_search import bottleneck
+
+    spec = get_preset("qwen3-30b-a3b").spec
+    hw = cluster_hardware(CAT, "b200-sxm-180gb", None)
+    choices = LayoutChoices(devices=[8], tp=[1], pp=[1], cp=[1], ep=[8], vpp=[1], zero=[1], micro_batch=[1],
+                            recompute=["none"])
+    c = generate(spec, choices, seq_len=4096, global_batch=512)
+    job = TrainingJob(seq_len=4096, global_batch=512, precision="fp8", moe_dispatcher="alltoall")
+    ev = evaluate_training(spec, job, hw, c)
+    wait = default_calibration().value("moe_host_wait_s")
+    parts = {k: float(v[0]) for k, v in ev.breakdown_s.items()}
+    assert parts["moe_host_wait"] == pytest.approx(spec.num_moe_layers * 2 * 64 * wait, rel=1e-9)
+    assert float(ev.step_s[0]) == pytest.approx(sum(parts.values()), rel=1e-12)
+    assert parts["moe_host_wait"] > parts["compute"]
+    assert bottleneck(parts).startswith("GPU waiting on the host in MoE layers")
+    flex = evaluate_training(spec, job.model_copy(update={"moe_dispatcher": "flex"}), hw, c)
+    assert float(flex.breakdown_s["moe_host_wait"][0]) == 0.0
+    assert float(ev.step_s[0]) - float(flex.step_s[0]) == pytest.approx(parts["moe_host_wait"], rel=1e-6)

@@ -82,6 +82,8 @@ def bottleneck(breakdown: dict[str, float]) -> str:
                         "optimizer's parameter all-gather or, under InternEvo, one broadcast per shard owner)",
              "pp_bubble": "pipeline bubble (too few micro-batches per pipeline)",
              "pp_comm": "pipeline point-to-point transfers", "ep_comm": "expert all-to-all",
+             "moe_host_wait": "GPU waiting on the host in MoE layers (the alltoall dispatcher's token-count sync; "
+                              "a flex dispatcher, DeepEP/HybridEP with CUDA graphs, removes it)",
              "cp_comm": "context-parallel KV exchange", "other": "optimizer step (memory bandwidth)"}
     return f"{words.get(name, name)}: {share:.0%} of the step"
 
