@@ -417,3 +417,31 @@ def test_a_qlora_plan_is_not_recommended_where_it_cannot_run() -> None:
     assert any(p["accelerator"] in acc for p in out["plans"])  # still listed, marked
     assert all(out["not_recommended"].get(a) == "method.qlora_none"
                for a in {p["accelerator"] for p in out["plans"]} & acc)
+
+
+def test_a_moe_step_that_waits_on_the_host_names_the_flex_dispatcher() -> None:
+    """Qwen3-30B-A3B under Megatron-Core's alltoall dispatcher (the default): the step's `moe_host_wait` share over
+    `moe_host_wait_share` gives a warning whose figures are the wait, the step and the step without the wait; under
+    the flex dispatcher the part is zero and nothing is said. A dense model never has the part."""
+    spec = load_model("qwen3-30b-a3b")
+    job = TrainingJob(seq_len=4096, global_batch=512, precision="bf16", moe_dispatcher="alltoall")
+    out = evaluate_fixed(spec, job, catalog(), H100, 16, tokens=1e12)  # the fastest layout that fits
+    assert out is not None
+    hw, fg = out
+    f = training_facts(spec, job, hw, fg, catalog=catalog(), tokens=1e12)
+    wait = f.breakdown_s["moe_host_wait"]
+    assert f.step_time_s is not None and wait / f.step_time_s > 0.1  # 48 layers x passes x micro-batches x 3 ms
+    share = wait / f.step_time_s
+    x = ids(f, moe_host_wait_share=share * 0.99)["train.moe_host_wait"]
+    assert x.severity == "warn"
+    assert fig(x, "moe_host_wait_s") == pytest.approx(wait)
+    assert fig(x, "moe_host_wait_share") == pytest.approx(wait / f.step_time_s)
+    assert "flex" in x.fix["en"] and "flex" in x.fix["zh"]
+    assert "train.moe_host_wait" not in ids(f, moe_host_wait_share=share * 1.01)
+    flex_job = job.model_copy(update={"moe_dispatcher": "flex"})
+    out = evaluate_fixed(spec, flex_job, catalog(), H100, 16, tokens=1e12)
+    assert out is not None
+    f_flex = training_facts(spec, flex_job, out[0], out[1], catalog=catalog(), tokens=1e12)
+    assert f_flex.breakdown_s["moe_host_wait"] == 0.0
+    assert "train.moe_host_wait" not in ids(f_flex, moe_host_wait_share=0.0001)
+    assert "train.moe_host_wait" not in ids(plan_facts("llama3-70b", H100, 16))

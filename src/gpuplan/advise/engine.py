@@ -22,6 +22,7 @@ FINDING_IDS = (
     "host.cpu", "host.cpu_unknown", "host.cpu_serve", "host.cpu_serve_unknown",
     "host.ram_low", "host.ram_high", "host.ram_unknown", "host.nvme",
     "host.nvme_unknown", "storage.read", "storage.checkpoint", "storage.parallel_fs", "storage.model_load",
+    "train.moe_host_wait",
     "net.rdma_required", "net.rdma_required_unquantified", "net.tcp_enough", "net.roce_lossless", "net.nics",
     "net.rail",
     "net.oversubscription", "precision.fp32", "precision.fp16", "precision.no_bf16", "precision.fp8",

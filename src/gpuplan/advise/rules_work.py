@@ -210,4 +210,22 @@ def _serve_model_load(f: PlanFacts, th: Thresholds) -> list[Finding]:
                          limit=Duration(th.value("model_load_max_s")))]
 
 
-WORK_RULES = (stage, host_cpu, host_ram, host_nvme, storage_read, storage_checkpoint, storage_parallel_fs)
+def moe_host_wait(f: PlanFacts, th: Thresholds) -> list[Finding]:
+    """A MoE step that waits on the host: the share of the step Megatron-Core's alltoall dispatcher spends with the
+    GPU idle on its token-count sync (search/train_eval._moe_host_wait_s), and the step without it (the flex
+    dispatcher's, as `--recipe moe_dispatcher=flex` times it: the same layout less the wait)."""
+    wait = float(f.breakdown_s.get("moe_host_wait", 0.0)) if f.kind == "train" else 0.0
+    if not wait or not f.step_time_s:
+        return []
+    share = wait / f.step_time_s
+    if share < th.value("moe_host_wait_share"):
+        return []
+    used = ("moe_host_wait_share",)
+    figs = (_est("moe_host_wait_s", wait, "s"), _est("step_time_s", f.step_time_s, "s"),
+            _est("moe_host_wait_share", share, "fraction"), _th(th, used[0]))
+    return [make_finding("train.moe_host_wait", "warn", figs, used, share=share, wait=wait, step=f.step_time_s,
+                         without=f.step_time_s - wait, model=f.model)]
+
+
+WORK_RULES = (stage, host_cpu, host_ram, host_nvme, storage_read, storage_checkpoint, storage_parallel_fs,
+              moe_host_wait)
