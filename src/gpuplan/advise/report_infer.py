@@ -36,7 +36,7 @@ from gpuplan.estimate.engine_profile import engine_memory_calibration, engine_pr
 from gpuplan.estimate.memory_infer import estimate_inference_memory
 from gpuplan.hardware import Catalog, Instance
 from gpuplan.units import DTYPE_BYTES, GIB
-from gpuplan.workload.engines import engine
+from gpuplan.workload.engines import EngineProfile, engine
 from gpuplan.workload.jobs import InferenceJob, serving_layout
 from gpuplan.workload.presets import load_model
 
@@ -304,9 +304,20 @@ def named_engine(run: Mapping[str, Any], catalog: Catalog, th: Thresholds, requi
     spec = load_model(str(run["model"]))
     slo = InferSlo(ttft_p99_s=float(run["slo"]["ttft_p99_s"]), tpot_p99_s=float(run["slo"]["tpot_p99_s"]))
     terms = planner_terms({k: float(v["value"]) for k, v in run.get("terms", {}).items()})
-    same_part = replace(constraints, accelerators=(acc.id,))
-    alts = engine_what_ifs(_engine_of(run, best), acc.software_stack, lambda prof: plan_inference(
-        spec, load, slo, catalog, same_part, engine_profile=prof, terms=terms, alternatives=False).plans)
+    def parts(prof: EngineProfile) -> tuple[str, ...]:
+        """The recommended part, or where the engine does not run on it (MindIE SplitFuse: 910B only), the parts of
+        the same stack it runs on that the request allows."""
+        if prof.runs_on(acc):
+            return (acc.id,)
+        return tuple(a.id for a in catalog.accelerators.values() if a.software_stack == acc.software_stack
+                     and prof.runs_on(a) and (not constraints.accelerators or a.id in constraints.accelerators))
+
+    def replan(prof: EngineProfile) -> list[dict[str, Any]]:
+        on = parts(prof)
+        return plan_inference(spec, load, slo, catalog, replace(constraints, accelerators=on), engine_profile=prof,
+                              terms=terms, alternatives=False).plans if on else []
+
+    alts = engine_what_ifs(_engine_of(run, best), acc.software_stack, replan)
     return alts[0] if alts else None
 
 

@@ -131,7 +131,13 @@ def serve_engine(f: PlanFacts, th: Thresholds) -> list[Finding]:
     figs = (_est("engine_devices", w["devices"], "devices", src), _est("engine_usd_per_hour", w["usd_per_hour"],
                                                                        "USD/h", src),
             _th(th, "engine_what_if_min_saving"))
-    return [make_finding("serve.engine_alternative", "warn", figs, ("engine_what_if_min_saving",),
+    # a setting of the engine in use (MindIE SplitFuse), possibly on another part of the stack: name how to turn it on
+    # and that its figures are the base profile's under another scheduler, with no measured run behind them
+    variant = str(w.get("variant_of") or "")
+    extra = {"alt_acc": w["accelerator"], "enable": w.get("enable") or "", "base": _engine_name(variant)} if (
+        variant) else {}
+    return [make_finding("serve.engine_setting" if variant else "serve.engine_alternative", "warn", figs,
+                         ("engine_what_if_min_saving",), **extra,
                          devices=f.devices, acc=f.accelerator.id, usd_h=usd_h,
                          engine=_engine_name(str(f.serving.get("engine") or "")), alt_engine=w["engine"],
                          alt_name=w["engine_name"], alt_devices=w["devices"], alt_usd_h=w["usd_per_hour"],

@@ -8,7 +8,8 @@ vLLM-Ascend fleet reaches may be an ordinary MindIE plan, and a vLLM-Ascend flee
   the SLO is met: ..."). Only the failing path pays for it.
 - `engine_what_ifs`: when the cheapest plan is on a part outside CUDA (where the engines' maturity differs most and
   their terms say so), the same part re-planned with each other engine that runs on its stack; the advisor names
-  the cheapest when it saves enough (advise/rules_serve.serve_engine). CUDA plans skip it: one more plan per engine
+  the cheapest when it saves enough (advise/rules_serve.serve_engine). An engine that runs only on some parts of
+  the stack (MindIE SplitFuse: 910B) is re-planned on those (advise.report_infer.named_engine). CUDA plans skip it: one more plan per engine
   on every request, for differences the engine profiles put at a few percent.
 """
 
@@ -58,8 +59,12 @@ def engine_what_ifs(asked: str, stack: str, replan: Replan) -> list[dict[str, An
              "weights": p["weights"], "replicas": p["replicas"], "devices": p["devices"], "instances": p["instances"],
              "instance": p["instance"], "usd_per_hour": p["cost_usd_per_hour"], "ttft_p99_s": p["ttft_s"]["p99"],
              "tpot_p99_s": p["tpot_s"]["p99"], "confidence": p.get("confidence"),
-             "basis": f"the inference planner re-run with {prof.name}'s profile on the same part "
-                      "(simulated, as the recommended fleet)"}
+             # a setting of the engine asked (MindIE SplitFuse): how to turn it on, and that no row validates it
+             "variant_of": prof.variant_of, "enable": prof.enable,
+             "basis": f"the inference planner re-run with {prof.name}'s profile on {p['accelerator']} "
+                      "(simulated, as the recommended fleet)"
+                      + (f"; estimated from the {prof.variant_of} profile with its scheduler changed, not validated"
+                         if prof.variant_of else "")}
             for prof, p in _cheapest_per_engine(asked, stack, replan)]
 
 
