@@ -8,7 +8,8 @@ rate on the recommended accelerator and weight format and puts the result in
 still meets the p99 SLO, and otherwise the cheapest fleet that does and its hourly cost.
 Alternatives: wide expert parallelism if the servers had RDMA (`what_if_rdma`, search/infer_whatif.py) and a
 prefill/decode-disaggregated fleet (`what_if_pd`, search/infer_pd_fleet.py) and another engine on the same part
-(`what_if_engine`, search/infer_engines.py), each named only when it saves at least its threshold.
+(`what_if_engine`, search/infer_engines.py), each named only when it saves at least its threshold; a setting of the
+engine in use (`what_if_setting`: MindIE SplitFuse) is named when it saves as much, or when it meets no SLO, why.
 KV-forced TP: the part holds the weights at a smaller TP than the KV cache of the load needs (`kv_forced_tp`,
 search/infer_kv_tp.py).
 """
@@ -24,7 +25,8 @@ from gpuplan.errors import GpuplanError
 from gpuplan.search.infer_fleet import layout_shape
 from gpuplan.workload.engines import engine
 
-__all__ = ["SERVE_RULES", "serve_engine", "serve_growth", "serve_kv_tp", "serve_pd", "serve_rdma"]
+__all__ = ["SERVE_RULES", "serve_engine", "serve_engine_setting", "serve_growth", "serve_kv_tp", "serve_pd",
+           "serve_rdma"]
 
 _SRC = "inference planner re-run at the grown load"
 
@@ -131,19 +133,42 @@ def serve_engine(f: PlanFacts, th: Thresholds) -> list[Finding]:
     figs = (_est("engine_devices", w["devices"], "devices", src), _est("engine_usd_per_hour", w["usd_per_hour"],
                                                                        "USD/h", src),
             _th(th, "engine_what_if_min_saving"))
-    # a setting of the engine in use (MindIE SplitFuse), possibly on another part of the stack: name how to turn it on
-    # and that its figures are the base profile's under another scheduler, with no measured run behind them
-    variant = str(w.get("variant_of") or "")
-    extra = {"alt_acc": w["accelerator"], "enable": w.get("enable") or "", "base": _engine_name(variant)} if (
-        variant) else {}
-    return [make_finding("serve.engine_setting" if variant else "serve.engine_alternative", "warn", figs,
-                         ("engine_what_if_min_saving",), **extra,
+    return [make_finding("serve.engine_alternative", "warn", figs, ("engine_what_if_min_saving",),
                          devices=f.devices, acc=f.accelerator.id, usd_h=usd_h,
                          engine=_engine_name(str(f.serving.get("engine") or "")), alt_engine=w["engine"],
                          alt_name=w["engine_name"], alt_devices=w["devices"], alt_usd_h=w["usd_per_hour"],
                          saving=1.0 - w["usd_per_hour"] / usd_h, layout_en=layout_shape(w["layout"], "en"),
                          layout_zh=layout_shape(w["layout"], "zh"), weights=w["weights"],
                          ttft=float(w["ttft_p99_s"]), tpot_ms=float(w["tpot_p99_s"]) * 1e3)]
+
+
+def serve_engine_setting(f: PlanFacts, th: Thresholds) -> list[Finding]:
+    """A setting of the engine in use (MindIE with SplitFuse on; search/infer_engines.setting_what_if) serves the load
+    for less on the parts it runs on (warn: its fleet, saving and the configuration that turns it on), or was
+    re-planned and meets no SLO there (info: why, so that the answer says it was weighed). Its figures are the base
+    profile's terms under another scheduler: the finding says they are estimated, not validated."""
+    w = f.serving.get("what_if_setting") if f.kind == "infer" else None
+    if not w:
+        return []
+    common = {"alt_name": w["engine_name"], "alt_engine": w["engine"], "enable": w.get("enable") or "",
+              "base": _engine_name(str(w.get("variant_of") or "")), "engine": _engine_name(
+                  str(f.serving.get("engine") or "")), "parts": ", ".join(w.get("accelerators") or []) or "-"}
+    if w.get("missed"):
+        return [make_finding("serve.engine_setting_missed", "info", (), (), **common, field=w.get("field") or "",
+                             detail=str(w.get("detail") or ""))]
+    alt = _cheaper(f, th, "what_if_setting", "engine_what_if_min_saving")
+    if alt is None:
+        return []
+    w, usd_h = alt
+    src = str(w.get("basis") or "inference planner re-run with the engine setting")
+    figs = (_est("engine_devices", w["devices"], "devices", src), _est("engine_usd_per_hour", w["usd_per_hour"],
+                                                                       "USD/h", src),
+            _th(th, "engine_what_if_min_saving"))
+    return [make_finding("serve.engine_setting", "warn", figs, ("engine_what_if_min_saving",), **common,
+                         devices=f.devices, acc=f.accelerator.id, usd_h=usd_h, alt_acc=w["accelerator"],
+                         alt_devices=w["devices"], alt_usd_h=w["usd_per_hour"], saving=1.0 - w["usd_per_hour"] / usd_h,
+                         layout_en=layout_shape(w["layout"], "en"), layout_zh=layout_shape(w["layout"], "zh"),
+                         weights=w["weights"], ttft=float(w["ttft_p99_s"]), tpot_ms=float(w["tpot_p99_s"]) * 1e3)]
 
 
 def serve_kv_tp(f: PlanFacts, th: Thresholds) -> list[Finding]:
@@ -164,4 +189,4 @@ def serve_kv_tp(f: PlanFacts, th: Thresholds) -> list[Finding]:
                          kv_note_zh="" if fp8 == "bf16" else "（已是 fp8）")]
 
 
-SERVE_RULES = (serve_growth, serve_rdma, serve_pd, serve_engine, serve_kv_tp)
+SERVE_RULES = (serve_growth, serve_rdma, serve_pd, serve_engine, serve_engine_setting, serve_kv_tp)
