@@ -404,8 +404,10 @@ def _no_plan(spec: ModelSpec, slo: InferSlo, cons: InferConstraints, rejected: d
              best: dict[str, Any], int4_bytes: float, largest: tuple[float, str], considered: list[str],
              prof: EngineProfile) -> None:
     if not considered and rejected.get("engine_unsupported"):
-        raise InputError(field="engine", value=prof.id, allowed=f"an engine that runs on the allowed parts' stacks "
-                         f"({prof.name} runs on {', '.join(prof.stacks)})",
+        runs = ", ".join(prof.accelerators) + f" ({prof.constraints_source})" if prof.accelerators else ", ".join(
+            prof.stacks)
+        raise InputError(field="engine", value=prof.id, allowed=f"an engine that runs on the allowed parts "
+                         f"({prof.name} runs on {runs})",
                          hint=f"choose another --engine or relax --market/--vendor (rejected: {rejected})")
     if not considered:
         raise InputError(field="hardware", value=rejected, allowed="at least one accelerator with a priced instance "

@@ -403,7 +403,7 @@ class EngineProfile(BaseModel):
         if self.weights and weights is not None and weights not in self.weights:
             raise InputError(field="weights", value=weights, allowed=f"a format {self.name} serves: "
                              + ", ".join(self.weights),
-                             hint=f"pass --weights {','.join(self.weights)} ({self.constraints_source})")
+                             hint=f"pass --weights {' or '.join(self.weights)} ({self.constraints_source})")
 
     def model_names(self) -> tuple[str, ...]:
         """The preset ids of `models` and their models' names (a spec carries its name, not its preset id)."""
