@@ -122,10 +122,10 @@ def _engine_name(eid: str) -> str:
         return eid
 
 
-def serve_engine(f: PlanFacts, th: Thresholds) -> list[Finding]:
-    """Another engine that runs on the recommended part serves the same load and SLO for less (search/infer_engines:
-    the planner re-run with that engine's profile on the same part, simulated like the recommended fleet)."""
-    alt = _cheaper(f, th, "what_if_engine", "engine_what_if_min_saving")
+def _engine_fleet(f: PlanFacts, th: Thresholds, key: str, finding: str, **args: Any) -> list[Finding]:
+    """The `finding` naming the fleet `f.serving[key]` (another engine, or a setting of this one) and its saving, when
+    it saves at least `engine_what_if_min_saving`."""
+    alt = _cheaper(f, th, key, "engine_what_if_min_saving")
     if alt is None:
         return []
     w, usd_h = alt
@@ -133,13 +133,19 @@ def serve_engine(f: PlanFacts, th: Thresholds) -> list[Finding]:
     figs = (_est("engine_devices", w["devices"], "devices", src), _est("engine_usd_per_hour", w["usd_per_hour"],
                                                                        "USD/h", src),
             _th(th, "engine_what_if_min_saving"))
-    return [make_finding("serve.engine_alternative", "warn", figs, ("engine_what_if_min_saving",),
+    return [make_finding(finding, "warn", figs, ("engine_what_if_min_saving",), **args,
                          devices=f.devices, acc=f.accelerator.id, usd_h=usd_h,
                          engine=_engine_name(str(f.serving.get("engine") or "")), alt_engine=w["engine"],
-                         alt_name=w["engine_name"], alt_devices=w["devices"], alt_usd_h=w["usd_per_hour"],
-                         saving=1.0 - w["usd_per_hour"] / usd_h, layout_en=layout_shape(w["layout"], "en"),
-                         layout_zh=layout_shape(w["layout"], "zh"), weights=w["weights"],
-                         ttft=float(w["ttft_p99_s"]), tpot_ms=float(w["tpot_p99_s"]) * 1e3)]
+                         alt_name=w["engine_name"], alt_acc=w["accelerator"], alt_devices=w["devices"],
+                         alt_usd_h=w["usd_per_hour"], saving=1.0 - w["usd_per_hour"] / usd_h,
+                         layout_en=layout_shape(w["layout"], "en"), layout_zh=layout_shape(w["layout"], "zh"),
+                         weights=w["weights"], ttft=float(w["ttft_p99_s"]), tpot_ms=float(w["tpot_p99_s"]) * 1e3)]
+
+
+def serve_engine(f: PlanFacts, th: Thresholds) -> list[Finding]:
+    """Another engine that runs on the recommended part serves the same load and SLO for less (search/infer_engines:
+    the planner re-run with that engine's profile on the same part, simulated like the recommended fleet)."""
+    return _engine_fleet(f, th, "what_if_engine", "serve.engine_alternative")
 
 
 def serve_engine_setting(f: PlanFacts, th: Thresholds) -> list[Finding]:
@@ -150,25 +156,13 @@ def serve_engine_setting(f: PlanFacts, th: Thresholds) -> list[Finding]:
     w = f.serving.get("what_if_setting") if f.kind == "infer" else None
     if not w:
         return []
-    common = {"alt_name": w["engine_name"], "alt_engine": w["engine"], "enable": w.get("enable") or "",
-              "base": _engine_name(str(w.get("variant_of") or "")), "engine": _engine_name(
-                  str(f.serving.get("engine") or "")), "parts": ", ".join(w.get("accelerators") or []) or "-"}
+    about = {"enable": w.get("enable") or "", "base": _engine_name(str(w.get("variant_of") or ""))}
     if w.get("missed"):
-        return [make_finding("serve.engine_setting_missed", "info", (), (), **common, field=w.get("field") or "",
+        return [make_finding("serve.engine_setting_missed", "info", (), (), **about, alt_name=w["engine_name"],
+                             alt_engine=w["engine"], engine=_engine_name(str(f.serving.get("engine") or "")),
+                             parts=", ".join(w.get("accelerators") or []) or "-", field=w.get("field") or "",
                              detail=str(w.get("detail") or ""))]
-    alt = _cheaper(f, th, "what_if_setting", "engine_what_if_min_saving")
-    if alt is None:
-        return []
-    w, usd_h = alt
-    src = str(w.get("basis") or "inference planner re-run with the engine setting")
-    figs = (_est("engine_devices", w["devices"], "devices", src), _est("engine_usd_per_hour", w["usd_per_hour"],
-                                                                       "USD/h", src),
-            _th(th, "engine_what_if_min_saving"))
-    return [make_finding("serve.engine_setting", "warn", figs, ("engine_what_if_min_saving",), **common,
-                         devices=f.devices, acc=f.accelerator.id, usd_h=usd_h, alt_acc=w["accelerator"],
-                         alt_devices=w["devices"], alt_usd_h=w["usd_per_hour"], saving=1.0 - w["usd_per_hour"] / usd_h,
-                         layout_en=layout_shape(w["layout"], "en"), layout_zh=layout_shape(w["layout"], "zh"),
-                         weights=w["weights"], ttft=float(w["ttft_p99_s"]), tpot_ms=float(w["tpot_p99_s"]) * 1e3)]
+    return _engine_fleet(f, th, "what_if_setting", "serve.engine_setting", **about)
 
 
 def serve_kv_tp(f: PlanFacts, th: Thresholds) -> list[Finding]:
