@@ -464,6 +464,11 @@ def _load_file() -> _EngineFile:
         bad = [e for e in h.engines if e != "*" and e not in ids]
         if bad:
             raise RuntimeError(f"engines.yaml hardware_terms {h.id}: unknown engines {bad}")
+    for e in parsed.engines:  # a constraint naming no preset, or a setting of no engine, is a bug of the file
+        for m in e.models:
+            get_preset(m)
+        if e.variant_of and e.variant_of not in ids:
+            raise RuntimeError(f"engines.yaml {e.id}: variant_of {e.variant_of!r} is not an engine id")
     for d in (parsed.default_engine, *(s.engine for s in parsed.stack_default_engines)):
         if d not in ids:
             raise RuntimeError(f"engines.yaml default engine {d!r} is not an engine id")
