@@ -9,7 +9,8 @@ from gpuplan.workload.engines import ENGINE_TERMS, engine, engine_ids, hardware_
 
 
 def test_all_engines_ship_with_every_term() -> None:
-    assert set(engine_ids()) == {"vllm", "sglang", "trtllm", "lmdeploy", "mindie", "generic", "hf_transformers"}
+    assert set(engine_ids()) == {"vllm", "sglang", "trtllm", "lmdeploy", "mindie", "mindie_splitfuse", "generic",
+                                "hf_transformers"}
     for prof in load_engines().values():
         assert set(prof.terms) == set(ENGINE_TERMS)
         assert all(t.source and t.explanation for t in prof.terms.values())

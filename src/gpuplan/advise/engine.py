@@ -32,7 +32,7 @@ FINDING_IDS = (
     "reliability.ecc", "reliability.cooling", "reliability.power", "reliability.power_serve", "reliability.checkpoint",
     "growth.model", "growth.deadline", "growth.serve", "growth.serve_ok", "growth.serve_spare",
     "growth.serve_none", "net.rdma_wide_ep", "serve.pd_disaggregation", "serve.engine_alternative",
-    "serve.kv_forces_tp_short", "serve.kv_forces_tp_rate",
+    "serve.engine_setting", "serve.engine_setting_missed", "serve.kv_forces_tp_short", "serve.kv_forces_tp_rate",
 )
 
 

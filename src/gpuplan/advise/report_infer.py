@@ -36,7 +36,7 @@ from gpuplan.estimate.engine_profile import engine_memory_calibration, engine_pr
 from gpuplan.estimate.memory_infer import estimate_inference_memory
 from gpuplan.hardware import Catalog, Instance
 from gpuplan.units import DTYPE_BYTES, GIB
-from gpuplan.workload.engines import engine
+from gpuplan.workload.engines import EngineProfile, engine
 from gpuplan.workload.jobs import InferenceJob, serving_layout
 from gpuplan.workload.presets import load_model
 
@@ -294,6 +294,33 @@ def named_engine(run: Mapping[str, Any], catalog: Catalog, th: Thresholds, requi
     (search/infer_engines.engine_what_ifs, each engine's shipped profile, simulated like the recommendation); None
     on CUDA, without a recommendation or when no other engine meets the SLO. Named once for the CLI and the API."""
     from gpuplan.search.infer_engines import engine_what_ifs
+
+    found = _engine_replan(run, catalog, th, requirements, load=load, constraints=constraints)
+    if found is None:
+        return None
+    asked, stack, replan = found
+    alts = engine_what_ifs(asked, stack, replan)
+    return alts[0] if alts else None
+
+
+def named_setting(run: Mapping[str, Any], catalog: Catalog, th: Thresholds, requirements: Requirements | None, *,
+                  load: InferLoad, constraints: InferConstraints) -> dict[str, Any] | None:
+    """A setting of the recommended fleet's engine (MindIE with SplitFuse on: engines.yaml `variant_of`) re-planned
+    for the same load on the parts of the stack it runs on (SplitFuse: 910B only) that the request allows: its
+    cheapest fleet, or why none met the SLO (search/infer_engines.setting_what_if); None where the engine has no
+    such setting. Named once for the CLI and the API."""
+    from gpuplan.search.infer_engines import setting_what_if
+
+    found = _engine_replan(run, catalog, th, requirements, load=load, constraints=constraints)
+    return setting_what_if(*found) if found is not None else None
+
+
+def _engine_replan(run: Mapping[str, Any], catalog: Catalog, th: Thresholds, requirements: Requirements | None, *,
+                   load: InferLoad, constraints: InferConstraints
+                   ) -> tuple[str, str, Callable[[EngineProfile], list[dict[str, Any]]]] | None:
+    """(the recommended fleet's engine, its part's stack, a re-plan of the run with another engine profile on the
+    recommended part, or where that engine does not run on it, on the parts of the stack it runs on); None without
+    a recommendation."""
     from gpuplan.search.infer_load import InferSlo, planner_terms
     from gpuplan.search.infer_search import plan_inference
 
@@ -304,10 +331,15 @@ def named_engine(run: Mapping[str, Any], catalog: Catalog, th: Thresholds, requi
     spec = load_model(str(run["model"]))
     slo = InferSlo(ttft_p99_s=float(run["slo"]["ttft_p99_s"]), tpot_p99_s=float(run["slo"]["tpot_p99_s"]))
     terms = planner_terms({k: float(v["value"]) for k, v in run.get("terms", {}).items()})
-    same_part = replace(constraints, accelerators=(acc.id,))
-    alts = engine_what_ifs(_engine_of(run, best), acc.software_stack, lambda prof: plan_inference(
-        spec, load, slo, catalog, same_part, engine_profile=prof, terms=terms, alternatives=False).plans)
-    return alts[0] if alts else None
+
+    def replan(prof: EngineProfile) -> list[dict[str, Any]]:
+        on = (acc.id,) if prof.runs_on(acc) else tuple(
+            a.id for a in catalog.accelerators.values() if a.software_stack == acc.software_stack
+            and prof.runs_on(a) and (not constraints.accelerators or a.id in constraints.accelerators))
+        return plan_inference(spec, load, slo, catalog, replace(constraints, accelerators=on), engine_profile=prof,
+                              terms=terms, alternatives=False).plans if on else []
+
+    return _engine_of(run, best), acc.software_stack, replan
 
 
 def choose_fleet(run: Mapping[str, Any], plans: Sequence[Mapping[str, Any]], catalog: Catalog, th: Thresholds,
@@ -385,6 +417,8 @@ def inference_report(run: Mapping[str, Any], catalog: Catalog, *, thresholds: Th
     other = run.get("what_if_engine")  # the recommended part with another engine (named_engine)
     if other and other["accelerator"] == best["accelerator"]:
         facts = replace(facts, serving={**facts.serving, "what_if_engine": other})
+    if run.get("what_if_setting") and _engine_of(run, best) == run["what_if_setting"]["variant_of"]:
+        facts = replace(facts, serving={**facts.serving, "what_if_setting": run["what_if_setting"]})  # named_setting
     findings = advise(facts, th)
     doc.update(
         recommendation={**infer_summary(best), "advice": best["advice"],

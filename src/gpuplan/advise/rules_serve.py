@@ -8,7 +8,8 @@ rate on the recommended accelerator and weight format and puts the result in
 still meets the p99 SLO, and otherwise the cheapest fleet that does and its hourly cost.
 Alternatives: wide expert parallelism if the servers had RDMA (`what_if_rdma`, search/infer_whatif.py) and a
 prefill/decode-disaggregated fleet (`what_if_pd`, search/infer_pd_fleet.py) and another engine on the same part
-(`what_if_engine`, search/infer_engines.py), each named only when it saves at least its threshold.
+(`what_if_engine`, search/infer_engines.py), each named only when it saves at least its threshold; a setting of the
+engine in use (`what_if_setting`: MindIE SplitFuse) is named when it saves as much, or when it meets no SLO, why.
 KV-forced TP: the part holds the weights at a smaller TP than the KV cache of the load needs (`kv_forced_tp`,
 search/infer_kv_tp.py).
 """
@@ -24,7 +25,8 @@ from gpuplan.errors import GpuplanError
 from gpuplan.search.infer_fleet import layout_shape
 from gpuplan.workload.engines import engine
 
-__all__ = ["SERVE_RULES", "serve_engine", "serve_growth", "serve_kv_tp", "serve_pd", "serve_rdma"]
+__all__ = ["SERVE_RULES", "serve_engine", "serve_engine_setting", "serve_growth", "serve_kv_tp", "serve_pd",
+           "serve_rdma"]
 
 _SRC = "inference planner re-run at the grown load"
 
@@ -120,10 +122,10 @@ def _engine_name(eid: str) -> str:
         return eid
 
 
-def serve_engine(f: PlanFacts, th: Thresholds) -> list[Finding]:
-    """Another engine that runs on the recommended part serves the same load and SLO for less (search/infer_engines:
-    the planner re-run with that engine's profile on the same part, simulated like the recommended fleet)."""
-    alt = _cheaper(f, th, "what_if_engine", "engine_what_if_min_saving")
+def _engine_fleet(f: PlanFacts, th: Thresholds, key: str, finding: str, **args: Any) -> list[Finding]:
+    """The `finding` naming the fleet `f.serving[key]` (another engine, or a setting of this one) and its saving, when
+    it saves at least `engine_what_if_min_saving`."""
+    alt = _cheaper(f, th, key, "engine_what_if_min_saving")
     if alt is None:
         return []
     w, usd_h = alt
@@ -131,13 +133,36 @@ def serve_engine(f: PlanFacts, th: Thresholds) -> list[Finding]:
     figs = (_est("engine_devices", w["devices"], "devices", src), _est("engine_usd_per_hour", w["usd_per_hour"],
                                                                        "USD/h", src),
             _th(th, "engine_what_if_min_saving"))
-    return [make_finding("serve.engine_alternative", "warn", figs, ("engine_what_if_min_saving",),
+    return [make_finding(finding, "warn", figs, ("engine_what_if_min_saving",), **args,
                          devices=f.devices, acc=f.accelerator.id, usd_h=usd_h,
                          engine=_engine_name(str(f.serving.get("engine") or "")), alt_engine=w["engine"],
-                         alt_name=w["engine_name"], alt_devices=w["devices"], alt_usd_h=w["usd_per_hour"],
-                         saving=1.0 - w["usd_per_hour"] / usd_h, layout_en=layout_shape(w["layout"], "en"),
-                         layout_zh=layout_shape(w["layout"], "zh"), weights=w["weights"],
-                         ttft=float(w["ttft_p99_s"]), tpot_ms=float(w["tpot_p99_s"]) * 1e3)]
+                         alt_name=w["engine_name"], alt_acc=w["accelerator"], alt_devices=w["devices"],
+                         alt_usd_h=w["usd_per_hour"], saving=1.0 - w["usd_per_hour"] / usd_h,
+                         layout_en=layout_shape(w["layout"], "en"), layout_zh=layout_shape(w["layout"], "zh"),
+                         weights=w["weights"], ttft=float(w["ttft_p99_s"]), tpot_ms=float(w["tpot_p99_s"]) * 1e3)]
+
+
+def serve_engine(f: PlanFacts, th: Thresholds) -> list[Finding]:
+    """Another engine that runs on the recommended part serves the same load and SLO for less (search/infer_engines:
+    the planner re-run with that engine's profile on the same part, simulated like the recommended fleet)."""
+    return _engine_fleet(f, th, "what_if_engine", "serve.engine_alternative")
+
+
+def serve_engine_setting(f: PlanFacts, th: Thresholds) -> list[Finding]:
+    """A setting of the engine in use (MindIE with SplitFuse on; search/infer_engines.setting_what_if) serves the load
+    for less on the parts it runs on (warn: its fleet, saving and the configuration that turns it on), or was
+    re-planned and meets no SLO there (info: why, so that the answer says it was weighed). Its figures are the base
+    profile's terms under another scheduler: the finding says they are estimated, not validated."""
+    w = f.serving.get("what_if_setting") if f.kind == "infer" else None
+    if not w:
+        return []
+    about = {"enable": w.get("enable") or "", "base": _engine_name(str(w.get("variant_of") or ""))}
+    if w.get("missed"):
+        return [make_finding("serve.engine_setting_missed", "info", (), (), **about, alt_name=w["engine_name"],
+                             alt_engine=w["engine"], engine=_engine_name(str(f.serving.get("engine") or "")),
+                             parts=", ".join(w.get("accelerators") or []) or "-", field=w.get("field") or "",
+                             detail=str(w.get("detail") or ""))]
+    return _engine_fleet(f, th, "what_if_setting", "serve.engine_setting", **about)
 
 
 def serve_kv_tp(f: PlanFacts, th: Thresholds) -> list[Finding]:
@@ -158,4 +183,4 @@ def serve_kv_tp(f: PlanFacts, th: Thresholds) -> list[Finding]:
                          kv_note_zh="" if fp8 == "bf16" else "（已是 fp8）")]
 
 
-SERVE_RULES = (serve_growth, serve_rdma, serve_pd, serve_engine, serve_kv_tp)
+SERVE_RULES = (serve_growth, serve_rdma, serve_pd, serve_engine, serve_engine_setting, serve_kv_tp)

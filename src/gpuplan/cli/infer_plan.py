@@ -109,7 +109,7 @@ def plan_infer(
 ) -> None:
     """Search instances, TP/PP/EP, weight format and replicas for the cheapest fleet meeting the SLO."""
     from gpuplan.advise.infer_split import named_split
-    from gpuplan.advise.report_infer import choose_fleet, inference_report, named_engine, named_pd
+    from gpuplan.advise.report_infer import choose_fleet, inference_report, named_engine, named_pd, named_setting
     from gpuplan.advise.trust import serving_recommendation
     from gpuplan.search.infer_load import InferSlo, planner_terms
     from gpuplan.search.infer_pd_choice import disaggregated_recommendation
@@ -175,6 +175,8 @@ def plan_infer(
         run["what_if_pd"] = named_pd(run, cat, th, req)  # the disaggregated fleet the advisor would name
         # the recommended part with another engine of its stack, if one serves the load for less
         run["what_if_engine"] = named_engine(run, cat, th, req, load=load, constraints=cons)
+        # a setting of that engine (MindIE SplitFuse) on the parts it runs on: its fleet, or why none met the SLO
+        run["what_if_setting"] = named_setting(run, cat, th, req, load=load, constraints=cons)
         doc = None
         if report is not None or not json_out:  # findings, memory and the growth re-plan (one more planner run)
             doc = inference_report(run, cat, thresholds=th, requirements=req, infer_load=load,

@@ -26,6 +26,7 @@ HEALTH = {"vllm": "/health", "sglang": "/health", "trtllm": "/health", "lmdeploy
 def deployed_engine(t: ServeTarget) -> str:
     """The engine a Deployment / SkyPilot service runs: the fleet's (vllm-ascend, mindie-ascend: vLLM, MindIE)."""
     e = str(t.fleet.get("engine") or "vllm")
+    e = "mindie" if e == "mindie_splitfuse" else e  # MindIE with SplitFuse on: the same image, another config
     return e.removesuffix("-ascend") if e.removesuffix("-ascend") in IMAGES else "vllm"
 
 

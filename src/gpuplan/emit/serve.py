@@ -143,9 +143,10 @@ def lmdeploy_args(t: ServeTarget) -> list[Arg]:
 
 
 def mindie_config(t: ServeTarget) -> dict[str, Any]:
-    p = _profile(t, "mindie")
+    split = t.fleet.get("engine") == "mindie_splitfuse"  # the fleet was planned with SplitFuse on
+    p = _profile(t, "mindie_splitfuse" if split else "mindie")
     world = t.devices_per_replica
-    return {
+    cfg = {
         "Version": "1.0.0",
         "ServerConfig": {"ipAddress": "0.0.0.0", "port": PORT, "httpsEnabled": False},
         "BackendConfig": {
@@ -158,6 +159,14 @@ def mindie_config(t: ServeTarget) -> dict[str, Any]:
             "ScheduleConfig": {"maxBatchSize": p.max_num_seqs, "maxPrefillBatchSize": max(1, p.max_num_seqs // 4),
                                "maxPrefillTokens": p.max_batched_tokens, "maxIterTimes": t.max_model_len}},
         "LogConfig": {"logLevel": "Info"}}
+    # MindIE Service 2.1.RC1 "SplitFuse" (mindie_service0128): the plugin, the Mix template and a chunk of
+    # maxBatchSize tokens; the prefill cap stays mindie's
+    if split:
+        deploy: Any = cfg["BackendConfig"]
+        deploy["ModelDeployConfig"]["ModelConfig"][0]["plugin_params"] = json.dumps({"plugin_type": "splitfuse"})
+        deploy["ScheduleConfig"].update(templateType="Mix", enableSplit=True, splitChunkTokens=p.max_batched_tokens,
+                                        maxPrefillTokens=_profile(t, "mindie").max_batched_tokens)
+    return cfg
 
 
 _ASCEND_VLLM = ("Ascend: run in the vllm-ascend image (quay.io/ascend/vllm-ascend:v0.11.0rc0) or with the vllm-ascend "

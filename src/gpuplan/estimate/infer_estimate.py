@@ -178,6 +178,7 @@ def estimate_inference(spec: ModelSpec, *, accelerator: Accelerator, engine: Eng
     _check_lengths(input_len, output_len, batch, qps)
     _check_instance(instance, draft_tokens, qps, output_len)
     engine.check_runs_on(accelerator)
+    engine.check_serves(spec.name, weights)
     engine = engine.on_part(accelerator, mla=spec.mla is not None)  # the scheduler defaults it picks on this part
     for fmt, fld in ((weights, "weights"), (kv_dtype, "kv_dtype")):
         if fmt in FP4_FORMATS:  # a 4-bit float format needs FP4 tensor cores: say so before any layout search

@@ -198,6 +198,7 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
     acc = accelerator
     _check(spec, layout, acc, scale_out)
     engine.check_runs_on(acc)  # TensorRT-LLM is CUDA only, MindIE CANN only (engines.yaml stacks)
+    engine.check_serves(spec.name, weights)  # MindIE SplitFuse: four models, float or W8A8 (engines.yaml)
     engine = engine.for_accelerator(acc.id)  # the engine's terms on this hardware family, else its defaults
     engine = engine.on_part(acc, mla=spec.mla is not None)  # scheduler defaults on this part (get_batch_defaults)
     tp, pp, ep = layout.tp, layout.pp, layout.ep

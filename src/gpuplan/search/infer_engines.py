@@ -10,6 +10,9 @@ vLLM-Ascend fleet reaches may be an ordinary MindIE plan, and a vLLM-Ascend flee
   their terms say so), the same part re-planned with each other engine that runs on its stack; the advisor names
   the cheapest when it saves enough (advise/rules_serve.serve_engine). CUDA plans skip it: one more plan per engine
   on every request, for differences the engine profiles put at a few percent.
+- `setting_what_if`: a setting of the engine in use (a profile with `variant_of`: MindIE with SplitFuse on), re-planned
+  on the parts of the stack it runs on (SplitFuse: 910B only; advise.report_infer.named_setting): its fleet, or why
+  none meets the SLO; the advisor names either (advise/rules_serve.serve_engine_setting).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from gpuplan.errors import InputError
 from gpuplan.search.infer_fleet import layout_shape
 from gpuplan.workload.engines import EngineProfile, load_engines
 
-__all__ = ["engine_that_meets", "engine_what_ifs", "with_engine_hint"]
+__all__ = ["engine_that_meets", "engine_what_ifs", "setting_what_if", "with_engine_hint"]
 
 # the errors of plan_inference that another engine can cure (not a model too large, a policy or a missing price)
 SLO_FIELDS = frozenset({"ttft-p99", "tpot-p99", "slo", "max-devices"})
@@ -29,17 +32,21 @@ SLO_FIELDS = frozenset({"ttft-p99", "tpot-p99", "slo", "max-devices"})
 Replan = Callable[[EngineProfile], list[dict[str, Any]]]
 
 
-def _deployable(asked: str, stack: str | None = None) -> list[EngineProfile]:
-    """Every shipped engine but the one asked and the modelling baselines, optionally only those running on `stack`."""
+def _deployable(asked: str, stack: str | None = None, variants: bool = True) -> list[EngineProfile]:
+    """Every shipped engine but the one asked and the modelling baselines, optionally only those running on `stack`
+    and without the settings of an engine (`variant_of`: MindIE SplitFuse, named by `setting_what_if`)."""
     return [p for eid, p in sorted(load_engines().items())
-            if eid != asked and not p.baseline and (stack is None or stack in p.stacks)]
+            if eid != asked and not p.baseline and (stack is None or stack in p.stacks)
+            and (variants or not p.variant_of)]
 
 
-def _cheapest_per_engine(asked: str, stack: str | None, replan: Replan) -> list[tuple[EngineProfile, dict[str, Any]]]:
+def _cheapest_per_engine(asked: str, stack: str | None, replan: Replan,
+                         variants: bool = True) -> list[tuple[EngineProfile, dict[str, Any]]]:
     """(profile, its cheapest plan) of every other deployable engine (on `stack`, if given) whose re-plan meets the
     SLO, cheapest first; `replan` plans with one engine profile (empty, or InputError, when none meets)."""
     found: list[tuple[EngineProfile, dict[str, Any]]] = []
-    for prof in _deployable(asked, stack):  # the shipped profiles: default terms, as `gpuplan plan infer --engine ID`
+    # the shipped profiles: default terms, as `gpuplan plan infer --engine ID`
+    for prof in _deployable(asked, stack, variants):
         try:
             plans = replan(prof)
         except InputError:
@@ -51,16 +58,48 @@ def _cheapest_per_engine(asked: str, stack: str | None, replan: Replan) -> list[
 
 def engine_what_ifs(asked: str, stack: str, replan: Replan) -> list[dict[str, Any]]:
     """The cheapest fleet of each other engine that runs on `stack` and meets the SLO (`replan` plans with one engine
-    profile, on the same part), cheapest first; [] on CUDA (see the module docstring)."""
+    profile, on the same part), cheapest first; [] on CUDA (see the module docstring). The settings of an engine
+    (`variant_of`) are `setting_what_if`'s."""
     if stack == "cuda":
         return []
-    return [{"engine": prof.id, "engine_name": prof.name, "accelerator": p["accelerator"], "layout": p["layout"],
-             "weights": p["weights"], "replicas": p["replicas"], "devices": p["devices"], "instances": p["instances"],
-             "instance": p["instance"], "usd_per_hour": p["cost_usd_per_hour"], "ttft_p99_s": p["ttft_s"]["p99"],
-             "tpot_p99_s": p["tpot_s"]["p99"], "confidence": p.get("confidence"),
-             "basis": f"the inference planner re-run with {prof.name}'s profile on the same part "
-                      "(simulated, as the recommended fleet)"}
-            for prof, p in _cheapest_per_engine(asked, stack, replan)]
+    return [_record(prof, p) for prof, p in _cheapest_per_engine(asked, stack, replan, variants=False)]
+
+
+def setting_what_if(asked: str, stack: str, replan: Replan) -> dict[str, Any] | None:
+    """A setting of the engine asked that runs on `stack` (a profile whose `variant_of` is `asked`: MindIE with
+    SplitFuse on) re-planned for the same load: its cheapest fleet, or where none meets the SLO
+    {"missed": True, "field", "detail"} from the planner's error; None where the engine has no such setting or the
+    stack is CUDA. `replan` plans it on the parts it runs on."""
+    if stack == "cuda":
+        return None
+    for prof in _deployable(asked, stack):
+        if prof.variant_of != asked:
+            continue
+        try:
+            plans = replan(prof)
+        except InputError as exc:
+            return {**_about(prof), "missed": True, "field": exc.field, "detail": exc.hint or exc.allowed}
+        if not plans:
+            return {**_about(prof), "missed": True, "field": "accelerator",
+                    "detail": "no part of the request's stack that it runs on"}
+        return _record(prof, plans[0])
+    return None
+
+
+def _about(prof: EngineProfile) -> dict[str, Any]:
+    return {"engine": prof.id, "engine_name": prof.name, "variant_of": prof.variant_of, "enable": prof.enable,
+            "accelerators": list(prof.accelerators)}
+
+
+def _record(prof: EngineProfile, p: dict[str, Any]) -> dict[str, Any]:
+    return {**_about(prof), "accelerator": p["accelerator"], "layout": p["layout"],
+            "weights": p["weights"], "replicas": p["replicas"], "devices": p["devices"], "instances": p["instances"],
+            "instance": p["instance"], "usd_per_hour": p["cost_usd_per_hour"], "ttft_p99_s": p["ttft_s"]["p99"],
+            "tpot_p99_s": p["tpot_s"]["p99"], "confidence": p.get("confidence"),
+            "basis": f"the inference planner re-run with {prof.name}'s profile on {p['accelerator']} "
+                     "(simulated, as the recommended fleet)"
+                     + (f"; estimated from the {prof.variant_of} profile with its scheduler changed, not validated"
+                        if prof.variant_of else "")}
 
 
 def engine_that_meets(asked: str, replan: Replan) -> tuple[str, dict[str, Any]] | None:

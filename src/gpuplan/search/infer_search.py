@@ -181,6 +181,9 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
           by_stack: Mapping[str, EngineProfile] | None = None) -> InferPlanResult:
     cal = terms or planner_terms()
     main_prof = prof
+    # an engine documented for some models and weight formats only (MindIE SplitFuse): refuse the others at once
+    prof.check_serves(spec.name, None if not prof.weights or any(w in prof.weights for w in cons.weights)
+                      else cons.weights[0])
     cfg = EngineConfig.from_profile(prof)
     main_cfg = cfg
     cfgs = {p.id: EngineConfig.from_profile(p) for p in (by_stack or {}).values()}
@@ -221,7 +224,7 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
         alt = rdma_what_if(spec, acc, offers, weights=cons.weights, kv_dtype=cons.kv_dtype, engine=prof, cfg=cfg,
                            moments=moments, load=load, slo=slo, headroom=headroom, tpot_p99_over_mean=ratio,
                            need_tokens=need_tokens, max_devices=cons.max_devices,
-                           catalog=catalog) if alternatives else None
+                           catalog=catalog) if alternatives and not prof.single_node_only else None
         if alt is not None:
             alts.append(alt)
         # an attention group lives in one instance and one node (infer_step.node_devices)
@@ -231,7 +234,9 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
         largest = max(largest, (mem, acc.id))
         pd_inputs: list[PdInput] = []
         for weights in cons.weights:
-            if weights == "fp8" and acc.dense_tflops("fp8") is None:
+            # no fp8 peak on the part, or a format the engine does not serve (MindIE SplitFuse: float or W8A8)
+            if (weights == "fp8" and acc.dense_tflops("fp8") is None) or (
+                    prof.weights and weights not in prof.weights):
                 bump(rejected, "weights_unsupported")
                 unsupported.setdefault(acc.id, []).append(weights)
                 continue
@@ -244,7 +249,8 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
             ttft_met, n_base = False, len(items)
             cp_bases: list[tuple[Layout, list[Offer], Any]] = []
             for i in itertools.count():
-                if i == n_base and not ttft_met and cons.context_parallel:  # every base layout seen
+                # every base layout seen (no context parallelism where the engine serves one node: SplitFuse)
+                if i == n_base and not ttft_met and cons.context_parallel and not prof.single_node_only:
                     added = cp_layouts(cp_bases, engine_id=prof.id, acc=acc, node=max_node,
                                        prompt_p99=moments.in_p99, layers=spec.num_layers,
                                        max_devices=cons.max_devices)
@@ -257,6 +263,9 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
                     cm = cm_cp
                 else:
                     if lay.tp * lay.pp > node and counts.total * mb / node <= mem:
+                        continue
+                    if prof.single_node_only and (link is not None or lay.tp * lay.pp > node):
+                        bump(rejected, "engine_unsupported")  # MindIE SplitFuse: no multi-node inference
                         continue  # a node holds the weights: pipeline stages across nodes only add devices and hops
                     evaluated += 1
                     if max(lay.tp, lay.ep) * lay.pp > cons.max_devices:
@@ -327,10 +336,10 @@ def _plan(spec: ModelSpec, load: InferLoad, slo: InferSlo, catalog: Catalog, con
         # the disaggregated fleet is launched with SGLang (emit sglang --disaggregated): only on parts it runs on
         pd = pd_fleet(pd_inputs, accelerator=acc.id, moments=moments, slo=slo, qps=load.qps, headroom=headroom,
                       cfg=main_cfg, tpot_p99_over_mean=ratio, max_devices=cons.max_devices) if (
-            alternatives and engine("sglang").runs_on(acc)) else None
+            alternatives and engine("sglang").runs_on(acc) and not prof.single_node_only) else None
         if pd is not None:
             pds.append(pd)
-        if alternatives and engine("sglang").runs_on(acc) and pd_inputs:
+        if alternatives and engine("sglang").runs_on(acc) and pd_inputs and not prof.single_node_only:
             pd_parts[acc.id] = pd_inputs
     prof, cfg = main_prof, main_cfg
     if len(pd_parts) > 1:  # prefill on one part, decode on another (infer_pd_mixed), beside the same-part fleets
@@ -395,8 +404,10 @@ def _no_plan(spec: ModelSpec, slo: InferSlo, cons: InferConstraints, rejected: d
              best: dict[str, Any], int4_bytes: float, largest: tuple[float, str], considered: list[str],
              prof: EngineProfile) -> None:
     if not considered and rejected.get("engine_unsupported"):
-        raise InputError(field="engine", value=prof.id, allowed=f"an engine that runs on the allowed parts' stacks "
-                         f"({prof.name} runs on {', '.join(prof.stacks)})",
+        runs = ", ".join(prof.accelerators) + f" ({prof.constraints_source})" if prof.accelerators else ", ".join(
+            prof.stacks)
+        raise InputError(field="engine", value=prof.id, allowed=f"an engine that runs on the allowed parts "
+                         f"({prof.name} runs on {runs})",
                          hint=f"choose another --engine or relax --market/--vendor (rejected: {rejected})")
     if not considered:
         raise InputError(field="hardware", value=rejected, allowed="at least one accelerator with a priced instance "

@@ -185,7 +185,7 @@ def plan_infer_report(req: InferPlanRequest) -> tuple[dict[str, Any], dict[str, 
 def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], dict[str, Any] | None]:
     from gpuplan.advise.findings import load_thresholds
     from gpuplan.advise.infer_split import named_split
-    from gpuplan.advise.report_infer import choose_fleet, inference_report, named_engine, named_pd
+    from gpuplan.advise.report_infer import choose_fleet, inference_report, named_engine, named_pd, named_setting
     from gpuplan.advise.trust import eligible_fleets, serving_recommendation
     from gpuplan.search.infer_load import InferSlo, planner_terms
     from gpuplan.search.infer_pd_choice import disaggregated_recommendation
@@ -205,6 +205,7 @@ def _plan_infer(req: InferPlanRequest, report: bool) -> tuple[dict[str, Any], di
     th, needs = load_thresholds({}), requirements(None, None)
     run["what_if_pd"] = named_pd(run, cat, th, needs)  # the disaggregated fleet the advisor would name
     run["what_if_engine"] = named_engine(run, cat, th, needs, load=load, constraints=cons)
+    run["what_if_setting"] = named_setting(run, cat, th, needs, load=load, constraints=cons)  # as the CLI
     _, blocked = choose_fleet(run, res.plans, cat, th, needs, req.market)
     run.update(recommended=serving_recommendation(res.plans, cat, req.market, skip=tuple(blocked)),
                not_recommended=blocked)

@@ -48,8 +48,8 @@ RESULT_KEYS = {
     "infer": ("model", "load", "slo", "engine", "router", "candidates_evaluated", "simulated", "plans", "rejected",
               "hardware_considered", "best_unloaded", "terms", "engine_terms", "kv_dtype", "recommended",
               "not_recommended", "what_if_rdma", "what_if_rdma_all", "what_if_pd_all", "what_if_pd",
-              "parts_without_plan", "what_if_engine", "recommended_disaggregated", "findings", "engine_default",
-              "length_split"),
+              "parts_without_plan", "what_if_engine", "what_if_setting", "recommended_disaggregated", "findings",
+              "engine_default", "length_split"),
 }
 HINT = "import the file a plan page's Download JSON gave (GET /api/v1/plans/<id>?download=1), unchanged"
 

@@ -30,6 +30,7 @@ from gpuplan import yamlio
 from gpuplan.errors import InputError, unknown_name
 from gpuplan.hardware.schema_devices import Accelerator, StackKind
 from gpuplan.terms import override_terms
+from gpuplan.workload.presets import get_preset
 
 __all__ = ["ENGINE_TERMS", "HOST_DISPATCH_TERMS", "DecodeKernelEra", "EngineProfile", "EngineTerm", "HardwareTerms",
            "PartDefaults", "ProfileEra", "Scheduling", "StackDefault", "TunedOn",
@@ -169,6 +170,10 @@ class PartDefaults(BaseModel):
         return (accelerator.memory_gib or 0.0) >= self.min_memory_gib
 
 
+def _model_key(name: str) -> str:
+    return re.sub(r"[^a-z0-9.]", "", name.lower())
+
+
 def _version(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", text)[:3])
 
@@ -241,6 +246,18 @@ class EngineProfile(BaseModel):
     graph_mode: bool = Field(
         default=False, description="the steps run as captured graphs (CloudMatrix-Infer's decode, torchair, CUDA "
                                    "graphs): no per-layer host dispatch of an eager port; graph_launch_s per step")
+    # Where a documented feature runs only on some parts, models and weight formats (MindIE SplitFuse: Atlas 800I A2,
+    # four models, float or W8A8; MindIE LLM "SplitFuse" constraints): empty tuples allow all
+    accelerators: tuple[str, ...] = Field(default=(), description="accelerator ids or fnmatch globs it runs on "
+                                          "(empty: every part of its stacks)")
+    models: tuple[str, ...] = Field(default=(), description="model preset ids it serves (empty: any model)")
+    weights: tuple[str, ...] = Field(default=(), description="weight formats it serves (empty: any)")
+    single_node_only: bool = Field(default=False, description="replicas within one node: no multi-node layouts, "
+                                   "context-parallel prefill or prefill/decode disaggregation")
+    constraints_source: str = ""
+    variant_of: str = Field(default="", description="the engine id this profile is a setting of (its port and "
+                            "terms, another scheduler): its figures are estimated from that profile, not validated")
+    enable: str = Field(default="", description="the configuration that turns the variant on")
     hardware_table: tuple[HardwareTerms, ...] | None = Field(
         default=None, exclude=True,
         description="hardware terms to use instead of the shipped table (cross-validation refits them)")
@@ -350,6 +367,8 @@ class EngineProfile(BaseModel):
         compute capability (`min_cuda_capability`: SGLang and TensorRT-LLM need SM80, vLLM and TurboMind SM70)."""
         if accelerator.software_stack not in self.stacks:
             return False
+        if self.accelerators and not any(fnmatchcase(accelerator.id, g) for g in self.accelerators):
+            return False
         cc = accelerator.cuda_compute_capability
         return not (accelerator.software_stack == "cuda" and self.min_cuda_capability is not None
                     and cc is not None and cc < self.min_cuda_capability)
@@ -360,7 +379,10 @@ class EngineProfile(BaseModel):
         if self.runs_on(accelerator):
             return
         able = [e.id for e in load_engines().values() if e.runs_on(accelerator)]
-        if accelerator.software_stack in self.stacks:
+        if self.accelerators and accelerator.software_stack in self.stacks:
+            hint = (f"{self.name} runs only on {', '.join(self.accelerators)} ({self.constraints_source}); "
+                    f"choose one of those parts or another engine")
+        elif accelerator.software_stack in self.stacks:
             hint = (f"{self.name} needs CUDA compute capability {self.min_cuda_capability:.1f} or higher, "
                     f"{accelerator.id} has {accelerator.cuda_compute_capability:.1f} "
                     f"({self.min_cuda_capability_source})")
@@ -369,6 +391,23 @@ class EngineProfile(BaseModel):
         raise InputError(field="engine", value=self.id,
                          allowed=f"an engine that runs on {accelerator.id} ({accelerator.software_stack}): "
                                  + ", ".join(able), hint=hint)
+
+    def check_serves(self, model: str, weights: str | None = None) -> None:
+        """InputError when the engine does not serve `model` (a ModelSpec name or preset id) or the `weights`
+        format (engines.yaml `models`, `weights`: MindIE SplitFuse serves four models, float or W8A8)."""
+        if self.models and _model_key(model) not in {_model_key(m) for m in self.model_names()}:
+            raise InputError(field="model", value=model, allowed=f"a model {self.name} serves: "
+                             + ", ".join(self.models),
+                             hint=f"{self.constraints_source}; serve this model with --engine "
+                                  f"{self.variant_of or 'vllm'}")
+        if self.weights and weights is not None and weights not in self.weights:
+            raise InputError(field="weights", value=weights, allowed=f"a format {self.name} serves: "
+                             + ", ".join(self.weights),
+                             hint=f"pass --weights {' or '.join(self.weights)} ({self.constraints_source})")
+
+    def model_names(self) -> tuple[str, ...]:
+        """The preset ids of `models` and their models' names (a spec carries its name, not its preset id)."""
+        return tuple(self.models) + tuple(get_preset(m).spec.name for m in self.models)
 
     def custom_allreduce_on(self, accelerator: Accelerator, tp: int) -> bool:
         """Whether a TP group of `tp` devices of `accelerator` all-reduces with the engine's one-shot kernel: the
@@ -425,6 +464,11 @@ def _load_file() -> _EngineFile:
         bad = [e for e in h.engines if e != "*" and e not in ids]
         if bad:
             raise RuntimeError(f"engines.yaml hardware_terms {h.id}: unknown engines {bad}")
+    for e in parsed.engines:  # a constraint naming no preset, or a setting of no engine, is a bug of the file
+        for m in e.models:
+            get_preset(m)
+        if e.variant_of and e.variant_of not in ids:
+            raise RuntimeError(f"engines.yaml {e.id}: variant_of {e.variant_of!r} is not an engine id")
     for d in (parsed.default_engine, *(s.engine for s in parsed.stack_default_engines)):
         if d not in ids:
             raise RuntimeError(f"engines.yaml default engine {d!r} is not an engine id")
