@@ -22,182 +22,34 @@ from collections.abc import Iterable, Mapping
 from fnmatch import fnmatchcase
 from functools import cache
 from importlib import resources
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from gpuplan import yamlio
 from gpuplan.errors import InputError, unknown_name
 from gpuplan.hardware.schema_devices import Accelerator, StackKind
 from gpuplan.terms import override_terms
+from gpuplan.workload.engine_parts import (
+    _STRICT,
+    ENGINE_TERMS,
+    HOST_DISPATCH_TERMS,
+    DecodeKernelEra,
+    EngineTerm,
+    HardwareTerms,
+    PartDefaults,
+    ProfileEra,
+    Scheduling,
+    TunedOn,
+    _model_key,
+    _version,
+)
 from gpuplan.workload.presets import get_preset
 
 __all__ = ["ENGINE_TERMS", "HOST_DISPATCH_TERMS", "DecodeKernelEra", "EngineProfile", "EngineTerm", "HardwareTerms",
            "PartDefaults", "ProfileEra", "Scheduling", "StackDefault", "TunedOn",
            "default_engine", "default_engines_by_stack", "engine", "engine_ids",
            "hardware_terms", "load_engines"]
-
-Scheduling = Literal["fcfs", "prefill_first", "decode_first", "static"]
-
-# The calibration terms every profile carries (data/engines.yaml explains each).
-ENGINE_TERMS = (
-    "gemm_efficiency",
-    "gemm_efficiency_8bit",
-    "gemm_efficiency_fp4",
-    "memory_bw_efficiency",
-    "gemv_bytes_per_sm_cycle",
-    "gemm_bytes_per_sm_cycle",
-    "kv_read_efficiency",
-    "attention_efficiency",
-    "step_overhead_s",
-    "seq_overhead_s",
-    "layer_overhead_s",
-    "moe_layer_overhead_ratio",
-    "allreduce_latency_factor",
-    "dequant_overhead",
-    "moe_expert_half_width",
-    "request_overhead_s",
-    "mtp_acceptance",
-    "roofline_overlap_exponent",
-    "graph_launch_s",
-)
-
-# Terms of an eager (host-dispatched) step that a step captured as one graph does not pay: under `graph_mode` the
-# hardware entries' values of these give way to the engine's own (CUDA-graph kernel tails), and `graph_launch_s`
-# is charged once per step instead (docs/inference.md, "Captured graphs").
-HOST_DISPATCH_TERMS = ("layer_overhead_s", "moe_layer_overhead_ratio")
-
-_STRICT = ConfigDict(extra="forbid", frozen=True)
-
-
-class TunedOn(BaseModel):
-    """The ground-truth rows a term was tuned on, as a declarative selector (for refits and cross-validation):
-    every row of `file` whose accelerator and engine are in the lists (an empty list selects all)."""
-
-    model_config = _STRICT
-
-    file: Literal["inference", "training", "memory"]
-    accelerator: tuple[str, ...] = ()
-    engine: tuple[str, ...] = ()
-    # the value a source other than these rows gives, and that source: what a cross-validation fold holding out
-    # every row that tunes the term uses (estimate.calibration.TunedOn.prior)
-    prior: float | None = Field(default=None, ge=0)
-    prior_source: str = ""
-
-
-class EngineTerm(BaseModel):
-    """One named empirical factor of an engine, with where it comes from."""
-
-    model_config = _STRICT
-
-    value: float = Field(ge=0)
-    unit: str = Field(min_length=1)
-    source: str = Field(min_length=1)
-    as_of: str = Field(pattern=r"^\d{4}-\d{2}(-\d{2})?$")
-    explanation: str = Field(min_length=1)
-    note: str = ""
-    tuned_on: TunedOn | None = None
-    scope: str = Field(default="engine", description="'engine' (the engine default) or the hardware entry's id")
-    overridden: bool = False
-
-
-class DecodeKernelEra(BaseModel):
-    """How an engine's decode attention read the KV cache before a version: query heads per thread block.
-
-    A kernel that serves q query heads per block reads each KV head g / q times per step for a GQA group of g
-    (TensorRT-LLM's masked multi-head attention before XQA: one head per block; LMDeploy TurboMind before its
-    2024 attention rewrite: four). Current kernels serve the whole group (XQA, FlashInfer, FlashAttention):
-    one read. A validation row states its engine version (`settings` engine_version); plans use current
-    engines.
-    """
-
-    model_config = _STRICT
-
-    before_version: str = Field(pattern=r"^\d+(\.\d+)*$", description="versions older than this ran the kernel")
-    query_heads_per_block: int = Field(ge=1)
-    kv_dtypes: tuple[str, ...] = Field(default=(), description="KV-cache dtypes it applies to (empty: all)")
-    source: str = Field(min_length=1)
-
-
-class ProfileEra(BaseModel):
-    """An engine's start-up memory profile before a version: its sampler's device bytes per logit and its token
-    budget. vLLM V0 (before 0.8, when V1 became the default) ran `profile_run` over max_num_seqs prompts that
-    share max_num_batched_tokens, which is max(max_model_len, `budget_floor_tokens`) while chunked prefill is
-    off (vllm/config.py SchedulerConfig); prompts longer than `chunked_above_tokens` turned chunked prefill on
-    with a budget of `chunked_budget_tokens`."""
-
-    model_config = _STRICT
-
-    before_version: str = Field(pattern=r"^\d+(\.\d+)*$", description="versions older than this profiled so")
-    sampler_bytes_per_logit: float = Field(gt=0)
-    budget_floor_tokens: int = Field(gt=0)
-    chunked_above_tokens: int = Field(gt=0)
-    chunked_budget_tokens: int = Field(gt=0)
-    source: str = Field(min_length=1)
-
-
-class PartDefaults(BaseModel):
-    """Scheduler defaults an engine picks from the part it starts on (vLLM `EngineArgs.get_batch_defaults`,
-    vllm-ascend's `NPUPlatform.check_and_update_config`): devices with at least `min_memory_gib` (0: every part),
-    named by `accelerators` (empty: any) and by none of `except_accelerators`, serving a model without MLA where
-    `without_mla_only`, get the `max_num_seqs`, `max_batched_tokens`, `scheduling`, `chunked_prefill` and
-    `kv_block_tokens` the entry names in place of the profile's, from `since_version` on."""
-
-    model_config = _STRICT
-
-    min_memory_gib: float = Field(default=0.0, ge=0)
-    accelerators: tuple[str, ...] = Field(default=(), description="only these accelerator ids or fnmatch globs "
-                                                                  "(empty: every part)")
-    except_accelerators: tuple[str, ...] = Field(default=(), description="accelerator ids or fnmatch globs")
-    without_mla_only: bool = Field(default=False, description="only for models without multi-head latent attention")
-    since_version: str = Field(pattern=r"^\d+(\.\d+)*$")
-    max_num_seqs: int | None = Field(default=None, gt=0)
-    max_batched_tokens: int | None = Field(default=None, gt=0)
-    scheduling: Scheduling | None = None
-    chunked_prefill: bool | None = None
-    kv_block_tokens: int | None = Field(default=None, gt=0)
-    source: str = Field(min_length=1)
-
-    def applies(self, accelerator: Accelerator, version: str | None, mla: bool = False) -> bool:
-        if version is not None and _version(version) < _version(self.since_version):
-            return False
-        if self.accelerators and not any(fnmatchcase(accelerator.id, g) for g in self.accelerators):
-            return False
-        if any(fnmatchcase(accelerator.id, g) for g in self.except_accelerators):
-            return False
-        if self.without_mla_only and mla:
-            return False
-        return (accelerator.memory_gib or 0.0) >= self.min_memory_gib
-
-
-def _model_key(name: str) -> str:
-    return re.sub(r"[^a-z0-9.]", "", name.lower())
-
-
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", text)[:3])
-
-
-class HardwareTerms(BaseModel):
-    """Terms of some engines on some accelerators (physics of the part under that engine's kernels)."""
-
-    model_config = _STRICT
-
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]*$")
-    engines: tuple[str, ...] = Field(min_length=1, description='engine ids, or "*" for every engine')
-    accelerators: tuple[str, ...] = Field(min_length=1, description="accelerator ids or fnmatch globs")
-    terms: dict[str, EngineTerm] = Field(min_length=1)
-
-    @model_validator(mode="after")
-    def _check(self) -> HardwareTerms:
-        unknown = [t for t in self.terms if t not in ENGINE_TERMS]
-        if unknown:
-            raise ValueError(f"hardware terms {self.id}: unknown terms {unknown}")
-        return self
-
-    def matches(self, engine_id: str, accelerator_id: str) -> bool:
-        return (("*" in self.engines or engine_id in self.engines)
-                and any(fnmatchcase(accelerator_id, g) for g in self.accelerators))
 
 
 class EngineProfile(BaseModel):
