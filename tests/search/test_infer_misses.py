@@ -66,4 +66,4 @@ def test_a_part_without_the_asked_weight_format_says_so() -> None:
                               "2000", "--output-len", "500", "--ttft-p99", "3", "--tpot-p99", "0.08", "--market", "cn"],
                         env={"COLUMNS": "200"})
     exited(res, 0)
-    assert "a800-sxm4-80gb (it has no fp8 peak" in res.output
+    assert "a800-sxm4-80gb (fp8 does not run here (the part has no peak for it" in res.output
