@@ -12,8 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gpuplan.hardware.schema_devices import Accelerator
 
-__all__ = ["ENGINE_TERMS", "HOST_DISPATCH_TERMS", "DecodeKernelEra", "EngineTerm", "HardwareTerms", "PartDefaults",
-           "ProfileEra", "Scheduling", "TunedOn"]
+__all__ = ["ENGINE_TERMS", "HOST_DISPATCH_TERMS", "STRICT", "DecodeKernelEra", "EngineTerm", "HardwareTerms",
+           "PartDefaults", "ProfileEra", "Scheduling", "TunedOn", "model_key", "version_key"]
 
 Scheduling = Literal["fcfs", "prefill_first", "decode_first", "static"]
 
@@ -45,14 +45,14 @@ ENGINE_TERMS = (
 # is charged once per step instead (docs/inference.md, "Captured graphs").
 HOST_DISPATCH_TERMS = ("layer_overhead_s", "moe_layer_overhead_ratio")
 
-_STRICT = ConfigDict(extra="forbid", frozen=True)
+STRICT = ConfigDict(extra="forbid", frozen=True)
 
 
 class TunedOn(BaseModel):
     """The ground-truth rows a term was tuned on, as a declarative selector (for refits and cross-validation):
     every row of `file` whose accelerator and engine are in the lists (an empty list selects all)."""
 
-    model_config = _STRICT
+    model_config = STRICT
 
     file: Literal["inference", "training", "memory"]
     accelerator: tuple[str, ...] = ()
@@ -66,7 +66,7 @@ class TunedOn(BaseModel):
 class EngineTerm(BaseModel):
     """One named empirical factor of an engine, with where it comes from."""
 
-    model_config = _STRICT
+    model_config = STRICT
 
     value: float = Field(ge=0)
     unit: str = Field(min_length=1)
@@ -89,7 +89,7 @@ class DecodeKernelEra(BaseModel):
     engines.
     """
 
-    model_config = _STRICT
+    model_config = STRICT
 
     before_version: str = Field(pattern=r"^\d+(\.\d+)*$", description="versions older than this ran the kernel")
     query_heads_per_block: int = Field(ge=1)
@@ -104,7 +104,7 @@ class ProfileEra(BaseModel):
     off (vllm/config.py SchedulerConfig); prompts longer than `chunked_above_tokens` turned chunked prefill on
     with a budget of `chunked_budget_tokens`."""
 
-    model_config = _STRICT
+    model_config = STRICT
 
     before_version: str = Field(pattern=r"^\d+(\.\d+)*$", description="versions older than this profiled so")
     sampler_bytes_per_logit: float = Field(gt=0)
@@ -121,7 +121,7 @@ class PartDefaults(BaseModel):
     `without_mla_only`, get the `max_num_seqs`, `max_batched_tokens`, `scheduling`, `chunked_prefill` and
     `kv_block_tokens` the entry names in place of the profile's, from `since_version` on."""
 
-    model_config = _STRICT
+    model_config = STRICT
 
     min_memory_gib: float = Field(default=0.0, ge=0)
     accelerators: tuple[str, ...] = Field(default=(), description="only these accelerator ids or fnmatch globs "
@@ -137,7 +137,7 @@ class PartDefaults(BaseModel):
     source: str = Field(min_length=1)
 
     def applies(self, accelerator: Accelerator, version: str | None, mla: bool = False) -> bool:
-        if version is not None and _version(version) < _version(self.since_version):
+        if version is not None and version_key(version) < version_key(self.since_version):
             return False
         if self.accelerators and not any(fnmatchcase(accelerator.id, g) for g in self.accelerators):
             return False
@@ -148,18 +148,20 @@ class PartDefaults(BaseModel):
         return (accelerator.memory_gib or 0.0) >= self.min_memory_gib
 
 
-def _model_key(name: str) -> str:
+def model_key(name: str) -> str:
+    """A model name compared loosely: lower case, letters, digits and dots only."""
     return re.sub(r"[^a-z0-9.]", "", name.lower())
 
 
-def _version(text: str) -> tuple[int, ...]:
+def version_key(text: str) -> tuple[int, ...]:
+    """An engine version ("0.9.1", "v0.10") as up to three integers, for ordering."""
     return tuple(int(p) for p in re.findall(r"\d+", text)[:3])
 
 
 class HardwareTerms(BaseModel):
     """Terms of some engines on some accelerators (physics of the part under that engine's kernels)."""
 
-    model_config = _STRICT
+    model_config = STRICT
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]*$")
     engines: tuple[str, ...] = Field(min_length=1, description='engine ids, or "*" for every engine')

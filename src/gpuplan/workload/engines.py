@@ -31,9 +31,9 @@ from gpuplan.errors import InputError, unknown_name
 from gpuplan.hardware.schema_devices import Accelerator, StackKind
 from gpuplan.terms import override_terms
 from gpuplan.workload.engine_parts import (
-    _STRICT,
     ENGINE_TERMS,
     HOST_DISPATCH_TERMS,
+    STRICT,
     DecodeKernelEra,
     EngineTerm,
     HardwareTerms,
@@ -41,8 +41,8 @@ from gpuplan.workload.engine_parts import (
     ProfileEra,
     Scheduling,
     TunedOn,
-    _model_key,
-    _version,
+    model_key,
+    version_key,
 )
 from gpuplan.workload.presets import get_preset
 
@@ -55,7 +55,7 @@ __all__ = ["ENGINE_TERMS", "HOST_DISPATCH_TERMS", "DecodeKernelEra", "EngineProf
 class EngineProfile(BaseModel):
     """A serving engine's defaults and its cost-model calibration terms."""
 
-    model_config = _STRICT
+    model_config = STRICT
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]*$")
     name: str = Field(min_length=1)
@@ -178,8 +178,8 @@ class EngineProfile(BaseModel):
         """The start-up profile of the stated version (`profile_eras`), None for the current engine's."""
         if self.version is None:
             return None
-        v = _version(self.version)
-        return next((e for e in self.profile_eras if v < _version(e.before_version)), None)
+        v = version_key(self.version)
+        return next((e for e in self.profile_eras if v < version_key(e.before_version)), None)
 
     def profile_sampler_bytes(self, vocab_size: int) -> float:
         """Device bytes the start-up profile's sampler run takes (max_num_seqs rows of the whole vocabulary:
@@ -208,9 +208,9 @@ class EngineProfile(BaseModel):
         """Query heads one decode-attention block serves in this version, None for a GQA-grouped kernel."""
         if self.version is None:
             return None
-        v = _version(self.version)
+        v = version_key(self.version)
         for era in self.decode_kernels:
-            if v < _version(era.before_version) and (not era.kv_dtypes or kv_dtype in era.kv_dtypes):
+            if v < version_key(era.before_version) and (not era.kv_dtypes or kv_dtype in era.kv_dtypes):
                 return era.query_heads_per_block
         return None
 
@@ -247,7 +247,7 @@ class EngineProfile(BaseModel):
     def check_serves(self, model: str, weights: str | None = None) -> None:
         """InputError when the engine does not serve `model` (a ModelSpec name or preset id) or the `weights`
         format (engines.yaml `models`, `weights`: MindIE SplitFuse serves four models, float or W8A8)."""
-        if self.models and _model_key(model) not in {_model_key(m) for m in self.model_names()}:
+        if self.models and model_key(model) not in {model_key(m) for m in self.model_names()}:
             raise InputError(field="model", value=model, allowed=f"a model {self.name} serves: "
                              + ", ".join(self.models),
                              hint=f"{self.constraints_source}; serve this model with --engine "
@@ -279,7 +279,7 @@ class EngineProfile(BaseModel):
 class StackDefault(BaseModel):
     """The engine teams on one software stack serve with (MindIE on CANN), used when the user names none."""
 
-    model_config = _STRICT
+    model_config = STRICT
 
     stack: StackKind
     engine: str = Field(min_length=1)
@@ -288,7 +288,7 @@ class StackDefault(BaseModel):
 
 
 class _EngineFile(BaseModel):
-    model_config = _STRICT
+    model_config = STRICT
 
     schema_version: int
     as_of: str
