@@ -118,6 +118,18 @@ def __getattr__(name: str) -> Any:
 
 
 def main() -> None:
+    from gpuplan.errors import InputError
+    from gpuplan.search import parallel
+
+    try:  # the planner's worker processes (search/parallel.py): GPUPLAN_JOBS, else one per CPU
+        parallel.set_jobs(parallel.jobs_from_env())
+    except InputError as exc:
+        from gpuplan.cli.common import fail
+
+        try:
+            fail(exc)
+        except typer.Exit as stop:
+            sys.exit(stop.exit_code)
     command = command_of(sys.argv[1:])
     build_app(None if command is None else [command])()
 

@@ -62,7 +62,7 @@ WEIGHTS = SERVED_WEIGHTS
 KV_DTYPES = ("bf16", "fp16", "fp8", "int8")
 TERMS_USED = ("load_headroom", "tpot_p99_over_mean", "max_simulations", "dedicated_utilization",
               "dedicated_p99_growth", "sim_requests", "sim_warmup_fraction", "finalists", "plans_wanted",
-              "queue_growth_max", "fleet_sim_replicas_max")
+              "queue_growth_max", "fleet_sim_replicas_max", "replica_tolerance")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

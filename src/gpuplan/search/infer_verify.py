@@ -35,17 +35,25 @@ def score(m: SimMetrics, slo: InferSlo, queue_growth_max: float) -> float:
 
 def min_replicas(run: Callable[[int], SimMetrics], r0: int, slo: InferSlo, max_sims: int = 7,
                   seen: dict[int, SimMetrics] | None = None, *, floor: int = 1,
-                  queue_growth_max: float | None = None) -> tuple[int, SimMetrics] | None:
+                  queue_growth_max: float | None = None,
+                  tolerance: float | None = None) -> tuple[int, SimMetrics] | None:
     """The fewest replicas (near r0, never under `floor`) whose simulation meets the SLO with a queue that
-    drains: bracket geometrically (x1.25 per try, x2 while the p99s are over 1.5 x the limits), then bisect.
+    drains, to within `tolerance` of the count (term replica_tolerance: below the simulation's own noise): bracket
+    geometrically (x1.25 per try, x2 while the p99s are over 1.5 x the limits; down from a passing r0 first by
+    its margin under the limits, then /1.25), then bisect until the failing and passing counts are that close.
 
     `seen` (if given) receives every simulation by replica count.
     """
     seen = {} if seen is None else seen
     floor = max(1, floor)
-    if queue_growth_max is None:  # the shipped term (search/data/infer_plan.yaml)
+    if queue_growth_max is None:  # the shipped terms (search/data/infer_plan.yaml)
         queue_growth_max = planner_terms().value("queue_growth_max")
+    if tolerance is None:
+        tolerance = planner_terms().value("replica_tolerance")
     r0 = max(r0, floor)
+
+    def close(lo: int, hi: int) -> bool:
+        return hi - lo <= max(1, math.ceil(tolerance * hi))
 
     def ok(r: int) -> bool:
         if r not in seen:
@@ -55,8 +63,14 @@ def min_replicas(run: Callable[[int], SimMetrics], r0: int, slo: InferSlo, max_s
     lo = floor - 1  # largest count known to fail (counts under the floor are over 100% utilization)
     if ok(r0):
         hi = r0
+        first = True
         while hi > floor and len(seen) < max_sims:
-            r = max(floor, min(hi - 1, int(hi / 1.25)))
+            # the first step down: a fleet that passes by a margin s (< 1) has about that share of replicas to spare
+            # (try hi * s, at least the tolerance below hi, at most /1.25); later ones /1.25 (a TPOT near its
+            # unloaded floor keeps s near 1 however many replicas are spare)
+            s = max(score(seen[hi], slo, queue_growth_max), 0.8) if first else 0.8
+            first = False
+            r = max(floor, min(hi - max(1, math.ceil(tolerance * hi)), int(hi * s)))
             if ok(r):
                 hi = r
             else:
@@ -75,7 +89,7 @@ def min_replicas(run: Callable[[int], SimMetrics], r0: int, slo: InferSlo, max_s
             lo = r
         if not hi:
             return None
-    while hi - lo > 1 and len(seen) < max_sims:
+    while not close(lo, hi) and len(seen) < max_sims:
         mid = (lo + hi) // 2
         if ok(mid):
             hi = mid
