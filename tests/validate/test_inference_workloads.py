@@ -65,3 +65,43 @@ def test_datasets_file_rejects_unknown_keys_and_half_given_shapes() -> None:
     with pytest.raises(ValueError, match="one quantile per probability"):
         _DatasetsFile.model_validate({**base, "datasets": [
             {"key": "k", "source": "s", "input": short, "output": side}]})
+
+
+def _llama7b_server_row(rate: int, settings: str) -> dict[str, str]:
+    return {"id": "X-server", "model": "llama2-7b", "accelerator": "h100-sxm5-80gb", "num_accels": "8", "tp": "1",
+            "pp": "1", "engine": "trtllm", "weight_precision": "fp8", "kv_precision": "fp8", "batch": str(rate),
+            "scenario": "server", "metric": "requests_per_s", "value": str(rate), "settings": settings}
+
+
+def test_a_server_rows_stated_prompt_count_sets_the_simulated_arrivals() -> None:
+    """`num_prompts` of a server row is the number of Poisson arrivals simulated (split over the replicas), as it is
+    the number of queued prompts of an offline row. Before: the server path drew SERVER_REQUESTS (3000) whatever
+    the row stated, so an MLPerf Server run of 2400 s (hundreds of thousands of queries) ran as 3000."""
+    from gpuplan.estimate.infer_step import step_cost_model
+    from gpuplan.hardware import load_catalog
+    from gpuplan.validate.inference_workloads import simulate_row
+    from gpuplan.workload.engines import engine
+    from gpuplan.workload.jobs import serving_layout
+    from gpuplan.workload.presets import load_model
+
+    cat = load_catalog()
+    acc = cat.accelerator("h100-sxm5-80gb")
+    eng = engine("trtllm").on_part(acc)
+    model = step_cost_model(load_model("llama2-7b"), accelerator=acc, layout=serving_layout(tp=1), weights="fp8",
+                            kv_dtype="fp8", engine=eng)
+    m = simulate_row(model, eng, dataset("mlperf_openorca"), scenario="server", rate_or_cap=5.0, prompts=700)
+    assert m.requests == 700
+    default = simulate_row(model, eng, dataset("mlperf_openorca"), scenario="server", rate_or_cap=5.0, prompts=None)
+    assert default.requests == 3000
+
+
+def test_a_server_rows_rate_is_split_over_the_replicas_unrounded() -> None:
+    """A server row's rate goes to each replica as rate / replicas, a fraction if need be: 4 req/s over 8 replicas
+    is 0.5 req/s each, so the deployment serves about 4 req/s. Before: the share was rounded to a whole number
+    (at least 1), so the row was simulated at 8 req/s (and MLPerf's 101 req/s over 8 GPUs at 13 each, not
+    12.625: 3% more load on a run near saturation)."""
+    from gpuplan.hardware import load_catalog
+    from gpuplan.validate.inference_cases import evaluate_inference_row
+
+    r = evaluate_inference_row(_llama7b_server_row(4, "dataset=mlperf_openorca;num_prompts=4000"), load_catalog())
+    assert r.predicted == pytest.approx(4.0, rel=0.1)

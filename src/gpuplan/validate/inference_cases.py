@@ -136,10 +136,11 @@ def _simulated(row: Row, model: StepCostModel, eng: EngineProfile, d: Dataset, r
     attention data parallelism the replicas are the `groups` attention groups, which share the row's cap)."""
     scenario = row.get("scenario", "")
     rate = opt_int(row, "batch")
+    load: float
     if scenario == "server":
         if rate is None:
             raise GpuplanError("server row states no request rate (its concurrency is not stated)")
-        load = max(1, round(rate / replicas))
+        load = rate / replicas  # each replica's share of the Poisson stream, as it is (12.625 req/s, not 13)
     else:
         load = -(-rate // groups) if rate else 0
     m = simulate_row(model, eng, d, scenario=scenario, rate_or_cap=load or None,

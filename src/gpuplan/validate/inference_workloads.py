@@ -159,24 +159,28 @@ def _lengths(d: Dataset, rng: np.random.Generator, n: int) -> tuple[np.ndarray, 
     return d.input_lengths.sample(rng, n), d.output_lengths.sample(rng, n)
 
 
-def simulate_row(model: StepCostModel, eng: EngineProfile, d: Dataset, *, scenario: str, rate_or_cap: int | None,
-                 prompts: int | None, groups: int = 1) -> SimMetrics:
-    """Simulate one replica: an offline run of `prompts` queued requests, or Poisson arrivals at a rate.
+def simulate_row(model: StepCostModel, eng: EngineProfile, d: Dataset, *, scenario: str,
+                 rate_or_cap: float | None, prompts: int | None, groups: int = 1) -> SimMetrics:
+    """Simulate one replica: an offline run of `prompts` queued requests, or `prompts` Poisson arrivals at a
+    rate (requests/s, not rounded: a replica's share of a deployment's rate is rarely whole).
 
+    Without `prompts` an offline run queues `OFFLINE_REQUESTS` and a server run draws `SERVER_REQUESTS`; a run's
+    length matters near saturation, where the batch climbs for as long as the run lasts (an MLPerf Server run
+    lasts its min_duration of 2400 s, tens of thousands of requests per replica).
     With `groups` attention groups (ep > tp) one group is simulated, its steps stretched by the other groups'
     prefills (simulate.lockstep, as `estimate infer --qps` does): at the row's rate for a server row; for an
     offline run at the rate the run itself reaches, found by running it again (`LOCKSTEP_RUNS` times)."""
     rng = np.random.default_rng(SEED)
     seqs = eng.max_num_seqs
     if scenario == "server":
-        n = SERVER_REQUESTS
-        qps = float(rate_or_cap or 1)
+        n = prompts or SERVER_REQUESTS
+        qps = float(rate_or_cap or 1.0)
         arrivals = np.cumsum(rng.exponential(1.0 / qps, size=n))
     else:
         n = prompts or OFFLINE_REQUESTS
         arrivals = np.zeros(n)
         if rate_or_cap:
-            seqs = min(seqs, rate_or_cap)
+            seqs = min(seqs, int(rate_or_cap))
     inp, out = _lengths(d, rng, n)
     cfg = EngineConfig(kv_block_tokens=eng.kv_block_tokens, max_num_seqs=seqs,
                        max_batched_tokens=max(eng.max_batched_tokens, int(inp.max())),
