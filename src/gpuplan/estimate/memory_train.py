@@ -473,7 +473,7 @@ def _notes(spec: ModelSpec, job: TrainingJob, layout: Layout) -> list[str]:
     if spec.moe is not None and layout.ep > 1:
         notes.append("expert activations assume balanced routing: each EP rank keeps about its own "
                      "tokens x top-k")
-    if job.recompute == "selective" and job.attention == "flash":
+    if job.recompute == "selective" and job.attention != "eager":
         notes.append("selective recomputation with flash attention only drops the attention output and LSE")
     if layout.tp > spec.kv_heads and spec.mla is None:
         notes.append(f"tp={layout.tp} exceeds {spec.kv_heads} KV heads: KV projections are replicated")

@@ -236,6 +236,8 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
         # Flash-attention kernels skip the masked half of causal attention: the executed core is
         # half the full-s^2 count that MFU uses (Dao 2023), sliding windows aside.
         core_time = forward_flops(spec, s, causal=True).attention_core / (peak16 * attn_eff)
+        if job.attention == "triton":  # Triton FlashAttention: 1.3-1.5x slower forward, 2x backward (Dao 2023 4.1)
+            core_time = core_time / cal.value("triton_attention_speed")
     if spec.moe is not None:  # few rows per expert leave the grouped GEMM's row tiles part-empty
         moe_eff = moe_eff * _expert_rows_factor(spec, s, c, cal)
     per_token_s = passes * (gemm / (peak_g * eff_g) + experts / (peak_g * eff_g * moe_eff) + core_time)

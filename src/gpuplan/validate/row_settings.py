@@ -71,7 +71,7 @@ class RowSettings(BaseModel):
     optimizer_offload: Literal["cpu", "nvme"] | None = None
     zero_impl: Literal["torch", "deepspeed"] | None = None
     quant_format: Literal["nf4", "gptq", "awq"] | None = None
-    attention: Literal["flash", "eager"] | None = None
+    attention: Literal["flash", "triton", "eager"] | None = None
     attention_dtype: Literal["bf16", "fp8"] | None = None
     lora_targets: tuple[str, ...] = ()
     engine_version: str | None = None

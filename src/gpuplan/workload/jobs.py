@@ -30,7 +30,7 @@ _STRICT = ConfigDict(extra="forbid", frozen=True)
 
 Method = Literal["full", "lora", "qlora"]
 Recompute = Literal["none", "selective", "full"]
-Attention = Literal["flash", "eager"]
+Attention = Literal["flash", "triton", "eager"]
 # Layer kernels that set the saved activations: "hf" = Hugging Face transformers modules (RMSNorm saves an
 # fp32 copy, SwiGLU keeps three tensors); "fused" = Megatron-Core / Transformer Engine fused norm+linear and
 # SwiGLU; "auto" = fused when the layout uses TP or PP (only Megatron-class frameworks offer them), else hf.
