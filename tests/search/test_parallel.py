@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from tests.search.test_infer_search import _catalog, _fake
+from test_infer_search import _catalog, _fake
 
 from gpuplan.errors import InputError
 from gpuplan.search import parallel
