@@ -58,6 +58,13 @@ def time_cli(repeat: int) -> None:
     exe = gpuplan_command()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     print(f"whole process, {exe[0]}; min and median of {repeat} runs after a warm-up; {os.cpu_count()} CPUs")
+    probe = subprocess.run([str(Path(exe[0]).parent / "python"), "-c",
+                            "from gpuplan.simulate.native import compiled; from gpuplan.search.parallel import "
+                            "jobs_from_env; print(compiled(), jobs_from_env())"],
+                           env=env, capture_output=True, text=True, check=False).stdout.split()
+    if len(probe) == 2:  # the serving simulator compiled (hatch_build.py) or interpreted; plan infer's workers
+        print(f"  serving simulator {'compiled (mypyc)' if probe[0] == 'True' else 'interpreted'}; "
+              f"plan infer workers {probe[1]} (GPUPLAN_JOBS, GPUPLAN_PURE_PYTHON)")
     for name, args, target in CLI_CASES:
         times = []
         out_bytes = 0

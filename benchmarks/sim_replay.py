@@ -60,6 +60,9 @@ def record(question: str) -> list[Call]:
     return calls
 
 
+TWIN_MARKER = "# --- end of the compiled twin"  # as in hatch_build.py
+
+
 def _load(name: str, path: Path, text: str) -> ModuleType:
     mod = ModuleType(name)
     mod.__file__ = str(path)
@@ -71,9 +74,12 @@ def _load(name: str, path: Path, text: str) -> ModuleType:
 def base_fleet(src: Path) -> Callable[..., Any]:
     """`simulate_fleet` of another tree: its fleet_sim over its engine_sim (the rest is this tree's)."""
     sim = src / "gpuplan" / "simulate"
-    _load("replay_base_engine_sim", sim / "engine_sim.py", (sim / "engine_sim.py").read_text())
-    text = (sim / "fleet_sim.py").read_text().replace("from gpuplan.simulate.engine_sim import",
-                                                       "from replay_base_engine_sim import")
+
+    def source(name: str) -> str:  # interpreted: the lines that pick a compiled twin (simulate/native.py) are cut
+        return (sim / f"{name}.py").read_text().split(TWIN_MARKER, 1)[0]
+
+    _load("replay_base_engine_sim", sim / "engine_sim.py", source("engine_sim"))
+    text = source("fleet_sim").replace("from gpuplan.simulate.engine_sim import", "from replay_base_engine_sim import")
     return _load("replay_base_fleet_sim", sim / "fleet_sim.py", text).simulate_fleet  # type: ignore[no-any-return]
 
 

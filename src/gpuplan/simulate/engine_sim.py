@@ -448,3 +448,10 @@ def engine_loop(arr: list[float], inp: list[int], out: list[int], cost: StepCost
             done += 1
 
     return (sched, first, fin, npre, t, busy, iters, batch_sum, batch_max, kv_ts, kv_peak, cap)
+
+
+# --- end of the compiled twin: the lines below pick it where it was built from this source (simulate/native.py)
+from gpuplan.simulate.native import twin as _twin  # noqa: E402
+
+if (_compiled := _twin("engine_sim")) is not None:
+    engine_loop = _compiled.engine_loop  # noqa: F811 - the same function, compiled with mypyc

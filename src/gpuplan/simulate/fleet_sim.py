@@ -251,3 +251,10 @@ def _assemble(workload: Workload, cfg: EngineConfig, router: str, replicas: int,
     return FleetRun(router=router, replicas=replicas, replica_of=np.asarray(replica_of, dtype=np.int64),
                     cached_len=hit, idle_at_arrival=np.asarray(idle_at, dtype=np.int64),
                     chosen_was_idle=np.asarray(chosen_idle, dtype=bool), runs=tuple(runs), merged=merged)
+
+
+# --- end of the compiled twin: the lines below pick it where it was built from this source (simulate/native.py)
+from gpuplan.simulate.native import twin as _twin  # noqa: E402
+
+if (_compiled := _twin("fleet_sim")) is not None:
+    simulate_fleet = _compiled.simulate_fleet  # noqa: F811 - the same function, compiled with mypyc
