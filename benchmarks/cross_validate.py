@@ -46,7 +46,7 @@ from gpuplan.validate.cases import Row, read_rows
 from gpuplan.validate.fold_bands import fold_summary, novelty_scales
 from gpuplan.validate.ground_truth import case_files, shipped_dir
 from gpuplan.validate.memory_cases import CaseResult, evaluate_memory_row
-from gpuplan.validate.refit import affected_ids, error_ratio, part_terms, refit
+from gpuplan.validate.refit import SOURCE_BALANCE, affected_ids, error_ratio, part_terms, refit
 from gpuplan.validate.row_class import row_dims
 from gpuplan.validate.row_settings import resolve_row
 from gpuplan.validate.serving_terms import serving_calibration, serving_evaluator
@@ -84,14 +84,15 @@ def _evaluator(file: str) -> Any:
 
 
 def run_fold(file: str, rows: list[Row], held: list[str], fold: str, name: str, evals: int,
-             affected: dict[tuple[str, ...], frozenset[str]] | None = None) -> list[dict[str, Any]]:
+             affected: dict[tuple[str, ...], frozenset[str]] | None = None,
+             source_balance: float = SOURCE_BALANCE) -> list[dict[str, Any]]:
     """Refit without the held-out rows and predict them."""
     held_set = set(held)
     train = [r for r in rows if r["id"] not in held_set]
     test = [r for r in rows if r["id"] in held_set]
     drop = {name} if fold == "accelerator" else set()
     cal, _ = refit(train, base_terms(file), _evaluator(file), file=file, drop_accelerators=drop, evals=evals,
-                   affected=affected)
+                   affected=affected, source_balance=source_balance)
     left = {r.get("accelerator", "") for r in train}
     out = []
     for row in test:
@@ -150,6 +151,8 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--resume", action="store_true", help="keep the folds already in the checkpoint beside --out")
     ap.add_argument("--evals", type=int, default=8, help="objective evaluations per refitted group")
+    ap.add_argument("--source-balance", type=float, default=SOURCE_BALANCE,
+                    help="a row weighs 1 / (its source's rows) ** this in a fit (0: rows alike)")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--markdown", action="store_true", help="print the docs tables from --out and exit")
     ap.add_argument("--docs", type=Path, default=DOCS,
@@ -214,7 +217,8 @@ def main() -> None:
         moves = affected_ids(good, base_terms(file), _evaluator(file), file=file)  # once, not per fold
         for fold in FOLDS:
             if fold in args.folds.split(","):
-                tasks += [(file, good, ids, fold, k, args.evals, moves) for k, ids in sorted(groups[fold].items())]
+                tasks += [(file, good, ids, fold, k, args.evals, moves, args.source_balance)
+                          for k, ids in sorted(groups[fold].items())]
     # Each finished fold is appended to a checkpoint beside --out; --resume takes the folds found there instead of
     # running them again (a run that was stopped goes on where it stopped).
     ckpt = args.out.with_name(args.out.stem + ".folds.jsonl")

@@ -265,3 +265,33 @@ def test_a_prior_names_its_source() -> None:
 
     with pytest.raises(ValidationError, match="prior_source"):
         TunedOn(file="inference", bounds=(0.1, 1.0), prior=0.5)
+
+
+def test_each_source_weighs_as_one_in_a_fit() -> None:
+    """Regression (b7724b4): rows were weighed alike, so a source with 43 rows of one part set the part's term in
+    every fold that held out another source of that part (InternEvo's A100 rows read 10% held out, 3.5% with sources
+    weighed alike). Nine rows of one table and one row of a paper, wanting 0.9 and 0.7: row weights land on the
+    table's value; with sources weighed alike the two pull equally."""
+    from gpuplan.estimate.calibration import Calibration, CalibrationTerm, TunedOn
+    from gpuplan.validate.memory_cases import CaseResult
+    from gpuplan.validate.refit import source_weights
+
+    cal = Calibration(schema_version=1, as_of="test", terms={"eff": CalibrationTerm(
+        value=0.7, unit="fraction", source="test", applies_to=("train",),
+        tuned_on=TunedOn(file="training", bounds=(0.3, 1.0)))})
+
+    def evaluate(row: dict[str, str], c: Calibration) -> CaseResult:
+        return CaseResult(id=row["id"], metric="tokens_per_s_per_device", measured=float(row["value"]),
+                          predicted=1000.0 * c.terms["eff"].value, confidence="high", detail="")
+
+    table = [{"id": f"F{i}", "metric": "tokens_per_s_per_device", "value": "900", "accelerator": "x",
+              "source": "mosaicml/llm-foundry scripts/train/benchmarking/README.md"} for i in range(9)]
+    paper = [{"id": "P1", "metric": "tokens_per_s_per_device", "value": "700", "accelerator": "x",
+              "source": "Touvron et al. 2023 LLaMA arXiv:2302.13971 Table 15"}]
+    assert source_weights(table + paper) == pytest.approx([1 / 9] * 9 + [1.0])
+    assert source_weights(table + paper, 0.0) == [1.0] * 10
+    _, by_row = refit(table + paper, cal, evaluate, file="training", evals=40, source_balance=0.0)  # type: ignore[arg-type]
+    _, by_source = refit(table + paper, cal, evaluate, file="training", evals=40)  # type: ignore[arg-type]
+    assert by_row["eff"] == pytest.approx(0.9, rel=0.02)
+    # an L1 fit of two equal weights is flat between them: anywhere in [0.7, 0.9], not pinned to the table's end
+    assert 0.69 <= by_source["eff"] < 0.88
