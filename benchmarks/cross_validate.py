@@ -85,7 +85,7 @@ def _evaluator(file: str) -> Any:
 
 def run_fold(file: str, rows: list[Row], held: list[str], fold: str, name: str, evals: int,
              affected: dict[tuple[str, ...], frozenset[str]] | None = None,
-             source_balance: float = SOURCE_BALANCE) -> list[dict[str, Any]]:
+             source_balance: float | None = None) -> list[dict[str, Any]]:
     """Refit without the held-out rows and predict them."""
     held_set = set(held)
     train = [r for r in rows if r["id"] not in held_set]
@@ -151,8 +151,9 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--resume", action="store_true", help="keep the folds already in the checkpoint beside --out")
     ap.add_argument("--evals", type=int, default=8, help="objective evaluations per refitted group")
-    ap.add_argument("--source-balance", type=float, default=SOURCE_BALANCE,
-                    help="a row weighs 1 / (its source's rows) ** this in a fit (0: rows alike)")
+    ap.add_argument("--source-balance", type=float, default=None,
+                    help="a row weighs 1 / (its source's rows) ** this in a fit (0: rows alike; default: "
+                    + ", ".join(f"{k} {v:g}" for k, v in SOURCE_BALANCE.items()) + ")")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--markdown", action="store_true", help="print the docs tables from --out and exit")
     ap.add_argument("--docs", type=Path, default=DOCS,

@@ -288,7 +288,7 @@ def test_each_source_weighs_as_one_in_a_fit() -> None:
               "source": "mosaicml/llm-foundry scripts/train/benchmarking/README.md"} for i in range(9)]
     paper = [{"id": "P1", "metric": "tokens_per_s_per_device", "value": "700", "accelerator": "x",
               "source": "Touvron et al. 2023 LLaMA arXiv:2302.13971 Table 15"}]
-    assert source_weights(table + paper) == pytest.approx([1 / 9] * 9 + [1.0])
+    assert source_weights(table + paper, 1.0) == pytest.approx([1 / 9] * 9 + [1.0])
     assert source_weights(table + paper, 0.0) == [1.0] * 10
     _, by_row = refit(table + paper, cal, evaluate, file="training", evals=40, source_balance=0.0)  # type: ignore[arg-type]
     _, by_source = refit(table + paper, cal, evaluate, file="training", evals=40)  # type: ignore[arg-type]

@@ -174,27 +174,38 @@ def band(cls: EstimateClass, value: float | None, orientation: str,
         raise ValueError(f"orientation must be 'rate' or 'time', got {orientation!r}")
     if value is None or not math.isfinite(value):
         return None
+    basis = _band_basis(cls, novel)
+    if basis is None:
+        return None
+    st, wider, factor, why = basis
+    how: Orientation = "rate" if orientation == "rate" else "time"
+    lo, hi = st.band(value, how)
+    info: dict[str, Any] = {"class": st.key, "rows": st.n, "sources": st.sources}
+    if wider is not None:
+        vlo, vhi = wider.band(value, how)
+        if vlo < lo or vhi > hi:
+            lo, hi = min(lo, vlo), max(hi, vhi)
+            info["widened_to"] = wider.key
+    if factor > 1.0:
+        lo, hi = lo / factor, hi * factor
+        info["novelty_factor"] = round(factor, 4)
+        info["novelty"] = list(why)
+    return Band(low=lo, high=hi, basis=info)
+
+
+@cache  # a plan's figures ask for the bands of a few classes thousands of times (plan train: one per figure)
+def _band_basis(cls: EstimateClass, novel: frozenset[str]) -> tuple[
+        ClassStats, ClassStats | None, float, tuple[str, ...]] | None:
+    """What the band of any value of class `cls` rests on: its class's quantiles, the validated class a part
+    without rows is widened to (a part without rows is at least as uncertain as a part with rows: the parts held
+    out in cross-validation were all measured ones, NVIDIA and Ascend flagships, never the parts that lack rows),
+    the novelty factor and the novelties that set it."""
     st = class_stats(cls)
     if st is None:
         return None
-    how: Orientation = "rate" if orientation == "rate" else "time"
-    lo, hi = st.band(value, how)
-    basis: dict[str, Any] = {"class": st.key, "rows": st.n, "sources": st.sources}
-    if cls.efficiency == "default":
-        # a part without rows is at least as uncertain as a part with rows: the parts held out in
-        # cross-validation were all measured ones (NVIDIA and Ascend flagships), never the parts that lack rows
-        v = class_stats(replace(cls, efficiency="validated"))
-        if v is not None:
-            vlo, vhi = v.band(value, how)
-            if vlo < lo or vhi > hi:
-                lo, hi = min(lo, vlo), max(hi, vhi)
-                basis["widened_to"] = v.key
+    wider = class_stats(replace(cls, efficiency="validated")) if cls.efficiency == "default" else None
     factor, why = novelty_factor(cls, novel)
-    if factor > 1.0:
-        lo, hi = lo / factor, hi * factor
-        basis["novelty_factor"] = round(factor, 4)
-        basis["novelty"] = why
-    return Band(low=lo, high=hi, basis=basis)
+    return st, wider, factor, tuple(why)
 
 
 def part_accuracy(kind: str, accelerator: str) -> dict[str, Any] | None:

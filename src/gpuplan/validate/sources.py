@@ -10,8 +10,9 @@ address (host and first path segment) or words of the text.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
-__all__ = ["source_key"]
+__all__ = ["row_source", "source_key"]
 
 _GITHUB = re.compile(r"github\.com/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)")
 _REPO_FIRST = re.compile(r"^([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)(\s|$)")
@@ -34,3 +35,9 @@ def source_key(text: str) -> str:
         return f"web:{host}{(m.group(2) or '').lower()}"
     words = re.findall(r"[A-Za-z0-9]+", t.split("(")[0])[:3]
     return "text:" + " ".join(w.lower() for w in words) if words else "text:unknown"
+
+
+def row_source(row: Mapping[str, str]) -> str:
+    """The publication key (`source_key`) of a validation row: rows with one key are held out together and, in a
+    training fit, weigh as one (validate/refit.SOURCE_BALANCE)."""
+    return source_key(row.get("source", ""))
