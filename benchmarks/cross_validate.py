@@ -50,7 +50,7 @@ from gpuplan.validate.refit import SOURCE_BALANCE, affected_ids, error_ratio, pa
 from gpuplan.validate.row_class import row_dims
 from gpuplan.validate.row_settings import resolve_row
 from gpuplan.validate.serving_terms import serving_calibration, serving_evaluator
-from gpuplan.validate.sources import source_key
+from gpuplan.validate.sources import row_source
 from gpuplan.validate.training_cases import TRAIN_METRICS, evaluate_training_row
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -201,7 +201,7 @@ def main() -> None:
                 skipped.append({"file": file, "id": r["id"], "reason": reason})
                 continue
             good.append(r)
-            meta[f"{file}:{r['id']}"] = {"file": file, "id": r["id"], "source": source_key(r.get("source", "")),
+            meta[f"{file}:{r['id']}"] = {"file": file, "id": r["id"], "source": row_source(r),
                                          "accelerator": r.get("accelerator", ""), "metric": r["metric"],
                                          "stack_key": stack_key(file, r), "released": r["id"] in released,
                                          "measured": res.measured, "in_sample": res.predicted,
@@ -212,7 +212,7 @@ def main() -> None:
               f"'skipped')", file=sys.stderr)
         groups: dict[str, dict[str, list[str]]] = {f: defaultdict(list) for f in FOLDS}
         for r in good:
-            groups["source"][source_key(r.get("source", ""))].append(r["id"])
+            groups["source"][row_source(r)].append(r["id"])
             groups["accelerator"][r.get("accelerator", "")].append(r["id"])
             groups["stack"][stack_key(file, r)].append(r["id"])
         moves = affected_ids(good, base_terms(file), _evaluator(file), file=file)  # once, not per fold

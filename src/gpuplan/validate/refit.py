@@ -23,6 +23,7 @@ rows with the refitted terms. The refit:
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -220,15 +221,15 @@ SOURCE_BALANCE: dict[str, float] = {"training": 1.0, "inference": 0.0, "memory":
 def source_weights(rows: Sequence[Row], balance: float) -> list[float]:
     """Per row, 1 / (rows of its source among `rows`) ** balance (`SOURCE_BALANCE`; 0: every row alike)."""
     keys = [row_source(r) for r in rows]
-    n: dict[str, int] = {}
-    for k in keys:
-        n[k] = n.get(k, 0) + 1
+    n = Counter(keys)
     return [n[k] ** -balance for k in keys]
 
 
-def _objective(rows: Sequence[Row], cal: Calibration, evaluate: Evaluator, balance: float = 0.0) -> float:
+def _objective(rows: Sequence[Row], cal: Calibration, evaluate: Evaluator,
+               source_w: Sequence[float] | None = None) -> float:
+    """The fit's loss on `rows` under `cal`; `source_w`: each row's source weight (`source_weights`), 1 if None."""
     ratios, weights = [], []
-    for row, w in zip(rows, source_weights(rows, balance), strict=True):
+    for row, w in zip(rows, source_w if source_w is not None else [1.0] * len(rows), strict=True):
         try:
             res = evaluate(row, cal)
             ratios.append(error_ratio(res.metric, res.measured, res.predicted))
@@ -332,12 +333,13 @@ def refit(rows: Sequence[Row], cal: Calibration, evaluate: Evaluator, *, file: s
         if not all(n in cal.terms for n in g.names):
             continue
         names = g.names
+        sw = source_weights(sel, balance)  # the group's rows are fixed during its search: weighed once
 
-        def score(v: float, names: tuple[str, ...] = names, sel: list[Row] = sel,
+        def score(v: float, names: tuple[str, ...] = names, sel: list[Row] = sel, sw: list[float] = sw,
                   pooled: bool = g.tuned_on.pooled, base: Calibration = cal) -> float:
             trial = _with_value(base, names, v)
             return _objective(sel, without_part_terms(trial, {r["accelerator"] for r in sel})
-                              if pooled else trial, evaluate, balance)
+                              if pooled else trial, evaluate, sw)
 
         best = _golden(score, *g.tuned_on.bounds, evals=evals)
         cal = _with_value(cal, names, best)
