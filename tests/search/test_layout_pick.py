@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from gpuplan.cli.main import app
 from gpuplan.search.candidates import Candidates
-from gpuplan.search.layout_pick import simplest_near_fastest
+from gpuplan.search.layout_pick import simplest_near_fastest, simplest_near_fastest_per_size
 
 runner = CliRunner()
 
@@ -49,3 +51,25 @@ def test_plan_train_keeps_data_parallel_for_an_8b_model_on_32_b200() -> None:
     plan0 = b200_plan("--term", "layout_simplicity_tolerance=0")
     assert (plan0["layout"]["pp"], plan0["layout"]["dp"]) == (2, 16)
     assert plan0["step_time_s"] < plan["step_time_s"] <= 1.02 * plan0["step_time_s"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_the_per_size_pick_is_the_one_size_rule_on_every_size(data: st.DataObject) -> None:
+    """The planner picks every cluster size's layout in one sort (train_search); it must keep, size by size, the
+    layout the one-size rule keeps with the other sizes masked, ties included (equal steps, equal ranks)."""
+    n = data.draw(st.integers(1, 60))
+    small = st.lists(st.integers(1, 3), min_size=n, max_size=n)
+    cols = {k: np.array(data.draw(small), dtype=np.int64) for k in ("tp", "pp", "cp", "vpp")}
+    c = Candidates(devices=np.array(data.draw(st.lists(st.sampled_from([8, 16, 32]), min_size=n, max_size=n))),
+                   dp=np.ones(n, dtype=np.int64), ep=np.ones(n, dtype=np.int64), zero=np.ones(n, dtype=np.int64),
+                   micro_batch=np.ones(n, dtype=np.int64), microbatches=np.ones(n, dtype=np.int64),
+                   recompute=np.array(data.draw(st.lists(st.integers(0, 2), min_size=n, max_size=n))), **cols)
+    step = np.array(data.draw(st.lists(st.sampled_from([1.0, 1.02, 1.05, 1.1, 2.0, np.inf]), min_size=n,
+                                       max_size=n)))
+    tol = data.draw(st.sampled_from([-0.1, 0.0, 0.03, 0.1]))
+    want = {d: simplest_near_fastest(c, np.where(c.devices == d, step, np.inf), tol)
+            for d in np.unique(c.devices[np.isfinite(step)]).tolist()}
+    got = simplest_near_fastest_per_size(c, step, tol)
+    assert got == want
+    assert list(got) == sorted(got)  # sizes in ascending order, as the planner lists them

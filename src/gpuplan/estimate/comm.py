@@ -31,6 +31,7 @@ the derivations.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -62,10 +63,12 @@ __all__ = [
     "Link",
     "LinkCalibration",
     "LinkTerm",
+    "Placement",
     "all_gather",
     "all_reduce",
     "all_to_all",
     "all_to_all_s",
+    "collective_on",
     "collective_s",
     "default_link_calibration",
     "hier_all_gather_s",
@@ -82,6 +85,7 @@ __all__ = [
     "p2p",
     "p2p_s",
     "pcie_gbyte_s",
+    "placement",
     "ranks_per_node",
     "reduce_scatter",
     "ring_all_gather_s",
@@ -224,14 +228,78 @@ def _compose(betas: tuple[F64, ...], alphas: tuple[F64, ...], pipelined: bool) -
     return out
 
 
-def _levels(
-    size_bytes: ArrayLike, n: ArrayLike, local: ArrayLike, intra: Link, inter: Link
-) -> tuple[F64, F64, F64, F64, F64, F64, F64, F64]:
-    size, nn = _arr("size_bytes", size_bytes, minimum=0), _arr("n", n, minimum=1)
-    loc, nodes = _split(nn, local)
+@dataclass(frozen=True)
+class Placement:
+    """A communicator's size-independent terms: n ranks, `loc` of them per node on `nodes` nodes, and each
+    level's bytes/s and per-step latency (`inter` None: one node, a flat ring on the intra-node link).
+
+    Built once (`placement`) and shared by every collective a step runs on the same group, so the group's
+    checks and per-level terms are not redone per collective; `collective_on` prices one of them."""
+
+    n: F64
+    loc: F64
+    nodes: F64
+    bw_i: F64
+    lat_i: F64
+    bw_e: F64 | None
+    lat_e: F64 | None
+
+    @property
+    def flat(self) -> bool:
+        return self.bw_e is None
+
+
+def placement(n: ArrayLike, ranks_per_node: ArrayLike, intra: Link, inter: Link | None = None) -> Placement:
+    """The `Placement` of a group of n with `ranks_per_node` members per node (see `collective_s`)."""
+    nn = _arr("n", n, minimum=1)
     bw_i, lat_i = _bw_lat(intra)
+    if inter is None:
+        if np.any(np.asarray(ranks_per_node) < np.asarray(n)):
+            raise InputError(field="inter", value=None, allowed="an inter-node link for a group that spans nodes")
+        return Placement(nn, nn, np.ones_like(nn), bw_i, lat_i, None, None)
+    loc, nodes = _split(nn, ranks_per_node)
     bw_e, lat_e = _bw_lat(inter)
-    return size, nn, loc, nodes, bw_i, lat_i, bw_e, lat_e
+    return Placement(nn, loc, nodes, bw_i, lat_i, bw_e, lat_e)
+
+
+def _all_reduce_on(size: F64, p: Placement, pipelined: bool) -> F64:
+    if p.bw_e is None or p.lat_e is None:
+        return _ring(size, p.n, p.bw_i, p.lat_i, 2.0, 2.0)
+    # intra reduce-scatter and intra all-gather share the intra link: one phase of twice the volume
+    b_i, a_i = _ring_parts(size, p.loc, p.bw_i, p.lat_i, 2.0, 2.0)
+    b_e, a_e = _ring_parts(size / p.loc, p.nodes, p.bw_e, p.lat_e, 2.0, 2.0)
+    return _compose((b_i, b_e), (a_i, a_e), pipelined)
+
+
+def _gather_like_on(size: F64, p: Placement, pipelined: bool) -> F64:
+    # AG_inter(size / l, N) and AG_intra(size, l): each local rank gathers its 1/l slice from
+    # the other nodes, and the node gathers the slices (reduce-scatter runs the reverse).
+    if p.bw_e is None or p.lat_e is None:
+        return _ring(size, p.n, p.bw_i, p.lat_i, 1.0, 1.0)
+    b_i, a_i = _ring_parts(size, p.loc, p.bw_i, p.lat_i, 1.0, 1.0)
+    b_e, a_e = _ring_parts(size / p.loc, p.nodes, p.bw_e, p.lat_e, 1.0, 1.0)
+    if pipelined:
+        # NCCL runs all-gather and reduce-scatter only as one ring through every rank (no tree; NVLS and CollNet
+        # aside): n - 1 steps, of which N - 1 cross the network, the other n - N stay on a node (NCCL
+        # src/graph/tuning.cc: nsteps = nRanks - 1, nInterSteps = nNodes - 1 for these two; latency =
+        # (nsteps - nInterSteps) x intraLat + nInterSteps x interLat), not the (l - 1) + (N - 1) steps of two levels
+        active = (size > 0) & (p.n > 1)
+        a_i = np.where(active, (p.n - p.nodes) * p.lat_i, 0.0)
+        a_e = np.where(active, (p.nodes - 1) * p.lat_e, 0.0)
+    return _compose((b_i, b_e), (a_i, a_e), pipelined)
+
+
+def _all_to_all_on(size: F64, p: Placement, pipelined: bool) -> F64:
+    if p.bw_e is None or p.lat_e is None:
+        return _ring(size, p.n, p.bw_i, p.lat_i, 1.0, 1.0)
+    nn, loc = p.n, p.loc
+    active = (size > 0) & (nn > 1)
+    zero = np.zeros((), dtype=np.float64)
+    b_i = np.where(active, (loc - 1) / nn * size / p.bw_i, zero)
+    b_e = np.where(active, (nn - loc) / nn * size / p.bw_e, zero)
+    a_i = np.where(active, (loc - 1) * p.lat_i, zero)
+    a_e = np.where(active, (nn - loc) * p.lat_e, zero)
+    return _compose((b_i, b_e), (a_i, a_e), pipelined)
 
 
 def _links_in(intra: Link, inter: Link) -> tuple[ArrayLike, ...]:
@@ -252,30 +320,9 @@ def hier_all_reduce_s(
     the default, as NCCL pipelines chunks across levels). l = n (the group fits in a node)
     is a flat intra ring; l = 1 a flat inter ring.
     """
-    size, nn, loc, nodes, bw_i, lat_i, bw_e, lat_e = _levels(size_bytes, n, ranks_per_node, intra, inter)
-    # intra reduce-scatter and intra all-gather share the intra link: one phase of twice the volume
-    b_i, a_i = _ring_parts(size, loc, bw_i, lat_i, 2.0, 2.0)
-    b_e, a_e = _ring_parts(size / loc, nodes, bw_e, lat_e, 2.0, 2.0)
-    return _out(_compose((b_i, b_e), (a_i, a_e), pipelined), size_bytes, n, ranks_per_node, *_links_in(intra, inter))
-
-
-def _hier_gather_like(
-    size_bytes: ArrayLike, n: ArrayLike, local: ArrayLike, intra: Link, inter: Link, pipelined: bool
-) -> FloatOrArray:
-    # AG_inter(size / l, N) and AG_intra(size, l): each local rank gathers its 1/l slice from
-    # the other nodes, and the node gathers the slices (reduce-scatter runs the reverse).
-    size, nn, loc, nodes, bw_i, lat_i, bw_e, lat_e = _levels(size_bytes, n, local, intra, inter)
-    b_i, a_i = _ring_parts(size, loc, bw_i, lat_i, 1.0, 1.0)
-    b_e, a_e = _ring_parts(size / loc, nodes, bw_e, lat_e, 1.0, 1.0)
-    if pipelined:
-        # NCCL runs all-gather and reduce-scatter only as one ring through every rank (no tree; NVLS and CollNet
-        # aside): n - 1 steps, of which N - 1 cross the network, the other n - N stay on a node (NCCL
-        # src/graph/tuning.cc: nsteps = nRanks - 1, nInterSteps = nNodes - 1 for these two; latency =
-        # (nsteps - nInterSteps) x intraLat + nInterSteps x interLat), not the (l - 1) + (N - 1) steps of two levels
-        active = (size > 0) & (nn > 1)
-        a_i = np.where(active, (nn - nodes) * lat_i, 0.0)
-        a_e = np.where(active, (nodes - 1) * lat_e, 0.0)
-    return _out(_compose((b_i, b_e), (a_i, a_e), pipelined), size_bytes, n, local, *_links_in(intra, inter))
+    t = _all_reduce_on(_arr("size_bytes", size_bytes, minimum=0), placement(n, ranks_per_node, intra, inter),
+                       pipelined)
+    return _out(t, size_bytes, n, ranks_per_node, *_links_in(intra, inter))
 
 
 def hier_all_gather_s(
@@ -286,7 +333,9 @@ def hier_all_gather_s(
 
     Source: Thakur et al. 2005 ring all-gather applied per level; composed as in hier_all_reduce_s.
     """
-    return _hier_gather_like(size_bytes, n, ranks_per_node, intra, inter, pipelined)
+    t = _gather_like_on(_arr("size_bytes", size_bytes, minimum=0), placement(n, ranks_per_node, intra, inter),
+                        pipelined)
+    return _out(t, size_bytes, n, ranks_per_node, *_links_in(intra, inter))
 
 
 def hier_reduce_scatter_s(
@@ -297,7 +346,9 @@ def hier_reduce_scatter_s(
 
     Source: Thakur et al. 2005 ring reduce-scatter applied per level; the mirror of all-gather.
     """
-    return _hier_gather_like(size_bytes, n, ranks_per_node, intra, inter, pipelined)
+    t = _gather_like_on(_arr("size_bytes", size_bytes, minimum=0), placement(n, ranks_per_node, intra, inter),
+                        pipelined)
+    return _out(t, size_bytes, n, ranks_per_node, *_links_in(intra, inter))
 
 
 def hier_all_to_all_s(
@@ -312,15 +363,9 @@ def hier_all_to_all_s(
       inter: (n-l)/n x size / bw_inter + (n-l) alpha_inter
     Latencies add; bandwidth parts overlap (pipelined, NCCL posts all sends at once) or add.
     """
-    size, nn, loc, _nodes, bw_i, lat_i, bw_e, lat_e = _levels(size_bytes, n, ranks_per_node, intra, inter)
-    active = (size > 0) & (nn > 1)
-    zero = np.zeros((), dtype=np.float64)
-    b_i = np.where(active, (loc - 1) / nn * size / bw_i, zero)
-    b_e = np.where(active, (nn - loc) / nn * size / bw_e, zero)
-    a_i = np.where(active, (loc - 1) * lat_i, zero)
-    a_e = np.where(active, (nn - loc) * lat_e, zero)
-    return _out(_compose((b_i, b_e), (a_i, a_e), pipelined), size_bytes, n, ranks_per_node,
-                *_links_in(intra, inter))
+    t = _all_to_all_on(_arr("size_bytes", size_bytes, minimum=0), placement(n, ranks_per_node, intra, inter),
+                       pipelined)
+    return _out(t, size_bytes, n, ranks_per_node, *_links_in(intra, inter))
 
 
 def hier_p2p_s(size_bytes: ArrayLike, same_node: ArrayLike, intra: Link, inter: Link) -> FloatOrArray:
@@ -369,6 +414,18 @@ def hierarchical(
 ) -> FloatOrArray:
     """`hier_<kind>_s` by name: kind is all_reduce, all_gather, reduce_scatter or all_to_all."""
     return _kind(kind)[1](size_bytes, n, ranks_per_node, intra, inter, pipelined=pipelined)
+
+
+_ON: dict[str, Callable[[F64, Placement, bool], F64]] = {
+    "all_reduce": _all_reduce_on, "all_gather": _gather_like_on, "reduce_scatter": _gather_like_on,
+    "all_to_all": _all_to_all_on,
+}
+
+
+def collective_on(kind: str, size_bytes: ArrayLike, where: Placement, *, pipelined: bool = True) -> F64:
+    """`collective_s` on a prepared `Placement` (the same formulas; a step's collectives on one group share it)."""
+    _kind(kind)  # an unknown kind is an InputError naming the allowed ones
+    return _ON[kind](_arr("size_bytes", size_bytes, minimum=0), where, pipelined)
 
 
 def collective_s(

@@ -16,7 +16,7 @@ import numpy as np
 
 from gpuplan.search.candidates import Candidates
 
-__all__ = ["TERM", "simplest_near_fastest"]
+__all__ = ["TERM", "simplest_near_fastest", "simplest_near_fastest_per_size"]
 
 TERM = "layout_simplicity_tolerance"
 
@@ -35,3 +35,25 @@ def simplest_near_fastest(c: Candidates, step_s: np.ndarray, tolerance: float) -
     order = np.lexsort((step_s[near], c.recompute[near], c.vpp[near], c.pp[near],
                         c.tp[near] * c.pp[near] * c.cp[near]))
     return int(near[order[0]])
+
+
+def simplest_near_fastest_per_size(c: Candidates, step_s: np.ndarray, tolerance: float) -> dict[int, int]:
+    """`simplest_near_fastest` within each cluster size at once: {devices: index} for every size with a finite step.
+
+    The same rule and tie order (a stable sort keeps the lower index first) as calling `simplest_near_fastest` on
+    each size's steps with the other sizes masked, in one sort instead of one pass over every candidate per size."""
+    ok = np.flatnonzero(np.isfinite(step_s))
+    if len(ok) == 0:
+        return {}
+    dev, step = c.devices[ok], step_s[ok]
+    sizes, group = np.unique(dev, return_inverse=True)
+    fastest = np.full(len(sizes), np.inf)
+    np.minimum.at(fastest, group, step)
+    near = step <= fastest[group] * (1.0 + max(tolerance, 0.0))
+    idx = ok[near]
+    # np.lexsort sorts by the last key first: size, model-parallel ranks, then pp, vpp, recomputation, step time
+    order = np.lexsort((step_s[idx], c.recompute[idx], c.vpp[idx], c.pp[idx], c.tp[idx] * c.pp[idx] * c.cp[idx],
+                        c.devices[idx]))
+    idx = idx[order]
+    first = np.r_[True, c.devices[idx][1:] != c.devices[idx][:-1]]
+    return dict(zip(c.devices[idx][first].tolist(), idx[first].tolist(), strict=True))

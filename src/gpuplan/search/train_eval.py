@@ -73,14 +73,20 @@ class Evaluation:
         return out
 
 
-def _collective(kind: str, nbytes: Any, n: Any, stride: Any, hw: ClusterHardware) -> Any:
-    """A collective over n ranks that sit `stride` ranks apart (Megatron order TP-CP-EP-DP-PP)."""
+def _group(n: Any, stride: Any, hw: ClusterHardware) -> comm.Placement:
+    """A communicator of n ranks that sit `stride` ranks apart (Megatron order TP-CP-EP-DP-PP) on the cluster: its
+    members per node and its links, worked out once and shared by every collective the step runs on it."""
     n = np.maximum(n, 1)
     rpn = comm.ranks_per_node(n, hw.gpus_per_node, stride)
     inter = hw.inter()
     if inter is None:  # a single node: every group is inside it
         rpn = n
-    return comm.collective_s(kind, nbytes, n, rpn, hw.intra(rpn), inter)
+    return comm.placement(n, rpn, hw.intra(rpn), inter)
+
+
+def _collective(kind: str, nbytes: Any, group: comm.Placement) -> Any:
+    """One collective of `nbytes` on `group` (estimate/comm.py: ring, or two-level across nodes)."""
+    return comm.collective_on(kind, nbytes, group)
 
 
 def _owner_broadcasts_s(dp_group: Any, stride: Any, shard_ranks: Any, hw: ClusterHardware) -> Any:
@@ -259,7 +265,7 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     k_tp = 4.0 + 2.0 * (c.recompute == 2)
     tp_inside = c.tp <= min(hw.accelerator.fully_connected_domain or 1, g)  # userbuffers need the fast link
     tp_hidden = np.where(tp_inside & tp_overlap_on(job), framework_term(cal, job, "tp_overlap"), 0.0)
-    tp = np.where(c.tp > 1, layers_rank * m * k_tp * _collective("all_reduce", act_bytes, c.tp, 1, hw)
+    tp = np.where(c.tp > 1, layers_rank * m * k_tp * _collective("all_reduce", act_bytes, _group(c.tp, 1, hw))
                   * (1 - tp_hidden), 0.0)
 
     # -- data parallel -------------------------------------------------------------------
@@ -276,15 +282,16 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     # gradients are reduced in buckets (PyTorch DDP bucket_cap_mb, Megatron DDP buckets, DeepSpeed
     # reduce_bucket_size): each bucket pays the collective's latency, which grows with the ring length
     buckets = np.maximum(np.ceil(grad_bytes / (framework_term(cal, job, "dp_bucket_mbyte") * 1e6)), 1.0)
-    latency = _collective("all_reduce", np.ones(len(c)), dp_group, c.tp, hw)
+    dp_comm = _group(dp_group, c.tp, hw)
+    latency = _collective("all_reduce", np.ones(len(c)), dp_comm)
     # DDP all-reduces the gradients; a sharded optimizer (ZeRO-1, Megatron's distributed optimizer)
     # reduce-scatters them and all-gathers the updated 16-bit parameters (Rajbhandari et al. 2020, sec. 7;
     # Megatron-Core distributed optimizer docs): the same volume when gradients travel in 16 bits, less
     # than an fp32 all-reduce when they travel in fp32 (Megatron's default for bf16)
-    reduce = _collective("all_reduce", grad_bytes, dp_group, c.tp, hw)
+    reduce = _collective("all_reduce", grad_bytes, dp_comm)
     if grad_width != e:  # gradients and parameters travel in different widths
-        sharded = _collective("reduce_scatter", grad_bytes, dp_group, c.tp, hw) + _collective(
-            "all_gather", local_params * e, dp_group, c.tp, hw)
+        sharded = _collective("reduce_scatter", grad_bytes, dp_comm) + _collective(
+            "all_gather", local_params * e, dp_comm)
         reduce = np.where(c.zero >= 1, sharded, reduce)
     dp_time = np.where(dp_group > 1, reduce + (buckets - 1) * latency, 0.0)
     backward_last = compute * (bwd / passes) / np.maximum(m, 1)
@@ -295,12 +302,13 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     # the ranks one shard spans: the data-parallel group, or a ZeRO group of z adjacent ranks replicated across it
     # (InternEvo zero1=N, DeepSpeed hpZ/MiCS, FSDP hybrid sharding), as the memory estimate shards
     shard_group = job.zero_shard_ranks(dp_group)
+    shard_comm = dp_comm if shard_group is dp_group else _group(shard_group, c.tp, hw)
     if job.framework is not None and not framework_profile(job.framework).zero_param_overlap:
         # the sharded optimizer returns the updated 16-bit parameters after the step, not under the backward
         # (InternEvo overlap_sync_param=False): that volume, an all-gather's within the shard group, is exposed
         # whole; only the gradient reduction hides under the last backward
         param_sync = np.where((c.zero >= 1) & (dp_group > 1),
-                              _collective("all_gather", local_params * e, shard_group, c.tp, hw), 0.0)
+                              _collective("all_gather", local_params * e, shard_comm), 0.0)
         dp_exposed = np.maximum(dp_time - param_sync - hide * backward_last, 0.0) + param_sync
     if job.framework is not None and framework_profile(job.framework).zero_param_sync == "broadcast":
         # after the step every owner broadcasts its shard (InternEvo HybridZeroOptimizer.broadcast_params), outside
@@ -320,12 +328,12 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     # FSDP/ZeRO-3 gathers and reduces one wrapped layer at a time within the shard group: three collectives per
     # layer and micro-batch; with replicas, each step all-reduces the gradient shard across them (PyTorch FSDP
     # HYBRID_SHARD, DeepSpeed MiCS: Zhang et al. 2022, sec. 3)
-    z3_latency = 3 * (layers_rank - 1) * _collective("all_gather", np.ones(len(c)), shard_group, c.tp, hw)
-    z3_time = np.where(shard_group > 1, m * (2 * _collective("all_gather", z3_bytes, shard_group, c.tp, hw)
-                                             + _collective("reduce_scatter", grad_bytes, shard_group, c.tp, hw)
+    z3_latency = 3 * (layers_rank - 1) * _collective("all_gather", np.ones(len(c)), shard_comm)
+    z3_time = np.where(shard_group > 1, m * (2 * _collective("all_gather", z3_bytes, shard_comm)
+                                             + _collective("reduce_scatter", grad_bytes, shard_comm)
                                              + z3_latency), 0.0)
-    z3_time = z3_time + np.where(replicas > 1, _collective("all_reduce", grad_bytes / shard_group, replicas,
-                                                           c.tp * shard_group, hw), 0.0)
+    z3_time = z3_time + np.where(replicas > 1, _collective("all_reduce", grad_bytes / shard_group,
+                                                           _group(replicas, c.tp * shard_group, hw)), 0.0)
     z3_exposed = np.maximum(z3_time - framework_term(cal, job, "zero3_overlap") * compute, 0.0)
     dp = np.where(c.zero == 3, z3_exposed, dp_exposed)
 
@@ -342,7 +350,8 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
         moe_rank = spec.num_moe_layers / c.pp
         a2a_bytes = mb * (s / c.cp) * spec.moe.top_k * h * e / c.tp
         k_ep = 4.0 + 2.0 * (c.recompute == 2)
-        ep = np.where(c.ep > 1, moe_rank * m * k_ep * _collective("all_to_all", a2a_bytes, c.ep, c.tp * c.cp, hw)
+        ep_comm = _group(c.ep, c.tp * c.cp, hw)
+        ep = np.where(c.ep > 1, moe_rank * m * k_ep * _collective("all_to_all", a2a_bytes, ep_comm)
                       * (1 - framework_term(cal, job, "ep_overlap")), 0.0)
 
     # -- context parallel ------------------------------------------------------------------

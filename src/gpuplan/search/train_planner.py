@@ -234,11 +234,28 @@ def plan_figures(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Cand
         "accelerator": hw.accelerator.id,
         "network": hw.network.id if hw.network and n > hw.gpus_per_node else None,
         "nics_per_node": hw.nics_per_node,
-        "calibration": cal.used(*[t for t in cal.terms if "train" in cal.terms[t].applies_to]),
+        "calibration": _training_terms_used(cal),
         "framework": _framework_assumption(job),
         "provenance": "estimated",
     }
     return out
+
+
+_TERMS_USED: dict[int, tuple[Calibration, dict[str, dict[str, Any]]]] = {}
+
+
+def _training_terms_used(cal: Calibration) -> dict[str, dict[str, Any]]:
+    """The training terms of `cal` as an estimate's `assumptions` list them, built once per calibration (a search
+    reports hundreds of plans on one frozen calibration; every plan shares this read-only record, as plans that
+    share a layout share one memory record). Keyed by identity, holding the calibration so its id is not reused."""
+    hit = _TERMS_USED.get(id(cal))
+    if hit is not None and hit[0] is cal:
+        return hit[1]
+    used = cal.used(*[t for t in cal.terms if "train" in cal.terms[t].applies_to])
+    if len(_TERMS_USED) >= 16:
+        _TERMS_USED.clear()
+    _TERMS_USED[id(cal)] = (cal, used)
+    return used
 
 
 def _framework_assumption(job: TrainingJob) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from gpuplan.search import progress
 from gpuplan.search.candidates import Candidates, family_choices, generate
 from gpuplan.search.cluster import ClusterHardware, cluster_hardware, usual_network
 from gpuplan.search.layout_pick import TERM as LAYOUT_TERM
-from gpuplan.search.layout_pick import simplest_near_fastest
+from gpuplan.search.layout_pick import simplest_near_fastest_per_size
 from gpuplan.search.memory_vec import candidate_memory_bytes
 from gpuplan.search.offers import HardwareOption, hardware_options
 from gpuplan.search.plan_trust import meets_trust, training_bands, training_confidence
@@ -271,10 +271,10 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
             if len(c) == 0:
                 continue
             fits = (ev.memory_bytes <= usable) & (c.devices <= top)
-            step = np.where(fits, ev.step_s, np.inf)
-            for n in np.unique(c.devices[fits]).tolist():
+            conf = training_confidence(catalog, cal, acc.id, job.precision, opt)  # one per option (read-only)
+            picks = simplest_near_fastest_per_size(c, np.where(fits, ev.step_s, np.inf), cal.value(LAYOUT_TERM))
+            for n, best in picks.items():
                 if n not in figs:
-                    best = simplest_near_fastest(c, np.where(c.devices == n, step, np.inf), cal.value(LAYOUT_TERM))
                     figs[n] = plan_figures(spec, job, hw, c, ev, best, catalog=catalog, tokens=tokens,
                                            calibration=cal, price=opt.price, memory_cache=memories)
                 fig = dict(figs[n])
@@ -294,7 +294,6 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
                 if cons.budget_usd is not None and (cost is None or cost > cons.budget_usd):
                     count("budget" if cost is not None else "no_price")
                     continue
-                conf = training_confidence(catalog, cal, acc.id, job.precision, opt)
                 if not meets_trust(conf, cons.trust):
                     count("trust")
                     continue
