@@ -309,3 +309,25 @@ def test_a_pipeline_launch_balances_the_stage_beside_the_lm_head() -> None:
     assert unknown(["megatron"], list(args)) == []
     inter = TrainTarget(**{**t.__dict__, "plan": {"layout": {**plan["layout"], "pp": 2, "vpp": 2}}})
     assert "--decoder-first-pipeline-num-layers" not in dict(megatron_args(inter))
+
+
+def test_the_format_names_are_the_emitters_names() -> None:
+    """`--emit` is checked against emit/formats.py (light, before planning); each name must have its emitter."""
+    from gpuplan.emit import dispatch, formats
+
+    assert tuple(dispatch._TRAIN) == formats.TRAIN_CONFIGS
+    assert tuple(dispatch._LAUNCH) == formats.LAUNCHERS
+    assert set(formats.SERVE_FORMATS) >= {"vllm", "sglang"}
+    for name in formats.SERVE_FORMATS:  # every serving name reaches an emitter (an unknown one would raise)
+        assert dispatch.parse_formats(name, formats.SERVE_FORMATS) == [name]
+
+
+def test_a_plan_that_writes_nothing_loads_no_emitter_and_no_benchmark_record() -> None:
+    """The CLI's training command loads the emitters and the benchmark records' schemas only when it uses them."""
+    import subprocess
+    import sys
+
+    code = ("import sys, gpuplan.cli.main, gpuplan.cli.train, gpuplan.cli.infer_plan; "
+            "print(sorted(m for m in ('gpuplan.emit.dispatch', 'gpuplan.bench.records') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

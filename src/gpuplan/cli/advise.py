@@ -13,7 +13,7 @@ from rich.table import Table
 from gpuplan.advise.findings import load_thresholds
 from gpuplan.advise.report_infer import inference_report, is_infer_run
 from gpuplan.advise.report_train import compare_training
-from gpuplan.bench.calibrate import load_user_calibration
+from gpuplan.bench.calibration_files import load_user_calibration
 from gpuplan.cli.common import console, fail, flag, positives, print_json
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import load_catalog

@@ -9,16 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuplan.cli.common import note
-from gpuplan.emit import (
-    SERVE_FORMATS,
-    TRAIN_FORMATS,
-    ServeTarget,
-    TrainTarget,
-    emit_serve,
-    emit_train,
-    parse_formats,
-    write_files,
-)
+from gpuplan.emit.formats import SERVE_FORMATS, TRAIN_FORMATS, parse_formats
 from gpuplan.errors import InputError
 from gpuplan.hardware import Catalog
 from gpuplan.i18n import tr
@@ -71,6 +62,8 @@ def _get(p: Mapping[str, Any], key: str) -> Any:
 def write_train(names: list[str], out: Path, *, model_id: str, spec: ModelSpec, job: TrainingJob,
                 plan: Mapping[str, Any], tokens: float | None, stated: set[str], lang: str,
                 catalog: Catalog | None = None) -> None:
+    from gpuplan.emit import TrainTarget, emit_train  # the emitters load only when a command writes files
+
     t = TrainTarget(model_id=model_id, spec=spec, plan=plan, method=job.method, seq_len=job.seq_len,
                     accelerator=catalog.accelerator(str(plan["accelerator"])) if catalog is not None else None,
                     # the batch the plan's layout runs (its step time counts those sequences)
@@ -84,6 +77,8 @@ def write_train(names: list[str], out: Path, *, model_id: str, spec: ModelSpec, 
 def write_serve(names: list[str], out: Path, *, model_id: str, spec: ModelSpec, run: Mapping[str, Any],
                 fleet: Mapping[str, Any], max_model_len: int, stated: set[str], lang: str,
                 catalog: Catalog | None = None) -> None:
+    from gpuplan.emit import ServeTarget, emit_serve
+
     t = ServeTarget(model_id=model_id, spec=spec, fleet=fleet, run=run, max_model_len=max_model_len,
                     accelerator=catalog.accelerator(str(fleet["accelerator"])) if catalog is not None else None,
                     stated=frozenset(stated))
@@ -110,5 +105,7 @@ def write_serve_pd(out: Path, *, model_id: str, spec: ModelSpec, run: Mapping[st
 
 
 def _write(files: Mapping[str, str], out: Path, lang: str) -> None:
+    from gpuplan.emit.write import write_files
+
     written = write_files(files, out)
     note(tr("cli.emit.written", lang, n=len(written), out=str(out), files=", ".join(p.name for p in written)))

@@ -16,7 +16,7 @@ from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_r
 from gpuplan.cli.common import console, fail, flag, positives, print_json, warn
 from gpuplan.cli.emit import check_disaggregated, check_formats, pick_plan, write_serve, write_serve_pd
 from gpuplan.cli.train import plan_app
-from gpuplan.emit import SERVE_FORMATS
+from gpuplan.emit.formats import SERVE_FORMATS
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.hardware import load_catalog
 from gpuplan.hardware.query import check_policy_names

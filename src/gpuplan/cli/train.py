@@ -12,11 +12,11 @@ from rich.table import Table
 
 from gpuplan.advise.findings import load_thresholds
 from gpuplan.advise.report_train import SCENARIO_MARK, blocked_finding, training_report
-from gpuplan.bench.calibrate import load_user_calibration
+from gpuplan.bench.calibration_files import load_user_calibration
 from gpuplan.cli.advise import parse_pairs, print_findings, requirements, save_report, save_report_quiet
 from gpuplan.cli.common import console, fail, flag, note, positives, print_json, warn
 from gpuplan.cli.emit import check_formats, pick_plan, write_train
-from gpuplan.emit import TRAIN_FORMATS
+from gpuplan.emit.formats import TRAIN_FORMATS
 from gpuplan.errors import GpuplanError, InputError
 from gpuplan.estimate.memory_fit import fit_text
 from gpuplan.hardware import Catalog, load_catalog

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from gpuplan.emit.context import ServeTarget, TrainTarget
 from gpuplan.emit.deploy import deployed_engine, deployment_files, skypilot_files
+from gpuplan.emit.formats import LAUNCHERS, SERVE_FORMATS, TRAIN_FORMATS, parse_formats
 from gpuplan.emit.launchers import LAUNCHABLE, pytorchjob_files, slurm_files, torchrun_files
 from gpuplan.emit.serve import serve_files
 from gpuplan.emit.stacks import check_runs, runs_on
@@ -22,22 +23,7 @@ _TRAIN: dict[str, Callable[[TrainTarget], dict[str, str]]] = {
     "deepspeed": deepspeed_files, "torchtune": torchtune_files, "nemo": nemo_files, "ddp": ddp_files}
 _LAUNCH: dict[str, Callable[[TrainTarget, str], dict[str, str]]] = {
     "torchrun": torchrun_files, "slurm": slurm_files, "pytorchjob": pytorchjob_files}
-LAUNCHERS = tuple(_LAUNCH)
-TRAIN_FORMATS = (*_TRAIN, *_LAUNCH)
-SERVE_FORMATS = ("vllm", "sglang", "trtllm", "mindie", "lmdeploy", "k8s", "skypilot")
 MULTI_NODE_SERVE = frozenset({"sglang"})  # formats that launch one server over several instances
-
-
-def parse_formats(text: str, allowed: tuple[str, ...]) -> list[str]:
-    """'a,b' or 'all' -> format names in order; an unknown name is an InputError naming the allowed ones."""
-    names = [n.strip().lower() for n in text.split(",") if n.strip()]
-    if names == ["all"]:
-        return list(allowed)
-    bad = [n for n in names if n not in allowed]
-    if bad or not names:
-        raise InputError(field="emit", value=text, allowed=", ".join((*allowed, "all")),
-                         hint="a comma list, e.g. --emit megatron,slurm")
-    return list(dict.fromkeys(names))
 
 
 def _wrapped(t: TrainTarget, names: list[str]) -> str:

@@ -304,6 +304,11 @@ def _as_breakdown(counts: ParamCounts, terms: dict[str, dict[str, Any]]) -> Memo
     )
 
 
+def _rank_total(sums: dict[str, float]) -> float:
+    """A rank's total from its term sums, added in MemoryBreakdown.total_bytes's order (no KV cache in training)."""
+    return (sums["weights"] + sums["gradients"] + sums["optimizer"] + sums["activations"] + 0.0 + sums["other"])
+
+
 def geometry(layout: Layout, job: TrainingJob, acts: ActivationBreakdown, rank: Any, dense_n: Any,
              moe_n: Any) -> RankGeometry:
     """The RankGeometry of one rank of one layout (or of several: rank and layer counts as arrays)."""
@@ -401,10 +406,12 @@ def estimate_training_memory(
     g = geometry(layout, job, acts, ranks, np.array([d for d, _ in split]), np.array([m for _, m in split]))
     terms = {k: {p: np.broadcast_to(np.asarray(v, dtype=float), ranks.shape).tolist() for p, v in parts.items()}
              for k, parts in rank_terms(spec, counts, job, cal, g).items()}
-    per_rank = [_as_breakdown(counts, {k: {p: v[r] for p, v in parts.items()} for k, parts in terms.items()})
-                for r in range(len(split))]
-    worst = max(range(len(per_rank)), key=lambda r: per_rank[r].total_bytes)
-    chosen = per_rank[worst]
+    # each rank's total as MemoryBreakdown.total_bytes adds it (term sums in the same order); the breakdown itself
+    # is built for the most loaded rank only
+    totals = [_rank_total({k: sum(v[r] for v in parts.values() if v[r]) for k, parts in terms.items()})
+              for r in range(len(split))]
+    worst = max(range(len(totals)), key=totals.__getitem__)
+    chosen = _as_breakdown(counts, {k: {p: v[worst] for p, v in parts.items()} for k, parts in terms.items()})
     assumptions = {
         "kind": "train",
         "model": spec.name,
@@ -417,7 +424,7 @@ def estimate_training_memory(
         "micro_batch": job.micro_batch,
         "layout": layout.model_dump(),
         "pipeline_rank_reported": worst,
-        "pipeline_rank_totals_bytes": [round(r.total_bytes) for r in per_rank],
+        "pipeline_rank_totals_bytes": [round(t) for t in totals],
         "in_flight_microbatches": float(_in_flight(geometry(layout, job, acts, worst, 0, 0))),
         "lora": {"rank": job.lora_rank, "targets": list(job.lora_targets)} if job.method != "full" else None,
         "activation_model": ("saved-tensor inventory of torch.compile'd layers (as fused kernels save)"

@@ -49,7 +49,7 @@ from gpuplan.workload.jobs import FP4_FORMATS, Layout, TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import ParamCounts, count_params
 
-__all__ = ["BREAKDOWN_KEYS", "Evaluation", "data_loading_s", "evaluate_training", "framework_term",
+__all__ = ["BREAKDOWN_KEYS", "Evaluation", "data_loading_s", "elementwise_bytes", "evaluate_training", "framework_term",
            "pp_cross_node_hops", "tp_overlap_on"]
 
 BREAKDOWN_KEYS = ("compute", "moe_host_wait", "tp_comm", "dp_comm", "pp_bubble", "pp_comm", "ep_comm", "cp_comm",
@@ -187,8 +187,11 @@ def _pp_hop_s(nbytes: Any, c: Candidates, hw: ClusterHardware) -> Any:
 
 
 def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Candidates, *,
-                      calibration: Calibration | None = None, memory_bytes: np.ndarray | None = None) -> Evaluation:
-    """Memory and step-time breakdown of every candidate layout on `hw`."""
+                      calibration: Calibration | None = None, memory_bytes: np.ndarray | None = None,
+                      layer_bytes: np.ndarray | None = None) -> Evaluation:
+    """Memory and step-time breakdown of every candidate layout on `hw`. `memory_bytes` and `layer_bytes`
+    (`elementwise_bytes`) of `c` are hardware-independent: a caller that evaluates the same candidates on several
+    hardware options passes them once computed."""
     cal = calibration or default_calibration()
     hw = measured_hardware(hw, cal)
     acc = hw.accelerator
@@ -249,7 +252,7 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     per_token_s = passes * (gemm / (peak_g * eff_g) + experts / (peak_g * eff_g * moe_eff) + core_time)
     gemm_s = rc_scale * per_token_s * tokens_step / n / narrow
     host_wait = _moe_host_wait_s(spec, job, c, cal)
-    compute = gemm_s + _elementwise_s(spec, job, hw, c, cal, rc_scale) + host_wait
+    compute = gemm_s + _elementwise_s(spec, job, hw, c, cal, rc_scale, layer_bytes) + host_wait
     if job.pp_partition != "balanced":  # the pipeline runs at its heaviest stage's pace (estimate/pipeline_split.py)
         factors = {int(p): stage_imbalance(spec, int(s), int(p), job.pp_partition) for p in np.unique(c.pp)}
         imbalance = np.vectorize(factors.__getitem__, otypes=[float])(c.pp)
@@ -391,21 +394,10 @@ def _layer_bytes(spec: ModelSpec, job: TrainingJob, tp: int, cp: int, piped: int
     return a.dense_layer_bytes, a.moe_layer_bytes
 
 
-def _elementwise_s(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Candidates, cal: Calibration,
-                   rc_scale: Any) -> Any:
-    """Memory-bound kernels (norms, activations, residual adds, rotary, MoE permutation, softmax).
-
-    Their traffic scales with the tensors a layer produces, which the activation inventory
-    counts (the saved-for-backward bytes, fused or HF kernels): the forward writes them, the
-    backward reads them and writes and reads gradients of the same size. `elementwise_passes`
-    (calibration) is the number of passes over those bytes per micro-batch, at the HBM
-    bandwidth (roofline: Williams et al. 2009). Small hidden sizes and FP8 GEMMs make this
-    term a large share of the step (their GEMMs shrink faster than the per-token bytes).
-    """
-    acc = hw.accelerator
-    if acc.hbm_bandwidth_gbps is None:
-        raise InputError(field="accelerator", value=acc.id, allowed="an accelerator with a known memory bandwidth",
-                         hint="add hbm_bandwidth_gbps to its catalog entry")
+def elementwise_bytes(spec: ModelSpec, job: TrainingJob, c: Candidates) -> np.ndarray:
+    """Bytes the layers of one rank produce per step (micro-batches x the saved-for-backward tensors of its layers,
+    recomputation aside): what `_elementwise_s` streams. It does not depend on the hardware, so a search computes
+    it once per candidate set (train_planner.Prepared) and every hardware option takes its rows."""
     j = job.model_copy(update={"micro_batch": 1, "recompute": "none"})
 
     def per_layer(tp: int, cp: int, piped: int) -> tuple[float, float]:
@@ -414,7 +406,27 @@ def _elementwise_s(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Ca
     b = by_unique((c.tp, c.cp, (c.pp > 1).astype(np.int64)), per_layer, 2)
     dense_n = (spec.num_layers - spec.num_moe_layers) / c.pp
     moe_n = spec.num_moe_layers / c.pp
-    bytes_mb = (dense_n * b[:, 0] + moe_n * b[:, 1]) * c.micro_batch * c.microbatches
+    out: np.ndarray = (dense_n * b[:, 0] + moe_n * b[:, 1]) * c.micro_batch * c.microbatches
+    return out
+
+
+def _elementwise_s(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Candidates, cal: Calibration,
+                   rc_scale: Any, produced: np.ndarray | None = None) -> Any:
+    """Memory-bound kernels (norms, activations, residual adds, rotary, MoE permutation, softmax).
+
+    Their traffic scales with the tensors a layer produces, which the activation inventory
+    counts (the saved-for-backward bytes, fused or HF kernels): the forward writes them, the
+    backward reads them and writes and reads gradients of the same size. `elementwise_passes`
+    (calibration) is the number of passes over those bytes per micro-batch, at the HBM
+    bandwidth (roofline: Williams et al. 2009). Small hidden sizes and FP8 GEMMs make this
+    term a large share of the step (their GEMMs shrink faster than the per-token bytes).
+    `produced` is `elementwise_bytes` of `c` when the caller has it.
+    """
+    acc = hw.accelerator
+    if acc.hbm_bandwidth_gbps is None:
+        raise InputError(field="accelerator", value=acc.id, allowed="an accelerator with a known memory bandwidth",
+                         hint="add hbm_bandwidth_gbps to its catalog entry")
+    bytes_mb = elementwise_bytes(spec, job, c) if produced is None else produced
     return rc_scale * framework_term(cal, job, "elementwise_passes") * bytes_mb / (acc.hbm_bandwidth_gbps * 1e9
                                                                     * hbm_scale(cal, acc.id))
 

@@ -27,15 +27,22 @@ from gpuplan.search.layout_pick import TERM as LAYOUT_TERM
 from gpuplan.search.layout_pick import simplest_near_fastest
 from gpuplan.search.memory_vec import candidate_memory_bytes
 from gpuplan.search.pricing import DevicePrice, device_price
-from gpuplan.search.train_eval import BREAKDOWN_KEYS, Evaluation, evaluate_training, pp_cross_node_hops, tp_overlap_on
+from gpuplan.search.train_eval import (
+    BREAKDOWN_KEYS,
+    Evaluation,
+    elementwise_bytes,
+    evaluate_training,
+    pp_cross_node_hops,
+    tp_overlap_on,
+)
 from gpuplan.units import GIB
 from gpuplan.workload.frameworks import framework as framework_profile
 from gpuplan.workload.jobs import FP4_FORMATS, Layout, TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import count_params
 
-__all__ = ["HOURS_PER_MONTH", "TrainingPlan", "best_layout", "billed_by_month", "cost_figures", "plan_figures",
-           "reliability"]
+__all__ = ["HOURS_PER_MONTH", "Prepared", "TrainingPlan", "best_layout", "billed_by_month", "cost_figures",
+           "plan_figures", "reliability"]
 
 HOURS_PER_MONTH = 730.0  # the cloud billing month (365 x 24 / 12)
 
@@ -51,9 +58,27 @@ class TrainingPlan:
     rejected: dict[str, int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """Candidates with their hardware-independent arrays: per-device memory (`candidate_memory_bytes`) and the bytes
+    their layers produce per step (`train_eval.elementwise_bytes`). A search computes them once per candidate set
+    and every hardware option takes its rows."""
+
+    candidates: Candidates
+    memory_bytes: np.ndarray
+    layer_bytes: np.ndarray
+
+    @classmethod
+    def of(cls, spec: ModelSpec, job: TrainingJob, c: Candidates, cal: Calibration) -> Prepared:
+        return cls(c, candidate_memory_bytes(spec, job, c, calibration=cal), elementwise_bytes(spec, job, c))
+
+    def take(self, keep: np.ndarray) -> Prepared:
+        return Prepared(self.candidates.take(keep), self.memory_bytes[keep], self.layer_bytes[keep])
+
+
 def best_layout(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, choices: LayoutChoices, *,
                 calibration: Calibration | None = None, memory_limit_bytes: float | None = None,
-                prepared: tuple[Candidates, np.ndarray] | None = None, simplicity_tolerance: float | None = None,
+                prepared: Prepared | None = None, simplicity_tolerance: float | None = None,
                 ) -> tuple[Candidates, Evaluation, int | None, dict[str, int]]:
     """Evaluate all candidates; return them, their evaluation, the index of the layout kept among those that fit
     (the simplest within `simplicity_tolerance`, by default the calibration's `layout_simplicity_tolerance`, of the
@@ -63,12 +88,11 @@ def best_layout(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, choices:
     on several hardware options (memory does not depend on the hardware).
     """
     cal = calibration or default_calibration()
-    if prepared is not None:
-        c, mem = prepared
-    else:
-        c = generate(spec, choices, seq_len=job.seq_len, global_batch=int(job.global_batch or 1),
-                     batch_fixed=job.global_batch_fixed)
-        mem = candidate_memory_bytes(spec, job, c, calibration=cal)
+    if prepared is None:
+        prepared = Prepared.of(spec, job, generate(spec, choices, seq_len=job.seq_len,
+                                                   global_batch=int(job.global_batch or 1),
+                                                   batch_fixed=job.global_batch_fixed), cal)
+    c, mem = prepared.candidates, prepared.memory_bytes
     rejected: dict[str, int] = {}
     if len(c) == 0:
         rejected["no_valid_layout"] = 1
@@ -78,11 +102,12 @@ def best_layout(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, choices:
     fits = mem <= limit
     rejected["out_of_memory"] = int((~fits).sum())
     if not fits.any():  # nothing fits: every candidate is timed (callers report the nearest miss)
-        return c, evaluate_training(spec, job, hw, c, calibration=cal, memory_bytes=mem), None, rejected
+        return c, evaluate_training(spec, job, hw, c, calibration=cal, memory_bytes=mem,
+                                    layer_bytes=prepared.layer_bytes), None, rejected
     # only candidates that fit are timed (most do not on large models; a layout that does not fit is never chosen):
     # the others keep their memory and get an infinite step time
-    ev = _scatter(evaluate_training(spec, job, hw, c.take(fits), calibration=cal, memory_bytes=mem[fits]),
-                  fits, mem)
+    ev = _scatter(evaluate_training(spec, job, hw, c.take(fits), calibration=cal, memory_bytes=mem[fits],
+                                    layer_bytes=prepared.layer_bytes[fits]), fits, mem)
     step = np.where(fits, ev.step_s, np.inf)
     # the simplest layout within layout_simplicity_tolerance of the fastest (search/layout_pick.py)
     tol = cal.value(LAYOUT_TERM) if simplicity_tolerance is None else simplicity_tolerance

@@ -19,14 +19,13 @@ from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.estimate.memory_fit import usable_bytes
 from gpuplan.hardware import Accelerator, Catalog
 from gpuplan.search import progress
-from gpuplan.search.candidates import Candidates, family_choices, generate
+from gpuplan.search.candidates import family_choices, generate
 from gpuplan.search.cluster import ClusterHardware, cluster_hardware, usual_network
 from gpuplan.search.layout_pick import TERM as LAYOUT_TERM
 from gpuplan.search.layout_pick import simplest_near_fastest_per_size
-from gpuplan.search.memory_vec import candidate_memory_bytes
 from gpuplan.search.offers import HardwareOption, hardware_options
 from gpuplan.search.plan_trust import meets_trust, training_bands, training_confidence
-from gpuplan.search.train_planner import best_layout, cost_figures, plan_figures
+from gpuplan.search.train_planner import Prepared, best_layout, cost_figures, plan_figures
 from gpuplan.units import GIB
 from gpuplan.workload.frameworks import framework as framework_profile
 from gpuplan.workload.frameworks import stack_framework
@@ -178,8 +177,8 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
     plans: list[dict[str, Any]] = []
     evaluated = 0
     considered = []
-    nodes: dict[int, tuple[Candidates, np.ndarray]] = {}  # candidates and memory of every node shape
-    cut: dict[tuple[int, int], tuple[Candidates, np.ndarray]] = {}  # ... of one node shape up to one size
+    nodes: dict[int, Prepared] = {}  # candidates, memory and layer bytes of every node shape
+    cut: dict[tuple[int, int], Prepared] = {}  # ... of one node shape up to one size
     evals: dict[Any, Any] = {}  # options that share node shape and fabric share the evaluation
     memories: dict[Any, Any] = {}  # memory breakdown per layout (hardware-independent)
     fastest: tuple[float, str, int] | None = None  # the quickest plan a deadline rejected
@@ -195,7 +194,7 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
                        if i.accelerator_count >= 1 and float(i.accelerator_count).is_integer()),
                      *(i.cards_per_host for i in catalog.instances.values() if i.cards_per_host)})
 
-    def node_candidates(gpn: int, top: int) -> tuple[Candidates, np.ndarray]:
+    def node_candidates(gpn: int, top: int) -> Prepared:
         """The layouts (and their memory) of every size up to `top` on `gpn`-device nodes. Memory does not depend
         on the hardware and generate() orders rows by size first, so the layouts of every node shape's sizes are
         generated and sized once and each shape takes its rows (the same rows, in the same order, as generating
@@ -206,11 +205,11 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
             every = sorted({n for g in group for n in cluster_sizes(cons.min_devices, cons.max_devices, g)})
             c = generate(spec, family_choices(cons.layout_family, every, max(group)), seq_len=job.seq_len,
                          global_batch=int(job.global_batch or 1), batch_fixed=job.global_batch_fixed)
-            nodes[key] = (c, candidate_memory_bytes(spec, job, c, calibration=cal))
+            nodes[key] = Prepared.of(spec, job, c, cal)
         if (gpn, top) not in cut:
-            c, mem = nodes[key]
+            c = nodes[key].candidates
             keep = np.isin(c.devices, cluster_sizes(cons.min_devices, top, gpn)) & (c.tp <= gpn)
-            cut[(gpn, top)] = (c.take(keep), mem[keep])
+            cut[(gpn, top)] = nodes[key].take(keep)
         return cut[(gpn, top)]
 
     for acc in progress.each(catalog.accelerators.values()):
