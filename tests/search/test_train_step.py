@@ -239,7 +239,7 @@ def test_pipeline_boundary_across_nodes_pays_the_network() -> None:
 
 
 def test_pp_cross_node_hops_counts_boundaries_and_the_interleaved_wrap() -> None:
-    from gpuplan.search.train_eval import pp_cross_node_hops
+    from gpuplan.search.train_comm import pp_cross_node_hops
 
     def hops(devices: int, pp: int, vpp: int, tp: int = 1) -> int:
         ch = LayoutChoices(devices=[devices], tp=[tp], pp=[pp], cp=[1], ep=[1], vpp=[vpp], zero=[1],

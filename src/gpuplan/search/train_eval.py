@@ -15,7 +15,7 @@
 * PP: bubble (p - 1)/(v m) of the per-micro-batch work (Narayanan et al. 2021 eq. 1 and
   the interleaved schedule); point-to-point activations forward and backward per
   micro-batch and virtual stage, `pp_p2p_overlap` hidden; once the pipeline spans nodes every
-  device runs at the pace of the boundary that crosses the network (`pp_cross_node_hops`).
+  device runs at the pace of the boundary that crosses the network (`train_comm.pp_cross_node_hops`).
 * EP: dispatch and combine all-to-all of the b x s x top-k x h tokens, forward and
   backward, per MoE layer and micro-batch (Megatron-Core MoE; DeepSeek-V3 report).
 * CP: ring exchange of each chunk's K and V, (cp - 1) steps forward and twice backward
@@ -33,24 +33,23 @@ from typing import Any
 import numpy as np
 
 from gpuplan.errors import InputError
-from gpuplan.estimate import comm
 from gpuplan.estimate.activations import activation_breakdown, fused_kernels
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.estimate.flops import forward_flops
 from gpuplan.estimate.gemm_shape import expert_half_width
-from gpuplan.estimate.links import Link
 from gpuplan.estimate.memory_train import expert_shard, frozen_matrix_bytes, trainable_params
 from gpuplan.estimate.pipeline_split import stage_imbalance
 from gpuplan.search.candidates import Candidates
 from gpuplan.search.cluster import ClusterHardware, hbm_scale, measured_hardware
 from gpuplan.search.memory_vec import by_unique, candidate_memory_bytes
+from gpuplan.search.train_comm import collective, group, owner_broadcasts_s, p2p, pp_hop_s
 from gpuplan.workload.frameworks import framework as framework_profile
 from gpuplan.workload.jobs import FP4_FORMATS, Layout, TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import ParamCounts, count_params
 
 __all__ = ["BREAKDOWN_KEYS", "Evaluation", "data_loading_s", "elementwise_bytes", "evaluate_training", "framework_term",
-           "pp_cross_node_hops", "tp_overlap_on"]
+           "tp_overlap_on"]
 
 BREAKDOWN_KEYS = ("compute", "moe_host_wait", "tp_comm", "dp_comm", "pp_bubble", "pp_comm", "ep_comm", "cp_comm",
                   "other")
@@ -71,69 +70,6 @@ class Evaluation:
     def tokens_per_s(self) -> np.ndarray:
         out: np.ndarray = self.tokens_per_step / self.step_s
         return out
-
-
-def _group(n: Any, stride: Any, hw: ClusterHardware) -> comm.Placement:
-    """A communicator of n ranks that sit `stride` ranks apart (Megatron order TP-CP-EP-DP-PP) on the cluster: its
-    members per node and its links, worked out once and shared by every collective the step runs on it."""
-    n = np.maximum(n, 1)
-    rpn = comm.ranks_per_node(n, hw.gpus_per_node, stride)
-    inter = hw.inter()
-    if inter is None:  # a single node: every group is inside it
-        rpn = n
-    return comm.placement(n, rpn, hw.intra(rpn), inter)
-
-
-def _collective(kind: str, nbytes: Any, group: comm.Placement) -> Any:
-    """One collective of `nbytes` on `group` (estimate/comm.py: ring, or two-level across nodes)."""
-    return comm.collective_on(kind, nbytes, group)
-
-
-def _owner_broadcasts_s(dp_group: Any, stride: Any, shard_ranks: Any, hw: ClusterHardware) -> Any:
-    """The latency of one broadcast per rank of a ZeRO group of z = `shard_ranks` ranks, one after the other
-    on the communicator's stream. NCCL broadcasts along its ring through every member: z - 1 steps, of which
-    (nodes - 1) cross the network and the rest stay on a node (NCCL src/graph/tuning.cc ring latency: nsteps =
-    nRanks - 1 for broadcast, (nsteps - nInterSteps) x intraLat + nInterSteps x interLat). The volume is an
-    all-gather's, counted beside the gradient reduction (exposed whole where the framework does not overlap its
-    parameter return: `zero_param_overlap`); this is what the z sequential chains add: nothing for 8 ranks in a
-    node, seconds for 1024 ranks over 128 nodes."""
-    z = np.maximum(np.asarray(shard_ranks, dtype=float), 1)
-    rpn = np.minimum(comm.ranks_per_node(dp_group, hw.gpus_per_node, stride), z)
-    inter = hw.inter()
-    nodes = np.ceil(z / rpn) if inter is not None else np.ones_like(z)
-    lat_i = np.asarray(hw.intra(rpn).latency_s, dtype=float)
-    lat_e = np.asarray(inter.latency_s, dtype=float) if inter is not None else 0.0
-    return z * ((z - nodes) * lat_i + (nodes - 1) * lat_e)
-
-
-def _p2p(nbytes: Any, same_node: Any, hw: ClusterHardware) -> Any:
-    inter = hw.inter()
-    intra = hw.intra(2)
-    if inter is None:
-        return comm.p2p_s(nbytes, intra)
-    return comm.hier_p2p_s(nbytes, same_node, intra, inter)
-
-
-def pp_cross_node_hops(c: Candidates, gpus_per_node: int) -> np.ndarray:
-    """Stage-to-stage sends per micro-batch and direction that cross a node boundary.
-
-    Stage k holds ranks [kR, (k+1)R) with R = tp x cp x dp (Megatron's TP-CP-EP-DP-PP rank
-    order, megatron/core/parallel_state.py), nodes hold `gpus_per_node` consecutive ranks.
-    The boundary after stage k crosses nodes when (k+1)R is a multiple of the node size (R < g)
-    or always (R >= g). With v virtual stages per device (interleaved 1F1B, Narayanan et al.
-    2021 sec. 2.2) a micro-batch passes every boundary v times and wraps from the last stage
-    back to the first v - 1 times; that wrap crosses nodes whenever the pipeline spans nodes.
-    """
-    r = (c.tp * c.cp * c.dp).astype(np.int64)
-    g = int(gpus_per_node)
-    pp = c.pp.astype(np.int64)
-    k = np.arange(1, int(pp.max(initial=1)), dtype=np.int64)  # boundaries after stages 0..pp-2
-    bound = r[:, None] * k[None, :]
-    crosses = ((r[:, None] >= g) | (bound % g == 0)) & (k[None, :] < pp[:, None])
-    linear = crosses.sum(axis=1)
-    wrap = (r * pp > g) & (pp > 1)
-    out: np.ndarray = c.vpp * linear + (c.vpp - 1) * wrap
-    return out
 
 
 def _expert_rows_factor(spec: ModelSpec, s: int, c: Candidates, cal: Calibration) -> Any:
@@ -165,25 +101,6 @@ def _moe_host_wait_s(spec: ModelSpec, job: TrainingJob, c: Candidates, cal: Cali
         return np.zeros(len(c))
     layer_passes = (2.0 + (c.recompute == 2)) * spec.num_moe_layers / c.pp * c.microbatches
     return layer_passes * framework_term(cal, job, "moe_host_wait_s")
-
-
-def _pp_hop_s(nbytes: Any, c: Candidates, hw: ClusterHardware) -> Any:
-    """One activation (or gradient) send between neighbouring stages, at the pace of the slowest hop.
-
-    A 1F1B pipeline runs at the pace of its slowest stage: once any boundary crosses nodes
-    (the pipeline spans nodes, tp x cp x dp x pp > gpus per node) the devices on that boundary
-    send and receive every micro-batch over the network. All ranks of a stage send at once,
-    so a crossing stage of R < g ranks shares the node's NICs R ways, not g ways.
-    """
-    intra = hw.intra(2)
-    inter = hw.inter()
-    if inter is None:
-        return comm.p2p_s(nbytes, intra)
-    g = hw.gpus_per_node
-    senders = np.minimum(c.tp * c.cp * c.dp, g)
-    across = Link(np.asarray(inter.bandwidth_gbyte_s) * g / senders, inter.latency_s,
-                  label=inter.label, terms=inter.terms)
-    return np.where(c.tp * c.cp * c.dp * c.pp > g, comm.p2p_s(nbytes, across), comm.p2p_s(nbytes, intra))
 
 
 def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Candidates, *,
@@ -268,7 +185,7 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     k_tp = 4.0 + 2.0 * (c.recompute == 2)
     tp_inside = c.tp <= min(hw.accelerator.fully_connected_domain or 1, g)  # userbuffers need the fast link
     tp_hidden = np.where(tp_inside & tp_overlap_on(job), framework_term(cal, job, "tp_overlap"), 0.0)
-    tp = np.where(c.tp > 1, layers_rank * m * k_tp * _collective("all_reduce", act_bytes, _group(c.tp, 1, hw))
+    tp = np.where(c.tp > 1, layers_rank * m * k_tp * collective("all_reduce", act_bytes, group(c.tp, 1, hw))
                   * (1 - tp_hidden), 0.0)
 
     # -- data parallel -------------------------------------------------------------------
@@ -285,17 +202,20 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     # gradients are reduced in buckets (PyTorch DDP bucket_cap_mb, Megatron DDP buckets, DeepSpeed
     # reduce_bucket_size): each bucket pays the collective's latency, which grows with the ring length
     buckets = np.maximum(np.ceil(grad_bytes / (framework_term(cal, job, "dp_bucket_mbyte") * 1e6)), 1.0)
-    dp_comm = _group(dp_group, c.tp, hw)
-    latency = _collective("all_reduce", np.ones(len(c)), dp_comm)
+    dp_comm = group(dp_group, c.tp, hw)
+    latency = collective("all_reduce", np.ones(len(c)), dp_comm)
     # DDP all-reduces the gradients; a sharded optimizer (ZeRO-1, Megatron's distributed optimizer)
     # reduce-scatters them and all-gathers the updated 16-bit parameters (Rajbhandari et al. 2020, sec. 7;
     # Megatron-Core distributed optimizer docs): the same volume when gradients travel in 16 bits, less
     # than an fp32 all-reduce when they travel in fp32 (Megatron's default for bf16)
-    reduce = _collective("all_reduce", grad_bytes, dp_comm)
+    plain = c.zero < 1
     if grad_width != e:  # gradients and parameters travel in different widths
-        sharded = _collective("reduce_scatter", grad_bytes, dp_comm) + _collective(
+        reduce = collective("reduce_scatter", grad_bytes, dp_comm) + collective(
             "all_gather", local_params * e, dp_comm)
-        reduce = np.where(c.zero >= 1, sharded, reduce)
+        if plain.any():  # DDP rows all-reduce
+            reduce = np.where(plain, collective("all_reduce", grad_bytes, dp_comm), reduce)
+    else:
+        reduce = collective("all_reduce", grad_bytes, dp_comm)
     dp_time = np.where(dp_group > 1, reduce + (buckets - 1) * latency, 0.0)
     backward_last = compute * (bwd / passes) / np.maximum(m, 1)
     # a run that reduces its gradients after the backward (Korthikanti et al. 2022 sec. 6.3: "we do not use any
@@ -305,44 +225,29 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     # the ranks one shard spans: the data-parallel group, or a ZeRO group of z adjacent ranks replicated across it
     # (InternEvo zero1=N, DeepSpeed hpZ/MiCS, FSDP hybrid sharding), as the memory estimate shards
     shard_group = job.zero_shard_ranks(dp_group)
-    shard_comm = dp_comm if shard_group is dp_group else _group(shard_group, c.tp, hw)
     if job.framework is not None and not framework_profile(job.framework).zero_param_overlap:
         # the sharded optimizer returns the updated 16-bit parameters after the step, not under the backward
         # (InternEvo overlap_sync_param=False): that volume, an all-gather's within the shard group, is exposed
         # whole; only the gradient reduction hides under the last backward
         param_sync = np.where((c.zero >= 1) & (dp_group > 1),
-                              _collective("all_gather", local_params * e, shard_comm), 0.0)
+                              collective("all_gather", local_params * e, group(shard_group, c.tp, hw)), 0.0)
         dp_exposed = np.maximum(dp_time - param_sync - hide * backward_last, 0.0) + param_sync
     if job.framework is not None and framework_profile(job.framework).zero_param_sync == "broadcast":
         # after the step every owner broadcasts its shard (InternEvo HybridZeroOptimizer.broadcast_params), outside
         # the backward: a ZeRO group of z ranks pays z broadcasts, each a chain through the z ranks
         dp_exposed = dp_exposed + np.where((c.zero >= 1) & (dp_group > 1),
-                                           _owner_broadcasts_s(dp_group, c.tp, shard_group, hw), 0.0)
-    z3_bytes = local_params * e
-    if job.method != "full":
-        # ZeRO-3/FSDP shards the frozen base too (as the memory estimate does), and gathers each layer's frozen
-        # weights with its adapters, forward and backward, in their storage width: 16-bit, or packed 4-bit under
-        # QLoRA (FSDP-QLoRA stores the NF4 weights in a uniform dtype so FSDP can shard them: Answer.AI 2024,
-        # bitsandbytes `quant_storage`). Only the adapters' gradients are reduced.
-        frozen = (_local_matrices(counts, c) * frozen_matrix_bytes(job)
-                  + (counts.total - counts.layer_matrices) / (c.tp * c.pp) * e)
-        z3_bytes = z3_bytes + frozen
-    replicas = dp_group // shard_group
-    # FSDP/ZeRO-3 gathers and reduces one wrapped layer at a time within the shard group: three collectives per
-    # layer and micro-batch; with replicas, each step all-reduces the gradient shard across them (PyTorch FSDP
-    # HYBRID_SHARD, DeepSpeed MiCS: Zhang et al. 2022, sec. 3)
-    z3_latency = 3 * (layers_rank - 1) * _collective("all_gather", np.ones(len(c)), shard_comm)
-    z3_time = np.where(shard_group > 1, m * (2 * _collective("all_gather", z3_bytes, shard_comm)
-                                             + _collective("reduce_scatter", grad_bytes, shard_comm)
-                                             + z3_latency), 0.0)
-    z3_time = z3_time + np.where(replicas > 1, _collective("all_reduce", grad_bytes / shard_group,
-                                                           _group(replicas, c.tp * shard_group, hw)), 0.0)
-    z3_exposed = np.maximum(z3_time - framework_term(cal, job, "zero3_overlap") * compute, 0.0)
-    dp = np.where(c.zero == 3, z3_exposed, dp_exposed)
+                                           owner_broadcasts_s(dp_group, c.tp, shard_group, hw), 0.0)
+    # FSDP/ZeRO-3 rows replace that with their per-layer gathers, priced on those rows alone
+    z3 = np.flatnonzero(c.zero == 3)
+    dp = dp_exposed
+    if len(z3):
+        dp = dp_exposed.copy()
+        dp[z3] = _zero3_exposed_s(spec, job, hw, c.take(z3), cal, counts, e, local_params[z3], grad_bytes[z3],
+                                  compute[z3])
 
     # -- pipeline --------------------------------------------------------------------------
     p2p_bytes = act_bytes / c.tp  # sequence-parallel activations are sharded over TP
-    pp_comm = np.where(c.pp > 1, 2 * m * c.vpp * _pp_hop_s(p2p_bytes, c, hw)
+    pp_comm = np.where(c.pp > 1, 2 * m * c.vpp * pp_hop_s(p2p_bytes, c, hw)
                        * (1 - framework_term(cal, job, "pp_p2p_overlap")), 0.0)
     per_mb = (compute + tp) / np.maximum(m, 1)
     bubble = np.where(c.pp > 1, (c.pp - 1) / c.vpp * per_mb, 0.0)
@@ -353,15 +258,15 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
         moe_rank = spec.num_moe_layers / c.pp
         a2a_bytes = mb * (s / c.cp) * spec.moe.top_k * h * e / c.tp
         k_ep = 4.0 + 2.0 * (c.recompute == 2)
-        ep_comm = _group(c.ep, c.tp * c.cp, hw)
-        ep = np.where(c.ep > 1, moe_rank * m * k_ep * _collective("all_to_all", a2a_bytes, ep_comm)
+        ep_comm = group(c.ep, c.tp * c.cp, hw)
+        ep = np.where(c.ep > 1, moe_rank * m * k_ep * collective("all_to_all", a2a_bytes, ep_comm)
                       * (1 - framework_term(cal, job, "ep_overlap")), 0.0)
 
     # -- context parallel ------------------------------------------------------------------
     kv_width = (spec.num_heads * (spec.attn_head_dim + spec.v_head_dim) if spec.mla is not None
                 else 2 * spec.kv_heads * spec.attn_head_dim)
     kv_chunk = mb * (s / c.cp) * kv_width * e / np.minimum(c.tp, spec.kv_heads if spec.mla is None else c.tp)
-    cp = np.where(c.cp > 1, layers_rank * m * 3 * (c.cp - 1) * _p2p(kv_chunk, c.tp * c.cp <= g, hw)
+    cp = np.where(c.cp > 1, layers_rank * m * 3 * (c.cp - 1) * p2p(kv_chunk, c.tp * c.cp <= g, hw)
                   * (1 - framework_term(cal, job, "cp_overlap")), 0.0)
 
     # -- optimizer step (memory bound) -----------------------------------------------------
@@ -384,6 +289,37 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     memory = memory_bytes if memory_bytes is not None else candidate_memory_bytes(spec, job, c, calibration=cal)
     return Evaluation(memory_bytes=memory, breakdown_s=breakdown, step_s=np.asarray(step),
                       tokens_per_step=tokens_step, model_flops_per_token=model_fpt, hw_flops_per_token=hw_fpt)
+
+
+def _zero3_exposed_s(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c: Candidates, cal: Calibration,
+                     counts: ParamCounts, e: float, local_params: Any, grad_bytes: Any, compute: Any) -> Any:
+    """The data-parallel time a ZeRO-3/FSDP layout leaves exposed (`c` holds ZeRO-3 rows only; the arrays are theirs).
+
+    FSDP/ZeRO-3 gathers and reduces one wrapped layer at a time within the shard group: three collectives per
+    layer and micro-batch; with replicas, each step all-reduces the gradient shard across them (PyTorch FSDP
+    HYBRID_SHARD, DeepSpeed MiCS: Zhang et al. 2022, sec. 3). They hide under the compute up to `zero3_overlap`."""
+    layers_rank = spec.num_layers / c.pp
+    m = c.microbatches
+    dp_group = c.dp * c.cp
+    shard_group = job.zero_shard_ranks(dp_group)
+    shard_comm = group(shard_group, c.tp, hw)
+    z3_bytes = local_params * e
+    if job.method != "full":
+        # ZeRO-3/FSDP shards the frozen base too (as the memory estimate does), and gathers each layer's frozen
+        # weights with its adapters, forward and backward, in their storage width: 16-bit, or packed 4-bit under
+        # QLoRA (FSDP-QLoRA stores the NF4 weights in a uniform dtype so FSDP can shard them: Answer.AI 2024,
+        # bitsandbytes `quant_storage`). Only the adapters' gradients are reduced.
+        frozen = (_local_matrices(counts, c) * frozen_matrix_bytes(job)
+                  + (counts.total - counts.layer_matrices) / (c.tp * c.pp) * e)
+        z3_bytes = z3_bytes + frozen
+    replicas = dp_group // shard_group
+    z3_latency = 3 * (layers_rank - 1) * collective("all_gather", np.ones(len(c)), shard_comm)
+    z3_time = np.where(shard_group > 1, m * (2 * collective("all_gather", z3_bytes, shard_comm)
+                                             + collective("reduce_scatter", grad_bytes, shard_comm)
+                                             + z3_latency), 0.0)
+    z3_time = z3_time + np.where(replicas > 1, collective("all_reduce", grad_bytes / shard_group,
+                                                           group(replicas, c.tp * shard_group, hw)), 0.0)
+    return np.maximum(z3_time - framework_term(cal, job, "zero3_overlap") * compute, 0.0)
 
 
 @lru_cache(maxsize=1024)

@@ -27,12 +27,12 @@ from gpuplan.search.layout_pick import TERM as LAYOUT_TERM
 from gpuplan.search.layout_pick import simplest_near_fastest
 from gpuplan.search.memory_vec import candidate_memory_bytes
 from gpuplan.search.pricing import DevicePrice, device_price
+from gpuplan.search.train_comm import pp_cross_node_hops
 from gpuplan.search.train_eval import (
     BREAKDOWN_KEYS,
     Evaluation,
     elementwise_bytes,
     evaluate_training,
-    pp_cross_node_hops,
     tp_overlap_on,
 )
 from gpuplan.units import GIB
