@@ -148,3 +148,30 @@ def test_fused_kernels_save_less_than_hf_modules() -> None:
     assert activation_breakdown(LLAMA, job, Layout()).dense_layer_bytes == hf.dense_layer_bytes
     assert activation_breakdown(LLAMA, job, Layout(tp=2)).dense_layer_bytes == pytest.approx(
         activation_breakdown(LLAMA, job.model_copy(update={"kernels": "fused"}), Layout(tp=2)).dense_layer_bytes)
+
+
+def test_megatron_core_moe_keeps_no_expert_outputs() -> None:
+    """Megatron-Core applies the router's probabilities inside the experts' activation since April 2025
+    (ADLR/megatron-lm!2668, weighted SwiGLU), so the experts' outputs are not saved for their gradient; Hugging Face
+    MoE blocks multiply the outputs by the probabilities and keep them (e x top-k x hidden per token)."""
+    spec = get_preset("deepseek-v3").spec
+    layout = Layout(tp=1, pp=4, ep=64, dp=64, seq_parallel=True)
+    job = TrainingJob(seq_len=4096, micro_batch=1, precision="fp8")
+    core = activation_breakdown(spec, job.model_copy(update={"framework": "nemo"}), layout)
+    hf = activation_breakdown(spec, job.model_copy(update={"framework": "fsdp"}), layout)
+    assert "expert_output" not in core.moe_layer
+    assert hf.moe_layer["expert_output"] == 2 * 4096 * spec.moe.top_k * spec.hidden_size  # type: ignore[union-attr]
+    planned = activation_breakdown(spec, job, layout)  # no framework: a pipelined layout is planned as Megatron-Core
+    assert "expert_output" not in planned.moe_layer
+
+
+def test_deepseek_v3_fits_a_gb200_the_way_megatron_bridge_ran_it() -> None:
+    """Megatron-Bridge 26.04.01 ran DeepSeek-V3 MXFP8 on 256 GB200s at PP4 VPP4 EP64, micro-batch 1, sequence 4096,
+    4,256 tokens/s per GPU, recomputing only the dense layers' MLP (recipe at cd2da76:
+    scripts/performance/configs/deepseek/deepseek_workload_base_configs.py, recompute_modules=["mlp"]; three of 61
+    layers). The first pipeline stage without recompute must fit the GB200's 186 GB (it held 198 GiB by our count
+    while the experts' outputs were kept, and validation charged the row a full recompute: 1.42x slow)."""
+    spec = get_preset("deepseek-v3").spec
+    job = TrainingJob(seq_len=4096, micro_batch=1, global_batch=4096, precision="fp8", framework="nemo")
+    m = estimate_training_memory(spec, job, Layout(tp=1, pp=4, vpp=4, ep=64, dp=64, zero_stage=1, seq_parallel=True))
+    assert m.total_bytes < 186e9

@@ -385,11 +385,14 @@ def test_moe_layouts_keep_expert_parallelism_for_the_grouped_gemm_rows() -> None
     job = TrainingJob(seq_len=4096, global_batch=1024, precision="fp8", framework="megatron", moe_dispatcher="flex")
     hw = cluster_hardware(CAT, "b200-sxm-180gb", "ib-ndr-400")
     fastest_only = default_calibration().with_overrides({"layout_simplicity_tolerance": 0.0})
-    c, ev, best, _ = best_layout(spec, job, hw, LayoutChoices(devices=[256], max_tp=8), calibration=fastest_only)
+    # the recipes' distributed optimizer (ZeRO-1); with Megatron-FSDP (ZeRO-3) allowed, an EP8 layout without
+    # pipeline stages is faster still on paper (it rests on `zero3_overlap`, docs/validation.md)
+    zero1 = LayoutChoices(devices=[256], max_tp=8, zero=[1])
+    c, ev, best, _ = best_layout(spec, job, hw, zero1, calibration=fastest_only)
     assert best is not None
     assert int(c.ep[best]) == 8 and int(c.pp[best]) == 8 and int(c.cp[best]) == 1
     # the planner's default keeps the simpler PP4 EP8 layout within 2% of that (search/layout_pick.py): EP8 either way
-    c, ev, simple, _ = best_layout(spec, job, hw, LayoutChoices(devices=[256], max_tp=8))
+    c, ev, simple, _ = best_layout(spec, job, hw, zero1)
     assert simple is not None and int(c.ep[simple]) == 8 and int(c.pp[simple]) == 4
     assert float(ev.step_s[simple]) <= 1.02 * float(ev.step_s[best])
     one = LayoutChoices(devices=[256], tp=[1], pp=[8], cp=[1], ep=[1, 8], vpp=[1], zero=[1], micro_batch=[1],

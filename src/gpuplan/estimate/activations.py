@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from gpuplan.workload.frameworks import framework as framework_profile
 from gpuplan.workload.jobs import Layout, TrainingJob
 from gpuplan.workload.model_spec import ModelSpec
 
@@ -84,6 +85,15 @@ def uses_fused_kernels(job: TrainingJob, layout: Layout) -> bool:
     min-cut partitioner recomputes the norms' fp32 copies and SwiGLU's activation from their 16-bit inputs;
     tests/estimate/test_compile_memory_torch.py)."""
     return job.compile or bool(fused_kernels(job.kernels, layout.tp, layout.pp))
+
+
+def _probs_in_activation(job: TrainingJob, fused: bool) -> bool:
+    """Whether the routed experts apply the router's probabilities in their activation: the job's framework says
+    (`moe_probs_in_activation`); without one, a fused-kernel layout is planned as current Megatron-Core (it does)
+    and a Hugging Face one keeps the experts' outputs."""
+    if job.framework is not None:
+        return framework_profile(job.framework).moe_probs_in_activation
+    return fused
 
 
 def _norm(spec: ModelSpec, t: float, width: float, e: float, fused: bool = False) -> float:
@@ -153,7 +163,8 @@ def _ffn(spec: ModelSpec, t: float, ffn: float, e: float, e_lin: float, fused: b
     return e * t * ffn + e_lin * t * ffn
 
 
-def _moe(spec: ModelSpec, t: float, tp: int, e: float, e_lin: float, fused: bool, seq_div: float) -> dict[str, float]:
+def _moe(spec: ModelSpec, t: float, tp: int, e: float, e_lin: float, fused: bool, seq_div: float,
+         probs_in_activation: bool = False) -> dict[str, float]:
     assert spec.moe is not None
     m = spec.moe
     tk = t * m.top_k  # token-expert pairs; EP moves them but each rank keeps about its own count
@@ -164,8 +175,13 @@ def _moe(spec: ModelSpec, t: float, tp: int, e: float, e_lin: float, fused: bool
         "router_and_dispatch": (FP32 * t * m.num_experts + tk * (INDEX * 4 + FP32 * 2) + FP32 * t) / seq_div,
         "expert_input": e_lin * tk * spec.hidden_size / seq_div,
         "expert_ffn": _ffn(spec, tk, m.expert_ffn_size / tp, e, e_lin, fused),
-        "expert_output": e * tk * spec.hidden_size / seq_div,
     }
+    if not probs_in_activation:
+        # the combine multiplies each expert's output by its routing probability, so autograd keeps the outputs
+        # for the probabilities' gradient (HF MoE blocks: routing_weights * expert output; Megatron-Core before
+        # April 2025: unpermute with probs). Megatron-Core now weights inside the activation (weighted SwiGLU,
+        # FrameworkProfile.moe_probs_in_activation), whose saved input (the first GEMM's output) is already counted.
+        out["expert_output"] = e * tk * spec.hidden_size / seq_div
     if spec.family == "deepseek_v3":
         # DeepSeek-V3's router runs in fp32: fp32 copies of the input and of the router weight,
         # plus group-limited top-k masks and indices (HF DeepseekV3TopkRouter / MoE.route_tokens)
@@ -192,7 +208,8 @@ def activation_breakdown(spec: ModelSpec, job: TrainingJob, layout: Layout) -> A
     attn = _attention(spec, job, b, s, s_full, tp, e, e_lin, seq_div, fused)
     mlp_norm = {"mlp_norm": _norm(spec, t, h, e, fused) / seq_div, "mlp_input": e_lin * t * h / seq_div}
     dense = {**attn, **mlp_norm, "mlp": _ffn(spec, t, spec.ffn_hidden_size / tp, e, e_lin, fused)}
-    moe = {**attn, **mlp_norm, **_moe(spec, t, tp, e, e_lin, fused, seq_div)} if spec.moe is not None else {}
+    moe = ({**attn, **mlp_norm, **_moe(spec, t, tp, e, e_lin, fused, seq_div, _probs_in_activation(job, fused))}
+           if spec.moe is not None else {})
     if job.compile and spec.position_embedding == "rope" and spec.mla is None:
         # a compiled layer saves its own cos and sin, expanded to the batch (measured), where eager layers share one
         rope = {"rotary_tables": 2 * e * t * spec.attn_head_dim}

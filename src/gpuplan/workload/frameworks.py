@@ -96,6 +96,12 @@ class FrameworkProfile(BaseModel):
         "(torchtitan: FSDP2 + PP); Megatron's distributed optimizer is ZeRO-1 and DeepSpeed's pipeline engine "
         "refuses ZeRO-2/3")
     zero3_with_pp_source: str = ""
+    moe_probs_in_activation: bool = Field(
+        default=False, description="whether the routed experts weight their outputs by the router's probabilities "
+        "inside the activation (weighted SwiGLU before the second expert GEMM), so the experts' outputs are not "
+        "saved for the probabilities' gradient; False: the combine multiplies the outputs by the probabilities and "
+        "autograd keeps them (Hugging Face MoE blocks, Megatron-Core before April 2025)")
+    moe_probs_in_activation_source: str = ""
     terms: dict[str, FrameworkTerm] = Field(default_factory=dict)
 
     def has(self, axis: Axis) -> bool:
