@@ -444,9 +444,6 @@ def collective_s(
     when the group fits in a node). Without one (a single node), the group must fit:
     ranks_per_node >= n everywhere, else InputError.
     """
-    flat, hier = _kind(kind)
-    if inter is not None:
-        return hier(size_bytes, n, ranks_per_node, intra, inter, pipelined=pipelined)
-    if np.any(np.asarray(ranks_per_node) < np.asarray(n)):
-        raise InputError(field="inter", value=None, allowed="an inter-node link for a group that spans nodes")
-    return flat(size_bytes, n, intra)
+    t = collective_on(kind, size_bytes, placement(n, ranks_per_node, intra, inter), pipelined=pipelined)
+    links = (intra.bandwidth_gbyte_s, intra.latency_s) if inter is None else _links_in(intra, inter)
+    return _out(t, size_bytes, n, ranks_per_node, *links)

@@ -35,7 +35,7 @@ from gpuplan.estimate.activations import (
 )
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.estimate.optimizers import get_optimizer
-from gpuplan.estimate.records import MemoryBreakdown
+from gpuplan.estimate.records import MemoryBreakdown, memory_total
 from gpuplan.units import GIB
 from gpuplan.workload.jobs import Layout, TrainingJob, check_layout
 from gpuplan.workload.model_spec import ModelSpec
@@ -305,8 +305,8 @@ def _as_breakdown(counts: ParamCounts, terms: dict[str, dict[str, Any]]) -> Memo
 
 
 def _rank_total(sums: dict[str, float]) -> float:
-    """A rank's total from its term sums, added in MemoryBreakdown.total_bytes's order (no KV cache in training)."""
-    return (sums["weights"] + sums["gradients"] + sums["optimizer"] + sums["activations"] + 0.0 + sums["other"])
+    """A rank's total from its term sums, as MemoryBreakdown.total_bytes adds them (no KV cache in training)."""
+    return memory_total(sums["weights"], sums["gradients"], sums["optimizer"], sums["activations"], 0.0, sums["other"])
 
 
 def geometry(layout: Layout, job: TrainingJob, acts: ActivationBreakdown, rank: Any, dense_n: Any,

@@ -9,7 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["MemoryBreakdown"]
+__all__ = ["MemoryBreakdown", "memory_total"]
+
+
+def memory_total(weights: float, gradients: float, optimizer: float, activations: float, kv_cache: float,
+                 other: float) -> float:
+    """Bytes of a device's memory terms added up, always in this order (a total computed without building the
+    breakdown, as the training estimate does for every pipeline rank, equals the breakdown's to the last bit)."""
+    return weights + gradients + optimizer + activations + kv_cache + other
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -30,8 +37,8 @@ class MemoryBreakdown:
 
     @property
     def total_bytes(self) -> float:
-        return (self.weights_bytes + self.gradients_bytes + self.optimizer_bytes + self.activations_bytes
-                + self.kv_cache_bytes + self.other_bytes)
+        return memory_total(self.weights_bytes, self.gradients_bytes, self.optimizer_bytes, self.activations_bytes,
+                            self.kv_cache_bytes, self.other_bytes)
 
     def terms(self) -> dict[str, float]:
         return {
