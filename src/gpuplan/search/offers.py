@@ -116,11 +116,19 @@ def server_purchase(catalog: Catalog, sv: Server | None) -> Purchase | None:
 
 
 def _server_nics(sv: Server | None, net: Network, gpn: int) -> tuple[float, str]:
-    """(NICs of `net`'s line rate per node, why): the server's compute NICs, else one per device."""
+    """(NICs of `net`'s line rate per node of `gpn` devices, why): the server's compute NICs, in proportion where
+    the instance holds only part of the server (a 4-GPU tray of a 72-GPU GB200 NVL72 rack has its tray's four NICs,
+    one per GPU, not the rack's 72: NVIDIA GB200 NVL72 spec, one ConnectX NIC per GPU; renting trays does not say
+    they share a rack's NVLink domain), else one per device."""
     total = sv.compute_gbit_per_s if sv is not None else 0.0
-    if total:
-        return total / net.nic_gbit_per_s, f"{total:g} Gbit/s per node (server {sv.id if sv else '?'})"
-    return float(gpn), "one NIC per device assumed"
+    if not total or sv is None:
+        return float(gpn), "one NIC per device assumed"
+    per_server = sv.accelerators_per_node
+    if per_server and gpn < per_server:
+        share = total * gpn / per_server
+        return share / net.nic_gbit_per_s, (f"{share:g} Gbit/s per node: {gpn} of the {per_server} devices of server "
+                                            f"{sv.id} ({total:g} Gbit/s)")
+    return total / net.nic_gbit_per_s, f"{total:g} Gbit/s per node (server {sv.id})"
 
 
 def tcp_network_for(inst: Instance, cal: Calibration) -> tuple[str, float, str]:
