@@ -12,7 +12,7 @@ import pytest
 from db_backends import BACKENDS, database
 from sqlalchemy import inspect, text
 
-from gpuplan.web.store import Store, database_url, plan_id
+from gpuplan.web.store import Store, _sqlite_pragmas, database_url, plan_id
 
 
 @pytest.fixture(params=BACKENDS)
@@ -128,6 +128,31 @@ def test_server_processes_opening_a_new_database_together_migrate_once(url: str)
         assert list(ex.map(_open, [url] * 4)) == [0, 0, 0, 0]
     with Store(url).engine.connect() as c:
         assert c.execute(text("SELECT version_num FROM alembic_version")).scalars().all() == ["0003"]
+
+
+def test_a_new_sqlite_file_switches_to_wal_once_another_process_lets_go_of_its_write_lock(tmp_path: Path) -> None:
+    """Regression (CI, 2026-12-06): SQLite answers "database is locked" at once, without its busy wait, when a
+    connection asks for WAL while another holds the write lock (as a server process migrating the new file
+    does); the switch must wait for the lock instead of failing the process that opened second."""
+    import sqlite3
+    import threading
+
+    path = tmp_path / "plans.db"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("INSERT INTO t VALUES (1)")
+    release = threading.Timer(0.3, lambda: holder.execute("COMMIT"))
+    release.start()
+    opener = sqlite3.connect(path)
+    try:
+        _sqlite_pragmas(opener, None)
+        assert opener.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert opener.execute("PRAGMA busy_timeout").fetchone() == (5000,)
+    finally:
+        release.join()
+        opener.close()
+        holder.close()
 
 
 def test_the_app_plans_stores_and_shows_on_every_backend(url: str) -> None:

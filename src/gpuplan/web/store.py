@@ -15,7 +15,9 @@ import json
 import os
 import re
 import secrets
+import sqlite3
 import threading
+import time
 import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -109,9 +111,21 @@ def database_url() -> str:
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    """Wait up to 5 s for a lock, and use the write-ahead log. Switching a new file to WAL needs the exclusive
+    lock, and SQLite answers "database is locked" at once, without waiting, where another process holds the
+    write lock (it would otherwise deadlock): server processes opening a new database together meet that, so
+    the switch is retried until the deadline."""
     cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA busy_timeout=5000")
+    deadline = time.monotonic() + 10.0
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode=WAL")
+            break
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
     cur.close()
 
 
