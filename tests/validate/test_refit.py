@@ -249,9 +249,14 @@ def test_a_held_out_term_with_a_prior_takes_the_prior_not_the_gpu_default() -> N
         assert fold.terms[name].value == pytest.approx(0.0007)
         prof = engine_for(fold)("vllm").for_accelerator("ascend-910b")
         assert prof.value("layer_overhead_s") == pytest.approx(0.0007)
-    # a term with no prior still leaves for the default
+    # MindIE's per-layer host time (0.5 ms, derived from GPUStack's page) takes the same Ascend host floor as its prior
     mindie = "layer_overhead_s.ascend-910b.hw-mindie-ascend"
-    assert mindie not in _without(cal, [mindie]).terms
+    assert _without(cal, [mindie]).terms[mindie].value == pytest.approx(0.0007)
+    assert "4984" in (cal.terms[mindie].tuned_on.prior_source if cal.terms[mindie].tuned_on else "")
+    # a term with no prior still leaves for the default
+    attention = "attention_efficiency.ascend-910b.hw-vllm-ascend"
+    assert cal.terms[attention].tuned_on is not None and cal.terms[attention].tuned_on.prior is None
+    assert attention not in _without(cal, [attention]).terms
     # the held-out MoE decode row: within 40% of the published 122.7 ms (11x fast with the CUDA default)
     held = without_part_terms(cal, {"ascend-910b"})
     res = serving_evaluator(load_catalog(use_user_dir=False))(dict(QWEN3_MOE_910B_TPOT), held)

@@ -88,10 +88,11 @@ def test_in_sample_error_does_not_regress(released: tuple[str, ValidationReport]
 
 def test_shipped_family_validates_dev_and_released_rows_together() -> None:
     """`gpuplan validate inference` reads inference.csv, both released serving files and the project's added
-    rows: 103 + 34 + 17 + 10 + 11 rows, of which those stating no lengths are skipped with that reason."""
+    rows: 103 + 34 + 17 + 10 + 11 + 2 rows, of which those stating no lengths are skipped with that reason."""
     report = validate_file(Path("inference"))
     ids = {c.id for c in report.cases} | {i for i, _ in report.skipped}
-    assert len(ids) == 175
+    assert len(ids) == 177
+    assert sum(i.startswith("A35-VA-") for i in ids) == 2
     assert sum(i.startswith("A35-FP4-") for i in ids) == 7
     assert sum(i.startswith("A35-DSR1-") for i in ids) == 3
     assert sum(i.startswith("A35-ASC-") for i in {c.id for c in report.cases}) == 11  # CloudMatrix384, evaluated
