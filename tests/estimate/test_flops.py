@@ -396,3 +396,31 @@ def test_rejects_bad_sizes() -> None:
         forward_flops(SMALL, 0)
     with pytest.raises(ValueError, match="tokens"):
         step_flops(SMALL, seq_len=8, tokens=-1)
+
+
+def test_mla_up_projection_recompute_reruns_the_up_projection_gemms() -> None:
+    """Megatron-Core's mla_up_proj recompute module reruns MLA's query up projection (or q_proj without a query
+    LoRA) and key/value up projection in the backward (multi_latent_attention.qkv_up_proj_and_rope_apply):
+    2 x heads x (q_lora_rank x qk_head_dim + kv_lora_rank x (qk_nope + v)) FLOPs a token and layer."""
+    from gpuplan.estimate.flops import forward_flops, step_flops
+    from gpuplan.workload.presets import get_preset
+
+    spec = get_preset("deepseek-v3").spec
+    fw = forward_flops(spec, 4096)
+    per_layer = 2 * 128 * (1536 * 192 + 512 * (128 + 128))
+    assert fw.mla_up_proj == pytest.approx(61 * per_layer)
+    assert fw.mla_up_proj < fw.attention_proj
+    mods = frozenset({"mla_up_proj"})
+    assert fw.recomputed("none", modules=mods) == pytest.approx(fw.mla_up_proj)
+    assert fw.recomputed("selective", modules=mods) == pytest.approx(fw.attention_core + fw.mla_up_proj)
+    assert fw.recomputed("full", modules=mods) == fw.recomputed("full")
+    assert fw.recomputed("none", modules=frozenset({"moe_act", "layernorm"})) == 0.0  # elementwise kernels only
+    step = step_flops(spec, seq_len=4096, tokens=4096, modules=mods)
+    assert step.hardware_flops_per_token - step.model_flops_per_token == pytest.approx(fw.mla_up_proj)
+    assert forward_flops(get_preset("llama3-8b").spec, 4096).mla_up_proj == 0.0
+    lite = get_preset("deepseek-v2-lite").spec  # no query LoRA: q_proj from the hidden size is rerun
+    assert lite.mla is not None and lite.mla.q_lora_rank is None
+    assert forward_flops(lite, 4096).mla_up_proj == pytest.approx(
+        2 * lite.num_layers * lite.num_heads * (lite.hidden_size * lite.mla.qk_head_dim
+                                                + lite.mla.kv_lora_rank * (lite.mla.qk_nope_head_dim
+                                                                           + lite.mla.v_head_dim)))

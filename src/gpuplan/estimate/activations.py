@@ -164,7 +164,7 @@ def _ffn(spec: ModelSpec, t: float, ffn: float, e: float, e_lin: float, fused: b
 
 
 def _moe(spec: ModelSpec, t: float, tp: int, e: float, e_lin: float, fused: bool, seq_div: float,
-         probs_in_activation: bool = False) -> dict[str, float]:
+         probs_in_activation: bool = False, act_recomputed: bool = False) -> dict[str, float]:
     assert spec.moe is not None
     m = spec.moe
     tk = t * m.top_k  # token-expert pairs; EP moves them but each rank keeps about its own count
@@ -176,6 +176,8 @@ def _moe(spec: ModelSpec, t: float, tp: int, e: float, e_lin: float, fused: bool
         "expert_input": e_lin * tk * spec.hidden_size / seq_div,
         "expert_ffn": _ffn(spec, tk, m.expert_ffn_size / tp, e, e_lin, fused),
     }
+    if act_recomputed:  # moe_act: the SwiGLU output (the second expert GEMM's input) is rebuilt in the backward
+        out["expert_ffn"] -= e_lin * tk * m.expert_ffn_size / tp
     if not probs_in_activation:
         # the combine multiplies each expert's output by its routing probability, so autograd keeps the outputs
         # for the probabilities' gradient (HF MoE blocks: routing_weights * expert output; Megatron-Core before
@@ -205,11 +207,25 @@ def activation_breakdown(spec: ModelSpec, job: TrainingJob, layout: Layout) -> A
     seq_div = float(tp) if (layout.seq_parallel and tp > 1) else 1.0
 
     fused = uses_fused_kernels(job, layout)
+    modules = job.recompute_modules_on() if job.recompute != "full" else frozenset()
     attn = _attention(spec, job, b, s, s_full, tp, e, e_lin, seq_div, fused)
+    rebuilt: dict[str, float] = {}  # one layer's tensors the output-discarding recompute rebuilds in the backward
+    if "mla_up_proj" in modules and spec.mla is not None:
+        # Megatron-Core MLASelfAttention qkv_up_proj_and_rope_apply under CheckpointWithoutOutput: the per-head q,
+        # k and v are dropped after the core attention and rebuilt from the saved latents (their inputs)
+        rebuilt.update({k: attn.pop(k) for k in ("q", "k", "v")})
+    if "layernorm" in modules and spec.mla is not None:
+        # input_layernorm is its own module beside MLA's down projections (a TENorm, not a fused LayerNormLinear):
+        # its output, the down projections' saved input, is rebuilt from the norm's input
+        rebuilt["qkv_input"] = attn.pop("qkv_input")
     mlp_norm = {"mlp_norm": _norm(spec, t, h, e, fused) / seq_div, "mlp_input": e_lin * t * h / seq_div}
     dense = {**attn, **mlp_norm, "mlp": _ffn(spec, t, spec.ffn_hidden_size / tp, e, e_lin, fused)}
-    moe = ({**attn, **mlp_norm, **_moe(spec, t, tp, e, e_lin, fused, seq_div, _probs_in_activation(job, fused))}
+    moe = ({**attn, **mlp_norm, **_moe(spec, t, tp, e, e_lin, fused, seq_div, _probs_in_activation(job, fused),
+                                       act_recomputed="moe_act" in modules)}
            if spec.moe is not None else {})
+    if "layernorm" in modules and moe:
+        # a MoE layer's pre_mlp_layernorm is a module of its own (the router and the experts both read its output)
+        rebuilt["mlp_input"] = moe.pop("mlp_input")
     if job.compile and spec.position_embedding == "rope" and spec.mla is None:
         # a compiled layer saves its own cos and sin, expanded to the batch (measured), where eager layers share one
         rope = {"rotary_tables": 2 * e * t * spec.attn_head_dim}
@@ -217,7 +233,7 @@ def activation_breakdown(spec: ModelSpec, job: TrainingJob, layout: Layout) -> A
         moe.update(rope if moe else {})
 
     full_layer = max(sum(dense.values()), sum(moe.values()))
-    recompute_working = 0.0
+    recompute_working = sum(rebuilt.values())  # rebuilt one layer at a time
     if job.recompute == "full":
         # Only each layer's input survives the forward pass (activation checkpointing);
         # backward rebuilds one layer at a time.

@@ -84,6 +84,7 @@ class _Coefficients:
     experts_shared: float
     router: float
     lm_head: float
+    mla_up_proj: float  # MLA's query and key/value up projections, a share of attention_proj
 
     @property
     def static(self) -> float:
@@ -109,6 +110,11 @@ def _coefficients(spec: ModelSpec) -> _Coefficients:
         routed = f * p.moe_layer.experts_active_matrix * n  # top-k experts only
         shared = f * p.moe_layer.shared_matrix * n  # includes a shared-expert gate (Qwen2-MoE)
         router = f * spec.hidden_size * spec.moe.num_experts * n
+    up = 0.0
+    if spec.mla is not None:  # Megatron-Core qkv_up_proj_and_rope_apply: q up (or q_proj without q LoRA) and kv up
+        m = spec.mla
+        up = f * spec.num_layers * spec.num_heads * ((m.q_lora_rank or spec.hidden_size) * m.qk_head_dim
+                                                     + m.kv_lora_rank * (m.qk_nope_head_dim + m.v_head_dim))
     return _Coefficients(
         attention_proj=f * layer_attn * spec.num_layers,
         # Q K^T: heads x keys x qk_head_dim MACs; probs x V: heads x keys x v_head_dim MACs.
@@ -124,6 +130,7 @@ def _coefficients(spec: ModelSpec) -> _Coefficients:
         router=router,
         # The LM head multiplies even when tied to the embedding; the embedding is a gather.
         lm_head=f * spec.vocab_size * spec.hidden_size,
+        mla_up_proj=up,
     )
 
 
@@ -141,21 +148,25 @@ class ForwardFlops:
     experts_shared: float  # always-on shared experts
     router: float  # MoE gating projection
     lm_head: float  # output projection to the vocabulary
+    mla_up_proj: float = 0.0  # MLA's up projections (inside attention_proj): what recompute module mla_up_proj reruns
 
     @property
     def layers(self) -> float:
         """Everything inside the transformer layers (what full recomputation reruns)."""
         return self.total - self.lm_head
 
-    def recomputed(self, recompute: Recompute, *, early_stop: bool = False) -> float:
+    def recomputed(self, recompute: Recompute, *, early_stop: bool = False,
+                   modules: frozenset[str] = frozenset()) -> float:
         """The forward work rerun during backward (Korthikanti et al. 2022): full recomputation reruns every
         layer (not the LM head), less each dense layer's down projection under early stop; selective
-        recomputation the attention core."""
+        recomputation the attention core; the output-discarding module mla_up_proj (Megatron-Core
+        recompute_modules) MLA's up projections besides (layernorm and moe_act rerun elementwise kernels only)."""
         if recompute == "full":
             return self.layers - (self.mlp_dense_last if early_stop else 0.0)
+        extra = self.mla_up_proj if "mla_up_proj" in modules else 0.0
         if recompute == "selective":
-            return self.attention_core
-        return 0.0
+            return self.attention_core + extra
+        return extra
 
     @property
     def total(self) -> float:
@@ -183,6 +194,7 @@ class StepFlops:
     tokens: int  # tokens in the step (sequences x seq_len)
     recompute: Recompute
     early_stop: bool = False  # full recomputation stops before each dense layer's last GEMM (torch >= 2.1)
+    modules: frozenset[str] = frozenset()  # output-discarding recompute modules (TrainingJob.recompute_modules)
 
     @property
     def model_flops_per_token(self) -> float:
@@ -192,7 +204,7 @@ class StepFlops:
     @property
     def recompute_flops_per_token(self) -> float:
         """The forward work rerun during backward (Korthikanti et al. 2022; ForwardFlops.recomputed)."""
-        return self.forward.recomputed(self.recompute, early_stop=self.early_stop)
+        return self.forward.recomputed(self.recompute, early_stop=self.early_stop, modules=self.modules)
 
     @property
     def hardware_flops_per_token(self) -> float:
@@ -230,16 +242,17 @@ def forward_flops(spec: ModelSpec, seq_len: int, *, causal: bool = False) -> For
         seq_len=seq_len, causal=causal, attention_proj=c.attention_proj,
         attention_core=float(c.core(seq_len, causal)), mlp_dense=c.mlp_dense, mlp_dense_last=c.mlp_dense_last,
         experts_routed=c.experts_routed, experts_shared=c.experts_shared, router=c.router, lm_head=c.lm_head,
+        mla_up_proj=c.mla_up_proj,
     )
 
 
 def step_flops(spec: ModelSpec, *, seq_len: int, tokens: int, recompute: Recompute = "none",
-               causal: bool = False, early_stop: bool = False) -> StepFlops:
+               causal: bool = False, early_stop: bool = False, modules: frozenset[str] = frozenset()) -> StepFlops:
     """FLOPs of a training step over `tokens` tokens cut into sequences of `seq_len`."""
     if tokens < 0:
         raise ValueError(f"tokens must be non-negative, got {tokens}")
     return StepFlops(forward=forward_flops(spec, seq_len, causal=causal), tokens=tokens, recompute=recompute,
-                     early_stop=early_stop)
+                     early_stop=early_stop, modules=modules)
 
 
 def training_flops(spec: ModelSpec, job: TrainingJob, *, tokens: int | None = None,
@@ -252,7 +265,7 @@ def training_flops(spec: ModelSpec, job: TrainingJob, *, tokens: int | None = No
     if tokens is None:
         tokens = (job.global_batch or job.micro_batch) * job.seq_len
     return step_flops(spec, seq_len=job.seq_len, tokens=tokens, recompute=job.recompute, causal=causal,
-                      early_stop=job.recompute_early_stop_on())
+                      early_stop=job.recompute_early_stop_on(), modules=job.recompute_modules_on())
 
 
 def flops_per_token(spec: ModelSpec, seq_len: npt.ArrayLike, *, recompute: Recompute = "none",

@@ -127,9 +127,11 @@ def evaluate_training(spec: ModelSpec, job: TrainingJob, hw: ClusterHardware, c:
     bwd = 2.0 if job.method == "full" else 1.0  # frozen weights: no weight-gradient GEMM (LoRA)
     passes = 1.0 + bwd
     model_fpt = passes * fw.total
+    modules = job.recompute_modules_on()
     recompute_extra = np.select([c.recompute == 1, c.recompute == 2],
-                                [fw.recomputed("selective"),
-                                 fw.recomputed("full", early_stop=job.recompute_early_stop_on())], 0.0)
+                                [fw.recomputed("selective", modules=modules),
+                                 fw.recomputed("full", early_stop=job.recompute_early_stop_on())],
+                                fw.recomputed("none", modules=modules))
     hw_fpt = model_fpt + recompute_extra
     dtype16 = "fp16" if job.precision == "fp16" else "bf16"
     peak16 = hw.peak_flops(dtype16 if job.precision != "fp32" else "fp32")
@@ -334,7 +336,8 @@ def elementwise_bytes(spec: ModelSpec, job: TrainingJob, c: Candidates) -> np.nd
     """Bytes the layers of one rank produce per step (micro-batches x the saved-for-backward tensors of its layers,
     recomputation aside): what `_elementwise_s` streams. It does not depend on the hardware, so a search computes
     it once per candidate set (train_planner.Prepared) and every hardware option takes its rows."""
-    j = job.model_copy(update={"micro_batch": 1, "recompute": "none"})
+    # the tensors are produced whether or not they are kept: output-discarding recompute modules do not shrink them
+    j = job.model_copy(update={"micro_batch": 1, "recompute": "none", "recompute_modules": ()})
 
     def per_layer(tp: int, cp: int, piped: int) -> tuple[float, float]:
         return _layer_bytes(spec, j, tp, cp, piped)

@@ -104,6 +104,8 @@ def recipe_settings(row: Row, st: RowSettings) -> dict[str, object]:
         job["grad_reduce_overlap"] = st.grad_reduce_overlap
     if st.recompute_early_stop is not None:
         job["recompute_early_stop"] = st.recompute_early_stop
+    if st.recompute_modules is not None:
+        job["recompute_modules"] = st.recompute_modules
     if st.pp_partition is not None:
         job["pp_partition"] = st.pp_partition
     if st.moe_dispatcher is not None:
@@ -114,7 +116,7 @@ def recipe_settings(row: Row, st: RowSettings) -> dict[str, object]:
 # the recipe keys of the settings syntax that set a training job's fields (recipe_settings)
 TRAIN_RECIPE_KEYS = ("loss", "compile", "trainable_extra", "lora_targets", "quant_format", "zero_impl",
                      "optimizer_impl", "optimizer_offload", "optimizer_in_bwd", "zero_group", "grad_reduce_overlap",
-                     "recompute_early_stop", "pp_partition", "moe_dispatcher", "fp8_params")
+                     "recompute_early_stop", "recompute_modules", "pp_partition", "moe_dispatcher", "fp8_params")
 
 
 def recipe_job_fields(text: str, *, method: str, optimizer: str = "adamw") -> dict[str, object]:

@@ -27,7 +27,9 @@ overlapping it: TrainingJob.grad_reduce_overlap) and `recompute_early_stop` (tra
 stopped before each dense layer's MLP down projection, as PyTorch's non-reentrant checkpoint does from torch 2.1;
 `false` for a run on an older torch or a reentrant checkpoint: TrainingJob.recompute_early_stop) and `pp_partition`
 (training: how the run split its pipeline stages, `layers` or `layers_and_embeddings`, when its source says:
-TrainingJob.pp_partition) and `moe_dispatcher` (training: `flex` for a MoE run on DeepEP/HybridEP with CUDA graphs
+TrainingJob.pp_partition) and `recompute_modules` (training: the output-discarding recompute modules a recipe sets,
+comma-separated, e.g. Megatron-Bridge's DeepSeek recipes `mla_up_proj`: TrainingJob.recompute_modules) and
+`moe_dispatcher` (training: `flex` for a MoE run on DeepEP/HybridEP with CUDA graphs
 over the router and dispatch preprocessing, `alltoall` for Megatron-Core's host-synchronised alltoall dispatcher:
 TrainingJob.moe_dispatcher) and `fp8_params` (training: the frozen base matrices of an fp8 LoRA run stored in fp8,
 NeMo `fp8_params`, Transformer Engine fp8_model_init: TrainingJob.fp8_params) and `graph_mode` (serving: `true` when
@@ -48,7 +50,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuplan.errors import InputError
 from gpuplan.validate.cases import Row
-from gpuplan.workload.jobs import PpPartition
+from gpuplan.workload.jobs import PpPartition, RecomputeModule
 
 __all__ = ["RowSettings", "parse_settings", "resolve_row"]
 
@@ -92,12 +94,13 @@ class RowSettings(BaseModel):
     grad_reduce_overlap: bool | None = None
     moe_dispatcher: Literal["alltoall", "flex"] | None = None
     recompute_early_stop: bool | None = None
+    recompute_modules: tuple[RecomputeModule, ...] | None = None
     pp_partition: PpPartition | None = None
     graph_mode: bool | None = None
     mtp_acceptance: float | None = Field(default=None, gt=0, le=1)
 
 
-_LISTS = ("trainable_extra", "lora_targets")
+_LISTS = ("trainable_extra", "lora_targets", "recompute_modules")
 
 
 def parse_settings(text: str, *, row_id: str = "") -> RowSettings:

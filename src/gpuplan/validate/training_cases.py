@@ -75,7 +75,8 @@ def evaluate_training_row(row: Row, catalog: Catalog, calibration: Calibration |
                       framework=prof.id if prof else None, attention=st.attention or "flash",
                       tp_comm_overlap=st.tp_comm_overlap, grad_reduce_overlap=st.grad_reduce_overlap,
                       moe_dispatcher=st.moe_dispatcher,
-                      recompute_early_stop=st.recompute_early_stop, pp_partition=st.pp_partition or "balanced",
+                      recompute_early_stop=st.recompute_early_stop, recompute_modules=st.recompute_modules,
+                      pp_partition=st.pp_partition or "balanced",
                       compile=bool(st.compile), zero_group=st.zero_group,
                       sequence_parallel=opt_bool(row, "seq_parallel"))
     network = row.get("network") or (usual_network(catalog, row["accelerator"])[0] if n > gpn else None)

@@ -102,6 +102,10 @@ class FrameworkProfile(BaseModel):
         "saved for the probabilities' gradient; False: the combine multiplies the outputs by the probabilities and "
         "autograd keeps them (Hugging Face MoE blocks, Megatron-Core before April 2025)")
     moe_probs_in_activation_source: str = ""
+    recompute_modules: tuple[Literal["layernorm", "mla_up_proj", "moe_act"], ...] = Field(
+        default=(), description="output-discarding recompute modules the framework's recipes set unless a job states "
+        "them (TrainingJob.recompute_modules)")
+    recompute_modules_source: str = ""
     terms: dict[str, FrameworkTerm] = Field(default_factory=dict)
 
     def has(self, axis: Axis) -> bool:

@@ -30,6 +30,9 @@ _STRICT = ConfigDict(extra="forbid", frozen=True)
 
 Method = Literal["full", "lora", "qlora"]
 Recompute = Literal["none", "selective", "full"]
+# Megatron-Core's output-discarding recompute modules (TransformerConfig.recompute_modules): the module's output is
+# not kept for the backward and is rebuilt from its saved input; "core_attn" is the `selective` recompute level
+RecomputeModule = Literal["layernorm", "mla_up_proj", "moe_act"]
 Attention = Literal["flash", "triton", "eager"]
 # Layer kernels that set the saved activations: "hf" = Hugging Face transformers modules (RMSNorm saves an
 # fp32 copy, SwiGLU keeps three tensors); "fused" = Megatron-Core / Transformer Engine fused norm+linear and
@@ -165,6 +168,13 @@ class TrainingJob(BaseModel):
         "each dense layer's MLP down projection (PyTorch non-reentrant checkpoint, torch >= 2.1: Composer/LLM Foundry, "
         "torchtitan, torchtune); False: the whole layer reruns (Megatron, DeepSpeed, reentrant checkpoint, "
         "torch < 2.1); None: the framework's default")
+    recompute_modules: tuple[RecomputeModule, ...] | None = Field(
+        default=None, description="submodules whose outputs are discarded after the forward and rebuilt in the "
+        "backward, beside the recompute level (Megatron-Core --recompute-modules, output-discarding checkpoints): "
+        "layernorm (the norms' outputs, the next linear layer's input), mla_up_proj (MLA's query and key/value up "
+        "projections and RoPE: the per-head q, k and v), moe_act (the routed experts' SwiGLU output, the second "
+        "expert GEMM's input); under full recompute they change nothing. None: the framework's default (DualPipe: "
+        "all three, DeepSeek-V3 report sec. 3.2.3 and 3.3.2), else none")
     pp_partition: PpPartition = Field(
         default="balanced", description="how pipeline stages split the model (estimate/pipeline_split.py): "
         "balanced (each stage 1/pp of the work: uneven stage sizes, Megatron-Core "
@@ -228,6 +238,13 @@ class TrainingJob(BaseModel):
         if self.recompute_early_stop is not None:
             return self.recompute_early_stop
         return framework_profile(self.framework).recompute_early_stop if self.framework is not None else False
+
+    def recompute_modules_on(self) -> frozenset[str]:
+        """The output-discarding recompute modules: the job's statement, else its framework's default, else none."""
+        if self.recompute_modules is not None:
+            return frozenset(self.recompute_modules)
+        return (frozenset(framework_profile(self.framework).recompute_modules) if self.framework is not None
+                else frozenset())
 
     def num_microbatches(self, layout: Layout) -> int:
         """Micro-batches per step per pipeline; without a global batch, enough to fill the pipeline."""
