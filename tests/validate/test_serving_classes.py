@@ -107,31 +107,12 @@ def test_vllm_ascend_moe_row_runs_the_stated_layout_and_the_engines_scheduler() 
     """`vllm serve -tp 2` with defaults splits the experts over the two ranks (ep 1: vllm-ascend v0.9.1 platform.py
     sets expert_tensor_parallel_size to the world size without --enable-expert-parallel) and, for a model without
     MLA, vllm-ascend prefills whole prompts first (AscendScheduler). Before: ep 2 under vLLM's decode-first chunked
-    scheduler, 19,492 tokens/s (2.49x the published figure); 13,368 (1.70x) with the MoE layers' operator count
-    below; 10,013 (1.28x) once the expert GEMMs are narrow for the Da Vinci cube (next test)."""
+    scheduler, 19,492 tokens/s (2.49x the published figure); now 13,368 (1.70x), with the MoE layers' operator count
+    below. The rest (prompt-heavy: 25 s of prefill per batch) is not modelled."""
     r = evaluate_inference_row(dict(QWEN3_MOE_910B), CAT)
     assert " ep=1 " in r.detail  # the overlay's stated layout (row_settings.yaml)
     assert "batch=256 " in r.detail  # prompts first: max_num_seqs sequences decode together
-    assert 1.1 < r.predicted / r.measured < 1.4
-
-
-def test_narrow_experts_starve_the_da_vinci_cube_at_twice_an_h100_sms_width() -> None:
-    """An Ascend AI Core multiplies two 16x16 fp16 matrices a cycle (8,192 FLOPs; hiascend.com Ascend C guide, Basic
-    Architecture), 2.2x an H100 SM: its operand loads keep up with a narrow expert's tiles only at 2.2x the width.
-    Before (Ascend parts had no per-core figure and kept the H100-read half-width): Qwen3-30B-A3B's 384 expert
-    columns per device at TP2 ran at 27% of the dense efficiency and the prompt-heavy GPUStack row G2I034 was
-    predicted at 1.70x the measurement; now 15% and 1.28x (test above)."""
-    from gpuplan.estimate.gemm_shape import REF_FLOPS_PER_SM_CYCLE, expert_half_width
-
-    for part in ("ascend-910b", "ascend-910b2", "ascend-910c", "ascend-910c-cm384"):
-        acc = CAT.accelerator(part)
-        assert acc.tensor_flops_per_core_cycle == 16 * 16 * 16 * 2
-        assert expert_half_width(acc, 1024) == 1024 * 8192 / REF_FLOPS_PER_SM_CYCLE
-    assert 2.1 < 8192 / REF_FLOPS_PER_SM_CYCLE < 2.2
-    spec = load_model("qwen3-30b-a3b")
-    m = step_cost_model(spec, accelerator=CAT.accelerator("ascend-910b"), layout=serving_layout(tp=2),
-                        weights="bf16", kv_dtype="bf16", engine=engine("vllm"))
-    assert m.assumptions["expert_half_width_columns"] == 1024 * 8192 / REF_FLOPS_PER_SM_CYCLE
+    assert 1.5 < r.predicted / r.measured < 1.9
 
 
 # The same page: ShareGPT, max concurrency 4, 1000 prompts (mean lengths 217 in / 202 out): "Mean TPOT (ms): 122.71"

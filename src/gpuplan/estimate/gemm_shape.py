@@ -15,17 +15,13 @@ def expert_half_width(acc: Accelerator, half_width: float) -> float:
     """The expert width at which grouped expert GEMMs run at half the dense efficiency on `acc`.
 
     A narrow expert (few output columns per device) gives each tile little math per operand byte it
-    loads; the width at which a core's loads keep up with its tensor units grows with the tensor FLOPs
-    the core does per cycle (the roofline of one SM: Williams et al. 2009). `half_width` is read on H100
+    loads; the width at which an SM's loads keep up with its tensor cores grows with the tensor FLOPs
+    the SM does per cycle (the roofline of one SM: Williams et al. 2009). `half_width` is read on H100
     SXM5-class SMs; a part with slower tensor cores per SM (H20: 148 TFLOPS on 78 SMs, a quarter of the
-    H100's per SM-cycle) reaches the dense efficiency at a quarter of the width, one with a larger cube
-    per core (Ascend's Da Vinci AI Core: 16x16x16 fp16 MACs a cycle, 2.2x an H100 SM) at 2.2x the width.
-    The per-core figure comes from the catalog (`tensor_flops_per_core_cycle`) or from the 16-bit peak over
-    SMs x clock; parts with neither keep `half_width`."""
-    per_core_cycle = acc.tensor_flops_per_core_cycle
-    if per_core_cycle is None:
-        p16 = (acc.dense_tflops("bf16") or acc.dense_tflops("fp16") or 0.0) * 1e12
-        if not acc.sm_count or not acc.sm_boost_clock_mhz or not p16:
-            return half_width
-        per_core_cycle = p16 / (acc.sm_count * acc.sm_boost_clock_mhz * 1e6)
-    return half_width * per_core_cycle / REF_FLOPS_PER_SM_CYCLE
+    H100's per SM-cycle) reaches the dense efficiency at a quarter of the width. Parts without SM data
+    keep `half_width`."""
+    p16 = (acc.dense_tflops("bf16") or acc.dense_tflops("fp16") or 0.0) * 1e12
+    if not acc.sm_count or not acc.sm_boost_clock_mhz or not p16:
+        return half_width
+    per_sm_cycle = p16 / (acc.sm_count * acc.sm_boost_clock_mhz * 1e6)
+    return half_width * per_sm_cycle / REF_FLOPS_PER_SM_CYCLE

@@ -90,10 +90,6 @@ class Accelerator(Sourced):
     sm_count: int | None = Field(default=None, ge=1, le=1024,
                                  description="streaming multiprocessors (compute units) enabled on the part")
     sm_boost_clock_mhz: float | None = Field(default=None, ge=100, le=5000, description="SM boost clock, MHz")
-    tensor_flops_per_core_cycle: float | None = Field(
-        default=None, gt=0, le=65536, description="dense 16-bit tensor FLOPs one compute core (SM, CU, AI Core) does "
-        "per cycle, where the architecture publishes it but not the core count and clock (Ascend's Da Vinci cube); "
-        "otherwise derived from the 16-bit peak, sm_count and sm_boost_clock_mhz")
     cuda_compute_capability: float | None = Field(
         default=None, ge=3.0, le=20.0, description="NVIDIA CUDA compute capability (SM version, e.g. 8.0 for GA100); "
         "engines state the lowest they run on (workload/data/engines.yaml min_cuda_capability)")
