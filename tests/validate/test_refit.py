@@ -300,3 +300,15 @@ def test_each_source_weighs_as_one_in_a_fit() -> None:
     assert by_row["eff"] == pytest.approx(0.9, rel=0.02)
     # an L1 fit of two equal weights is flat between them: anywhere in [0.7, 0.9], not pinned to the table's end
     assert 0.69 <= by_source["eff"] < 0.88
+
+
+def test_a_parts_16_bit_efficiency_is_tuned_on_its_16_bit_rows_only() -> None:
+    """Regression: the B200/GB200 16-bit efficiency named no precision, so in the fold holding NeMo's B200 bf16 rows
+    out it was fitted on FP8 MoE rows alone, which reach it only through their attention (run at the 16-bit rate):
+    0.60 -> 0.42, and NeMo's long-sequence B200 rows read up to 28% slow held out (0.5% before). Every other part's
+    16-bit term is tuned on bf16/fp16 rows, its fp8 term on fp8 rows."""
+    cal = default_calibration()
+    for name, t in cal.terms.items():
+        if name.startswith("compute_efficiency.") and t.tuned_on is not None and name.split(".")[1] != "default":
+            want = {"bf16": {"bf16", "fp16"}, "fp8": {"fp8"}}[name.rsplit(".", 1)[1]]
+            assert set(t.tuned_on.precision) == want, name
