@@ -182,3 +182,20 @@ def test_alias_note_on_memory_commands() -> None:
     assert "910b -> ascend-910b (also: ascend-910b2, ascend-910b3, ascend-910b4" in res.stderr
     single = runner.invoke(app, ["memory", "infer", "-m", "llama3-8b", "--accelerator", "h20"])
     assert single.exit_code == 0 and single.exception is None and single.stderr == ""  # h200 is no H20 variant
+
+
+def test_train_recompute_modules_shrink_a_deepseek_stage_and_unknown_ones_exit_2() -> None:
+    """`--recompute-modules` (Megatron-Core --recompute-modules): DeepSeek-V3's first PP4 stage on GB200 drops its
+    per-head q, k, v, the experts' SwiGLU outputs and the separate norms' outputs; an unknown module names the
+    allowed ones and exits 2."""
+    base = ["memory", "train", "--model", "deepseek-v3", "--tp", "1", "--pp", "4", "--dp", "64", "--ep", "64",
+            "--zero", "1", "--precision", "fp8", "--seq-len", "4096", "--json"]
+    plain = runner.invoke(app, base)
+    dropped = runner.invoke(app, [*base, "--recompute-modules", "mla_up_proj,moe_act,layernorm"])
+    assert plain.exit_code == 0 and dropped.exit_code == 0, plain.output + dropped.output
+    a, b = json.loads(plain.stdout), json.loads(dropped.stdout)
+    assert b["activations_bytes"] < 0.7 * a["activations_bytes"]
+    assert b["weights_bytes"] == a["weights_bytes"]
+    bad = runner.invoke(app, [*base, "--recompute-modules", "mla_up"])
+    assert bad.exit_code == 2
+    assert "recompute-modules" in bad.output and "mla_up_proj" in bad.output and "Traceback" not in bad.output

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 import typer
 from pydantic import ValidationError
@@ -20,7 +20,7 @@ from gpuplan.units import GIB
 from gpuplan.workload.context import seq_len_warning
 from gpuplan.workload.frameworks import FrameworkId
 from gpuplan.workload.frameworks import framework as framework_profile
-from gpuplan.workload.jobs import LORA_TARGETS, InferenceJob, Layout, TrainingJob, serving_layout
+from gpuplan.workload.jobs import LORA_TARGETS, InferenceJob, Layout, RecomputeModule, TrainingJob, serving_layout
 from gpuplan.workload.presets import load_model
 
 app = typer.Typer(help=help_text("help.group.memory"),
@@ -59,6 +59,7 @@ def train_cmd(
     seq_parallel: bool | None = flag(None, "--seq-parallel/--no-seq-parallel",
                                      help=help_text("help.estimate_train.seq_parallel")),
     recompute: Literal["none", "selective", "full"] = typer.Option("none"),
+    recompute_modules: str | None = typer.Option(None, help=help_text("help.memory_train.recompute_modules")),
     attention: Literal["flash", "eager"] = typer.Option("flash"),
     kernels: Literal["auto", "hf", "fused"] = typer.Option(
         "auto", help=help_text("help.memory_train.kernels")),
@@ -102,6 +103,14 @@ def train_cmd(
             if t not in ("embed", "head"):
                 raise InputError(field="trainable-extra", value=t, allowed="embed, head",
                                  hint="e.g. --trainable-extra embed,head (PEFT modules_to_save)")
+        modules = None
+        if recompute_modules is not None:
+            modules = tuple(m.strip() for m in recompute_modules.split(",") if m.strip())
+            for m in modules:
+                if m not in get_args(RecomputeModule):
+                    raise InputError(field="recompute-modules", value=m, allowed=", ".join(get_args(RecomputeModule)),
+                                     hint="e.g. --recompute-modules mla_up_proj,moe_act (Megatron-Core "
+                                          "--recompute-modules; core_attn is --recompute selective)")
         if extra and method not in ("lora", "qlora"):
             raise InputError(field="trainable-extra", value=trainable_extra, allowed="used with --method lora or qlora",
                              hint="full fine-tuning trains every module already")
@@ -112,7 +121,8 @@ def train_cmd(
                           quant_format=quant_format, loss_upcast=loss_upcast,
                           lora_rank=lora_rank, lora_targets=targets, trainable_extra=extra, loss=loss,
                           loss_chunks=loss_chunks, compile=compile_model, optimizer_offload=optimizer_offload,
-                          optimizer_in_bwd=optimizer_in_bwd, fp8_params=fp8_params, framework=framework)
+                          optimizer_in_bwd=optimizer_in_bwd, fp8_params=fp8_params, framework=framework,
+                          recompute_modules=modules)
         layout = Layout(tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, zero_stage=zero,
                         seq_parallel=job.sequence_parallel_on() if seq_parallel is None else seq_parallel)
         if framework is not None:  # a layout the named framework cannot run is refused, naming those that can
