@@ -60,6 +60,28 @@ def test_memory_train_takes_the_recipe_the_cli_takes(client: Any) -> None:
     assert 'name="recipe"' in client.get("/train").text and 'name="recipe"' in client.get("/memory").text
 
 
+def test_memory_train_recipe_takes_recompute_modules_as_the_cli_flag_does(client: Any) -> None:
+    """`recipe: recompute_modules=...` of the API is `memory train --recompute-modules` of the CLI (one schema); an
+    unknown module is a 422 naming the allowed ones."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from gpuplan.cli.main import app
+
+    base = {"model": "deepseek-v3", "pp": 4, "dp": 64, "ep": 64, "zero": 1, "precision": "fp8", "seq_len": 4096}
+    plain = client.post("/api/v1/memory/train", json=base).json()
+    dropped = client.post("/api/v1/memory/train", json={**base, "recipe": "recompute_modules=mla_up_proj,moe_act"})
+    assert dropped.status_code == 200, dropped.text
+    cli = json.loads(CliRunner().invoke(app, ["memory", "train", "-m", "deepseek-v3", "--pp", "4", "--dp", "64",
+                                              "--ep", "64", "--zero", "1", "--precision", "fp8", "--seq-len", "4096",
+                                              "--recompute-modules", "mla_up_proj,moe_act", "--json"]).stdout)
+    assert dropped.json()["total_bytes"] == cli["total_bytes"] < plain["total_bytes"]
+    bad = client.post("/api/v1/memory/train", json={**base, "recipe": "recompute_modules=core_attn"},
+                      headers={"accept-language": "en"})
+    assert bad.status_code == 422 and "mla_up_proj" in json.dumps(bad.json())
+
+
 def test_get_plan_is_the_json_export(client: Any, train_plan: dict[str, Any]) -> None:
     r = client.get(f"/api/v1/plans/{train_plan['plan_id']}?download=1")
     assert r.status_code == 200 and "attachment" in r.headers["content-disposition"]
