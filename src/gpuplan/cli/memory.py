@@ -18,9 +18,9 @@ from gpuplan.search.candidates import offered, offered_choice
 from gpuplan.service.memory_inputs import device_memory, fit_json
 from gpuplan.units import GIB
 from gpuplan.workload.context import seq_len_warning
-from gpuplan.workload.frameworks import FrameworkId
+from gpuplan.workload.frameworks import FrameworkId, RecomputeModule
 from gpuplan.workload.frameworks import framework as framework_profile
-from gpuplan.workload.jobs import LORA_TARGETS, InferenceJob, Layout, RecomputeModule, TrainingJob, serving_layout
+from gpuplan.workload.jobs import LORA_TARGETS, InferenceJob, Layout, TrainingJob, serving_layout
 from gpuplan.workload.presets import load_model
 
 app = typer.Typer(help=help_text("help.group.memory"),

@@ -16,23 +16,19 @@ from gpuplan.estimate.links import Link
 from gpuplan.search.candidates import Candidates
 from gpuplan.search.cluster import ClusterHardware
 
-__all__ = ["collective", "group", "owner_broadcasts_s", "p2p", "pp_cross_node_hops", "pp_hop_s"]
+__all__ = ["group", "owner_broadcasts_s", "p2p", "pp_cross_node_hops", "pp_hop_s"]
 
 
 def group(n: Any, stride: Any, hw: ClusterHardware) -> comm.Placement:
     """A communicator of n ranks that sit `stride` ranks apart (Megatron order TP-CP-EP-DP-PP) on the cluster: its
-    members per node and its links, worked out once and shared by every collective the step runs on it."""
+    members per node and its links, worked out once and shared by every collective the step runs on it
+    (`comm.collective_on` prices one)."""
     n = np.maximum(n, 1)
     rpn = comm.ranks_per_node(n, hw.gpus_per_node, stride)
     inter = hw.inter()
     if inter is None:  # a single node: every group is inside it
         rpn = n
     return comm.placement(n, rpn, hw.intra(rpn), inter)
-
-
-def collective(kind: str, nbytes: Any, on: comm.Placement) -> Any:
-    """One collective of `nbytes` on the group placed `on` (estimate/comm.py: ring, or two-level across nodes)."""
-    return comm.collective_on(kind, nbytes, on)
 
 
 def owner_broadcasts_s(dp_group: Any, stride: Any, shard_ranks: Any, hw: ClusterHardware) -> Any:

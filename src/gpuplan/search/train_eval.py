@@ -35,6 +35,7 @@ import numpy as np
 from gpuplan.errors import InputError
 from gpuplan.estimate.activations import activation_breakdown, fused_kernels
 from gpuplan.estimate.calibration import Calibration, default_calibration
+from gpuplan.estimate.comm import collective_on as collective
 from gpuplan.estimate.flops import forward_flops
 from gpuplan.estimate.gemm_shape import expert_half_width
 from gpuplan.estimate.memory_train import expert_shard, frozen_matrix_bytes, trainable_params
@@ -42,7 +43,7 @@ from gpuplan.estimate.pipeline_split import stage_imbalance
 from gpuplan.search.candidates import Candidates
 from gpuplan.search.cluster import ClusterHardware, hbm_scale, measured_hardware
 from gpuplan.search.memory_vec import by_unique, candidate_memory_bytes
-from gpuplan.search.train_comm import collective, group, owner_broadcasts_s, p2p, pp_hop_s
+from gpuplan.search.train_comm import group, owner_broadcasts_s, p2p, pp_hop_s
 from gpuplan.workload.frameworks import framework as framework_profile
 from gpuplan.workload.jobs import FP4_FORMATS, Layout, TrainingJob
 from gpuplan.workload.model_spec import ModelSpec

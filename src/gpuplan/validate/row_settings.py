@@ -50,7 +50,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpuplan.errors import InputError
 from gpuplan.validate.cases import Row
-from gpuplan.workload.jobs import PpPartition, RecomputeModule
+from gpuplan.workload.frameworks import RecomputeModule
+from gpuplan.workload.jobs import PpPartition
 
 __all__ = ["RowSettings", "parse_settings", "resolve_row"]
 

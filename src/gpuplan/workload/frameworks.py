@@ -27,8 +27,12 @@ from gpuplan.errors import unknown_name
 from gpuplan.hardware.schema_devices import StackKind
 from gpuplan.terms import Term
 
-__all__ = ["Axis", "FrameworkId", "FrameworkProfile", "FrameworkTerm", "StackFramework", "framework", "framework_ids",
-           "load_frameworks", "stack_framework"]
+# Megatron-Core's output-discarding recompute modules (TransformerConfig.recompute_modules): the module's output is
+# not kept for the backward and is rebuilt from its saved input; "core_attn" is the `selective` recompute level
+RecomputeModule = Literal["layernorm", "mla_up_proj", "moe_act"]
+
+__all__ = ["Axis", "FrameworkId", "FrameworkProfile", "FrameworkTerm", "RecomputeModule", "StackFramework", "framework",
+           "framework_ids", "load_frameworks", "stack_framework"]
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
@@ -102,7 +106,7 @@ class FrameworkProfile(BaseModel):
         "saved for the probabilities' gradient; False: the combine multiplies the outputs by the probabilities and "
         "autograd keeps them (Hugging Face MoE blocks, Megatron-Core before April 2025)")
     moe_probs_in_activation_source: str = ""
-    recompute_modules: tuple[Literal["layernorm", "mla_up_proj", "moe_act"], ...] = Field(
+    recompute_modules: tuple[RecomputeModule, ...] = Field(
         default=(), description="output-discarding recompute modules the framework's recipes set unless a job states "
         "them (TrainingJob.recompute_modules)")
     recompute_modules_source: str = ""

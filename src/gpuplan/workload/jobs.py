@@ -13,6 +13,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from gpuplan.errors import InputError
+from gpuplan.workload.frameworks import RecomputeModule
 from gpuplan.workload.frameworks import framework as framework_profile
 from gpuplan.workload.model_spec import ModelSpec
 
@@ -30,9 +31,6 @@ _STRICT = ConfigDict(extra="forbid", frozen=True)
 
 Method = Literal["full", "lora", "qlora"]
 Recompute = Literal["none", "selective", "full"]
-# Megatron-Core's output-discarding recompute modules (TransformerConfig.recompute_modules): the module's output is
-# not kept for the backward and is rebuilt from its saved input; "core_attn" is the `selective` recompute level
-RecomputeModule = Literal["layernorm", "mla_up_proj", "moe_act"]
 Attention = Literal["flash", "triton", "eager"]
 # Layer kernels that set the saved activations: "hf" = Hugging Face transformers modules (RMSNorm saves an
 # fp32 copy, SwiGLU keeps three tensors); "fused" = Megatron-Core / Transformer Engine fused norm+linear and
