@@ -359,3 +359,21 @@ def test_tensor_parallelism_never_splits_a_key_value_head() -> None:
     tp4 = LayoutChoices(devices=[64], tp=[4], pp=[1], cp=[1], ep=[8], vpp=[1], zero=[1], micro_batch=[1],
                         recompute=["full"], max_tp=8)
     assert why_no_layout(qwen, tp4, seq_len=4096, global_batch=64) == "none (a layout exists)"
+
+
+def test_a_deadline_miss_capped_by_the_default_batch_names_the_batch_not_more_devices() -> None:
+    """Regression (found planning DeepSeek-V3 with DualPipe in China): no plan met 365 days and the answer was "the
+    fastest plan takes 1088 days on 1024 H20s ... raise --max-devices", though --max-devices was already 8192. What
+    capped the cluster was the ~4M-token default batch: on 2048 H20s the layouts that fit need pipeline stages of at
+    least pp micro-batches each. The answer now names the batch that plans them (2048 sequences: pp x dp)."""
+    res = CliRunner().invoke(app, ["plan", "train", "-m", "deepseek-v3", "--tokens", "14.8e12", "--framework",
+                                   "dualpipe", "--precision", "fp8", "--market", "cn", "--max-devices", "8192",
+                                   "--deadline", "365"])
+    assert res.exit_code == 2
+    text = " ".join(res.output.split())
+    assert "1024 x h20-96gb" in text and "--global-batch 2048 or more" in text and "changes nothing" in text
+    bigger = CliRunner().invoke(app, ["plan", "train", "-m", "deepseek-v3", "--tokens", "14.8e12", "--framework",
+                                      "dualpipe", "--precision", "fp8", "--market", "cn", "--max-devices", "8192",
+                                      "--deadline", "2000", "--global-batch", "2048", "--json"])
+    assert bigger.exit_code == 0, bigger.output
+    assert max(p["devices"] for p in json.loads(bigger.stdout)["plans"]) >= 2048

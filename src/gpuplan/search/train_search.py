@@ -23,6 +23,7 @@ from gpuplan.search.candidates import family_choices, generate
 from gpuplan.search.cluster import ClusterHardware, cluster_hardware, usual_network
 from gpuplan.search.layout_pick import TERM as LAYOUT_TERM
 from gpuplan.search.layout_pick import simplest_near_fastest_per_size
+from gpuplan.search.memory_vec import candidate_memory_bytes
 from gpuplan.search.offers import HardwareOption, hardware_options
 from gpuplan.search.plan_trust import meets_trust, training_bands, training_confidence
 from gpuplan.search.train_planner import Prepared, best_layout, cost_figures, plan_figures
@@ -181,7 +182,7 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
     cut: dict[tuple[int, int], Prepared] = {}  # ... of one node shape up to one size
     evals: dict[Any, Any] = {}  # options that share node shape and fabric share the evaluation
     memories: dict[Any, Any] = {}  # memory breakdown per layout (hardware-independent)
-    fastest: tuple[float, str, int] | None = None  # the quickest plan a deadline rejected
+    fastest: tuple[float, str, int, int] | None = None  # the quickest plan a deadline rejected (and its node size)
     cheapest: tuple[float, str, int, float] | None = None  # the cheapest plan a budget rejected
     capped: dict[str, int] = {}  # largest offer capacity per part, where capacity cut the sizes
 
@@ -285,7 +286,7 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
                 if cons.deadline_days is not None and days > cons.deadline_days:
                     count("deadline")
                     if fastest is None or days < fastest[0]:
-                        fastest = (days, acc.id, n)
+                        fastest = (days, acc.id, n, hw.gpus_per_node)
                     continue
                 if cons.budget_usd is not None and cost is not None and cost > cons.budget_usd and (
                         cheapest is None or cost < cheapest[0]):
@@ -330,6 +331,9 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
         if fastest is not None:
             nearest = (f"the fastest plan that fits takes {fastest[0]:.1f} days on {fastest[2]} x {fastest[1]} "
                        f"(--deadline {fastest[0]:.1f} or more)")
+            grow = _batch_limit(spec, job, cons, catalog, cal, fastest[1], fastest[2], fastest[3])
+            if grow is not None:
+                nearest += grow
             if capped:
                 nearest += ("; offer capacity capped the cluster size ("
                             + ", ".join(f"{a}: {n}" for a, n in sorted(capped.items()))
@@ -343,6 +347,33 @@ def plan_training(spec: ModelSpec, job: TrainingJob, catalog: Catalog, cons: Pla
             nearest = "no catalog accelerator passes the policy filters (market, vendor, provider, framework)"
     return PlanResult(plans=plans, pareto=pareto, candidates_evaluated=evaluated, rejected=rejected,
                       hardware_considered=considered, nearest=nearest)
+
+
+def _batch_limit(spec: ModelSpec, job: TrainingJob, cons: PlanConstraints, catalog: Catalog, cal: Calibration,
+                 acc_id: str, n: int, gpn: int) -> str | None:
+    """Why no larger cluster than the fastest plan's `n` devices was planned, when the default batch is the cause:
+    under the ~4M-token target no layout of the family on 2n devices fits the part (the layouts that fit need
+    pipeline stages, and a pipeline needs at least pp micro-batches a step), while one fits under a batch large
+    enough. Raising --max-devices does not help then; a stated global batch of at least that layout's
+    pp x dp x micro-batch does. None when the batch was stated or is not what binds."""
+    bigger = 2 * n
+    if job.global_batch_fixed or bigger > cons.max_devices:
+        return None
+    choices = family_choices(cons.layout_family, [bigger], gpn)
+    limit = usable_bytes(float(catalog.accelerator(acc_id).memory_gib or 0) * GIB, cal)
+    target = int(job.global_batch or 1)
+    at_target = generate(spec, choices, seq_len=job.seq_len, global_batch=target, batch_fixed=False)
+    if len(at_target) and (candidate_memory_bytes(spec, job, at_target, calibration=cal) <= limit).any():
+        return None
+    # the same layouts under a batch large enough for any of them (each holds pp micro-batches in flight either way)
+    roomy = generate(spec, choices, seq_len=job.seq_len, global_batch=bigger * 64, batch_fixed=False)
+    fits = candidate_memory_bytes(spec, job, roomy, calibration=cal) <= limit if len(roomy) else np.zeros(0, bool)
+    if not fits.any():
+        return None
+    need = int((roomy.pp * roomy.dp * roomy.micro_batch)[fits].min())
+    return (f"; no larger cluster was planned because of the default batch ({target} sequences, about 4M tokens): "
+            f"on {bigger} x {acc_id} the layouts that fit need pipeline stages, each with at least pp micro-batches a "
+            f"step, so a larger --max-devices changes nothing; state --global-batch {need} or more to plan them")
 
 
 def _smallest_fit(spec: ModelSpec, job: TrainingJob, catalog: Catalog, considered: list[str],
