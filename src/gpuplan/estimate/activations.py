@@ -96,6 +96,11 @@ def _probs_in_activation(job: TrainingJob, fused: bool) -> bool:
     return fused
 
 
+def _moe_act_input_fp8(job: TrainingJob) -> bool:
+    """Whether the routed experts' SwiGLU inputs are cached in fp8 (the job's framework says; fp8 runs only)."""
+    return job.precision == "fp8" and job.framework is not None and framework_profile(job.framework).moe_act_input_fp8
+
+
 def _norm(spec: ModelSpec, t: float, width: float, e: float, fused: bool = False) -> float:
     """Saved bytes of one norm over `t` tokens of `width`.
 
@@ -164,7 +169,8 @@ def _ffn(spec: ModelSpec, t: float, ffn: float, e: float, e_lin: float, fused: b
 
 
 def _moe(spec: ModelSpec, t: float, tp: int, e: float, e_lin: float, fused: bool, seq_div: float,
-         probs_in_activation: bool = False, act_recomputed: bool = False) -> dict[str, float]:
+         probs_in_activation: bool = False, act_recomputed: bool = False,
+         act_input_fp8: bool = False) -> dict[str, float]:
     assert spec.moe is not None
     m = spec.moe
     tk = t * m.top_k  # token-expert pairs; EP moves them but each rank keeps about its own count
@@ -178,6 +184,10 @@ def _moe(spec: ModelSpec, t: float, tp: int, e: float, e_lin: float, fused: bool
     }
     if act_recomputed:  # moe_act: the SwiGLU output (the second expert GEMM's input) is rebuilt in the backward
         out["expert_ffn"] -= e_lin * tk * m.expert_ffn_size / tp
+    if act_input_fp8 and e > 1.0 and spec.mlp == "swiglu" and fused:
+        # the SwiGLU input (gate and up outputs, 2 x f per token-expert pair) cached in fp8 instead of 16 bits
+        # (FrameworkProfile.moe_act_input_fp8: DeepSeek-V3 report sec. 3.3.3)
+        out["expert_ffn"] -= (e - 1.0) * 2 * tk * m.expert_ffn_size / tp
     if not probs_in_activation:
         # the combine multiplies each expert's output by its routing probability, so autograd keeps the outputs
         # for the probabilities' gradient (HF MoE blocks: routing_weights * expert output; Megatron-Core before
@@ -221,7 +231,8 @@ def activation_breakdown(spec: ModelSpec, job: TrainingJob, layout: Layout) -> A
     mlp_norm = {"mlp_norm": _norm(spec, t, h, e, fused) / seq_div, "mlp_input": e_lin * t * h / seq_div}
     dense = {**attn, **mlp_norm, "mlp": _ffn(spec, t, spec.ffn_hidden_size / tp, e, e_lin, fused)}
     moe = ({**attn, **mlp_norm, **_moe(spec, t, tp, e, e_lin, fused, seq_div, _probs_in_activation(job, fused),
-                                       act_recomputed="moe_act" in modules)}
+                                       act_recomputed="moe_act" in modules,
+                                       act_input_fp8=_moe_act_input_fp8(job))}
            if spec.moe is not None else {})
     if "layernorm" in modules and moe:
         # a MoE layer's pre_mlp_layernorm is a module of its own (the router and the experts both read its output)

@@ -194,7 +194,7 @@ def rank_terms(spec: ModelSpec, counts: ParamCounts, job: TrainingJob, cal: Cali
     head = counts.lm_head or counts.embedding  # tied: a copy on the last stage when pp > 1
     do = do + np.where(last, counts.final_norm + np.where((g.pp > 1) | (counts.lm_head > 0), head, 0) / g.tp, 0.0)
 
-    opt = get_optimizer(job.optimizer)
+    opt = get_optimizer(job.optimizer_on())
     # ZeRO shards over the whole data-parallel group, or over groups of `zero_group` ranks replicated across it
     # (InternEvo zero1=N, DeepSpeed hpZ/MiCS)
     shard_dense = job.zero_shard_ranks(g.dp * g.cp)
@@ -211,7 +211,8 @@ def rank_terms(spec: ModelSpec, counts: ParamCounts, job: TrainingJob, cal: Cali
     quant = frozen_matrix_bytes(job)
     if job.method == "full":
         weights["trainable"] = sharded((dm + do) * pbytes, ex * pbytes, 3)
-        grads["trainable"] = sharded((dm + do) * pbytes, ex * pbytes, 2)
+        gbytes = job.gradient_bytes()  # fp32 main gradients under Megatron-LM-style frameworks
+        grads["trainable"] = sharded((dm + do) * gbytes, ex * gbytes, 2)
         optim["states"] = sharded((dm + do) * opt.state_bytes_per_param, ex * opt.state_bytes_per_param, 1)
         if master:
             optim["fp32_master"] = sharded((dm + do) * master, ex * master, 1)
@@ -417,7 +418,7 @@ def estimate_training_memory(
         "model": spec.name,
         "method": job.method,
         "precision": job.precision,
-        "optimizer": job.optimizer,
+        "optimizer": job.optimizer_on(),
         "recompute": job.recompute,
         "attention": job.attention,
         "seq_len": job.seq_len,
@@ -443,7 +444,7 @@ def estimate_training_memory(
         "fp8_params": job.fp8_params,
         "optimizer_step": ("DeepSpeed ZeRO step: flattened 16-bit and fp32 copies of the local gradient partition"
                            if job.zero_impl == "deepspeed" else
-                           f"{get_optimizer(job.optimizer).step_temp_source}"),
+                           f"{get_optimizer(job.optimizer_on()).step_temp_source}"),
         "calibration": cal.used("runtime_context_gib", "collective_buffers_gib", "allocator_fragmentation",
                                 "zero3_prefetch_layers",
                                 *(("deepspeed_buckets_gib",) if job.zero_impl == "deepspeed" else ())),
@@ -477,6 +478,8 @@ def _notes(spec: ModelSpec, job: TrainingJob, layout: Layout) -> list[str]:
         notes.append(f"frozen linear weights in NF4 with double quantization: {NF4_BYTES_PER_PARAM * 8:.3f} "
                      "bits/param; embeddings, norms and LM head stay 16-bit")
     notes.append("optimizer-step temporaries count only beyond the activations and transients freed before it")
+    if job.method == "full" and job.precision != "fp32" and job.gradient_bytes() == 4.0:
+        notes.append(f"gradients accumulate in fp32 main-gradient buffers ({job.framework}: 4 bytes per parameter)")
     if spec.moe is not None and layout.ep > 1:
         notes.append("expert activations assume balanced routing: each EP rank keeps about its own "
                      "tokens x top-k")

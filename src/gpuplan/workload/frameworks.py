@@ -20,7 +20,7 @@ from functools import cache
 from importlib import resources
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from gpuplan import yamlio
 from gpuplan.errors import unknown_name
@@ -110,7 +110,30 @@ class FrameworkProfile(BaseModel):
         default=(), description="output-discarding recompute modules the framework's recipes set unless a job states "
         "them (TrainingJob.recompute_modules)")
     recompute_modules_source: str = ""
+    main_grad_fp32: bool = Field(
+        default=False, description="whether a 16-bit (or fp8) run accumulates its gradients in an fp32 buffer, 4 bytes "
+        "per parameter held next to the 16-bit weights (Megatron-LM's main_grad: 'bf16 parameters, fp32 gradients' "
+        "= 6 + 12/d bytes per parameter with the distributed optimizer); False: gradients in the weights' width")
+    main_grad_fp32_source: str = ""
+    moe_act_input_fp8: bool = Field(
+        default=False, description="whether an fp8 run caches the routed experts' SwiGLU inputs (the first expert "
+        "GEMM's gate and up outputs) in fp8 for the backward instead of 16 bits")
+    moe_act_input_fp8_source: str = ""
+    adamw_variant: str | None = Field(
+        default=None, description="the AdamW variant (an optimizers.yaml id) the framework's recipes run, counted "
+        "when a job asks for the default `adamw`")
+    adamw_variant_source: str = ""
     terms: dict[str, FrameworkTerm] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _main_grad_sourced(self) -> FrameworkProfile:
+        if self.main_grad_fp32 and not self.main_grad_fp32_source:
+            raise ValueError(f"framework {self.id}: main_grad_fp32 needs main_grad_fp32_source")
+        if self.adamw_variant is not None and not self.adamw_variant_source:
+            raise ValueError(f"framework {self.id}: adamw_variant needs adamw_variant_source")
+        if self.moe_act_input_fp8 and not self.moe_act_input_fp8_source:
+            raise ValueError(f"framework {self.id}: moe_act_input_fp8 needs moe_act_input_fp8_source")
+        return self
 
     def has(self, axis: Axis) -> bool:
         return axis in self.axes
@@ -123,7 +146,8 @@ class FrameworkProfile(BaseModel):
                 "zero_param_sync": self.zero_param_sync, "zero_param_overlap": self.zero_param_overlap,
                 "zero_group_default": self.zero_group_default,
                 "sequence_parallel": self.sequence_parallel, "recompute_early_stop": self.recompute_early_stop,
-                "zero3_with_pp": self.zero3_with_pp,
+                "zero3_with_pp": self.zero3_with_pp, "main_grad_fp32": self.main_grad_fp32,
+                "moe_act_input_fp8": self.moe_act_input_fp8, "adamw_variant": self.adamw_variant,
                 "terms": {k: {"value": t.value, "unit": t.unit, "source": t.source} for k, t in self.terms.items()}}
 
 

@@ -244,6 +244,21 @@ class TrainingJob(BaseModel):
         return (frozenset(framework_profile(self.framework).recompute_modules) if self.framework is not None
                 else frozenset())
 
+    def optimizer_on(self) -> str:
+        """The optimizer a memory estimate counts: the job's, except that the default `adamw` under a framework
+        whose recipes run another AdamW variant (FrameworkProfile.adamw_variant: DualPipe's BF16 moments) is that."""
+        if self.optimizer == "adamw" and self.framework is not None:
+            return framework_profile(self.framework).adamw_variant or self.optimizer
+        return self.optimizer
+
+    def gradient_bytes(self) -> float:
+        """Bytes per trainable parameter of the gradients a full-parameter run holds: the weights' width (2 for 16-bit
+        and fp8 runs, 4 for fp32), or 4 where the framework accumulates them in fp32 main-gradient buffers
+        (FrameworkProfile.main_grad_fp32: Megatron-LM's 'bf16 parameters, fp32 gradients')."""
+        if self.precision == "fp32":
+            return 4.0
+        return 4.0 if self.framework is not None and framework_profile(self.framework).main_grad_fp32 else 2.0
+
     def num_microbatches(self, layout: Layout) -> int:
         """Micro-batches per step per pipeline; without a global batch, enough to fill the pipeline."""
         if self.global_batch is None:
