@@ -2,7 +2,8 @@
 
 Model states follow the ZeRO paper (Rajbhandari et al. 2020, arXiv:1910.02054): with
 mixed-precision Adam a parameter costs 2 (16-bit weight) + 2 (16-bit gradient) + 12 (fp32
-master, m, v) bytes; ZeRO stage 1 shards the optimizer states over the data-parallel group,
+master, m, v) bytes (Megatron-LM-style frameworks: 4-byte fp32 main gradients, 18 bytes, Megatron-LM
+docs dist_optimizer.md); ZeRO stage 1 shards the optimizer states over the data-parallel group,
 stage 2 also the gradients, stage 3 (= FSDP full shard) also the weights. Tensor
 parallelism splits projection matrices and the vocabulary (Megatron-LM, Shoeybi et al.
 2019); pipeline parallelism places layers per stage with the embedding on the first and
