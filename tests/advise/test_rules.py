@@ -118,6 +118,9 @@ def test_a_fraction_of_a_tokenizer_core_is_not_printed_as_zero() -> None:
     assert "plus 0.3 for the API server" in x.message["en"] and "另需 0.3 核" in x.message["zh"]
     assert fig(x, "cores_needed_per_node") == float(int(fig(x, "cores_needed_per_node")))
     assert fig(x, "cores_needed_per_node") > fig(x, "tokenizer_cores_per_node")
+    # a share under a tenth (DeepSeek-V3 at 7,000 tokens/s a node) printed 'plus 0.0': it keeps two digits
+    tiny = ids(replace(f, kind="infer", server=None, tokenize_cores_per_node=0.0042))["host.cpu_serve_unknown"]
+    assert "plus 0.0042 for the API server" in tiny.message["en"] and "另需 0.0042 核" in tiny.message["zh"]
 
 
 def test_host_ram_ratio() -> None:

@@ -77,8 +77,8 @@ def _serve_stage(f: PlanFacts) -> list[Finding]:
 
 def host_cpu(f: PlanFacts, th: Thresholds) -> list[Finding]:
     base = th.value("host_cores_per_device_base") * f.gpus_per_node
-    tok = round(f.tokenize_cores_per_node or 0.0, 1)  # to the tenth it is printed with: 0.03 of a core adds none
-    need = float(math.ceil(base + tok - 1e-9))  # whole cores
+    tok = f.tokenize_cores_per_node or 0.0  # printed with two significant digits (0.0042, 0.3, 1.5)
+    need = float(math.ceil(base + round(tok, 1) - 1e-9))  # whole cores: 0.03 of a core adds none
     have = f.server.cpu_cores if f.server else None
     rate = f.tokens_per_s / f.nodes
     figs: tuple[Figure, ...] = (
