@@ -26,6 +26,28 @@ def test_tco_text_table_in_english_and_chinese() -> None:
     assert "租与买" in zh.output and "报价租金" in zh.output
 
 
+def test_the_chinese_table_writes_its_formulas_in_chinese() -> None:
+    """Buyer check (a CFO reading `--lang zh`): the cost lines' formulas read 'sold for 30% after 3 years, at a cost of
+    capital of 5.0%', 'devices per engineer', 'idle' and 'EAC - (capex - resale) / years' in English amid Chinese."""
+    args = ["tco", "--accelerator", "h20", "--devices", "64", "--years", "3", "--utilization", "0.7", "--market", "cn"]
+    zh = runner.invoke(app, [*args, "--lang", "zh"], env={"COLUMNS": "300"})  # wide: no cell wraps
+    assert zh.exit_code == 0, zh.output
+    text = " ".join(zh.output.split())
+    # the formulas only: the inputs' cited sources below the table quote their (English) publications
+    for english in ("sold for", "at a cost of capital of", "devices per engineer", "(idle 0.3", "EAC - (capex",
+                    "/kW-month x 12", "/TiB-year"):
+        assert english not in text, english
+    assert "3 年后按 30% 售出，资金成本 5.0%" in text and "(空载 0.3 + (1 - 空载) x 利用率)" in text
+    assert "每名工程师" in text and "等额年成本" in text
+    en = runner.invoke(app, [*args, "--lang", "en"], env={"COLUMNS": "300"})
+    assert "sold for 30% after 3 years" in " ".join(en.output.split())
+    data = json.loads(runner.invoke(app, [*args, "--json"]).output)
+    lines = data["own"]["lines"] if "lines" in data.get("own", {}) else None
+    assert lines, data.keys()
+    servers = next(ln for ln in lines if ln["name"] == "servers")
+    assert "sold for" in servers["formula"] and "售出" in servers["formula_zh"]
+
+
 def test_tco_json_has_every_kind_and_provenance() -> None:
     res = runner.invoke(app, ["tco", "--accelerator", "h100-sxm5-80gb", "--devices", "64", "--years", "4",
                               "--utilization", "0.7", "--json"])

@@ -234,6 +234,7 @@ class CostLine:
     variable_usd_per_year: float = 0.0  # running, at utilization 1 (scales linearly with u)
     provenance: str
     formula: str
+    formula_zh: str = ""  # the same formula with its words in Chinese (empty: `formula` has none)
 
     def running(self, utilization: float) -> float:
         """Running cost per year at `utilization` (no capex)."""

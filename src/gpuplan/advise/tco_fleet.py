@@ -246,7 +246,9 @@ def own_lines(choice: ServerChoice, devices: int, inp: TcoInputs, fin: FleetInpu
                       provenance=_prov(pp, choice.devices_per_server.provenance,
                                        flab("resale_fraction_after_3_years"), flab("wacc")),
                       formula=f"{nodes} x {m(price)}, sold for {keep:.0%} after {inp.years:g} years, "
-                              f"at a cost of capital of {fin.wacc:.1%}")]
+                              f"at a cost of capital of {fin.wacc:.1%}",
+                      formula_zh=f"{nodes} x {m(price)}，{inp.years:g} 年后按 {keep:.0%} 售出，"
+                                 f"资金成本 {fin.wacc:.1%}")]
     if nodes > 1:  # scale-out switches, optics and cables; NICs come with the server
         srv = choice.server
         gbit = srv.compute_gbit_per_s if srv is not None else 0.0
@@ -262,10 +264,13 @@ def own_lines(choice: ServerChoice, devices: int, inp: TcoInputs, fin: FleetInpu
         variable_usd_per_year=nodes * energy * (1 - inp.idle_power_fraction),
         provenance=_prov(kp, pue_provenance, lab("electricity_usd_per_kwh"), lab("idle_power_fraction")),
         formula=f"{nodes} x {kw:g} kW x PUE {inp.pue:g} x {m(inp.electricity_usd_per_kwh, '.3g')}/kWh x 8760 h "
-                f"x (idle {inp.idle_power_fraction:g} + (1 - idle) x u)"))
+                f"x (idle {inp.idle_power_fraction:g} + (1 - idle) x u)",
+        formula_zh=f"{nodes} x {kw:g} kW x PUE {inp.pue:g} x {m(inp.electricity_usd_per_kwh, '.3g')}/kWh x 8760 h "
+                   f"x (空载 {inp.idle_power_fraction:g} + (1 - 空载) x 利用率)"))
     lines.append(CostLine(name="hosting", fixed_usd_per_year=nodes * kw * inp.hosting_usd_per_kw_month * 12,
                           provenance=_prov(kp, lab("hosting_usd_per_kw_month")),
-                          formula=f"{nodes} x {kw:g} kW x {m(inp.hosting_usd_per_kw_month, '.4g')}/kW-month x 12"))
+                          formula=f"{nodes} x {kw:g} kW x {m(inp.hosting_usd_per_kw_month, '.4g')}/kW-month x 12",
+                          formula_zh=f"{nodes} x {kw:g} kW x {m(inp.hosting_usd_per_kw_month, '.4g')}/kW·月 x 12"))
     lines.append(CostLine(name="operations", fixed_usd_per_year=nodes * price * inp.operations_fraction_per_year,
                           provenance=_prov(pp, lab("operations_fraction_per_year")),
                           formula=f"{inp.operations_fraction_per_year:g} x {nodes} x {m(price)}"))
@@ -273,12 +278,16 @@ def own_lines(choice: ServerChoice, devices: int, inp: TcoInputs, fin: FleetInpu
                           fixed_usd_per_year=devices * fin.storage_tib_per_device * fin.storage_usd_per_tib_year,
                           provenance=_prov(flab("storage_tib_per_device"), flab("storage_usd_per_tib_year")),
                           formula=f"{devices} x {fin.storage_tib_per_device:g} TiB x "
-                                  f"{m(fin.storage_usd_per_tib_year, '.4g')}/TiB-year"))
+                                  f"{m(fin.storage_usd_per_tib_year, '.4g')}/TiB-year",
+                          formula_zh=f"{devices} x {fin.storage_tib_per_device:g} TiB x "
+                                     f"{m(fin.storage_usd_per_tib_year, '.4g')}/TiB·年"))
     lines.append(CostLine(name="staff",
                           fixed_usd_per_year=devices / fin.staff_devices_per_fte * fin.staff_usd_per_fte_year,
                           provenance=_prov(flab("staff_devices_per_fte"), flab("staff_usd_per_fte_year")),
                           formula=f"{devices} / {fin.staff_devices_per_fte:g} devices per engineer x "
-                                  f"{m(fin.staff_usd_per_fte_year)}"))
+                                  f"{m(fin.staff_usd_per_fte_year)}",
+                          formula_zh=f"{devices} / 每名工程师 {fin.staff_devices_per_fte:g} 卡 x "
+                                     f"{m(fin.staff_usd_per_fte_year)}"))
     return tuple(lines)
 
 
@@ -363,7 +372,8 @@ class FleetTco:
                                "capex_usd_per_year": ln.capex_per_year(self.years, w),
                                "fixed_usd_per_year": ln.fixed_usd_per_year,
                                "variable_usd_per_year_at_full_use": ln.variable_usd_per_year,
-                               "provenance": ln.provenance, "formula": ln.formula} for ln in self.own]},
+                               "provenance": ln.provenance, "formula": ln.formula,
+                               "formula_zh": ln.formula_zh or ln.formula} for ln in self.own]},
             "rent": [r.to_json() for r in self.rent],
             "market_rents": {sp.kind: sp.to_json() for sp in self.market_rents},
             "cost_of_capital": self.capital.to_json(year_marks(self.years)),

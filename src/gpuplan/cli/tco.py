@@ -165,9 +165,10 @@ def _print(res: FleetTco, setup: TcoSetup, lang: str) -> None:
         dep = (ln.capex_usd - ln.resale_usd) / res.years if ln.capex_usd else 0.0
         charge += ln.capex_per_year(res.years, w) - dep
         own.add_row(_line(ln.name, lang), f"{money(dep + ln.running(res.utilization)):,.0f}",
-                    f"{money(ln.capex_usd):,.0f}" if ln.capex_usd else "", _prov(ln.provenance, lang), ln.formula)
+                    f"{money(ln.capex_usd):,.0f}" if ln.capex_usd else "", _prov(ln.provenance, lang),
+                    ln.formula_zh if lang == "zh" and ln.formula_zh else ln.formula)
     own.add_row(tr("cli.tco.line.capital", lang, wacc=w), f"{money(charge):,.0f}", "",
-                _prov(res.inputs["wacc"].provenance, lang), "EAC - (capex - resale) / years (advise/tco_capital.py)")
+                _prov(res.inputs["wacc"].provenance, lang), tr("cli.tco.capital_formula", lang))
     own.add_row(tr("cli.tco.line.total", lang), f"{money(res.own_usd_per_year):,.0f}",
                 f"{money(sum(ln.capex_usd for ln in res.own)):,.0f}", tr("cli.tco.prov.estimated", lang), "",
                 style="bold")
