@@ -71,3 +71,20 @@ def test_only_pytorch_checkpoint_stacks_stop_recomputation_early_and_say_why() -
     assert not TrainingJob().recompute_early_stop_on()
     assert not TrainingJob(framework="torchtune", recompute_early_stop=False).recompute_early_stop_on()
     assert TrainingJob(framework="internevo", recompute_early_stop=True).recompute_early_stop_on()
+
+
+@pytest.mark.parametrize(("name", "value"), [("main_grad_fp32", True), ("moe_act_input_fp8", True),
+                                             ("adamw_variant", "adamw_bf16_moments")])
+def test_a_storage_fact_without_its_source_is_rejected(name: str, value: object) -> None:
+    """fp32 main gradients, fp8 SwiGLU inputs and an AdamW variant change a memory estimate: a profile names where
+    each comes from (Megatron-LM docs, the DeepSeek-V3 report) or does not load."""
+    data = framework("megatron").model_dump()
+    data.update({"main_grad_fp32": False, "main_grad_fp32_source": "", name: value, f"{name}_source": ""})
+    with pytest.raises(ValidationError, match=f"{name} needs {name}_source"):
+        type(framework("megatron")).model_validate(data)
+    data[f"{name}_source"] = "a source"
+    assert getattr(type(framework("megatron")).model_validate(data), name) == value
+    # the shipped profiles that set them say why
+    for p in load_frameworks().values():
+        if getattr(p, name):
+            assert getattr(p, f"{name}_source"), p.id

@@ -126,13 +126,11 @@ class FrameworkProfile(BaseModel):
     terms: dict[str, FrameworkTerm] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _main_grad_sourced(self) -> FrameworkProfile:
-        if self.main_grad_fp32 and not self.main_grad_fp32_source:
-            raise ValueError(f"framework {self.id}: main_grad_fp32 needs main_grad_fp32_source")
-        if self.adamw_variant is not None and not self.adamw_variant_source:
-            raise ValueError(f"framework {self.id}: adamw_variant needs adamw_variant_source")
-        if self.moe_act_input_fp8 and not self.moe_act_input_fp8_source:
-            raise ValueError(f"framework {self.id}: moe_act_input_fp8 needs moe_act_input_fp8_source")
+    def _storage_facts_sourced(self) -> FrameworkProfile:
+        """A profile that sets one of the storage facts names its source."""
+        for name in ("main_grad_fp32", "moe_act_input_fp8", "adamw_variant"):
+            if getattr(self, name) and not getattr(self, f"{name}_source"):
+                raise ValueError(f"framework {self.id}: {name} needs {name}_source")
         return self
 
     def has(self, axis: Axis) -> bool:
