@@ -27,6 +27,24 @@ def test_train_json_contract() -> None:
     assert out["assumptions"]["recompute"] == "full"
 
 
+def test_the_notes_are_written_in_the_asked_language() -> None:
+    """Buyer check: `memory train --lang zh` listed its notes ('gradients accumulate in fp32 main-gradient buffers',
+    'optimizer-step temporaries count only ...') in English under the Chinese '说明'. The JSON keeps `notes` in
+    English and adds `notes_zh`, one for one."""
+    args = ["memory", "train", "--model", "llama3-70b", "--framework", "megatron", "--tp", "8", "--seq-len", "4096",
+            "--micro-batch", "1", "--recompute", "full"]
+    zh = runner.invoke(app, [*args, "--lang", "zh"], env={"COLUMNS": "300"})
+    assert zh.exit_code == 0, zh.output
+    text = " ".join(zh.output.split())
+    assert "梯度在 fp32 主梯度缓冲区中累加（megatron：每参数 4 字节）" in text
+    assert "gradients accumulate" not in text and "optimizer-step temporaries" not in text
+    out = json.loads(runner.invoke(app, [*args, "--json"]).stdout)["assumptions"]
+    assert len(out["notes"]) == len(out["notes_zh"]) >= 2
+    assert any("fp32 main-gradient" in n for n in out["notes"])
+    infer = json.loads(runner.invoke(app, ["memory", "infer", "--model", "llama3-8b", "--json"]).stdout)
+    assert len(infer["assumptions"]["notes_zh"]) == len(infer["assumptions"]["notes"]) == 2
+
+
 def test_train_compile_keeps_16bit_logits_and_says_so() -> None:
     """--compile (torchtune compile=True): the compiled loss keeps the 16-bit logits, not fp32 log-probabilities,
     and compiled layers save what fused kernels save, so the peak drops and the JSON says why."""

@@ -107,6 +107,10 @@ def test_every_key_used_in_code_exists() -> None:
     from gpuplan.search.infer_offload import PREFIX_TIERS
 
     used |= {f"prefix.tier.{k}" for k in PREFIX_TIERS}  # where a prefix set is kept (render/report_text.py)
+    from gpuplan.estimate.memory_infer import INFER_NOTES
+    from gpuplan.estimate.memory_train import TRAIN_NOTES
+
+    used |= {f"memory.note.{k}" for k in (*TRAIN_NOTES, *INFER_NOTES)}  # a memory estimate's notes, both languages
     assert len(used) > 60
     missing = sorted(k for k in used if k not in messages())
     assert missing == []

@@ -25,10 +25,13 @@ from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.estimate.kv_cache import kv_cache
 from gpuplan.estimate.memory_train import stage_layers
 from gpuplan.estimate.records import MemoryBreakdown
+from gpuplan.i18n import tr
 from gpuplan.units import GIB, dtype_bytes
 from gpuplan.workload.jobs import InferenceJob, Layout, check_layout
 from gpuplan.workload.model_spec import ModelSpec
 from gpuplan.workload.params import ParamCounts, count_params
+
+INFER_NOTES = ("infer_16bit", "infer_kv_replicated")  # i18n keys memory.note.*, in assumptions in both languages
 
 __all__ = ["InferenceFit", "check_serving_layout", "estimate_inference_memory", "expert_ranks",
            "matrix_bytes_per_param", "max_batch_that_fits"]
@@ -166,8 +169,8 @@ def estimate_inference_memory(spec: ModelSpec, job: InferenceJob, layout: Layout
         "prompt_logits": job.prompt_logits,
         "calibration": cal.used("runtime_context_gib", "collective_buffers_gib", "inference_workspace_tokens",
                                 *(("concat_kv_reserved_extra",) if job.kv_layout == "concat" else ())),
-        "notes": ["embeddings, norms, routers and LM head kept in 16-bit",
-                  "KV heads replicated when tp exceeds them; MLA latent replicated on every TP rank"],
+        "notes": [tr(f"memory.note.{k}", "en") for k in INFER_NOTES],
+        "notes_zh": [tr(f"memory.note.{k}", "zh") for k in INFER_NOTES],
     }
     return replace(best, assumptions=assumptions)
 

@@ -37,6 +37,7 @@ from gpuplan.estimate.activations import (
 from gpuplan.estimate.calibration import Calibration, default_calibration
 from gpuplan.estimate.optimizers import get_optimizer
 from gpuplan.estimate.records import MemoryBreakdown, memory_total
+from gpuplan.i18n import both
 from gpuplan.units import GIB
 from gpuplan.workload.jobs import Layout, TrainingJob, check_layout
 from gpuplan.workload.model_spec import ModelSpec
@@ -414,6 +415,7 @@ def estimate_training_memory(
               for r in range(len(split))]
     worst = max(range(len(totals)), key=totals.__getitem__)
     chosen = _as_breakdown(counts, {k: {p: v[worst] for p, v in parts.items()} for k, parts in terms.items()})
+    notes = _notes(spec, job, layout)
     assumptions = {
         "kind": "train",
         "model": spec.name,
@@ -449,7 +451,8 @@ def estimate_training_memory(
         "calibration": cal.used("runtime_context_gib", "collective_buffers_gib", "allocator_fragmentation",
                                 "zero3_prefetch_layers",
                                 *(("deepspeed_buckets_gib",) if job.zero_impl == "deepspeed" else ())),
-        "notes": _notes(spec, job, layout),
+        "notes": [n["en"] for n in notes],
+        "notes_zh": [n["zh"] for n in notes],
     }
     return MemoryBreakdown(
         params_total=chosen.params_total,
@@ -466,26 +469,30 @@ def estimate_training_memory(
     )
 
 
-def _notes(spec: ModelSpec, job: TrainingJob, layout: Layout) -> list[str]:
-    notes = []
+# the notes a training estimate can carry: i18n keys memory.note.<key>
+TRAIN_NOTES = ("lora_fp32", "fp8_params", "gptq", "nf4", "step_temps", "main_grad_fp32", "balanced_routing",
+               "selective_flash", "kv_replicated")
+
+
+def _notes(spec: ModelSpec, job: TrainingJob, layout: Layout) -> list[dict[str, str]]:
+    """The estimate's notes in every language (`i18n.both`): assumptions carry `notes` (en) and `notes_zh`."""
+    keys: list[tuple[str, dict[str, Any]]] = []
     if job.method != "full":
-        notes.append("LoRA adapters, their gradients and optimizer states in fp32; base weights frozen")
+        keys.append(("lora_fp32", {}))
     if frozen_matrix_bytes(job) == 1.0:
-        notes.append("frozen base matrices stored in fp8 (fp8_params: Transformer Engine fp8_model_init), 1 byte each")
+        keys.append(("fp8_params", {}))
     if job.method == "qlora" and job.quant_format == "gptq":
-        notes.append(f"frozen linear weights in GPTQ int4, group {GPTQ_GROUP}: {GPTQ_BYTES_PER_PARAM * 8:.3f} "
-                     "bits/param; auto-gptq dequantizes each weight to fp16 and autograd keeps it for backward")
+        keys.append(("gptq", {"group": GPTQ_GROUP, "bits": GPTQ_BYTES_PER_PARAM * 8}))
     elif job.method == "qlora":
-        notes.append(f"frozen linear weights in NF4 with double quantization: {NF4_BYTES_PER_PARAM * 8:.3f} "
-                     "bits/param; embeddings, norms and LM head stay 16-bit")
-    notes.append("optimizer-step temporaries count only beyond the activations and transients freed before it")
+        keys.append(("nf4", {"bits": NF4_BYTES_PER_PARAM * 8}))
+    keys.append(("step_temps", {}))
     if job.method == "full" and job.precision != "fp32" and job.gradient_bytes() == 4.0:
-        notes.append(f"gradients accumulate in fp32 main-gradient buffers ({job.framework}: 4 bytes per parameter)")
+        keys.append(("main_grad_fp32", {"framework": job.framework}))
     if spec.moe is not None and layout.ep > 1:
-        notes.append("expert activations assume balanced routing: each EP rank keeps about its own "
-                     "tokens x top-k")
+        keys.append(("balanced_routing", {}))
     if job.recompute == "selective" and job.attention != "eager":
-        notes.append("selective recomputation with flash attention only drops the attention output and LSE")
+        keys.append(("selective_flash", {}))
     if layout.tp > spec.kv_heads and spec.mla is None:
-        notes.append(f"tp={layout.tp} exceeds {spec.kv_heads} KV heads: KV projections are replicated")
-    return notes
+        keys.append(("kv_replicated", {"tp": layout.tp, "kv_heads": spec.kv_heads}))
+    assert all(k in TRAIN_NOTES for k, _ in keys)
+    return [both(f"memory.note.{k}", **p) for k, p in keys]

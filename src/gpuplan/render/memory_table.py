@@ -55,14 +55,15 @@ def memory_tables(m: MemoryBreakdown, *, title: str, device_memory_bytes: float 
     a.add_column("value")
     a.add_row(tr("cli.mem.params", lang), tr("cli.mem.params_value", lang, total=m.params_total,
                                              active=m.params_active, trainable=m.params_trainable))
-    skip = {"calibration", "notes", "pipeline_rank_totals_bytes"}
+    skip = {"calibration", "notes", "notes_zh", "pipeline_rank_totals_bytes"}
     for k, v in m.assumptions.items():
         if k not in skip and v is not None:
             a.add_row(k, _fmt(v))
     for name, term in m.assumptions.get("calibration", {}).items():
         flag = tr("cli.mem.overridden", lang) if term["overridden"] else ""
         a.add_row(tr("cli.mem.calibration", lang, name=name), f"{term['value']} {term['unit']}{flag}")
-    for note in m.assumptions.get("notes", []):
+    notes = m.assumptions.get("notes_zh") if lang == "zh" else None
+    for note in notes or m.assumptions.get("notes", []):
         a.add_row(tr("cli.mem.note", lang), note)
     return Group(t, a)
 
