@@ -35,6 +35,20 @@ def test_memory_train(client: Any) -> None:
     assert body["total_bytes"] > 0 and isinstance(body["total_bytes"], int) and "fits" in body
 
 
+def test_memory_train_takes_the_framework_the_cli_takes(client: Any) -> None:
+    """`framework` is the CLI's `memory train --framework`: Megatron-LM's fp32 main gradients (Megatron-LM docs,
+    dist_optimizer.md) double the gradient bytes of a 16-bit run, as the CLI's estimate does. Before, the API had
+    no framework at all, and its description pointed at a recipe key that the recipe refuses."""
+    body = {"model": "llama3-8b", "tp": 2, "accelerator": "h100-sxm5-80gb"}
+    plain = client.post("/api/v1/memory/train", json=body).json()
+    megatron = client.post("/api/v1/memory/train", json={**body, "framework": "megatron"}).json()
+    assert megatron["gradients_bytes"] == 2 * plain["gradients_bytes"]
+    assert megatron["assumptions"]["notes_zh"] and len(megatron["assumptions"]["notes"]) == len(
+        megatron["assumptions"]["notes_zh"])
+    bad = client.post("/api/v1/memory/train", json={**body, "framework": "megatron-lm"})
+    assert bad.status_code == 422 and "framework" in bad.text
+
+
 def test_memory_train_takes_the_recipe_the_cli_takes(client: Any) -> None:
     """The recipe facts are one schema: `recipe` of the API (and of the memory and training forms) is the CLI's
     --recipe syntax, and `loss=chunked` gives the bytes `memory train --loss chunked` gives."""

@@ -144,6 +144,23 @@ def test_memory_page_and_fragment(fresh: Any) -> None:
     assert bad.status_code == 200 and 'role="alert"' in bad.text and "tp" in bad.text
 
 
+def test_the_memory_answer_lists_its_notes_in_the_page_language(fresh: Any) -> None:
+    """Buyer check: the web answer gave the total and the parts but not what they assume (Megatron's fp32 main
+    gradients, the optimizer step's temporaries) that the CLI prints; it lists the estimate's notes, in Chinese on a
+    Chinese page."""
+    form = {"model": "llama3-8b", "tp": "2", "accelerator": "h100-sxm5-80gb", "framework": "megatron"}
+    en = fresh.get("/memory/result", params={**form, "lang": "en"})
+    assert en.status_code == 200 and 'id="memory-notes"' in en.text
+    assert "gradients accumulate in fp32 main-gradient buffers (megatron" in en.text
+    zh = fresh.get("/memory/result", params={**form, "lang": "zh"})
+    assert "梯度在 fp32 主梯度缓冲区中累加" in zh.text and "gradients accumulate" not in zh.text
+    # the page offers the framework, and an empty choice is the generic estimate
+    page = fresh.get("/memory", params={"lang": "en"}).text
+    assert 'name="framework"' in page and 'value="megatron"' in page
+    plain = fresh.get("/memory/result", params={**form, "framework": "", "lang": "en"})
+    assert plain.status_code == 200 and 'id="memory-total"' in plain.text and "main-gradient" not in plain.text
+
+
 def test_catalog_filters_and_errors(fresh: Any) -> None:
     cn = fresh.get("/catalog", params={"kind": "accelerators", "market": "cn", "lang": "en"}).text
     assert "ascend-910b" in cn.lower()

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -45,6 +45,7 @@ from gpuplan.advise.tco_capital import Capital, resale_fraction
 from gpuplan.advise.tco_rents import RentSpread, market_rents
 from gpuplan.errors import unknown_name
 from gpuplan.hardware import Accelerator, Catalog, Server
+from gpuplan.i18n import both
 from gpuplan.search.offers import server_purchase
 
 __all__ = ["CATALOG", "DEFAULT", "QUOTED", "USER", "FleetInputs", "FleetTco", "Quantity", "RentCase",
@@ -221,6 +222,21 @@ def rent_rates(catalog: Catalog, accelerator: str, *, market: str, inp: TcoInput
     return tuple(out), spreads
 
 
+FORMULA_LINES = ("servers", "power", "hosting", "storage", "staff")  # formulas with words: tco.formula.<line>
+
+
+class _Formula(TypedDict):
+    formula: str
+    formula_zh: str
+
+
+def _formula(line: str, **params: Any) -> _Formula:
+    """A cost line's formula in both languages (messages tco.formula.<line>): CostLine's formula and formula_zh."""
+    assert line in FORMULA_LINES
+    text = both(f"tco.formula.{line}", **params)
+    return {"formula": text["en"], "formula_zh": text["zh"]}
+
+
 def own_lines(choice: ServerChoice, devices: int, inp: TcoInputs, fin: FleetInputs, *,
               pue_provenance: str, fx: tuple[str, float] = ("USD", 1.0)) -> tuple[CostLine, ...]:
     """The cost lines of owning `devices` devices in whole servers (see the module docstring); the formulas show
@@ -245,10 +261,8 @@ def own_lines(choice: ServerChoice, devices: int, inp: TcoInputs, fin: FleetInpu
     lines = [CostLine(name="servers", capex_usd=nodes * price, resale_usd=nodes * price * keep,
                       provenance=_prov(pp, choice.devices_per_server.provenance,
                                        flab("resale_fraction_after_3_years"), flab("wacc")),
-                      formula=f"{nodes} x {m(price)}, sold for {keep:.0%} after {inp.years:g} years, "
-                              f"at a cost of capital of {fin.wacc:.1%}",
-                      formula_zh=f"{nodes} x {m(price)}，{inp.years:g} 年后按 {keep:.0%} 售出，"
-                                 f"资金成本 {fin.wacc:.1%}")]
+                      **_formula("servers", nodes=nodes, price=m(price), keep=keep, years=inp.years,
+                                 wacc=fin.wacc))]
     if nodes > 1:  # scale-out switches, optics and cables; NICs come with the server
         srv = choice.server
         gbit = srv.compute_gbit_per_s if srv is not None else 0.0
@@ -263,31 +277,24 @@ def own_lines(choice: ServerChoice, devices: int, inp: TcoInputs, fin: FleetInpu
         name="power", fixed_usd_per_year=nodes * energy * inp.idle_power_fraction,
         variable_usd_per_year=nodes * energy * (1 - inp.idle_power_fraction),
         provenance=_prov(kp, pue_provenance, lab("electricity_usd_per_kwh"), lab("idle_power_fraction")),
-        formula=f"{nodes} x {kw:g} kW x PUE {inp.pue:g} x {m(inp.electricity_usd_per_kwh, '.3g')}/kWh x 8760 h "
-                f"x (idle {inp.idle_power_fraction:g} + (1 - idle) x u)",
-        formula_zh=f"{nodes} x {kw:g} kW x PUE {inp.pue:g} x {m(inp.electricity_usd_per_kwh, '.3g')}/kWh x 8760 h "
-                   f"x (空载 {inp.idle_power_fraction:g} + (1 - 空载) x 利用率)"))
+        **_formula("power", nodes=nodes, kw=kw, pue=inp.pue, kwh=m(inp.electricity_usd_per_kwh, '.3g'),
+                   idle=inp.idle_power_fraction)))
     lines.append(CostLine(name="hosting", fixed_usd_per_year=nodes * kw * inp.hosting_usd_per_kw_month * 12,
                           provenance=_prov(kp, lab("hosting_usd_per_kw_month")),
-                          formula=f"{nodes} x {kw:g} kW x {m(inp.hosting_usd_per_kw_month, '.4g')}/kW-month x 12",
-                          formula_zh=f"{nodes} x {kw:g} kW x {m(inp.hosting_usd_per_kw_month, '.4g')}/kW·月 x 12"))
+                          **_formula("hosting", nodes=nodes, kw=kw, rate=m(inp.hosting_usd_per_kw_month, '.4g'))))
     lines.append(CostLine(name="operations", fixed_usd_per_year=nodes * price * inp.operations_fraction_per_year,
                           provenance=_prov(pp, lab("operations_fraction_per_year")),
                           formula=f"{inp.operations_fraction_per_year:g} x {nodes} x {m(price)}"))
     lines.append(CostLine(name="storage",
                           fixed_usd_per_year=devices * fin.storage_tib_per_device * fin.storage_usd_per_tib_year,
                           provenance=_prov(flab("storage_tib_per_device"), flab("storage_usd_per_tib_year")),
-                          formula=f"{devices} x {fin.storage_tib_per_device:g} TiB x "
-                                  f"{m(fin.storage_usd_per_tib_year, '.4g')}/TiB-year",
-                          formula_zh=f"{devices} x {fin.storage_tib_per_device:g} TiB x "
-                                     f"{m(fin.storage_usd_per_tib_year, '.4g')}/TiB·年"))
+                          **_formula("storage", devices=devices, tib=fin.storage_tib_per_device,
+                                     rate=m(fin.storage_usd_per_tib_year, '.4g'))))
     lines.append(CostLine(name="staff",
                           fixed_usd_per_year=devices / fin.staff_devices_per_fte * fin.staff_usd_per_fte_year,
                           provenance=_prov(flab("staff_devices_per_fte"), flab("staff_usd_per_fte_year")),
-                          formula=f"{devices} / {fin.staff_devices_per_fte:g} devices per engineer x "
-                                  f"{m(fin.staff_usd_per_fte_year)}",
-                          formula_zh=f"{devices} / 每名工程师 {fin.staff_devices_per_fte:g} 卡 x "
-                                     f"{m(fin.staff_usd_per_fte_year)}"))
+                          **_formula("staff", devices=devices, per=fin.staff_devices_per_fte,
+                                     pay=m(fin.staff_usd_per_fte_year))))
     return tuple(lines)
 
 

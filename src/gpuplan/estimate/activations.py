@@ -184,7 +184,7 @@ def _moe(spec: ModelSpec, t: float, tp: int, e: float, e_lin: float, fused: bool
     }
     if act_recomputed:  # moe_act: the SwiGLU output (the second expert GEMM's input) is rebuilt in the backward
         out["expert_ffn"] -= e_lin * tk * m.expert_ffn_size / tp
-    if act_input_fp8 and e > 1.0 and spec.mlp == "swiglu" and fused:
+    if act_input_fp8 and spec.mlp == "swiglu" and fused:
         # the SwiGLU input (gate and up outputs, 2 x f per token-expert pair) cached in fp8 instead of 16 bits
         # (FrameworkProfile.moe_act_input_fp8: DeepSeek-V3 report sec. 3.3.3)
         out["expert_ffn"] -= (e - 1.0) * 2 * tk * m.expert_ffn_size / tp

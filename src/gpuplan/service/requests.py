@@ -203,12 +203,14 @@ class MemoryTrainRequest(_Request):
     vpp: int = Count
     zero: int = Field(default=0, ge=0, le=3, description="ZeRO stage")
     seq_parallel: bool | None = Field(default=None, description="Megatron sequence parallelism with TP; None: the "
-                                      "framework's default (the recipe's framework=; on without one)")
+                                      "framework's default (`framework`; on without one)")
     recompute: Literal["none", "selective", "full"] = "none"
     attention: Literal["flash", "eager"] = "flash"
     lora_rank: int = Field(default=16, le=MAX_COUNT)
     accelerator: str | None = Name
     device_memory_gib: float | None = Field(default=None, le=1e6)
+    framework: FrameworkId | None = Field(default=None, description="the training framework (`memory train "
+                                          "--framework`): its kernels, fp32 main gradients, recompute modules")
     recipe: str = Recipe
 
 

@@ -250,7 +250,7 @@ def run_memory_train(req: MemoryTrainRequest) -> dict[str, Any]:
     job = TrainingJob.model_validate({
         "method": method, "seq_len": req.seq_len, "micro_batch": req.micro_batch, "global_batch": req.global_batch,
         "precision": req.precision, "optimizer": req.optimizer, "recompute": req.recompute,
-        "attention": req.attention, "lora_rank": req.lora_rank, **recipe})
+        "attention": req.attention, "lora_rank": req.lora_rank, "framework": req.framework, **recipe})
     layout = Layout(tp=req.tp, pp=req.pp, dp=req.dp, cp=req.cp, ep=req.ep, vpp=req.vpp, zero_stage=req.zero,
                     seq_parallel=job.sequence_parallel_on() if req.seq_parallel is None else req.seq_parallel)
     mem = estimate_training_memory(spec, job, layout)

@@ -168,7 +168,8 @@ def _memory(request: Request) -> tuple[dict[str, Any] | None, str | None]:
 async def memory_page(request: Request) -> HTMLResponse:
     mem, error = _memory(request)
     values = {"model": "llama3-8b", **dict(request.query_params)}
-    return render(request, "memory.html", models=models_list(), values=values, mem=mem, error=error)
+    return render(request, "memory.html", models=models_list(), frameworks=_frameworks(), values=values, mem=mem,
+                  error=error)
 
 
 @router.get("/memory/result", response_class=HTMLResponse)

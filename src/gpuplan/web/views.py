@@ -214,9 +214,11 @@ def memory_parts(result: Mapping[str, Any], lang: str) -> dict[str, Any]:
                        "y": [r["part"] for r in rows]}],
              "layout": {"xaxis": {"title": {"text": "GiB"}}, "margin": {"t": 10, "l": 120}, "height": 260}}
     fits = result.get("fits")
+    said = result.get("assumptions") or {}
     return {"rows": rows, "total": f"{result['total_bytes'] / GIB:,.2f}", "chart": chart, "fits": fits,
             "usable": f"{result['usable_memory_bytes'] / GIB:,.1f}" if result.get("usable_memory_bytes") else None,
-            "fix": (result.get("nearest_fix") or {}).get("flags")}
+            "fix": (result.get("nearest_fix") or {}).get("flags"),
+            "notes": (said.get("notes_zh") if lang == "zh" else None) or said.get("notes") or []}
 
 
 def compare_view(doc: Mapping[str, Any], lang: str) -> dict[str, Any]:
