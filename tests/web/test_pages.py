@@ -161,6 +161,23 @@ def test_the_memory_answer_lists_its_notes_in_the_page_language(fresh: Any) -> N
     assert plain.status_code == 200 and 'id="memory-total"' in plain.text and "main-gradient" not in plain.text
 
 
+def test_the_memory_answer_says_when_no_single_change_fits(fresh: Any) -> None:
+    """Buyer check (Llama 3 70B at TP8 under Megatron on an H100, no data parallelism): 148 GiB of weights,
+    fp32 gradients and optimizer states alone, yet the page offered 'Nearest change that fits: --recompute full
+    --loss chunked', which still needs 150 GiB. It now words the nearest change as the CLI does."""
+    form = {"model": "llama3-70b", "tp": "8", "accelerator": "h100-sxm5-80gb", "framework": "megatron"}
+    en = fresh.get("/memory/result", params={**form, "lang": "en"}).text
+    fix = re.search(r'id="memory-fix">([^<]*)<', en)
+    assert fix is not None and fix[1].startswith("No single change fits; even --recompute full") and "GiB" in fix[1]
+    zh = fresh.get("/memory/result", params={**form, "lang": "zh"}).text
+    assert "单项调整均放不下" in zh and "最接近的可行调整" not in zh
+    # a change that does fit is still named as one (Llama 3 8B on a 24 GB card)
+    small = fresh.get("/memory/result", params={"model": "llama3-8b", "accelerator": "rtx4090-24gb", "method": "lora",
+                                                "lang": "en"}).text
+    found = re.search(r'id="memory-fix">([^<]*)<', small)
+    assert found is None or " fits: " in found[1]
+
+
 def test_catalog_filters_and_errors(fresh: Any) -> None:
     cn = fresh.get("/catalog", params={"kind": "accelerators", "market": "cn", "lang": "en"}).text
     assert "ascend-910b" in cn.lower()

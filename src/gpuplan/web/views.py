@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpuplan.advise.report_train import blocked_finding
+from gpuplan.estimate.memory_fit import MemoryFix
 from gpuplan.i18n import not_recommended, tr
 from gpuplan.render.report_text import (
     bottleneck_text,
@@ -206,6 +207,14 @@ def traffic_chart(result: Mapping[str, Any], lang: str) -> dict[str, Any]:
     return {"data": data, "layout": layout}
 
 
+def _fix_text(fix: Mapping[str, Any] | None, lang: str) -> str | None:
+    """The nearest change's sentence as the CLI words it (`MemoryFix.text`): that it fits, or that no single change
+    does and what even it needs."""
+    if not fix:
+        return None
+    return MemoryFix(flags=str(fix["flags"]), needed_bytes=float(fix["total_bytes"]), fits=bool(fix["fits"])).text(lang)
+
+
 def memory_parts(result: Mapping[str, Any], lang: str) -> dict[str, Any]:
     """Memory by part in GiB, a bar chart of it and the fit line."""
     parts = [(k.removesuffix("_bytes"), result.get(k) or 0) for k in MEMORY_KEYS]
@@ -217,7 +226,7 @@ def memory_parts(result: Mapping[str, Any], lang: str) -> dict[str, Any]:
     said = result.get("assumptions") or {}
     return {"rows": rows, "total": f"{result['total_bytes'] / GIB:,.2f}", "chart": chart, "fits": fits,
             "usable": f"{result['usable_memory_bytes'] / GIB:,.1f}" if result.get("usable_memory_bytes") else None,
-            "fix": (result.get("nearest_fix") or {}).get("flags"),
+            "fix": _fix_text(result.get("nearest_fix"), lang),
             "notes": (said.get("notes_zh") if lang == "zh" else None) or said.get("notes") or []}
 
 
