@@ -336,3 +336,18 @@ def test_roofline_exponent_two_is_the_hypot_and_a_lower_one_is_slower_near_the_r
     assert roofline(3.0, 4.0, 1.0) == pytest.approx(7.0)
     assert roofline(1.0, 1.0, 1.8) > roofline(1.0, 1.0, 2.0)
     assert roofline(1.0, 100.0, 1.8) == pytest.approx(100.0, rel=1e-3)  # far from the ridge: the larger one
+
+
+def test_the_step_models_notes_come_in_both_languages_and_only_where_they_apply() -> None:
+    """Regression: a serving estimate's step-model notes were English only (under --lang zh too) and told every
+    model about MoE routing and sliding windows: Llama 3 70B at TP4 was told 'MoE routing assumed uniform'. Notes
+    now come as notes / notes_zh (i18n infer.note.*), each only where it applies."""
+    dense = step_cost_model(get_preset("llama3-70b").spec, accelerator=H100, layout=Layout(tp=4), weights="bf16",
+                            kv_dtype="bf16", engine=engine("vllm"))
+    assert dense.assumptions["notes"] == [] and dense.assumptions["notes_zh"] == []
+    windowed = get_preset("mixtral-8x7b").spec.model_copy(update={"sliding_window": 4096})  # Mixtral v0.1's window
+    moe = step_cost_model(windowed, accelerator=H100, layout=Layout(tp=2, pp=2), weights="bf16", kv_dtype="bf16",
+                          engine=engine("vllm"))
+    assert len(moe.assumptions["notes"]) == len(moe.assumptions["notes_zh"]) == 3  # window, MoE, pp 2
+    assert any("MoE" in n for n in moe.assumptions["notes"])
+    assert all(any("\u4e00" <= ch <= "\u9fff" for ch in n) for n in moe.assumptions["notes_zh"])

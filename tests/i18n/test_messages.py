@@ -111,6 +111,9 @@ def test_every_key_used_in_code_exists() -> None:
     from gpuplan.estimate.memory_train import TRAIN_NOTES
 
     used |= {f"memory.note.{k}" for k in (*TRAIN_NOTES, *INFER_NOTES)}  # a memory estimate's notes, both languages
+    from gpuplan.estimate.infer_step import STEP_NOTES
+
+    used |= {f"infer.note.{k}" for k in STEP_NOTES}  # a serving step model's notes, both languages
     from gpuplan.advise.tco_fleet import FORMULA_LINES
 
     used |= {f"tco.formula.{k}" for k in FORMULA_LINES}  # the owned cost lines' formulas (advise/tco_fleet.py)

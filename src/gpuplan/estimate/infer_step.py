@@ -88,6 +88,7 @@ from gpuplan.estimate.memory_train import stage_layers
 from gpuplan.estimate.records import MemoryBreakdown
 from gpuplan.hardware.catalog import Catalog
 from gpuplan.hardware.schema_devices import Accelerator
+from gpuplan.i18n import tr
 from gpuplan.units import GB, GIB
 from gpuplan.workload.engines import EngineProfile
 from gpuplan.workload.jobs import FP4_FORMATS, InferenceJob, KVDtype, Layout, WeightFormat, check_layout
@@ -182,6 +183,16 @@ def _profile_reserve(spec: ModelSpec, job: InferenceJob, layout: Layout, engine:
         return 0.0
     peak = engine_profile_peak(spec, layout, engine, weights=job.weights, calibration=cal).peak_bytes
     return max(0.0, peak - one_token.activations_bytes)
+
+
+# The step model's simplifications a run is told of (i18n keys infer.note.*), each only where it applies: sliding
+# windows to a model with window layers, uniform routing to a MoE model, pipeline batches to pp > 1.
+STEP_NOTES = ("sliding_windows", "uniform_routing", "pipeline_batches")
+
+
+def _step_notes(spec: ModelSpec, pp: int) -> tuple[str, ...]:
+    applies = (spec.sliding_window is not None, spec.moe is not None, pp > 1)
+    return tuple(k for k, on in zip(STEP_NOTES, applies, strict=True) if on)
 
 
 def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout, weights: str, kv_dtype: str,
@@ -399,10 +410,9 @@ def step_cost_model(spec: ModelSpec, *, accelerator: Accelerator, layout: Layout
         "stage_layers": n_layers,
         "kv_dtype": job.kv_cache_dtype,
         "hardware_terms": sorted({str(t["scope"]) for t in used_terms.values() if t["scope"] != "engine"}),
-        "notes": ["sliding windows are not applied to decode KV reads",
-                  "MoE routing assumed uniform: expected distinct experts E(1-(1-k/E)^T)"]
-        + (["a step crosses every stage in turn; the planner keeps pp batches in flight, one per stage (vLLM "
-            "max_concurrent_batches = pipeline_parallel_size), each with 1/pp of the KV cache"] if pp > 1 else []),
+        # the step model's own simplifications, in both languages (i18n infer.note.*), as memory estimates give theirs
+        "notes": [tr(f"infer.note.{k}", "en") for k in _step_notes(spec, pp)],
+        "notes_zh": [tr(f"infer.note.{k}", "zh") for k in _step_notes(spec, pp)],
         "pp_link": (scale_out.label if tp * pp > node and scale_out is not None else link.label if link else None)
         if pp > 1 else None,
     }
