@@ -83,19 +83,19 @@ def test_a_pipeline_plan_is_run_as_planned(cat: Catalog) -> None:
 
 
 def test_a_plan_the_bench_cannot_run_falls_back_to_the_fastest_layout_it_runs(cat: Catalog) -> None:
-    # Llama-3.1-8B's full width on 8 x H200 at 4096 tokens, the fastest layout kept (layout_simplicity_tolerance 0):
+    # Llama-3.1-8B's full width on 8 x H200 at 8192 tokens, the fastest layout kept (layout_simplicity_tolerance 0):
     # planned as TP x DP with ZeRO-1, which the bench does not run (with the default tolerance the plan is plain DP8)
     spec = bench_model(load_model("llama3.1-8b"), small=False)
     acc = cat.accelerator("h200-sxm-141gb")
     cal = load_calibration({"layout_simplicity_tolerance": 0.0})
-    plan = plan_bench_layout(spec, devices=8, seq_len=4096, global_batch=32, accelerator=acc, catalog=cat,
+    plan = plan_bench_layout(spec, devices=8, seq_len=8192, global_batch=32, accelerator=acc, catalog=cat,
                              calibration=cal)
     assert plan.planned is not None and runnable(plan.planned) is not None
     assert plan.fallback is not None and "not run by the bench" in plan.fallback
     run = plan.run
     assert runnable(run.to_dict()) is None and run.world == 8 and run.global_batch == 32
     # the fastest of the layouts the bench runs: DP/PP with ZeRO 0/1/3, or TP with FSDP (ZeRO-3)
-    job = TrainingJob(seq_len=4096, global_batch=32, precision="bf16")
+    job = TrainingJob(seq_len=8192, global_batch=32, precision="bf16")
     hw = cluster_hardware(cat, acc.id, None, gpus_per_node=8)
     fastest = []
     for tp, zero in (([1], (0, 1, 3)), ([1, 2, 4, 8], (3,))):
