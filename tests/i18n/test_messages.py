@@ -114,9 +114,9 @@ def test_every_key_used_in_code_exists() -> None:
     from gpuplan.estimate.infer_step import STEP_NOTES
 
     used |= {f"infer.note.{k}" for k in STEP_NOTES}  # a serving step model's notes, both languages
-    from gpuplan.advise.tco_fleet import FORMULA_LINES
+    from gpuplan.advise.tco_own import FORMULA_LINES
 
-    used |= {f"tco.formula.{k}" for k in FORMULA_LINES}  # the owned cost lines' formulas (advise/tco_fleet.py)
+    used |= {f"tco.formula.{k}" for k in FORMULA_LINES}  # the owned cost lines' formulas (advise/tco_own.py)
     assert len(used) > 60
     missing = sorted(k for k in used if k not in messages())
     assert missing == []

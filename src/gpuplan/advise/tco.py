@@ -10,7 +10,7 @@ Formulas (all inputs are data, advise/data/tco.yaml, overridable):
   + energy x idle share, with energy E = kW x PUE x tariff x 8760; at utilization u the year costs
   F + E x (1 - idle) x u. Renting the same capacity costs R x u with R = rate x devices x 8760.
   Break-even utilization u* = F / (R - E x (1 - idle)) (never when R <= E x (1 - idle)).
-* a cluster (`gpuplan tco`, advise/tco_fleet.py builds the lines): each CostLine has capex C (paid at t=0, sold
+* a cluster (`gpuplan tco`, advise/tco_own.py builds the lines): each CostLine has capex C (paid at t=0, sold
   for S at the horizon Y), fixed running cost K and utilization-driven running cost V (at u = 1). Owning costs
   EAC + K + V u a year, EAC the equivalent annual capex at the cost of capital r (advise/tco_capital.py;
   C/Y at r = 0 without resale); renting the same device-hours costs R u with R = rate x devices x 8760.

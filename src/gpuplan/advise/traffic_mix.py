@@ -164,7 +164,7 @@ def owned_option(hours: Sequence[ScheduleHour], own_month: Callable[[int, float]
                  on_demand: Rate | None, hours_per_row: float, tokens_per_month: float,
                  devices_per_unit: int) -> MixOption | None:
     """A baseline of owned servers with on-demand burst: for N instances' worth of devices, `own_month(N, u)` is
-    the monthly cost of owning them used a share u of the month (advise/tco_fleet: servers, fabric, power at u,
+    the monthly cost of owning them used a share u of the month (advise/tco_own: servers, fabric, power at u,
     hosting, operations, storage, staff, cost of capital, resale); N is the cheapest of 1 .. the peak. None
     without an on-demand rate (the burst) or when owning is not priced."""
     if on_demand is None:

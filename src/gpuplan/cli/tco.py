@@ -1,4 +1,4 @@
-"""`gpuplan tco`: rent vs buy for a cluster of one accelerator (formulas in advise/tco.py, inputs in tco_fleet.py)."""
+"""`gpuplan tco`: rent vs buy for a cluster of one accelerator (formulas in advise/tco.py, the rest advise/tco_*.py)."""
 
 from __future__ import annotations
 
