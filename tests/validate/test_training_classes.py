@@ -141,8 +141,7 @@ def test_h100_fsdp_attention_efficiency_is_the_kernel_papers_figure_not_a_fit() 
     three sources; every cross-validation fold refitted it to 0.39-0.40 (torchtitan's two 8k-sequence rows are the
     most sensitive), so LLM Foundry's long-sequence H100 rows read 26-38% slow held out. It is now derived from the
     FlashAttention-2/-3 papers and refitted in no fold; the 64k-token row is predicted within 15%."""
-    from gpuplan.estimate.calibration import default_calibration
-    from gpuplan.validate.refit import _with_value
+    from gpuplan.estimate.calibration import default_calibration, load_calibration
 
     cal = default_calibration()
     names = tuple(f"attention_kernel_efficiency.{p}.hf" for p in ("h100-sxm5-80gb", "h800-sxm5-80gb",
@@ -156,5 +155,5 @@ def test_h100_fsdp_attention_efficiency_is_the_kernel_papers_figure_not_a_fit() 
     res = evaluate_training_row(dict(FOUNDRY_H100_64K), CAT)
     assert 0.85 < res.measured / res.predicted < 1.15
     # at the value the folds had fitted the row reads more than 25% slow
-    folded = evaluate_training_row(dict(FOUNDRY_H100_64K), CAT, _with_value(cal, names, 0.40))
+    folded = evaluate_training_row(dict(FOUNDRY_H100_64K), CAT, load_calibration(dict.fromkeys(names, 0.40)))
     assert res.measured / folded.predicted > 1.25
