@@ -22,20 +22,18 @@ from gpuplan.advise.tco import (
     tco_inputs,
     year_marks,
 )
-from gpuplan.advise.tco_fleet import (
+from gpuplan.advise.tco_fleet import TcoSetup, fleet_tco, tco_for
+from gpuplan.advise.tco_inputs import (
     CATALOG,
     DEFAULT,
     QUOTED,
     USER,
     FleetInputs,
     Quantity,
-    ServerChoice,
-    TcoSetup,
     fleet_inputs,
-    fleet_tco,
     split_overrides,
-    tco_for,
 )
+from gpuplan.advise.tco_own import ServerChoice
 from gpuplan.errors import InputError
 from gpuplan.hardware import load_catalog
 

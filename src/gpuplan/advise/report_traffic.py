@@ -14,7 +14,8 @@ from typing import Any
 
 from gpuplan.advise.findings import default_thresholds
 from gpuplan.advise.tco import tco_inputs
-from gpuplan.advise.tco_fleet import fleet_inputs, fleet_tco, tco_for
+from gpuplan.advise.tco_fleet import fleet_tco, tco_for
+from gpuplan.advise.tco_inputs import fleet_inputs
 from gpuplan.advise.traffic_mix import MixOption, Rate, mix_options, owned_option, unit_rates
 from gpuplan.advise.trust import fleet_block
 from gpuplan.estimate.calibration import Calibration, default_calibration

@@ -48,10 +48,7 @@ from gpuplan.advise.tco_own import ServerChoice, own_lines, server_choice
 from gpuplan.advise.tco_rents import RentSpread, market_rents
 from gpuplan.hardware import Accelerator, Catalog
 
-# the inputs and the owned side are re-exported: `gpuplan tco`'s callers import the command's pieces from here
-__all__ = ["CATALOG", "DEFAULT", "QUOTED", "USER", "FleetInputs", "FleetTco", "Quantity", "RentCase",
-           "ServerChoice", "TcoSetup", "fleet_inputs", "fleet_tco", "own_lines", "rent_rates", "server_choice",
-           "split_overrides", "tco_for", "tco_market"]
+__all__ = ["FleetTco", "RentCase", "TcoSetup", "fleet_tco", "rent_rates", "tco_for", "tco_market"]
 
 
 def rent_rates(catalog: Catalog, accelerator: str, *, market: str, inp: TcoInputs, fin: FleetInputs,

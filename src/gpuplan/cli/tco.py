@@ -15,7 +15,8 @@ from gpuplan.advise.findings import default_thresholds
 from gpuplan.advise.rules_market import export_notes
 from gpuplan.advise.tco import year_marks
 from gpuplan.advise.tco_capital import depreciation_schedule
-from gpuplan.advise.tco_fleet import FleetTco, Quantity, TcoSetup, fleet_tco, tco_for
+from gpuplan.advise.tco_fleet import FleetTco, TcoSetup, fleet_tco, tco_for
+from gpuplan.advise.tco_inputs import Quantity
 from gpuplan.cli.advise import parse_pairs
 from gpuplan.cli.common import console, fail, flag, input_error_from_validation, positive, print_json
 from gpuplan.errors import GpuplanError, InputError
