@@ -42,6 +42,7 @@ from gpuplan.advise.tco_inputs import (
     fleet_data,
     fleet_inputs,
     join_provenance,
+    label_of,
     split_overrides,
 )
 from gpuplan.advise.tco_own import ServerChoice, own_lines, server_choice
@@ -183,18 +184,18 @@ class FleetTco:
 
 def _input_table(inp: TcoInputs, fin: FleetInputs, market: str | None, pue_source: str,
                  pue_provenance: str) -> dict[str, Quantity]:
-    data = market_inputs(advise_data("tco")["inputs"], market)
+    raw = advise_data("tco")["inputs"]
+    data = market_inputs(raw, market)
     suffix = "_cn" if market == "cn" else "_global"
     names = ("electricity_usd_per_kwh", "hosting_usd_per_kw_month", "operations_fraction_per_year",
              "idle_power_fraction", "yearly_discount_vs_monthly")
-    raw = advise_data("tco")["inputs"]
     out = {"years": Quantity(value=inp.years, unit="years", provenance=USER, source="--years"),
            "pue": Quantity(value=inp.pue, unit="ratio", provenance=pue_provenance, source=pue_source)}
     for name in names:
         user = name in inp.overridden
         key = name + suffix if name + suffix in raw else name
         out[name] = Quantity(value=float(getattr(inp, name)), unit=str(data[name]["unit"]),
-                             provenance=USER if user else DEFAULT,
+                             provenance=label_of(inp.overridden, name),
                              source="--tco" if user else f"advise/data/tco.yaml {key}: {data[name]['source']}")
     fdata = fleet_data(market)
     for name in FleetInputs.model_fields:
@@ -202,7 +203,8 @@ def _input_table(inp: TcoInputs, fin: FleetInputs, market: str | None, pue_sourc
         if name == "overridden" or value is None:
             continue
         user = name in fin.overridden
-        out[name] = Quantity(value=float(value), unit=str(fdata[name]["unit"]), provenance=USER if user else DEFAULT,
+        out[name] = Quantity(value=float(value), unit=str(fdata[name]["unit"]),
+                             provenance=label_of(fin.overridden, name),
                              source=("--wacc" if name == "wacc" else "--tco") if user
                              else f"advise/data/tco.yaml: {fdata[name]['source']}")
     return out
@@ -235,7 +237,7 @@ def fleet_tco(*, accelerator: str, devices: int, utilization: float, setup: TcoS
     """Every rent kind of the setup against owning (its choice must have a price and a power)."""
     choice, inp, fin = setup.choice, setup.inp, setup.fin
     assert choice.price_usd is not None and choice.power_kw is not None
-    pue_prov = USER if "pue" in inp.overridden else DEFAULT
+    pue_prov = label_of(inp.overridden, "pue")
     fx = (setup.currency, setup.cny_per_usd if setup.currency == "CNY" else 1.0)
     lines = own_lines(choice, devices, inp, fin, pue_provenance=pue_prov, fx=fx)
     w = fin.wacc
