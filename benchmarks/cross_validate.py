@@ -108,6 +108,21 @@ def run_fold(file: str, rows: list[Row], held: list[str], fold: str, name: str, 
     return out
 
 
+def screen(file: str, row: Row) -> tuple[str, CaseResult | None]:
+    """Whether a row enters the folds: ("", its in-sample result), or (why it is skipped, None). Skipped: an
+    author's estimate (confidence low), a training metric that is not a step rate, a row the estimators cannot
+    express (the error's message)."""
+    reason = ("confidence low: an author's estimate, not a measurement" if row.get("confidence") == "low"
+              else f"metric {row.get('metric')!r} is not a step-rate figure" if file == "training"
+              and row.get("metric") not in TRAIN_METRICS else "")
+    if reason:
+        return reason, None
+    try:
+        return "", evaluate(file, row, base_terms(file))
+    except (GpuplanError, ValueError) as exc:
+        return str(exc), None
+
+
 def _in_classes(e: dict[str, Any]) -> bool:
     """The entries the planner's classes are built from: held out by source on a part with rows, and (training,
     serving) held out with the whole part, the error of a part without rows."""
@@ -189,14 +204,7 @@ def main() -> None:
                     released.add(r["id"])
         good = []
         for r in rows:
-            reason = ("confidence low: an author's estimate, not a measurement" if r.get("confidence") == "low"
-                      else f"metric {r.get('metric')!r} is not a step-rate figure" if file == "training"
-                      and r.get("metric") not in TRAIN_METRICS else "")
-            res = None
-            try:
-                res = evaluate(file, r, base_terms(file)) if not reason else None
-            except (GpuplanError, ValueError) as exc:
-                reason = str(exc)
+            reason, res = screen(file, r)
             if res is None:
                 skipped.append({"file": file, "id": r["id"], "reason": reason})
                 continue

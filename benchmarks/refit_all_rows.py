@@ -20,9 +20,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cross_validate import DEFAULT_GT, _ape, _evaluator, base_terms, evaluate  # noqa: E402
+from cross_validate import DEFAULT_GT, _ape, _evaluator, base_terms, evaluate, screen  # noqa: E402
 
-from gpuplan.errors import GpuplanError  # noqa: E402
 from gpuplan.estimate.calibration import Calibration  # noqa: E402
 from gpuplan.validate.cases import Row, read_rows  # noqa: E402
 from gpuplan.validate.ground_truth import case_files  # noqa: E402
@@ -30,18 +29,8 @@ from gpuplan.validate.refit import error_ratio, refit  # noqa: E402
 
 
 def rows_of(file: str, gt: Path) -> list[Row]:
-    """The rows cross_validate.py evaluates: measured (confidence not low) and expressible."""
-    out = []
-    for path in case_files(file, gt):
-        for r in read_rows(path):
-            if r.get("confidence") == "low":
-                continue
-            try:
-                evaluate(file, r, base_terms(file))
-            except (GpuplanError, ValueError):
-                continue
-            out.append(r)
-    return out
+    """The rows cross_validate.py folds (`cross_validate.screen`)."""
+    return [r for path in case_files(file, gt) for r in read_rows(path) if screen(file, r)[1] is not None]
 
 
 def in_sample(file: str, rows: list[Row], cal: Calibration) -> tuple[float, float]:
