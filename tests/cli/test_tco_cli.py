@@ -148,3 +148,25 @@ def test_a_part_without_a_rent_in_the_market_is_costed_as_owned() -> None:
     text = " ".join(res.output.split())
     assert "No market rent for ascend-910b in market global" in text and "--rent" in text
     assert "Owning, USD per year" in text
+
+
+def test_a_rent_verdict_on_weak_quotes_says_so_in_both_languages() -> None:
+    """Regression: 256 Ascend 910B in China were told "renting is cheaper over 5 years" against the one rent the
+    catalog has, a distressed-capacity 8-card offer of low confidence, with no word in the verdict that the rate
+    may not exist for 256 cards. The verdict now names what its reference rests on; the JSON says it per kind.
+    H100s in the global market, whose reference is the median of comparable, credible offers, get no caveat."""
+    args = ["tco", "--accelerator", "ascend-910b", "--devices", "256", "--years", "5", "--utilization", "0.8",
+            "--market", "cn"]
+    en = " ".join(runner.invoke(app, [*args, "--lang", "en"]).output.split())
+    assert "renting is cheaper over 5 years" in en
+    assert "distressed-capacity quotes only" in en and "no offer of medium or high confidence" in en
+    assert "written quote for 256 devices" in en
+    zh = " ".join(runner.invoke(app, [*args, "--lang", "zh"]).output.split())
+    assert "仅有甩卖产能报价" in zh and "256 卡" in zh
+    data = json.loads(runner.invoke(app, [*args, "--json"]).output)
+    assert set(data["market_rents"]["multi_year"]["weaknesses"]) == {"distressed_only", "no_credible_quote"}
+    h100 = ["tco", "--accelerator", "h100-sxm5-80gb", "--devices", "64", "--years", "3", "--utilization", "0.6",
+            "--market", "global"]
+    text = " ".join(runner.invoke(app, [*h100, "--lang", "en"]).output.split())
+    assert "rests on" not in text
+    assert json.loads(runner.invoke(app, [*h100, "--json"]).output)["market_rents"]["multi_year"]["weaknesses"] == []

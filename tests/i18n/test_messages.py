@@ -117,6 +117,9 @@ def test_every_key_used_in_code_exists() -> None:
     from gpuplan.advise.tco_own import FORMULA_LINES
 
     used |= {f"tco.formula.{k}" for k in FORMULA_LINES}  # the owned cost lines' formulas (advise/tco_own.py)
+    from gpuplan.advise.tco_rents import WEAKNESSES
+
+    used |= {f"cli.tco.weakness.{k}" for k in WEAKNESSES}  # what a rent verdict rests on (cli/tco.py)
     assert len(used) > 60
     missing = sorted(k for k in used if k not in messages())
     assert missing == []

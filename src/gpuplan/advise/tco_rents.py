@@ -23,12 +23,14 @@ from typing import Any
 from gpuplan.advise.commit_terms import with_commit_terms
 from gpuplan.hardware import Catalog, Instance, convert
 
-__all__ = ["RENT_KINDS", "RentQuote", "RentSpread", "market_rents"]
+__all__ = ["RENT_KINDS", "WEAKNESSES", "RentQuote", "RentSpread", "market_rents"]
 
 RENT_KINDS = ("on_demand", "monthly", "yearly", "multi_year")
 _PRICE_KIND = {"on_demand": "on_demand_hourly", "monthly": "monthly", "yearly": "yearly"}
 _HOURS = {"on_demand": 1.0, "monthly": 730.0, "yearly": 8760.0}
 CREDIBLE = ("medium", "high")
+# What a reference may rest on that a buyer should not act on unchecked (RentSpread.weaknesses)
+WEAKNESSES = ("distressed_only", "not_comparable", "no_credible_quote")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,9 +72,16 @@ class RentSpread:
         pool = [q for q in self.quotes if not q.distressed]
         return tuple(q for q in pool if q.comparable) if self.basis == "comparable" else tuple(pool)
 
+    @property
+    def weaknesses(self) -> tuple[str, ...]:
+        """What the reference rests on that a buyer should check before acting (WEAKNESSES): surplus-capacity quotes
+        only, no quote that can stand in for the cluster (basis "all"), no quote of medium or high confidence."""
+        flags = (self.basis == "distressed only", self.basis == "all", not self.cheapest_credible)
+        return tuple(w for w, on in zip(WEAKNESSES, flags, strict=True) if on)
+
     def to_json(self) -> dict[str, Any]:
         ref = self.reference
-        return {"kind": self.kind, "basis": self.basis, "count": len(ref),
+        return {"kind": self.kind, "basis": self.basis, "weaknesses": list(self.weaknesses), "count": len(ref),
                 "median": self.median_usd_per_device_hour,
                 "min": ({**self.cheapest.to_json(), "credible": self.cheapest_credible}
                         if self.cheapest is not None else None),

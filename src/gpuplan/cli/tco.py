@@ -196,6 +196,11 @@ def _print(res: FleetTco, setup: TcoSetup, lang: str) -> None:
         console.print(tr(key, lang, util=res.utilization, own=money(res.own_usd_per_year), cur=cur,
                          own_h=money(res.own_usd_per_device_hour), kind=_kind(cheapest.kind, lang),
                          rent=money(cheapest.usd_per_year), years=res.years), highlight=False)
+        weak = next((sp.weaknesses for sp in res.market_rents if sp.kind == cheapest.kind), ())
+        if key == "cli.tco.verdict_rent" and weak:  # a rent verdict is only as good as the rate it rests on
+            sep = "；" if lang == "zh" else "; "
+            console.print(tr("cli.tco.verdict_caveat", lang, devices=res.devices,
+                             reasons=sep.join(tr(f"cli.tco.weakness.{w}", lang) for w in weak)), highlight=False)
     else:
         console.print(tr("cli.tco.rent_unpriced", lang, acc=res.accelerator, market=res.market), highlight=False)
     if res.own_at_range is not None and span is not None:
