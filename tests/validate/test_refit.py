@@ -312,3 +312,46 @@ def test_a_parts_16_bit_efficiency_is_tuned_on_its_16_bit_rows_only() -> None:
         if name.startswith("compute_efficiency.") and t.tuned_on is not None and name.split(".")[1] != "default":
             want = {"bf16": {"bf16", "fp16"}, "fp8": {"fp8"}}[name.rsplit(".", 1)[1]]
             assert set(t.tuned_on.precision) == want, name
+
+
+def test_a_refit_searches_a_shared_serving_term_inside_its_published_range() -> None:
+    # Regression: the fold holding LMDeploy's rows out refitted the shared prefill attention term from 0.45 to 0.28
+    # (below FlashAttention-1's 25-40% of the A100 peak) and the KV read term of other engines past the 50-80% that
+    # paged-attention kernels publish, because the refit searched a third to three times the value whatever the
+    # kernels' papers say. A term whose source states a range is now searched inside it; others keep the default.
+    from gpuplan.validate.serving_terms import serving_calibration
+    from gpuplan.workload.engines import load_engines
+
+    cal = serving_calibration()
+    shared = next(iter(load_engines().values())).terms
+    for name in ("attention_efficiency", "kv_read_efficiency", "memory_bw_efficiency", "roofline_overlap_exponent",
+                 "layer_overhead_s"):
+        lo, hi = shared[name].literature_range or (None, None)
+        assert lo is not None and hi is not None and shared[name].literature_range_source, name
+        tuned = cal.terms[f"serve.{name}"].tuned_on
+        assert tuned is not None and tuned.bounds == pytest.approx((lo, hi)), name
+    assert cal.terms["serve.attention_efficiency"].tuned_on.bounds[0] == pytest.approx(0.25)  # type: ignore[union-attr]
+    # one published end: the other is the refit's default (a third of the value)
+    gemm = cal.terms["serve.gemm_efficiency"]
+    assert gemm.tuned_on is not None and gemm.tuned_on.bounds == pytest.approx((0.7 / 3, 0.80))
+    # no stated range: a third to three times the value
+    req = cal.terms["serve.request_overhead_s"]
+    assert req.tuned_on is not None and req.tuned_on.bounds == pytest.approx((0.008 / 3, 0.024))
+
+
+def test_a_literature_range_must_hold_the_value_and_name_its_source() -> None:
+    from pydantic import ValidationError
+
+    from gpuplan.workload.engine_parts import EngineTerm
+
+    base = {"value": 0.45, "unit": "fraction", "source": "s", "as_of": "2026-12-07", "explanation": "e"}
+    ok = EngineTerm.model_validate({**base, "literature_range": [0.25, 0.75], "literature_range_source": "FA papers"})
+    assert ok.literature_range == (0.25, 0.75)
+    assert EngineTerm.model_validate({**base, "literature_range": [None, 0.8],
+                                      "literature_range_source": "x"}).literature_range == (None, 0.8)
+    with pytest.raises(ValidationError, match="outside its literature_range"):
+        EngineTerm.model_validate({**base, "literature_range": [0.5, 0.8], "literature_range_source": "x"})
+    with pytest.raises(ValidationError, match="needs literature_range_source"):
+        EngineTerm.model_validate({**base, "literature_range": [0.25, 0.75]})
+    with pytest.raises(ValidationError, match="at least one end"):
+        EngineTerm.model_validate({**base, "literature_range": [None, None], "literature_range_source": "x"})

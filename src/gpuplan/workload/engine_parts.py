@@ -75,8 +75,30 @@ class EngineTerm(BaseModel):
     explanation: str = Field(min_length=1)
     note: str = ""
     tuned_on: TunedOn | None = None
+    # The range the term's own source states (a kernel family's published spread, a measured interval): a refit on
+    # validation rows searches inside it (validate/serving_terms.py), so a fold that holds out the rows pinning a
+    # weakly identified term cannot walk it to a value no source supports. None at an end: that end is the
+    # refit's default (a third / three times the value).
+    literature_range: tuple[float | None, float | None] | None = None
+    literature_range_source: str = ""
     scope: str = Field(default="engine", description="'engine' (the engine default) or the hardware entry's id")
     overridden: bool = False
+
+    @model_validator(mode="after")
+    def _range_holds_value(self) -> EngineTerm:
+        if self.literature_range is None:
+            if self.literature_range_source:
+                raise ValueError("literature_range_source without literature_range: give the range [low, high]")
+            return self
+        if not self.literature_range_source:
+            raise ValueError("literature_range needs literature_range_source: the source that states the range")
+        lo, hi = self.literature_range
+        if lo is None and hi is None:
+            raise ValueError("literature_range: give at least one end, e.g. [0.5, 0.8] or [null, 0.8]")
+        if (lo is not None and self.value < lo) or (hi is not None and self.value > hi):
+            raise ValueError(f"value {self.value} lies outside its literature_range {list(self.literature_range)}: "
+                             "move the value into the range or cite the source that widens it")
+        return self
 
 
 class DecodeKernelEra(BaseModel):

@@ -137,7 +137,12 @@ class EngineProfile(BaseModel):
     def used(self) -> dict[str, dict[str, object]]:
         """The terms as plain dicts, for an estimate's `assumptions`."""
         return {n: {"value": t.value, "unit": t.unit, "source": t.source, "overridden": t.overridden,
-                    "scope": t.scope} for n, t in self.terms.items()}
+                    "scope": t.scope,
+                    # the published spread of the term, where its source states one (a refit stays inside it)
+                    **({"literature_range": list(t.literature_range),
+                        "literature_range_source": t.literature_range_source}
+                       if t.literature_range is not None and t.scope == "engine" else {})}
+                for n, t in self.terms.items()}
 
     def for_accelerator(self, accelerator_id: str) -> EngineProfile:
         """This profile on `accelerator_id`: the matching `hardware_terms` replace the engine defaults
