@@ -12,7 +12,6 @@ workload/data/engines.yaml holds three kinds of tuned serving terms:
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
 from functools import cache
 
@@ -21,7 +20,7 @@ from gpuplan.hardware import Catalog
 from gpuplan.validate.cases import Row
 from gpuplan.validate.inference_cases import evaluate_inference_row
 from gpuplan.validate.memory_cases import CaseResult
-from gpuplan.workload.engines import EngineProfile, EngineTerm, engine, hardware_terms, load_engines
+from gpuplan.workload.engines import EngineProfile, EngineTerm, default_terms, engine, hardware_terms, load_engines
 
 __all__ = ["GPU_STACKS", "SHARED", "engine_for", "serving_calibration", "serving_evaluator"]
 
@@ -42,14 +41,13 @@ _FRACTIONS = ("gemm_efficiency", "gemm_efficiency_8bit", "gemm_efficiency_fp4", 
               "kv_read_efficiency", "attention_efficiency")
 
 
-def _bounds(name: str, t: EngineTerm, value: float | None = None) -> tuple[float, float]:
-    """The range a refit searches for term `name` now at `value` (default: the term's): the term's
-    `literature_range` where its source states one (an end left null takes the default), else a third to three
-    times the value (fractions capped at 1). Without the stated range, a fold that holds out the rows pinning a weakly
-    identified shared term walked it outside anything published (the LMDeploy fold: request_overhead_s 8 -> 2.9 ms
-    against the 5-15 ms of engine tables, attention_efficiency 0.45 -> 0.28, below FlashAttention-1's 25-40%)."""
-    v = t.value if value is None else value
-    lo, hi = v / 3.0, v * 3.0
+def _bounds(name: str, t: EngineTerm) -> tuple[float, float]:
+    """The range a refit searches for term `name`: the term's `literature_range` where its source states one (an end
+    left null takes the default), else a third to three times its value (fractions capped at 1). Without the stated
+    range, a fold that holds out the rows pinning a weakly identified shared term walked it outside anything
+    published (the LMDeploy fold: attention_efficiency 0.45 -> 0.28, below FlashAttention-1's 25-40% of peak;
+    gemm_efficiency 0.70 -> 0.85, above large cuBLAS GEMMs' 70-80%)."""
+    lo, hi = t.value / 3.0, t.value * 3.0
     if name == "roofline_overlap_exponent":
         lo, hi = 1.0, 4.0  # from no overlap of loads and math to nearly the sharp roofline
     elif name in _FRACTIONS:
@@ -60,22 +58,14 @@ def _bounds(name: str, t: EngineTerm, value: float | None = None) -> tuple[float
     return (lo, hi)
 
 
-def _shared(engines: dict[str, EngineProfile], name: str, value: float) -> EngineTerm:
-    """The shared default of term `name` (an engine that keeps `value`: default_terms in engines.yaml)."""
-    return next(e.terms[name] for e in engines.values() if e.terms[name].value == value)
-
-
 def _term(name: str, t: EngineTerm, tuned_on: TunedOn) -> CalibrationTerm:
     return CalibrationTerm(value=t.value, unit=t.unit, source=t.source, note=t.note, applies_to=("infer",),
                            tuned_on=tuned_on)
 
 
-@cache
 def _defaults() -> dict[str, float]:
-    """Per term, the value most engines keep (the shared default)."""
-    engines = load_engines().values()
-    names = next(iter(engines)).terms
-    return {n: Counter(e.terms[n].value for e in engines).most_common(1)[0][0] for n in names}
+    """Per term, the shared default's value (engines.yaml `default_terms`)."""
+    return {n: t.value for n, t in default_terms().items()}
 
 
 @cache
@@ -85,7 +75,7 @@ def serving_calibration() -> Calibration:
     defaults = _defaults()
     terms: dict[str, CalibrationTerm] = {}
     for n in SHARED:
-        shared = _shared(engines, n, defaults[n])
+        shared = default_terms()[n]
         terms[f"serve.{n}"] = _term(n, shared, TunedOn(file="inference", stack=GPU_STACKS, bounds=_bounds(n, shared)))
     for e in engines.values():
         for n, t in e.terms.items():

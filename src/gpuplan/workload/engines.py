@@ -49,7 +49,7 @@ from gpuplan.workload.presets import get_preset
 __all__ = ["ENGINE_TERMS", "HOST_DISPATCH_TERMS", "DecodeKernelEra", "EngineProfile", "EngineTerm", "HardwareTerms",
            "PartDefaults", "ProfileEra", "Scheduling", "StackDefault", "TunedOn",
            "default_engine", "default_engines_by_stack", "engine", "engine_ids",
-           "hardware_terms", "load_engines"]
+           "default_terms", "hardware_terms", "load_engines"]
 
 
 class EngineProfile(BaseModel):
@@ -141,7 +141,7 @@ class EngineProfile(BaseModel):
                     # the published spread of the term, where its source states one (a refit stays inside it)
                     **({"literature_range": list(t.literature_range),
                         "literature_range_source": t.literature_range_source}
-                       if t.literature_range is not None and t.scope == "engine" else {})}
+                       if t.literature_range is not None else {})}
                 for n, t in self.terms.items()}
 
     def for_accelerator(self, accelerator_id: str) -> EngineProfile:
@@ -362,6 +362,11 @@ def load_engines() -> dict[str, EngineProfile]:
             raise RuntimeError(f"duplicate engine id {e.id!r} in engines.yaml")
         out[e.id] = e
     return out
+
+
+def default_terms() -> dict[str, EngineTerm]:
+    """The shared defaults every engine profile starts from (data/engines.yaml `default_terms`)."""
+    return _load_file().default_terms
 
 
 def hardware_terms() -> tuple[HardwareTerms, ...]:
