@@ -44,6 +44,30 @@ def test_term_override_is_reported() -> None:
     assert terms["gemm_efficiency"]["value"] == 0.5 and terms["gemm_efficiency"]["overridden"]
 
 
+def test_a_term_set_outside_its_published_range_is_flagged_in_both_languages() -> None:
+    """Regression: `--term attention_efficiency=0.9` (above FlashAttention-3's 75% of the H100 peak, the most any
+    published prefill kernel reaches) was taken silently, under "confidence high: efficiency measured on your
+    machine". The answer now names the term, the value and the published range with its source; a value inside the
+    range, or a term whose source states none, is not flagged, and the JSON shows the range beside every term."""
+    args = [*BASE, "--input-len", "8000", "--output-len", "64", "--batch", "4"]
+    en = " ".join(runner.invoke(app, [*args, "--term", "attention_efficiency=0.9", "--lang", "en"]).output.split())
+    assert "--term attention_efficiency=0.9 lies outside the range its source publishes (0.25 .. 0.75" in en
+    assert "FlashAttention-3" in en
+    zh = " ".join(runner.invoke(app, [*args, "--term", "attention_efficiency=0.9", "--lang", "zh"]).output.split())
+    assert "超出其来源公布的范围（0.25 .. 0.75" in zh
+    out = json.loads(runner.invoke(app, [*args, "--term", "attention_efficiency=0.9", "--json"]).stdout)
+    assert out["assumptions"]["terms_outside_literature"] == [{
+        "term": "attention_efficiency", "value": 0.9, "literature_range": [0.25, 0.75],
+        "literature_range_source": out["assumptions"]["engine_terms"]["attention_efficiency"]["literature_range_source"]}]
+    inside = json.loads(runner.invoke(app, [*args, "--term", "attention_efficiency=0.6", "--term",
+                                            "request_overhead_s=0.5", "--json"]).stdout)
+    assert inside["assumptions"]["terms_outside_literature"] == []
+    assert inside["assumptions"]["engine_terms"]["attention_efficiency"]["literature_range"] == [0.25, 0.75]
+    assert "literature_range" not in inside["assumptions"]["engine_terms"]["request_overhead_s"]
+    plain = " ".join(runner.invoke(app, [*args, "--term", "attention_efficiency=0.6"]).output.split())
+    assert "outside the range" not in plain
+
+
 def test_human_table() -> None:
     res = runner.invoke(app, [*BASE, "--input-len", "256", "--output-len", "64", "--batch", "4"])
     assert res.exit_code == 0, res.output

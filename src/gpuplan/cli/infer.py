@@ -180,3 +180,9 @@ def _table(d: dict[str, Any], lang: str = "en") -> None:
         console.print(line, highlight=False)
     for w in a.get("warnings", []):
         console.print(f"[yellow]{tr('cli.warning', lang)}[/] {w}", highlight=False)
+    for o in a.get("terms_outside_literature", []):  # a --term value no published kernel reaches
+        lo, hi = o["literature_range"]
+        console.print(f"[yellow]{tr('cli.warning', lang)}[/] " + tr(
+            "cli.einfer.term_outside_literature", lang, term=o["term"], value=o["value"],
+            range=f"{'-' if lo is None else f'{lo:g}'} .. {'-' if hi is None else f'{hi:g}'}",
+            source=o["literature_range_source"]), highlight=False)

@@ -257,6 +257,8 @@ def estimate_inference(spec: ModelSpec, *, accelerator: Accelerator, engine: Eng
         "weights": weights, "kv_dtype": kv, "input_len": input_len, "output_len": output_len,
         "engine_terms": model.terms, "step_model": model.assumptions,
         "request_overhead_s": model.request_overhead,
+        # user-set terms outside the range their source publishes (EngineProfile.outside_literature)
+        "terms_outside_literature": list(engine.outside_literature()),
     }
     return InferenceEstimate(perf=perf, layout=layout, replicas=replicas, num_accels=n, max_batch_fits=fits,
                              memory=mem, percentiles=percentiles, simulation=simulation, assumptions=assumptions)

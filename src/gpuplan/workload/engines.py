@@ -144,6 +144,19 @@ class EngineProfile(BaseModel):
                        if t.literature_range is not None else {})}
                 for n, t in self.terms.items()}
 
+    def outside_literature(self) -> tuple[dict[str, object], ...]:
+        """The terms the user set (`overridden`) to a value outside the range their source publishes
+        (`literature_range`): a typo, another unit, or a measurement worth checking before acting on it."""
+        out = []
+        for n, t in self.terms.items():
+            if not t.overridden or t.literature_range is None:
+                continue
+            lo, hi = t.literature_range
+            if (lo is not None and t.value < lo) or (hi is not None and t.value > hi):
+                out.append({"term": n, "value": t.value, "literature_range": list(t.literature_range),
+                            "literature_range_source": t.literature_range_source})
+        return tuple(out)
+
     def for_accelerator(self, accelerator_id: str) -> EngineProfile:
         """This profile on `accelerator_id`: the matching `hardware_terms` replace the engine defaults
         (entries for every engine first, then those naming this engine); user overrides stay. Under `graph_mode`
