@@ -56,9 +56,10 @@ def test_a_term_set_outside_its_published_range_is_flagged_in_both_languages() -
     zh = " ".join(runner.invoke(app, [*args, "--term", "attention_efficiency=0.9", "--lang", "zh"]).output.split())
     assert "超出其来源公布的范围（0.25 .. 0.75" in zh
     out = json.loads(runner.invoke(app, [*args, "--term", "attention_efficiency=0.9", "--json"]).stdout)
+    source = out["assumptions"]["engine_terms"]["attention_efficiency"]["literature_range_source"]
     assert out["assumptions"]["terms_outside_literature"] == [{
         "term": "attention_efficiency", "value": 0.9, "literature_range": [0.25, 0.75],
-        "literature_range_source": out["assumptions"]["engine_terms"]["attention_efficiency"]["literature_range_source"]}]
+        "literature_range_source": source}]
     inside = json.loads(runner.invoke(app, [*args, "--term", "attention_efficiency=0.6", "--term",
                                             "request_overhead_s=0.5", "--json"]).stdout)
     assert inside["assumptions"]["terms_outside_literature"] == []
