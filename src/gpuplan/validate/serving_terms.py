@@ -47,11 +47,7 @@ def _bounds(name: str, t: EngineTerm) -> tuple[float, float]:
     range, a fold that holds out the rows pinning a weakly identified shared term walked it outside anything
     published (the LMDeploy fold: attention_efficiency 0.45 -> 0.28, below FlashAttention-1's 25-40% of peak;
     gemm_efficiency 0.70 -> 0.85, above large cuBLAS GEMMs' 70-80%)."""
-    lo, hi = t.value / 3.0, t.value * 3.0
-    if name == "roofline_overlap_exponent":
-        lo, hi = 1.0, 4.0  # from no overlap of loads and math to nearly the sharp roofline
-    elif name in _FRACTIONS:
-        hi = min(hi, 1.0)
+    lo, hi = t.value / 3.0, min(t.value * 3.0, 1.0) if name in _FRACTIONS else t.value * 3.0
     if t.literature_range is not None:
         lo = lo if t.literature_range[0] is None else t.literature_range[0]
         hi = hi if t.literature_range[1] is None else t.literature_range[1]
